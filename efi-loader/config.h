@@ -1,0 +1,37 @@
+/* hvtrace.cfg: `key = value` lines read by the loader from
+ * \EFI\hvtrace\hvtrace.cfg on the boot volume. Pure logic (no firmware
+ * calls), also built for the host unit tests. Keys: docs/config.md. */
+#ifndef HVTRACE_LOADER_CONFIG_H
+#define HVTRACE_LOADER_CONFIG_H
+
+#include "core/types.h"
+
+#define CFG_PATH_MAX	256
+#define CFG_CMDLINE_MAX	2048
+#define CFG_MAX_ERRORS	8
+#define CFG_MAX_SIZE	(64 * 1024)
+#define CFG_DEFAULT_MEMORY	(32ull << 20)
+
+struct cfg_error {
+	u32 line;	/* 0: about the whole file */
+	char msg[160];
+};
+
+struct hv_config {
+	char next[CFG_PATH_MAX];	/* "\EFI\linux\vmlinuz"; empty when absent */
+	char cmdline[CFG_CMDLINE_MAX];	/* the next stage's load options */
+	u64 memory;			/* bytes reserved for the hypervisor */
+	u16 serial_port;		/* 0 = no log */
+	u8 log_level;			/* enum log_level */
+	bool enable;			/* false: boot `next` without the hypervisor */
+	u32 nr_errors;			/* errors beyond CFG_MAX_ERRORS are counted only */
+	struct cfg_error errors[CFG_MAX_ERRORS];
+};
+
+/* Parses `len` bytes; fills defaults first. Returns the number of errors. */
+u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg);
+
+/* Parses a size such as "64M", "1G", "65536", "512K". */
+bool cfg_parse_size(const char *s, u64 *out);
+
+#endif

@@ -1,0 +1,14 @@
+/* Loader helpers that need no firmware calls (host-testable). */
+#ifndef HVTRACE_LOADER_H
+#define HVTRACE_LOADER_H
+#include <stdarg.h>
+#include "core/types.h"
+
+/* UEFI 2.x 7.2 memory types that are RAM the OS may use or that hold
+ * firmware data in RAM (not MMIO, not reserved, not unusable). */
+bool efi_type_is_ram(u32 type);
+/* "Not Found" for EFI_NOT_FOUND, etc. (UEFI 2.x Appendix D). */
+const char *efi_status_str(u64 status);
+
+int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+#endif

@@ -1,0 +1,84 @@
+/* Thin inline wrappers for privileged x86 instructions, used in VMX/SVM root
+ * mode by the hypervisor (never in the host unit tests). */
+#ifndef HV_X86_CPU_H
+#define HV_X86_CPU_H
+
+#include "core/types.h"
+
+struct cpuid_regs {
+	u32 eax, ebx, ecx, edx;
+};
+
+static inline void cpuid_count(u32 leaf, u32 sub, struct cpuid_regs *r)
+{
+	asm volatile("cpuid"
+		     : "=a"(r->eax), "=b"(r->ebx), "=c"(r->ecx), "=d"(r->edx)
+		     : "a"(leaf), "c"(sub));
+}
+
+static inline u64 rdmsr(u32 msr)
+{
+	u32 lo, hi;
+	asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((u64)hi << 32) | lo;
+}
+
+static inline void wrmsr(u32 msr, u64 v)
+{
+	asm volatile("wrmsr" ::"c"(msr), "a"((u32)v), "d"((u32)(v >> 32)) : "memory");
+}
+
+#define DEFINE_READ_CR(n) \
+	static inline u64 read_cr##n(void) { u64 v; asm volatile("mov %%cr" #n ", %0" : "=r"(v)); return v; }
+DEFINE_READ_CR(0)
+DEFINE_READ_CR(2)
+DEFINE_READ_CR(3)
+DEFINE_READ_CR(4)
+#undef DEFINE_READ_CR
+
+static inline void write_cr3(u64 v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
+
+static inline u64 read_dr6(void) { u64 v; asm volatile("mov %%dr6, %0" : "=r"(v)); return v; }
+static inline u64 read_dr7(void) { u64 v; asm volatile("mov %%dr7, %0" : "=r"(v)); return v; }
+
+static inline u64 read_rflags(void)
+{
+	u64 v;
+	asm volatile("pushfq; popq %0" : "=r"(v));
+	return v;
+}
+
+static inline u64 rdtsc(void)
+{
+	u32 lo, hi;
+	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((u64)hi << 32) | lo;
+}
+
+static inline void outb(u16 port, u8 v) { asm volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
+static inline u8 inb(u16 port) { u8 v; asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port)); return v; }
+static inline void cpu_relax(void) { asm volatile("pause" ::: "memory"); }
+
+struct desc_ptr {
+	u16 limit;
+	u64 base;
+} __attribute__((packed));
+
+static inline void sgdt(struct desc_ptr *d) { asm volatile("sgdt %0" : "=m"(*d)); }
+static inline void sidt(struct desc_ptr *d) { asm volatile("sidt %0" : "=m"(*d)); }
+
+#define DEFINE_READ_SEG(s) \
+	static inline u16 read_##s(void) { u16 v; asm volatile("mov %%" #s ", %0" : "=r"(v)); return v; }
+DEFINE_READ_SEG(cs)
+DEFINE_READ_SEG(ss)
+DEFINE_READ_SEG(ds)
+DEFINE_READ_SEG(es)
+#undef DEFINE_READ_SEG
+
+static inline __attribute__((noreturn)) void cpu_halt_forever(void)
+{
+	for (;;)
+		asm volatile("cli; hlt");
+}
+
+#endif

@@ -1,0 +1,19 @@
+/* CPUID leaves and feature bits used by hvtrace (Intel SDM Vol. 2A CPUID,
+ * AMD APM Vol. 3 Appendix E). Definitions only. */
+#ifndef HV_X86_CPUID_H
+#define HV_X86_CPUID_H
+
+#define CPUID_1_ECX_VMX			(1u << 5)
+#define CPUID_1_ECX_HYPERVISOR		(1u << 31)
+
+#define CPUID_80000001_ECX_SVM		(1u << 2)
+#define CPUID_80000001_EDX_NX		(1u << 20)
+#define CPUID_80000001_EDX_FFXSR	(1u << 25)
+#define CPUID_80000001_EDX_PAGE1GB	(1u << 26)
+#define CPUID_80000001_ECX_TCE		(1u << 17)
+
+/* AMD APM Vol. 3 E.4.9: leaf 0x8000000A, SVM features in EDX */
+#define CPUID_8000000A_EDX_NP		(1u << 0)
+#define CPUID_8000000A_EDX_NRIPS	(1u << 3)
+
+#endif

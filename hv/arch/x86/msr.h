@@ -1,0 +1,39 @@
+/* x86 model-specific register numbers and bits, named as in the Intel SDM
+ * Vol. 4 and the AMD APM Vol. 2. Definitions only. */
+#ifndef HV_X86_MSR_H
+#define HV_X86_MSR_H
+
+#define MSR_IA32_FEATURE_CONTROL	0x0000003a
+#define MSR_IA32_DEBUGCTL		0x000001d9
+#define MSR_IA32_PAT			0x00000277
+#define MSR_IA32_DS_AREA		0x00000600
+
+#define MSR_EFER			0xc0000080
+#define MSR_STAR			0xc0000081
+#define MSR_LSTAR			0xc0000082
+#define MSR_CSTAR			0xc0000083
+#define MSR_SFMASK			0xc0000084
+#define MSR_FS_BASE			0xc0000100
+#define MSR_GS_BASE			0xc0000101
+#define MSR_KERNEL_GS_BASE		0xc0000102
+
+/* AMD APM Vol. 2 15.30: SVM-related MSRs */
+#define MSR_VM_CR			0xc0010114
+#define MSR_IGNNE			0xc0010115
+#define MSR_SMM_CTL			0xc0010116
+#define MSR_VM_HSAVE_PA			0xc0010117
+
+#define VM_CR_LOCK			(1ull << 3)
+#define VM_CR_SVMDIS			(1ull << 4)
+
+/* AMD APM Vol. 2 3.1.7 / Intel SDM Vol. 3 2.2.1: EFER */
+#define EFER_SCE			(1ull << 0)
+#define EFER_LME			(1ull << 8)
+#define EFER_LMA			(1ull << 10)
+#define EFER_NXE			(1ull << 11)
+#define EFER_SVME			(1ull << 12)
+#define EFER_LMSLE			(1ull << 13)
+#define EFER_FFXSR			(1ull << 14)
+#define EFER_TCE			(1ull << 15)
+
+#endif

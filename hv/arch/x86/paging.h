@@ -1,0 +1,34 @@
+/* x86-64 4-level paging entry bits (Intel SDM Vol. 3 4.5, AMD APM Vol. 2
+ * 5.3), shared by the host page tables and AMD nested page tables. */
+#ifndef HV_X86_PAGING_H
+#define HV_X86_PAGING_H
+
+#define PAGE_SHIFT	12
+#define PAGE_SIZE	0x1000ull
+#define PAGE_2M		0x200000ull
+#define PAGE_1G		0x40000000ull
+
+#define PTE_P		(1ull << 0)
+#define PTE_RW		(1ull << 1)
+#define PTE_US		(1ull << 2)
+#define PTE_PWT		(1ull << 3)
+#define PTE_PCD		(1ull << 4)
+#define PTE_A		(1ull << 5)
+#define PTE_D		(1ull << 6)
+#define PTE_PS		(1ull << 7)
+#define PTE_G		(1ull << 8)
+#define PTE_NX		(1ull << 63)
+#define PTE_ADDR_MASK	0x000ffffffffff000ull
+
+/* CR0/CR4 bits needed to know the guest's paging mode */
+#define CR0_PE		(1ull << 0)
+#define CR0_PG		(1ull << 31)
+#define CR4_PSE		(1ull << 4)
+#define CR4_PAE		(1ull << 5)
+#define CR4_LA57	(1ull << 12)
+
+#define RFLAGS_TF	(1ull << 8)
+#define RFLAGS_IF	(1ull << 9)
+#define RFLAGS_VM	(1ull << 17)
+
+#endif

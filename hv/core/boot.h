@@ -1,0 +1,64 @@
+/* The hand-over from efi-loader/ to the hypervisor: the layout of the
+ * reserved range, the boot parameters and the image header. Internal to
+ * hvtrace (not guest ABI): the loader and the hypervisor are built together. */
+#ifndef HV_CORE_BOOT_H
+#define HV_CORE_BOOT_H
+
+/* Offsets of hv_boot.guest.{rip,rsp,cr3}, used by efi-loader/enter.S. */
+#define HV_BOOT_GUEST_RIP	0x48
+#define HV_BOOT_GUEST_RSP	0x50
+#define HV_BOOT_GUEST_CR3	0x58
+#define HV_BOOT_GUEST_ABORT	0x60
+
+#ifndef __ASSEMBLER__
+#include "core/types.h"
+#include "core/memmap.h"
+
+/* The hypervisor runs at this address in its own page tables (-mcmodel=kernel:
+ * the top 2 GiB), whatever physical address the loader put it at. */
+#define HV_VA_BASE		0xffffffff80000000ull
+#define HV_MAX_RESERVE		(1ull << 30)
+#define HV_MIN_RESERVE		(4ull << 20)
+
+#define HV_IMAGE_HDR_MAGIC	0x4856494d41474531ull	/* "HVIMAGE1" */
+#define HV_BOOT_MAGIC		0x48564254424f4f54ull	/* "HVBTBOOT" */
+#define HV_BOOT_VERSION		1
+
+/* First bytes of the flat hypervisor image (hv/hv.ld puts it at HV_VA_BASE). */
+struct hv_image_hdr {
+	u64 magic;		/* HV_IMAGE_HDR_MAGIC */
+	u64 entry;		/* int hv_entry(const struct hv_boot *) */
+	u64 file_end;		/* end of the flat image (virtual address) */
+	u64 mem_end;		/* end including .bss, page-aligned */
+	char sig[32];		/* HVTRACE_IMAGE_MAGIC */
+};
+
+
+struct hv_boot_guest {
+	u64 rip, rsp, cr3;	/* filled by the loader's entry trampoline */
+	u64 abort_rip;		/* loader stub: RAX = status, RDX = CR3, RSI = RSP */
+};
+
+struct hv_boot {
+	u64 magic;		/* HV_BOOT_MAGIC */
+	u32 version;		/* HV_BOOT_VERSION */
+	u32 log_level;
+	u16 serial_port;	/* 0: no log */
+	u16 pad[3];
+	u64 reserve_pa;		/* the whole reserved range */
+	u64 reserve_size;
+	u64 heap_pa;		/* first byte the hypervisor may allocate */
+	u64 host_cr3;		/* built by the loader */
+	u64 phys_limit;		/* 1 << MAXPHYADDR */
+	u64 tsc_hz;		/* 0 when unknown */
+	struct hv_boot_guest guest;
+	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
+};
+int hv_entry(const struct hv_boot *bp);
+
+_Static_assert(sizeof(struct hv_boot) <= 4096, "hv_boot fits one page");
+_Static_assert(__builtin_offsetof(struct hv_boot, guest) == HV_BOOT_GUEST_RIP, "enter.S offsets");
+
+#endif /* __ASSEMBLER__ */
+
+#endif

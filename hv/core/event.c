@@ -1,0 +1,119 @@
+/* Arch-neutral exit handling: the backends translate their exit codes
+ * into struct hv_event and call hv_handle_event() in root mode.
+ *
+ * Contract: on return the guest resumes. Every handler either emulates the
+ * instruction and advances RIP, or injects the fault real hardware would
+ * raise (RIP unchanged), or stops the guest for good (triple fault, or a
+ * state that cannot happen: logged with a full dump). Nothing is silently
+ * skipped. */
+#include "arch/x86/msr.h"
+#include "core/cpuid.h"
+#include "core/gmem.h"
+#include "core/hypercall.h"
+#include "core/log.h"
+#include "core/msr.h"
+#include "core/vcpu.h"
+
+static const char *const event_name[HV_EV_COUNT] = {
+	[HV_EV_CPUID] = "cpuid",
+	[HV_EV_HYPERCALL] = "hypercall",
+	[HV_EV_MSR_READ] = "rdmsr",
+	[HV_EV_MSR_WRITE] = "wrmsr",
+	[HV_EV_VIRT_INSN] = "virtualization instruction",
+	[HV_EV_TRIPLE_FAULT] = "triple fault",
+	[HV_EV_NPF] = "nested page fault",
+	[HV_EV_UNHANDLED] = "unhandled exit",
+};
+
+static bool is_legacy_prefix(u8 b)
+{
+	switch (b) {
+	case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
+	case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
+		return true;
+	}
+	return false;
+}
+
+void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
+{
+	struct hv_segment cs;
+	u64 len = ev->insn_len;
+
+	hv.ops->get_seg(v, SEG_CS, &cs);
+	bool mode64 = (cs.attr & SEG_ATTR_L) && (hv.ops->get_efer(v) & EFER_LMA);
+	if (!len) {
+		/* No next-RIP from the CPU (QEMU TCG has no NRIP save): the
+		 * exiting opcodes have fixed lengths, so count the prefixes. */
+		u8 b[15];
+		size_t n = gmem_read_linear(v, (mode64 ? 0 : cs.base) + v->rip, b, sizeof(b));
+		size_t i = 0;
+		while (i < n && (is_legacy_prefix(b[i]) || (mode64 && (b[i] & 0xf0) == 0x40)))
+			i++;
+		len = i + base_len;
+	}
+	v->rip += len;
+	if (!mode64)
+		v->rip &= (cs.attr & SEG_ATTR_DB) ? 0xffffffffull : 0xffffull;
+}
+
+static void __noreturn guest_stop(struct vcpu *v, const char *why)
+{
+	LOG_ERR("vcpu %u: %s: the guest is stopped; the hypervisor stays resident", v->id, why);
+	hv.ops->dump(v);
+	cpu_halt_forever();
+}
+
+void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
+{
+	u64 val;
+
+	v->exits++;
+	if (ev->kind < HV_EV_COUNT)
+		v->events[ev->kind]++;
+
+	switch (ev->kind) {
+	case HV_EV_CPUID: {
+		struct cpuid_regs r;
+		cpuid_policy((u32)v->gpr[GPR_RAX], (u32)v->gpr[GPR_RCX], &r);
+		v->gpr[GPR_RAX] = r.eax;
+		v->gpr[GPR_RBX] = r.ebx;
+		v->gpr[GPR_RCX] = r.ecx;
+		v->gpr[GPR_RDX] = r.edx;
+		hv_skip_insn(v, ev, 2);
+		return;
+	}
+	case HV_EV_HYPERCALL:
+		hc_dispatch(v);
+		hv_skip_insn(v, ev, 3);
+		return;
+	case HV_EV_MSR_READ:
+		if (!msr_read(v, ev->msr, &val))
+			break;
+		v->gpr[GPR_RAX] = (u32)val;
+		v->gpr[GPR_RDX] = val >> 32;
+		hv_skip_insn(v, ev, 2);
+		return;
+	case HV_EV_MSR_WRITE:
+		val = (v->gpr[GPR_RDX] << 32) | (u32)v->gpr[GPR_RAX];
+		if (!msr_write(v, ev->msr, val))
+			break;
+		hv_skip_insn(v, ev, 2);
+		return;
+	case HV_EV_VIRT_INSN:
+		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */
+		hv.ops->inject_exception(v, X86_UD, false, 0);
+		return;
+	case HV_EV_TRIPLE_FAULT:
+		guest_stop(v, "guest triple fault (shutdown)");
+	case HV_EV_NPF:
+		LOG_ERR("nested page fault at gpa %016lx", ev->gpa);
+		guest_stop(v, "unexpected nested page fault");
+	default:
+		LOG_ERR("exit code %lx (%s)", ev->raw,
+			ev->kind < HV_EV_COUNT ? event_name[ev->kind] : "?");
+		guest_stop(v, "unhandled exit");
+	}
+	/* MSR policy said no: #GP(0), as hardware does for a bad MSR access */
+	hv.ops->inject_exception(v, X86_GP, true, 0);
+}

@@ -1,0 +1,12 @@
+/* Access to guest memory on the guest's behalf: guest-linear to
+ * guest-physical translation through the guest's own page tables, and
+ * copies that only ever touch guest RAM (never the hypervisor's ranges,
+ * never MMIO). */
+#ifndef HV_CORE_GMEM_H
+#define HV_CORE_GMEM_H
+#include "core/types.h"
+struct vcpu;
+bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
+/* Copies up to len bytes at guest-linear gva; returns how many could be read. */
+size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
+#endif

@@ -1,0 +1,55 @@
+/* Hypercall entry (VMMCALL on SVM, VMCALL on VMX): runs in root mode after
+ * the backend turned the exit into HV_EV_HYPERCALL. ABI: include/hvtrace/abi.h. */
+#include "hvtrace/abi.h"
+#include "core/hypercall.h"
+#include "core/integrity.h"
+#include "core/lib.h"
+#include "core/log.h"
+#include "core/mm.h"
+#include "core/vcpu.h"
+
+static void hc_status(struct vcpu *v, u64 gpa)
+{
+	struct hvtrace_status st;
+	memset(&st, 0, sizeof(st));
+	st.magic = HVTRACE_STATUS_MAGIC;
+	st.abi_version = HVTRACE_ABI_VERSION;
+	st.size = sizeof(st);
+	st.backend = hv.ops->backend;
+	st.nr_vcpus = hv.nr_vcpus;
+	st.flags = integrity_ok() ? HVTRACE_STATUS_INTEGRITY_OK : 0;
+	st.hv_phys_base = hv.boot.reserve_pa;
+	st.hv_phys_size = hv.boot.reserve_size;
+	for (u32 i = 0; i < hv.nr_vcpus; i++) {
+		st.exits_total += hv.vcpus[i]->exits;
+		st.hypercalls += hv.vcpus[i]->hypercalls;
+	}
+	st.tsc_hz = hv.boot.tsc_hz;
+	(void)v;
+	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
+}
+
+void hc_dispatch(struct vcpu *v)
+{
+	struct hc_args a = {
+		.nr = v->gpr[GPR_RAX],
+		.cpl = hv.ops->get_cpl(v),
+		.buf_gpa = v->gpr[GPR_RBX],
+		.buf_len = v->gpr[GPR_RCX],
+	};
+	s64 ret = hc_check(&a, &hv.guest_ram);
+
+	v->hypercalls++;
+	if (!ret) {
+		switch (a.nr) {
+		case HVTRACE_HC_VERSION:
+			v->gpr[GPR_RBX] = HVTRACE_ABI_VERSION;
+			v->gpr[GPR_RCX] = HVTRACE_FEAT_HYPERCALL;
+			break;
+		case HVTRACE_HC_STATUS:
+			hc_status(v, a.buf_gpa);
+			break;
+		}
+	}
+	v->gpr[GPR_RAX] = (u64)ret;
+}

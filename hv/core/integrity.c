@@ -1,0 +1,27 @@
+/* Image checksum over text+rodata (hv/hv.ld marks the range), taken at
+ * start-up and compared on each status hypercall. */
+#include "core/integrity.h"
+#include "core/lib.h"
+#include "core/log.h"
+#include "core/vcpu.h"
+
+extern const char __hv_ro_start[], __hv_ro_end[];
+
+static u64 ro_checksum(void)
+{
+	return hv_fnv1a(__hv_ro_start, (size_t)(__hv_ro_end - __hv_ro_start));
+}
+
+void integrity_init(void)
+{
+	hv.ro_checksum = ro_checksum();
+}
+
+bool integrity_ok(void)
+{
+	u64 now = ro_checksum();
+	if (now == hv.ro_checksum)
+		return true;
+	LOG_ERR("image checksum changed: %016lx, was %016lx", now, hv.ro_checksum);
+	return false;
+}

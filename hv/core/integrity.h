@@ -1,0 +1,8 @@
+/* Self-check of the hypervisor's image: its code and read-only data must
+ * be exactly what the loader placed, whatever the guest did. */
+#ifndef HV_CORE_INTEGRITY_H
+#define HV_CORE_INTEGRITY_H
+#include "core/types.h"
+void integrity_init(void);
+bool integrity_ok(void);
+#endif

@@ -1,0 +1,18 @@
+/* The hypervisor's page allocator over its reserved range, and address
+ * conversions between its virtual window and physical memory. */
+#ifndef HV_CORE_MM_H
+#define HV_CORE_MM_H
+
+#include "core/types.h"
+
+void mm_init(u64 reserve_pa, u64 reserve_size, u64 heap_pa);
+void *mm_alloc_pages(u64 n, u64 *pa);	/* zeroed, physically contiguous; NULL when out */
+u64 mm_free_bytes(void);
+u64 hv_va_to_pa(const void *va);
+void *hv_pa_to_va(u64 pa);
+
+/* Guest-physical memory is identity-mapped in the host page tables below
+ * 2^47 (efi-loader/ builds them so). Only use after gmem checks. */
+static inline void *guest_pa_ptr(u64 gpa) { return (void *)(uintptr_t)gpa; }
+
+#endif

@@ -1,0 +1,52 @@
+/* MSR policy for the MSRs the backends intercept: the guest sees a CPU
+ * without SVM/VMX, and EFER behaves as on hardware (AMD APM Vol. 2 3.1.7,
+ * Intel SDM Vol. 4 Table 2-2) while the hypervisor keeps what it needs. */
+#include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "core/msr.h"
+#include "core/vcpu.h"
+
+static u64 efer_allowed(void)
+{
+	struct cpuid_regs r;
+	u64 ok = EFER_SCE | EFER_LME | EFER_LMA;
+	cpuid_count(0x80000001, 0, &r);
+	if (r.edx & CPUID_80000001_EDX_NX)
+		ok |= EFER_NXE;
+	if (r.edx & CPUID_80000001_EDX_FFXSR)
+		ok |= EFER_FFXSR;
+	if (r.ecx & CPUID_80000001_ECX_TCE)
+		ok |= EFER_TCE;
+	return ok;
+}
+
+bool msr_read(struct vcpu *v, u32 msr, u64 *val)
+{
+	switch (msr) {
+	case MSR_EFER:
+		*val = hv.ops->get_efer(v);
+		return true;
+	}
+	/* VM_CR, VM_HSAVE_PA, IGNNE, SMM_CTL: #GP as on a CPU without SVM */
+	return false;
+}
+
+bool msr_write(struct vcpu *v, u32 msr, u64 val)
+{
+	switch (msr) {
+	case MSR_EFER: {
+		u64 cur = hv.ops->get_efer(v);
+		if (val & ~efer_allowed())
+			return false;
+		/* APM 3.1.7: changing LME while paging is enabled is #GP */
+		if ((hv.ops->get_cr(v, 0) & CR0_PG) && ((val ^ cur) & EFER_LME))
+			return false;
+		/* LMA is set and cleared by the processor; writes leave it */
+		hv.ops->set_efer(v, (val & ~EFER_LMA) | (cur & EFER_LMA));
+		return true;
+	}
+	}
+	return false;
+}

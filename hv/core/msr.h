@@ -1,0 +1,8 @@
+/* MSR policy for intercepted MSRs (see msr.c). false: the guest gets #GP(0). */
+#ifndef HV_CORE_MSR_H
+#define HV_CORE_MSR_H
+#include "core/types.h"
+struct vcpu;
+bool msr_read(struct vcpu *v, u32 msr, u64 *val);
+bool msr_write(struct vcpu *v, u32 msr, u64 val);
+#endif

@@ -1,0 +1,113 @@
+/* The arch-neutral virtual CPU, the backend ops table and the events that
+ * backends translate their exit reasons into. hv/core and hv/trace see the
+ * backends only through this header. */
+#ifndef HV_CORE_VCPU_H
+#define HV_CORE_VCPU_H
+
+#include "core/types.h"
+#include "core/boot.h"
+
+/* General-purpose registers by their x86 encoding number (SDM Vol. 2A
+ * Table 2-2), so decoders can index them by ModRM fields. */
+enum hv_gpr {
+	GPR_RAX, GPR_RCX, GPR_RDX, GPR_RBX, GPR_RSP, GPR_RBP, GPR_RSI, GPR_RDI,
+	GPR_R8, GPR_R9, GPR_R10, GPR_R11, GPR_R12, GPR_R13, GPR_R14, GPR_R15,
+	GPR_COUNT
+};
+
+enum hv_event_kind {
+	HV_EV_CPUID,
+	HV_EV_HYPERCALL,
+	HV_EV_MSR_READ,
+	HV_EV_MSR_WRITE,
+	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
+	HV_EV_TRIPLE_FAULT,
+	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
+	HV_EV_UNHANDLED,	/* an exit the backend does not know */
+	HV_EV_COUNT
+};
+
+struct hv_event {
+	enum hv_event_kind kind;
+	u32 msr;		/* MSR events */
+	u64 gpa;		/* NPF */
+	u64 raw;		/* the backend's exit code, for logs */
+	u8 insn_len;		/* length of the exiting instruction; 0 = unknown */
+};
+
+struct hv_segment {
+	u16 sel;
+	u16 attr;		/* AMD VMCB layout: type/S/DPL/P in 0-7, AVL/L/D/G in 8-11 */
+	u32 limit;
+	u64 base;
+};
+#define SEG_ATTR_L	(1u << 9)
+#define SEG_ATTR_DB	(1u << 10)
+
+enum hv_seg { SEG_ES, SEG_CS, SEG_SS, SEG_DS, SEG_FS, SEG_GS };
+
+struct vcpu {
+	u64 gpr[GPR_COUNT];	/* offset 0: the run loops save/restore by index */
+	u64 rip, rflags;	/* synced by the backend around each exit */
+	u32 id;
+	void *arch;		/* backend state (struct svm_vcpu, struct vmx_vcpu) */
+	u64 exits;
+	u64 events[HV_EV_COUNT];
+	u64 hypercalls;
+};
+_Static_assert(__builtin_offsetof(struct vcpu, gpr) == 0, "run loops index gpr[]");
+
+#define HV_CAP_NRIP	(1u << 0)	/* the CPU reports the next RIP on exits */
+#define HV_CAP_MTF	(1u << 1)	/* monitor trap flag (VMX) */
+#define HV_CAP_BTS_HW	(1u << 2)	/* real BTS hardware the hypervisor may use */
+
+/*
+ * One backend per CPU vendor, chosen once at start-up (core/entry.c).
+ * Start-up calls return enum hv_status; exit-time calls cannot fail.
+ */
+struct hv_arch_ops {
+	const char *name;
+	u32 backend;				/* enum hvtrace_backend */
+	int (*probe)(u32 *caps);		/* can this CPU run us? */
+	int (*vcpu_init)(struct vcpu *v);	/* guest state := this CPU's state */
+	void __noreturn (*vcpu_run)(struct vcpu *v);
+	void (*inject_exception)(struct vcpu *v, u8 vector, bool has_err, u32 err);
+	int (*get_cpl)(struct vcpu *v);
+	u64 (*get_cr)(struct vcpu *v, int n);	/* 0, 2, 3, 4 */
+	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
+	void (*set_efer)(struct vcpu *v, u64 efer);
+	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);
+	void (*dump)(struct vcpu *v);
+};
+
+/* Global hypervisor state (one instance). */
+struct hv {
+	const struct hv_arch_ops *ops;
+	u32 caps;
+	struct hv_boot boot;		/* copy of the loader's parameters */
+	struct hv_memmap guest_ram;	/* RAM the guest may point us at */
+	struct hv_memmap hidden;	/* the hypervisor's own ranges */
+	u64 ro_checksum;		/* text+rodata at start */
+	u32 nr_vcpus;
+	struct vcpu *vcpus[1];		/* one processor until SMP lands */
+};
+extern struct hv hv;
+
+/* Called by the backends after each exit; returns when the guest may go on. */
+void hv_handle_event(struct vcpu *v, const struct hv_event *ev);
+
+/* Advances RIP past the exiting instruction (length from the event, or
+ * decoded from guest memory when the CPU does not report it). */
+void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
+
+#define X86_DE 0
+#define X86_DB 1
+#define X86_NMI 2
+#define X86_BP 3
+#define X86_UD 6
+#define X86_GP 13
+#define X86_PF 14
+
+extern const struct hv_arch_ops svm_ops;
+
+#endif

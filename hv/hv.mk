@@ -1,0 +1,29 @@
+# The hypervisor: a freestanding flat image linked at HV_VA_BASE.
+# Objects per directory and per backend (Kbuild's obj-y idea).
+hv-core-y := core/entry.o core/event.o core/cpuid.o core/msr.o core/hypercall.o \
+	core/hc_check.o core/gmem.o core/mm.o core/memmap.o core/pgbuild.o \
+	core/integrity.o core/log.o core/lib.o core/fmt.o core/status.o core/image.o
+hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o
+hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o
+
+HV_OBJS := $(addprefix $(BUILD)/hv/,$(hv-core-y) $(hv-x86-y) $(hv-svm-y))
+
+HV_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-pic -fno-pie -mcmodel=kernel \
+	-mno-red-zone -mgeneral-regs-only -fno-stack-protector -fno-asynchronous-unwind-tables \
+	-fno-common -Wall -Wextra -Werror -Wno-unused-parameter -Ihv -Iinclude -MMD -MP
+
+$(BUILD)/hv/%.o: hv/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HV_CFLAGS) -c $< -o $@
+
+$(BUILD)/hv/%.o: hv/%.S
+	@mkdir -p $(dir $@)
+	$(CC) $(HV_CFLAGS) -c $< -o $@
+
+$(BUILD)/hv/hv.elf: $(HV_OBJS) hv/hv.ld
+	$(LD) -nostdlib -static -z max-page-size=4096 -z noexecstack -T hv/hv.ld -o $@ $(HV_OBJS)
+
+$(BUILD)/hv/hv.bin: $(BUILD)/hv/hv.elf
+	$(OBJCOPY) -O binary $< $@
+
+-include $(HV_OBJS:.o=.d)

@@ -1,0 +1,98 @@
+/* SVM exit dispatch: each exit code the VMCB intercepts is translated into
+ * an arch-neutral struct hv_event (core/vcpu.h) by the table below; an
+ * exit code not in the table becomes HV_EV_UNHANDLED, which core/event.c
+ * logs with a VMCB dump before stopping the guest. Exit codes: APM Vol. 2
+ * Appendix C. */
+#include "core/log.h"
+#include "svm/svm.h"
+
+typedef void (*svm_exit_fn)(struct svm_vcpu *sv, struct hv_event *ev);
+
+static void exit_msr(struct svm_vcpu *sv, struct hv_event *ev)
+{
+	/* APM 15.11: EXITINFO1 is 0 for RDMSR, 1 for WRMSR; ECX names the MSR */
+	ev->kind = sv->vmcb->control.exit_info1 ? HV_EV_MSR_WRITE : HV_EV_MSR_READ;
+}
+
+static void exit_npf(struct svm_vcpu *sv, struct hv_event *ev)
+{
+	ev->kind = HV_EV_NPF;
+	ev->gpa = sv->vmcb->control.exit_info2;
+}
+
+#define SIMPLE(name, k) \
+	static void name(struct svm_vcpu *sv, struct hv_event *ev) { (void)sv; ev->kind = k; }
+SIMPLE(exit_cpuid, HV_EV_CPUID)
+SIMPLE(exit_vmmcall, HV_EV_HYPERCALL)
+SIMPLE(exit_virt_insn, HV_EV_VIRT_INSN)
+SIMPLE(exit_shutdown, HV_EV_TRIPLE_FAULT)
+#undef SIMPLE
+
+static const svm_exit_fn svm_exit_handlers[] = {
+	[SVM_EXIT_CPUID] = exit_cpuid,
+	[SVM_EXIT_MSR] = exit_msr,
+	[SVM_EXIT_SHUTDOWN] = exit_shutdown,
+	[SVM_EXIT_VMMCALL] = exit_vmmcall,
+	[SVM_EXIT_VMRUN] = exit_virt_insn,
+	[SVM_EXIT_VMLOAD] = exit_virt_insn,
+	[SVM_EXIT_VMSAVE] = exit_virt_insn,
+	[SVM_EXIT_STGI] = exit_virt_insn,
+	[SVM_EXIT_CLGI] = exit_virt_insn,
+	[SVM_EXIT_SKINIT] = exit_virt_insn,
+	[SVM_EXIT_INVLPGA] = exit_virt_insn,
+};
+
+void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
+{
+	struct vmcb_control *c = &sv->vmcb->control;
+	u64 code = c->exit_code;
+	struct hv_event ev = {
+		.kind = HV_EV_UNHANDLED,
+		.raw = code,
+		.msr = (u32)v->gpr[GPR_RCX],
+	};
+
+	/* NRIP save (APM 15.7.1) gives the next RIP for intercepted
+	 * instructions; without it core decodes the length itself. */
+	if ((hv.caps & HV_CAP_NRIP) && c->next_rip > v->rip && c->next_rip - v->rip <= 15)
+		ev.insn_len = (u8)(c->next_rip - v->rip);
+	c->event_inj = 0;
+
+	if (code < ARRAY_SIZE(svm_exit_handlers) && svm_exit_handlers[code])
+		svm_exit_handlers[code](sv, &ev);
+	else if (code == SVM_EXIT_NPF)
+		exit_npf(sv, &ev);
+	hv_handle_event(v, &ev);
+	/* an emulated instruction ends any STI/MOV SS interrupt shadow */
+	if (c->event_inj == 0)
+		c->int_state = 0;
+}
+
+static void dump_seg(const char *n, const struct vmcb_seg *s)
+{
+	LOG_ERR("  %-4s sel %04x attr %03x limit %08x base %016lx", n, s->sel, s->attr, s->limit,
+		s->base);
+}
+
+void svm_dump(struct vcpu *v)
+{
+	struct svm_vcpu *sv = v->arch;
+	const struct vmcb_control *c = &sv->vmcb->control;
+	const struct vmcb_save *s = &sv->vmcb->save;
+
+	LOG_ERR("vcpu %u VMCB at %016lx: exit %lx info1 %lx info2 %lx intinfo %lx", v->id,
+		sv->vmcb_pa, c->exit_code, c->exit_info1, c->exit_info2, c->exit_int_info);
+	LOG_ERR("  rip %016lx rsp %016lx rflags %016lx cpl %u", s->rip, s->rsp, s->rflags, s->cpl);
+	LOG_ERR("  rax %016lx rbx %016lx rcx %016lx rdx %016lx", s->rax, v->gpr[GPR_RBX],
+		v->gpr[GPR_RCX], v->gpr[GPR_RDX]);
+	LOG_ERR("  rsi %016lx rdi %016lx rbp %016lx", v->gpr[GPR_RSI], v->gpr[GPR_RDI],
+		v->gpr[GPR_RBP]);
+	LOG_ERR("  cr0 %016lx cr2 %016lx cr3 %016lx cr4 %016lx efer %016lx", s->cr0, s->cr2,
+		s->cr3, s->cr4, s->efer);
+	dump_seg("cs", &s->cs);
+	dump_seg("ss", &s->ss);
+	dump_seg("ds", &s->ds);
+	dump_seg("tr", &s->tr);
+	LOG_ERR("  gdtr %016lx/%x idtr %016lx/%x exits %lu", s->gdtr.base, s->gdtr.limit,
+		s->idtr.base, s->idtr.limit, v->exits);
+}

@@ -1,0 +1,28 @@
+/* MSR and I/O permission maps (AMD APM Vol. 2 15.10, 15.11): two bits per
+ * MSR (read, write) in three 2 KiB blocks; the I/O map stays empty. */
+#include "arch/x86/msr.h"
+#include "core/mm.h"
+#include "svm/svm.h"
+
+static void msrpm_intercept(u8 *pm, u32 msr)
+{
+	static const u32 base[3] = { 0x00000000, 0xc0000000, 0xc0010000 };
+	for (u32 i = 0; i < 3; i++) {
+		if (msr - base[i] < 0x2000) {
+			u32 bit = i * 0x4000 + (msr - base[i]) * 2;
+			pm[bit / 8] |= 3u << (bit % 8);	/* read and write */
+			return;
+		}
+	}
+}
+
+int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa)
+{
+	static const u32 owned[] = { MSR_EFER, MSR_VM_CR, MSR_IGNNE, MSR_SMM_CTL, MSR_VM_HSAVE_PA };
+	u8 *pm = mm_alloc_pages(2, msrpm_pa);
+	if (!pm || !mm_alloc_pages(3, iopm_pa))
+		return HV_ERR_NO_MEMORY;
+	for (u32 i = 0; i < ARRAY_SIZE(owned); i++)
+		msrpm_intercept(pm, owned[i]);
+	return HV_OK;
+}

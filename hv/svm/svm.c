@@ -1,0 +1,221 @@
+/* AMD SVM backend: probe, VMCB set-up from the live processor state (the
+ * firmware becomes the guest), the run loop, and the ops table. Runs in
+ * host mode with interrupts and GIF off. AMD APM Vol. 2 chapter 15. */
+#include "hvtrace/abi.h"
+#include "arch/x86/cpuid.h"
+#include "arch/x86/desc.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "arch/x86/resume.h"
+#include "core/lib.h"
+#include "core/log.h"
+#include "core/mm.h"
+#include "svm/svm.h"
+
+static int svm_probe(u32 *caps)
+{
+	struct cpuid_regs r;
+
+	cpuid_count(0x80000000, 0, &r);
+	if (r.eax < 0x8000000a)
+		return HV_ERR_NO_SVM;
+	cpuid_count(0x80000001, 0, &r);
+	if (!(r.ecx & CPUID_80000001_ECX_SVM))
+		return HV_ERR_NO_SVM;
+	/* APM 15.4: SVMDIS set means EFER.SVME cannot be set */
+	if (rdmsr(MSR_VM_CR) & VM_CR_SVMDIS)
+		return HV_ERR_SVM_DISABLED;
+	cpuid_count(0x8000000a, 0, &r);
+	if (!(r.edx & CPUID_8000000A_EDX_NP))
+		return HV_ERR_NO_NPT;
+	*caps = (r.edx & CPUID_8000000A_EDX_NRIPS) ? HV_CAP_NRIP : 0;
+	return HV_OK;
+}
+
+/* VMCB segment from a selector in the current GDT (APM 15.5.1: the VMCB
+ * holds the hidden part; attributes in the packed 12-bit format). */
+static void seg_from_gdt(struct vmcb_seg *s, u16 sel, const struct desc_ptr *gdt)
+{
+	s->sel = sel;
+	if (!(sel & ~3u) || (sel | 7u) > gdt->limit) {
+		s->attr = 0;
+		s->limit = 0;
+		s->base = 0;
+		return;
+	}
+	u64 d = *(const u64 *)(uintptr_t)(gdt->base + (sel & ~7u));
+	s->attr = desc_attr(d);
+	s->limit = desc_limit(d);
+	s->base = desc_base(d);
+}
+
+static int svm_vcpu_init(struct vcpu *v)
+{
+	struct svm_vcpu *sv;
+	struct desc_ptr gdt, idt;
+	u64 msrpm_pa, iopm_pa, ncr3;
+	int st;
+
+	sv = mm_alloc_pages(1, NULL);
+	if (!sv || !(sv->vmcb = mm_alloc_pages(1, &sv->vmcb_pa)) ||
+	    !mm_alloc_pages(1, &sv->host_save_pa) || !mm_alloc_pages(1, &sv->hsave_pa))
+		return HV_ERR_NO_MEMORY;
+	if ((st = svm_npt_build(&ncr3)) || (st = svm_msrpm_build(&msrpm_pa, &iopm_pa)))
+		return st;
+	v->arch = sv;
+
+	/* SVM instructions (CLGI included) #UD until EFER.SVME is set */
+	sv->efer_before = rdmsr(MSR_EFER);
+	wrmsr(MSR_EFER, sv->efer_before | EFER_SVME);
+	svm_clgi();
+	wrmsr(MSR_VM_HSAVE_PA, sv->hsave_pa);
+
+	struct vmcb_control *c = &sv->vmcb->control;
+	struct vmcb_save *s = &sv->vmcb->save;
+
+	/* The guest is the processor as it is now (the firmware and the
+	 * loader); VMSAVE captures FS, GS, TR, LDTR and the syscall MSRs. */
+	svm_vmsave(sv->vmcb_pa);
+	sgdt(&gdt);
+	sidt(&idt);
+	seg_from_gdt(&s->es, read_es(), &gdt);
+	seg_from_gdt(&s->cs, read_cs(), &gdt);
+	seg_from_gdt(&s->ss, read_ss(), &gdt);
+	seg_from_gdt(&s->ds, read_ds(), &gdt);
+	s->gdtr.base = gdt.base;
+	s->gdtr.limit = gdt.limit;
+	s->idtr.base = idt.base;
+	s->idtr.limit = idt.limit;
+	s->cpl = 0;
+	s->efer = sv->efer_before | EFER_SVME;	/* VMRUN needs SVME in the guest */
+	s->cr0 = read_cr0();
+	s->cr2 = read_cr2();
+	s->cr3 = hv.boot.guest.cr3;
+	s->cr4 = read_cr4();
+	s->dr6 = read_dr6();
+	s->dr7 = read_dr7();
+	s->g_pat = rdmsr(MSR_IA32_PAT);
+
+	c->intercept_misc3 = INTERCEPT3_CPUID | INTERCEPT3_MSR_PROT | INTERCEPT3_SHUTDOWN |
+			     INTERCEPT3_INVLPGA;
+	c->intercept_misc4 = INTERCEPT4_VMRUN | INTERCEPT4_VMMCALL | INTERCEPT4_VMLOAD |
+			     INTERCEPT4_VMSAVE | INTERCEPT4_STGI | INTERCEPT4_CLGI |
+			     INTERCEPT4_SKINIT;
+	c->iopm_base_pa = iopm_pa;
+	c->msrpm_base_pa = msrpm_pa;
+	c->asid = 1;
+	c->tlb_control = TLB_CONTROL_FLUSH_ALL;
+	c->np_ctl = NP_ENABLE;
+	c->n_cr3 = ncr3;
+
+	return HV_OK;
+}
+
+/* The first VMRUN refused the state: undo SVM and return to the loader
+ * natively, as if hv_enter() had failed (which it did). */
+static void __noreturn svm_abort_start(struct vcpu *v, struct svm_vcpu *sv)
+{
+	struct vmcb_save *s = &sv->vmcb->save;
+	struct native_state ns = {
+		.gdtr_base = s->gdtr.base, .gdtr_limit = (u16)s->gdtr.limit,
+		.idtr_base = s->idtr.base, .idtr_limit = (u16)s->idtr.limit,
+		.cs = s->cs.sel, .ss = s->ss.sel, .ds = s->ds.sel, .es = s->es.sel,
+		.cr3 = hv.boot.guest.cr3, .rsp = hv.boot.guest.rsp, .rip = hv.boot.guest.abort_rip,
+		.rax = (u64)(s64)HV_ERR_VMRUN_FAILED,
+	};
+	LOG_ERR("%s; guest state follows", hv_status_str(HV_ERR_VMRUN_FAILED));
+	svm_dump(v);
+	asm volatile("vmload %%rax" ::"a"(sv->vmcb_pa) : "memory");
+	wrmsr(MSR_EFER, sv->efer_before);
+	svm_stgi();
+	resume_native(&ns);
+}
+
+static void __noreturn svm_vcpu_run(struct vcpu *v)
+{
+	struct svm_vcpu *sv = v->arch;
+	struct vmcb_save *s = &sv->vmcb->save;
+
+	/* core/entry.c loaded the host's GDT/TSS: VMLOAD restores the host's
+	 * FS/GS/TR from here after each exit. */
+	svm_vmsave(sv->host_save_pa);
+	for (;;) {
+		s->rax = v->gpr[GPR_RAX];
+		s->rsp = v->gpr[GPR_RSP];
+		s->rip = v->rip;
+		s->rflags = v->rflags;
+		svm_vmrun(v, sv->vmcb_pa, sv->host_save_pa);
+		if (sv->vmcb->control.exit_code == SVM_EXIT_INVALID && !sv->launched)
+			svm_abort_start(v, sv);
+		sv->launched = true;
+		sv->vmcb->control.tlb_control = 0;
+		v->gpr[GPR_RAX] = s->rax;
+		v->gpr[GPR_RSP] = s->rsp;
+		v->rip = s->rip;
+		v->rflags = s->rflags;
+		svm_handle_exit(v, sv);
+	}
+}
+
+static void svm_inject_exception(struct vcpu *v, u8 vector, bool has_err, u32 err)
+{
+	struct svm_vcpu *sv = v->arch;
+	u64 inj = vector | EVENTINJ_TYPE_EXCEPTION | EVENTINJ_V;
+	if (has_err)
+		inj |= EVENTINJ_EV | ((u64)err << 32);
+	sv->vmcb->control.event_inj = inj;
+}
+
+static int svm_get_cpl(struct vcpu *v)
+{
+	return ((struct svm_vcpu *)v->arch)->vmcb->save.cpl;
+}
+
+static u64 svm_get_cr(struct vcpu *v, int n)
+{
+	struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
+	switch (n) {
+	case 0: return s->cr0;
+	case 2: return s->cr2;
+	case 3: return s->cr3;
+	case 4: return s->cr4;
+	}
+	return 0;
+}
+
+/* The guest never sees SVME (it runs on a CPU "without SVM") but VMRUN
+ * requires it in the guest's EFER (APM 15.5.1). */
+static u64 svm_get_efer(struct vcpu *v)
+{
+	return ((struct svm_vcpu *)v->arch)->vmcb->save.efer & ~EFER_SVME;
+}
+
+static void svm_set_efer(struct vcpu *v, u64 efer)
+{
+	((struct svm_vcpu *)v->arch)->vmcb->save.efer = efer | EFER_SVME;
+}
+
+static void svm_get_seg(struct vcpu *v, enum hv_seg seg, struct hv_segment *out)
+{
+	struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
+	const struct vmcb_seg *vs[] = { &s->es, &s->cs, &s->ss, &s->ds, &s->fs, &s->gs };
+	out->sel = vs[seg]->sel;
+	out->attr = vs[seg]->attr;
+	out->limit = vs[seg]->limit;
+	out->base = vs[seg]->base;
+}
+
+const struct hv_arch_ops svm_ops = {
+	.name = "svm",
+	.backend = HVTRACE_BACKEND_SVM,
+	.probe = svm_probe,
+	.vcpu_init = svm_vcpu_init,
+	.vcpu_run = svm_vcpu_run,
+	.inject_exception = svm_inject_exception,
+	.get_cpl = svm_get_cpl,
+	.get_cr = svm_get_cr,
+	.get_efer = svm_get_efer,
+	.set_efer = svm_set_efer,
+	.get_seg = svm_get_seg,
+	.dump = svm_dump,
+};

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hvtrace ABI: the one definition shared by the hypervisor, the EFI loader,
+ * the guest agent, the host tools and the tests. Freestanding C11: only
+ * <stdint.h> is used. Any change to a layout here bumps HVTRACE_ABI_MINOR
+ * (compatible addition) or HVTRACE_ABI_MAJOR (incompatible change).
+ */
+#ifndef HVTRACE_ABI_H
+#define HVTRACE_ABI_H
+
+#include <stdint.h>
+
+#define HVTRACE_ABI_MAJOR 1
+#define HVTRACE_ABI_MINOR 0
+#define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
+
+/*
+ * CPUID: leaf 1 ECX[31] (hypervisor present) is set, and the hypervisor
+ * range starts at 0x40000000 as on KVM/Hyper-V/Xen:
+ *   0x40000000: EAX = highest hvtrace leaf, EBX:ECX:EDX = "hvtrace\0\0\0\0\0"
+ *   0x40000001: EAX = HVTRACE_ABI_VERSION, EBX = HVTRACE_FEAT_* bits
+ */
+#define HVTRACE_CPUID_BASE	0x40000000u
+#define HVTRACE_CPUID_VERSION	0x40000001u
+#define HVTRACE_CPUID_MAX	HVTRACE_CPUID_VERSION
+#define HVTRACE_CPUID_SIG_EBX	0x72747668u	/* "hvtr" */
+#define HVTRACE_CPUID_SIG_ECX	0x00656361u	/* "ace\0" */
+#define HVTRACE_CPUID_SIG_EDX	0x00000000u
+
+#define HVTRACE_FEAT_HYPERCALL	(1u << 0)	/* VMMCALL/VMCALL entry */
+
+/*
+ * Hypercalls. Entry: VMMCALL on AMD, VMCALL on Intel. RAX = number,
+ * RBX, RCX, RDX = arguments. Return: RAX = 0 or a negative HVTRACE_E*
+ * code; outputs in RBX, RCX, RDX as documented per call. Every call except
+ * HC_VERSION needs CPL 0 (else -HVTRACE_EPERM). Buffers are guest-physical
+ * addresses that must lie wholly in guest RAM (else -HVTRACE_EFAULT).
+ */
+enum hvtrace_hypercall {
+	HVTRACE_HC_VERSION = 0,	/* out: RBX = ABI version, RCX = features */
+	HVTRACE_HC_STATUS = 1,	/* in: RBX = gpa of struct hvtrace_status, RCX = its size */
+	HVTRACE_HC_MAX
+};
+
+#define HVTRACE_EPERM	1	/* needs CPL 0 */
+#define HVTRACE_EFAULT	14	/* buffer not wholly in guest RAM */
+#define HVTRACE_EINVAL	22	/* bad argument (size too small, ...) */
+#define HVTRACE_ENOSYS	38	/* unknown hypercall number */
+
+enum hvtrace_backend {
+	HVTRACE_BACKEND_NONE = 0,
+	HVTRACE_BACKEND_SVM = 1,
+	HVTRACE_BACKEND_VMX = 2,
+};
+
+#define HVTRACE_STATUS_MAGIC	0x53545648u	/* "HVTS" */
+#define HVTRACE_STATUS_INTEGRITY_OK (1u << 0)	/* image checksum still matches */
+
+struct hvtrace_status {
+	uint32_t magic;		/* HVTRACE_STATUS_MAGIC */
+	uint32_t abi_version;	/* HVTRACE_ABI_VERSION */
+	uint32_t size;		/* bytes written by the hypervisor */
+	uint32_t backend;	/* enum hvtrace_backend */
+	uint32_t nr_vcpus;
+	uint32_t flags;		/* HVTRACE_STATUS_* */
+	uint64_t hv_phys_base;	/* the hypervisor's reserved range */
+	uint64_t hv_phys_size;
+	uint64_t exits_total;	/* VM exits on all vCPUs */
+	uint64_t hypercalls;
+	uint64_t tsc_hz;	/* 0 when unknown */
+	uint64_t reserved[8];
+};
+_Static_assert(sizeof(struct hvtrace_status) == 0x80, "hvtrace_status is 128 bytes");
+
+/*
+ * UEFI memory type of the hypervisor's reserved range (the OS-loader range
+ * 0x80000000..0xFFFFFFFF of UEFI 2.x 7.2, AllocatePages). Operating systems
+ * treat unknown types as reserved and never reuse them; a tool (or test)
+ * finds the range by this type in the UEFI memory map.
+ */
+#define HVTRACE_EFI_MEMTYPE	0x80007468u	/* 'ht' */
+
+/* The string at the start of the hypervisor image (never visible to a guest). */
+#define HVTRACE_IMAGE_MAGIC	"hvtrace-hypervisor-image"
+
+#endif

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the guest's initramfs: busybox-static, hvtrace-agent and an /init
+# that prints markers the tests look for, runs the workload named on the
+# kernel command line (hvtrace.workload=md5:MIB), then powers off.
+# Usage: scripts/mkinitramfs.sh AGENT OUT.cpio.gz
+set -eu
+agent=${1:?usage: mkinitramfs.sh AGENT OUT}
+out=${2:?usage: mkinitramfs.sh AGENT OUT}
+bb=/bin/busybox
+[ -x "$bb" ] && "$bb" --list | grep -qx cpio || { echo "mkinitramfs: needs busybox-static (scripts/setup-deps.sh)" >&2; exit 1; }
+file -L "$bb" 2>/dev/null | grep -q "statically linked" || true
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,etc}
+cp "$bb" "$root/bin/busybox"
+cp "$agent" "$root/bin/hvtrace-agent"
+cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+echo "HVTRACE-GUEST: init reached, uptime $(cut -d' ' -f1 /proc/uptime) s"
+if grep -qw hypervisor /proc/cpuinfo; then
+	echo "HVTRACE-GUEST: cpu flag hypervisor: yes"
+else
+	echo "HVTRACE-GUEST: cpu flag hypervisor: no"
+fi
+hvtrace-agent version; echo "HVTRACE-GUEST: agent version exit $?"
+hvtrace-agent status; echo "HVTRACE-GUEST: agent status exit $?"
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	hvtrace.workload=md5:*)
+		mib=${arg#hvtrace.workload=md5:}
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		sum=$(dd if=/dev/zero bs=1048576 count="$mib" 2>/dev/null | md5sum)
+		t1=$(cut -d' ' -f1 /proc/uptime)
+		echo "HVTRACE-GUEST: workload md5 ${mib} MiB: $t0 $t1 ${sum%% *}"
+		;;
+	esac
+done
+echo "HVTRACE-GUEST: done"
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | "$bb" cpio -o -H newc 2>/dev/null) | gzip -9 > "$out.tmp"
+mv "$out.tmp" "$out"

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs QEMU with OVMF on a boot volume made from a directory, time-bounded,
+# serial console to a log file (and optionally to stdout).
+#
+#   tests/lib/qemu.sh --dir ESPDIR --log FILE [--timeout SEC] [--cpu MODEL]
+#                     [--smp N] [--mem MIB] [--tee] [-- EXTRA QEMU ARGS]
+#
+# Acceleration: HVTRACE_ACCEL=tcg|kvm|auto (default auto). auto picks KVM
+# only when the host offers nested virtualization (kvm_amd nested=1 or
+# kvm_intel nested=Y) and /dev/kvm is usable; otherwise TCG, and says why.
+# Exit status: QEMU's, or 124 when the time bound killed it.
+set -u
+dir= log= timeout=120 cpu= smp=1 mem=512 tee=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--dir) dir=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--cpu) cpu=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--tee) tee=1; shift ;;
+	--) shift; break ;;
+	*) echo "qemu.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+[ -n "$dir" ] && [ -n "$log" ] || { echo "qemu.sh: --dir and --log are required" >&2; exit 2; }
+
+OVMF_CODE=${OVMF_CODE:-/usr/share/OVMF/OVMF_CODE.fd}
+OVMF_VARS=${OVMF_VARS:-/usr/share/OVMF/OVMF_VARS.fd}
+[ -r "$OVMF_CODE" ] || { echo "qemu.sh: no OVMF at $OVMF_CODE (scripts/setup-deps.sh installs ovmf)" >&2; exit 2; }
+
+nested_kvm() {
+	[ -r /sys/module/kvm_amd/parameters/nested ] && grep -qE '^(1|Y)$' /sys/module/kvm_amd/parameters/nested && return 0
+	[ -r /sys/module/kvm_intel/parameters/nested ] && grep -qE '^(1|Y)$' /sys/module/kvm_intel/parameters/nested && return 0
+	return 1
+}
+
+accel=${HVTRACE_ACCEL:-auto}
+case "$accel" in
+auto)
+	if [ -w /dev/kvm ] && nested_kvm; then accel=kvm
+	else
+		accel=tcg
+		[ -n "${HVTRACE_QUIET_ACCEL:-}" ] || echo "qemu.sh: using TCG: the host offers no nested virtualization through KVM (kvm_amd/kvm_intel nested is off or absent)" >&2
+	fi ;;
+tcg|kvm) ;;
+*) echo "qemu.sh: HVTRACE_ACCEL must be tcg, kvm or auto" >&2; exit 2 ;;
+esac
+if [ -z "$cpu" ]; then
+	[ "$accel" = kvm ] && cpu=host || cpu=max
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$OVMF_VARS" "$work/vars.fd"
+# FAT image with no partition table: OVMF boots \EFI\BOOT\BOOTX64.EFI from it
+size_kb=$(du -sk "$dir" | cut -f1)
+size_mb=$(( size_kb / 1024 + 34 ))
+truncate -s ${size_mb}M "$work/esp.img"
+mkfs.vfat -F 32 "$work/esp.img" >/dev/null || exit 2
+export MTOOLS_SKIP_CHECK=1
+(cd "$dir" && find . -mindepth 1 -type d | sed 's|^\./||' | while read -r d; do mmd -i "$work/esp.img" "::/$d"; done
+ find . -type f | sed 's|^\./||' | while read -r f; do mcopy -i "$work/esp.img" "$f" "::/$f"; done) || exit 2
+
+set -- -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem" \
+	-drive if=pflash,format=raw,unit=0,readonly=on,file="$OVMF_CODE" \
+	-drive if=pflash,format=raw,unit=1,file="$work/vars.fd" \
+	-drive format=raw,file="$work/esp.img" \
+	-nodefaults -vga none -display none -monitor none -no-reboot \
+	-serial file:"$log" "$@"
+
+if [ "$tee" = 1 ]; then
+	: > "$log"
+	tail -f "$log" & tailpid=$!
+fi
+timeout -s KILL "$timeout" qemu-system-x86_64 "$@" </dev/null
+rc=$?
+if [ "$tee" = 1 ]; then sleep 0.2; kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; fi
+[ $rc = 137 ] && rc=124
+exit $rc
