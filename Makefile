@@ -8,21 +8,62 @@ LD ?= ld
 OBJCOPY ?= objcopy
 KERNEL_DIR ?= $(BUILD)/cache/linux
 
-.PHONY: all deps test test-unit test-guest test-linux demo bench clean help
-all: $(BUILD)/hvtrace.efi
+.PHONY: all guest-tests deps test test-run test-unit test-integration demo demo-run bench bench-run clean help
+all: $(BUILD)/hvtrace.efi $(BUILD)/guest-agent/hvtrace-agent guest-tests
 
 include hv/hv.mk
 include efi-loader/loader.mk
 include guest-agent/agent.mk
+include tests/guest/guest.mk
+include tests/unit/unit.mk
+-include tests/unit/decode.mk
+
+guest-tests: $(GUEST_EFIS)
 
 help:
-	@echo "make          build the hypervisor, loader, guest tests, host tools"
-	@echo "make test     all tests (unit, EFI guest programs, Linux boots)"
-	@echo "make demo     boot Debian's Linux under hvtrace in QEMU"
-	@echo "make bench    benchmarks, results in bench/results/"
+	@echo "make             build the hypervisor, loader, guest agent and guest tests"
+	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
+	@echo "make demo        boot Debian's Linux under hvtrace in QEMU"
+	@echo "make bench       benchmarks, results in bench/results/"
+	@echo "make deps        install the Debian packages needed (as root)"
+	@echo "HVTRACE_ACCEL=tcg|kvm|auto selects QEMU's accelerator (default auto)"
 
 deps:
 	@scripts/setup-deps.sh
 
+# The guest's kernel (Debian's own, unpacked into the build cache) and its
+# busybox initramfs with the guest agent.
+$(KERNEL_DIR)/vmlinuz:
+	scripts/fetch-kernel.sh $(KERNEL_DIR)
+
+$(BUILD)/initrd.gz: scripts/mkinitramfs.sh $(BUILD)/guest-agent/hvtrace-agent
+	scripts/mkinitramfs.sh $(BUILD)/guest-agent/hvtrace-agent $@
+
+GUEST_IMAGES := $(KERNEL_DIR)/vmlinuz $(BUILD)/initrd.gz
+
+# `make test`, `make demo` and `make bench` first install what is missing
+# (as root; otherwise they print the apt-get line and stop).
+test: deps
+	@$(MAKE) --no-print-directory test-run
+test-run: all $(GUEST_IMAGES) $(UNIT_BINS)
+	@tests/run-all.sh
+
+test-integration: all $(GUEST_IMAGES)
+	@tests/integration.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+demo-run: all $(GUEST_IMAGES)
+	@scripts/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory bench-run
+bench-run: all $(GUEST_IMAGES)
+	@bench/run.sh
+
 clean:
 	rm -rf $(BUILD)
+
+# Unit tests of pure logic, on the host.
+test-unit: $(UNIT_BINS)
+	@fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; exit $$fail

@@ -3,23 +3,32 @@
 # serial console to a log file (and optionally to stdout).
 #
 #   tests/lib/qemu.sh --dir ESPDIR --log FILE [--timeout SEC] [--cpu MODEL]
-#                     [--smp N] [--mem MIB] [--tee] [-- EXTRA QEMU ARGS]
+#                     [--smp N] [--mem MIB] [--tee] [--until REGEX]
+#                     [--cpu-flags FLAGS]
+#                     [-- EXTRA QEMU ARGS]
+#
+# --cpu-flags: appended to the CPU model (e.g. -hypervisor: QEMU itself sets
+# CPUID.1:ECX[31] for its guests, which would mask hvtrace's own).
+# --until: stop QEMU as soon as the serial log matches REGEX (grep -E), for
+# guests that never power off by themselves (a stopped guest, say).
 #
 # Acceleration: HVTRACE_ACCEL=tcg|kvm|auto (default auto). auto picks KVM
 # only when the host offers nested virtualization (kvm_amd nested=1 or
 # kvm_intel nested=Y) and /dev/kvm is usable; otherwise TCG, and says why.
 # Exit status: QEMU's, or 124 when the time bound killed it.
 set -u
-dir= log= timeout=120 cpu= smp=1 mem=512 tee=0
+dir= log= timeout=120 cpu= cpuflags= smp=1 mem=512 tee=0 until=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dir) dir=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--cpu) cpu=$2; shift 2 ;;
+	--cpu-flags) cpuflags=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--tee) tee=1; shift ;;
+	--until) until=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "qemu.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -50,6 +59,7 @@ esac
 if [ -z "$cpu" ]; then
 	[ "$accel" = kvm ] && cpu=host || cpu=max
 fi
+[ -n "$cpuflags" ] && cpu="$cpu,$cpuflags"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -74,7 +84,22 @@ if [ "$tee" = 1 ]; then
 	: > "$log"
 	tail -f "$log" & tailpid=$!
 fi
-timeout -s KILL "$timeout" qemu-system-x86_64 "$@" </dev/null
+timeout -s KILL "$timeout" qemu-system-x86_64 "$@" </dev/null &
+qpid=$!
+if [ -n "$until" ]; then
+	while kill -0 "$qpid" 2>/dev/null; do
+		if grep -qaE "$until" "$log" 2>/dev/null; then
+			sleep 0.3 # let the lines after the match arrive
+			pkill -KILL -P "$qpid" 2>/dev/null
+			kill -KILL "$qpid" 2>/dev/null
+			wait "$qpid" 2>/dev/null
+			[ "$tee" = 1 ] && { kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; }
+			exit 0
+		fi
+		sleep 0.2
+	done
+fi
+wait "$qpid"
 rc=$?
 if [ "$tee" = 1 ]; then sleep 0.2; kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; fi
 [ $rc = 137 ] && rc=124

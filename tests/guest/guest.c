@@ -1,0 +1,129 @@
+/* Report and fault-catching helpers for the guest test programs. */
+#include <stdarg.h>
+#include <stddef.h>
+#include "guest.h"
+#include "hvtrace/abi.h"
+
+extern char trap_ud[], trap_gp[];
+int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int hv_snprintf(char *buf, size_t size, const char *fmt, ...);
+
+static unsigned passed, failed, skipped;
+static const char *prog;
+
+struct gate { uint16_t off0, sel; uint8_t ist, type; uint16_t off1; uint32_t off2, rsvd; } __attribute__((packed));
+static struct gate saved[2];
+
+static struct gate *idt(void)
+{
+	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) d;
+	asm volatile("sidt %0" : "=m"(d));
+	return (struct gate *)(uintptr_t)d.base;
+}
+
+static void set_gate(struct gate *g, void *h)
+{
+	uint16_t cs;
+	uint64_t a = (uint64_t)(uintptr_t)h;
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	*g = (struct gate){ (uint16_t)a, cs, 0, 0x8e, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
+}
+
+void faults_catch(void)
+{
+	struct gate *t = idt();
+	saved[0] = t[6];
+	saved[1] = t[13];
+	set_gate(&t[6], trap_ud);
+	set_gate(&t[13], trap_gp);
+}
+
+void faults_release(void)
+{
+	struct gate *t = idt();
+	t[6] = saved[0];
+	t[13] = saved[1];
+}
+
+static void line(const char *s)
+{
+	Print(L"GUEST-TEST: %a\n", s);
+}
+
+void guest_init(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const char *name)
+{
+	InitializeLib(image, st);
+	prog = name;
+	char buf[96];
+	hv_snprintf(buf, sizeof(buf), "START: %s", name);
+	line(buf);
+}
+
+void report(bool ok, const char *name, const char *fmt, ...)
+{
+	char detail[160] = "", buf[256];
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		hv_vsnprintf(detail, sizeof(detail), fmt, ap);
+		va_end(ap);
+	}
+	if (ok)
+		passed++;
+	else
+		failed++;
+	hv_snprintf(buf, sizeof(buf), "%s: %s%s%s%s", ok ? "PASS" : "FAIL", name,
+		    detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
+	line(buf);
+}
+
+void report_skip(const char *name, const char *reason)
+{
+	char buf[256];
+	skipped++;
+	hv_snprintf(buf, sizeof(buf), "SKIP: %s (%s)", name, reason);
+	line(buf);
+}
+
+void report_info(const char *fmt, ...)
+{
+	char msg[200], buf[220];
+	va_list ap;
+	va_start(ap, fmt);
+	hv_vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	hv_snprintf(buf, sizeof(buf), "INFO: %s", msg);
+	line(buf);
+}
+
+void report_done(void)
+{
+	char buf[128];
+	hv_snprintf(buf, sizeof(buf), "SUMMARY: %s: %u passed, %u failed, %u skipped", prog, passed,
+		    failed, skipped);
+	line(buf);
+	uefi_call_wrapper(RT->ResetSystem, 4, EfiResetShutdown, EFI_SUCCESS, 0, NULL);
+	for (;;)
+		asm volatile("hlt");
+}
+
+bool under_hvtrace(void)
+{
+	struct cpuid r = cpuid(1, 0);
+	if (!(r.c & (1u << 31)))
+		return false;
+	r = cpuid(HVTRACE_CPUID_BASE, 0);
+	return r.b == HVTRACE_CPUID_SIG_EBX && r.c == HVTRACE_CPUID_SIG_ECX &&
+	       r.d == HVTRACE_CPUID_SIG_EDX;
+}
+
+int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c)
+{
+	struct cpuid v = cpuid(0, 0);
+	uint64_t a = nr, d = 0;
+	if (v.b == 0x68747541 || v.b == 0x6f677948)
+		asm volatile("vmmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(d) :: "memory");
+	else
+		asm volatile("vmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(d) :: "memory");
+	return (int64_t)a;
+}

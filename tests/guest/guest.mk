@@ -1,0 +1,19 @@
+# Guest test programs: EFI applications chain-loaded by hvtrace.efi.
+GUEST_TESTS := t_basic t_triple
+guest-lib-y := guest.o faults.o
+GUEST_LIB := $(addprefix $(BUILD)/tests/guest/,$(guest-lib-y)) $(BUILD)/efi-loader/shared/core/fmt.o
+GUEST_EFIS := $(addprefix $(BUILD)/tests/guest/,$(addsuffix .efi,$(GUEST_TESTS)))
+
+$(BUILD)/tests/guest/%.o: tests/guest/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EFI_CFLAGS) -Itests/guest -c $< -o $@
+
+$(BUILD)/tests/guest/%.o: tests/guest/%.S
+	@mkdir -p $(dir $@)
+	$(CC) $(EFI_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/guest/%.so: $(BUILD)/tests/guest/%.o $(GUEST_LIB)
+	$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $^ -o $@ -lefi -lgnuefi
+
+.PRECIOUS: $(BUILD)/tests/guest/%.so $(BUILD)/tests/guest/%.o
+-include $(wildcard $(BUILD)/tests/guest/*.d)

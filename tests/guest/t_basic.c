@@ -1,0 +1,178 @@
+/*
+ * t_basic: proves this program runs as a guest of hvtrace and that the
+ * hypervisor is invisible and untouchable except where it shows itself:
+ * CPUID leaves, hypercalls, SVM hidden (#UD, #GP, EFER), and its reserved
+ * range (found in the UEFI memory map) neither readable nor writable.
+ */
+#include "guest.h"
+#include "hvtrace/abi.h"
+
+#define MSR_EFER	0xc0000080
+#define MSR_VM_CR	0xc0010114
+#define MSR_VM_HSAVE_PA	0xc0010117
+#define EFER_SVME	(1ull << 12)
+
+static int rdmsr_fault(uint32_t msr, uint64_t *v)
+{
+	uint32_t lo = 0, hi = 0;
+	int vec = TRY(2, "rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	*v = ((uint64_t)hi << 32) | lo;
+	return vec;
+}
+
+static int wrmsr_fault(uint32_t msr, uint64_t v)
+{
+	return TRY(2, "wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+static void test_cpuid(void)
+{
+	struct cpuid r = cpuid(HVTRACE_CPUID_BASE, 0);
+	report(r.a >= HVTRACE_CPUID_VERSION, "cpuid_max_leaf", "eax %x", r.a);
+	r = cpuid(HVTRACE_CPUID_VERSION, 0);
+	report(r.a == HVTRACE_ABI_VERSION, "cpuid_abi_version", "eax %x", r.a);
+	report(r.b & HVTRACE_FEAT_HYPERCALL, "cpuid_features", "ebx %x", r.b);
+	r = cpuid(0x80000001, 0);
+	report(!(r.c & (1u << 2)), "cpuid_svm_hidden", "0x80000001 ecx %x", r.c);
+	r = cpuid(1, 0);
+	report(!(r.c & (1u << 5)), "cpuid_vmx_hidden", "1 ecx %x", r.c);
+	r = cpuid(0x8000000a, 0);
+	report(!(r.a | r.b | r.c | r.d), "cpuid_svm_leaf_empty", "%x %x %x %x", r.a, r.b, r.c, r.d);
+}
+
+static void test_virt_insns(void)
+{
+	report(TRY(3, "vmrun" ::"a"(0ull)) == 6, "vmrun_ud", NULL);
+	report(TRY(3, "vmload" ::"a"(0ull)) == 6, "vmload_ud", NULL);
+	report(TRY(3, "vmsave" ::"a"(0ull)) == 6, "vmsave_ud", NULL);
+	report(TRY(3, "stgi") == 6, "stgi_ud", NULL);
+	report(TRY(3, "clgi") == 6, "clgi_ud", NULL);
+	report(TRY(3, "skinit" ::"a"(0ull)) == 6, "skinit_ud", NULL);
+	report(TRY(3, "invlpga" ::"a"(0ull), "c"(0)) == 6, "invlpga_ud", NULL);
+}
+
+static void test_msrs(void)
+{
+	uint64_t efer, v;
+	int vec = rdmsr_fault(MSR_EFER, &efer);
+	report(vec < 0 && !(efer & EFER_SVME), "efer_svme_hidden", "vec %d efer %lx", vec, efer);
+	vec = wrmsr_fault(MSR_EFER, efer | EFER_SVME);
+	report(vec == 13, "efer_svme_write_gp", "vec %d", vec);
+	vec = wrmsr_fault(MSR_EFER, efer);
+	rdmsr_fault(MSR_EFER, &v);
+	report(vec < 0 && v == efer, "efer_write_same", "vec %d efer %lx", vec, v);
+	vec = wrmsr_fault(MSR_EFER, efer | (1ull << 40));
+	report(vec == 13, "efer_reserved_bit_gp", "vec %d", vec);
+	report(rdmsr_fault(MSR_VM_HSAVE_PA, &v) == 13, "vm_hsave_pa_read_gp", NULL);
+	report(wrmsr_fault(MSR_VM_HSAVE_PA, 0x1000) == 13, "vm_hsave_pa_write_gp", NULL);
+	report(rdmsr_fault(MSR_VM_CR, &v) == 13, "vm_cr_read_gp", NULL);
+}
+
+/* The hypervisor's range, as the firmware's memory map shows it. */
+static bool find_reserve(uint64_t *base, uint64_t *size)
+{
+	UINTN n, key, dsize;
+	UINT32 dver;
+	EFI_MEMORY_DESCRIPTOR *map = LibMemoryMap(&n, &key, &dsize, &dver);
+	unsigned found = 0;
+	for (UINTN i = 0; map && i < n; i++) {
+		EFI_MEMORY_DESCRIPTOR *d = (void *)((uint8_t *)map + i * dsize);
+		if (d->Type == HVTRACE_EFI_MEMTYPE) {
+			*base = d->PhysicalStart;
+			*size = d->NumberOfPages * 4096;
+			found++;
+		}
+	}
+	if (map)
+		FreePool(map);
+	return found == 1;
+}
+
+static bool contains(const uint8_t *p, uint64_t n, const char *s, uint64_t slen)
+{
+	for (uint64_t i = 0; i + slen <= n; i++)
+		if (p[i] == (uint8_t)s[0] && !CompareMem((void *)(p + i), (void *)s, slen))
+			return true;
+	return false;
+}
+
+static void test_hypercalls_and_memory(void)
+{
+	uint64_t b = 0, c = 0, base = 0, size = 0;
+	int64_t r = hypercall(HVTRACE_HC_VERSION, &b, &c);
+	report(r == 0 && b == HVTRACE_ABI_VERSION, "hc_version", "ret %ld rbx %lx", r, b);
+	r = hypercall(0x7777, &b, &c);
+	report(r == -HVTRACE_ENOSYS, "hc_unknown_enosys", "ret %ld", r);
+
+	struct hvtrace_status *st = AllocatePool(sizeof(*st));
+	b = (uint64_t)(uintptr_t)st;
+	c = sizeof(*st);
+	r = hypercall(HVTRACE_HC_STATUS, &b, &c);
+	report(r == 0 && st->magic == HVTRACE_STATUS_MAGIC && st->abi_version == HVTRACE_ABI_VERSION &&
+		       st->size == sizeof(*st) && st->nr_vcpus == 1,
+	       "hc_status", "ret %ld magic %x", r, st->magic);
+	report(st->flags & HVTRACE_STATUS_INTEGRITY_OK, "integrity_at_start", "flags %x", st->flags);
+	report(st->exits_total > 0 && st->hypercalls >= 2, "status_counters", "exits %lu hypercalls %lu",
+	       st->exits_total, st->hypercalls);
+
+	bool have = find_reserve(&base, &size);
+	report(have && base == st->hv_phys_base && size == st->hv_phys_size, "reserve_in_memory_map",
+	       "map %lx+%lx status %lx+%lx", base, size, st->hv_phys_base, st->hv_phys_size);
+
+	c = sizeof(*st) - 1;
+	b = (uint64_t)(uintptr_t)st;
+	report(hypercall(HVTRACE_HC_STATUS, &b, &c) == -HVTRACE_EINVAL, "hc_status_short_einval", NULL);
+	c = sizeof(*st);
+	b = st->hv_phys_base + 0x1000;
+	report(hypercall(HVTRACE_HC_STATUS, &b, &c) == -HVTRACE_EFAULT, "hc_status_into_hv_efault", NULL);
+	b = 0xfee00000; /* local APIC MMIO: not RAM */
+	c = sizeof(*st);
+	report(hypercall(HVTRACE_HC_STATUS, &b, &c) == -HVTRACE_EFAULT, "hc_status_mmio_efault", NULL);
+	b = (uint64_t)-64;
+	c = sizeof(*st);
+	report(hypercall(HVTRACE_HC_STATUS, &b, &c) == -HVTRACE_EFAULT, "hc_status_wrap_efault", NULL);
+	if (!have) {
+		report_skip("hidden_read", "no reserve in the memory map");
+		report_skip("hidden_write", "no reserve in the memory map");
+		return;
+	}
+
+	/* Reading the range must reveal nothing of the hypervisor. */
+	const uint8_t *p = (const uint8_t *)(uintptr_t)base;
+	static const char magic[] = HVTRACE_IMAGE_MAGIC;
+	bool leak = contains(p, size, magic, sizeof(magic) - 1) || contains(p, size, "hvtrace: ", 9);
+	report(!leak, "hidden_read", "%s", leak ? "hypervisor data visible" : "");
+
+	/* Writing all of it must change nothing of the hypervisor. */
+	SetMem((void *)(uintptr_t)base, size, 0x5a);
+	b = (uint64_t)(uintptr_t)st;
+	c = sizeof(*st);
+	st->flags = 0;
+	r = hypercall(HVTRACE_HC_STATUS, &b, &c);
+	report(r == 0 && (st->flags & HVTRACE_STATUS_INTEGRITY_OK), "hidden_write", "ret %ld flags %x", r,
+	       st->flags);
+	b = 0;
+	report(hypercall(HVTRACE_HC_VERSION, &b, &c) == 0 && b == HVTRACE_ABI_VERSION,
+	       "alive_after_write", NULL);
+	FreePool(st);
+}
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	guest_init(image, systab, "t_basic");
+	bool hv = under_hvtrace();
+	report_info("running %s hvtrace", hv ? "under" : "without");
+	if (!hv) {
+		report_skip("all", "not running under hvtrace");
+		report_done();
+	}
+	struct cpuid r = cpuid(1, 0);
+	report(r.c & (1u << 31), "cpuid_hypervisor_bit", "ecx %x", r.c);
+	test_cpuid();
+	faults_catch();
+	test_virt_insns();
+	test_msrs();
+	faults_release();
+	test_hypercalls_and_memory();
+	report_done();
+}

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Integration tests under QEMU + OVMF: EFI guest programs chain-loaded by
+# hvtrace.efi, the loader's failure paths, and Debian's Linux booting as the
+# hypervisor's guest. Each test has a hard time bound; each prints PASS or
+# FAIL with the reason, and the serial log stays in build/test-runs/NAME/.
+#
+#   tests/integration.sh [--list] [PATTERN...]   (default: all tests)
+#
+# Environment: BUILD (default build), HVTRACE_ACCEL=tcg|kvm|auto (see
+# tests/lib/qemu.sh), HVTRACE_TIME_SCALE (multiply every time bound).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+RUNS=$BUILD/test-runs
+SCALE=${HVTRACE_TIME_SCALE:-1}
+export HVTRACE_QUIET_ACCEL=1
+
+pass=0 fail=0 skip=0
+failed_names=""
+
+accel_note() {
+	HVTRACE_QUIET_ACCEL= tests/lib/qemu.sh --dir /nonexistent --log /dev/null 2>&1 >/dev/null | grep "using" || true
+}
+
+# esp NAME: fresh boot volume with hvtrace.efi as the removable-media loader
+esp() {
+	local d=$RUNS/$1/esp
+	rm -rf "$RUNS/$1"
+	mkdir -p "$d/EFI/BOOT" "$d/EFI/hvtrace"
+	cp "$BUILD/hvtrace.efi" "$d/EFI/BOOT/BOOTX64.EFI"
+	echo "$d"
+}
+
+add_guest() { cp "$BUILD/tests/guest/$2.efi" "$1/EFI/hvtrace/"; }
+
+add_linux() {
+	mkdir -p "$1/EFI/linux"
+	cp "$BUILD/cache/linux/vmlinuz" "$1/EFI/linux/vmlinuz"
+	cp "$BUILD/initrd.gz" "$1/EFI/linux/initrd.gz"
+}
+
+LINUX_CMDLINE='initrd=\EFI\linux\initrd.gz console=ttyS0,115200 panic=-1 quiet'
+
+# run NAME TIMEOUT [qemu.sh options]: boots, leaves the cleaned log in $LOG
+run() {
+	local name=$1 t=$2
+	shift 2
+	LOG=$RUNS/$name/serial.log
+	local start=$(date +%s.%N)
+	tests/lib/qemu.sh --dir "$RUNS/$name/esp" --log "$LOG.raw" --timeout $((t * SCALE)) "$@" \
+		>"$RUNS/$name/qemu.out" 2>&1
+	RC=$?
+	ELAPSED=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	# strip the firmware's terminal escapes and carriage returns
+	tr -d '\r' <"$LOG.raw" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b[()][A-Z0-9]//g' >"$LOG"
+}
+
+# expectations: each failure is remembered with its reason
+REASONS=""
+expect() { grep -qaE -- "$1" "$LOG" || REASONS="$REASONS; missing: $1"; }
+reject() { grep -qaE -- "$1" "$LOG" && REASONS="$REASONS; unexpected: $(grep -aE -m1 -- "$1" "$LOG")"; }
+
+finish() {
+	local name=$1
+	if [ "${RC:-0}" = 124 ]; then REASONS="$REASONS; timed out"; fi
+	if [ -z "$REASONS" ]; then
+		printf 'PASS %-34s %6.1fs\n' "$name" "$ELAPSED"
+		pass=$((pass + 1))
+	else
+		printf 'FAIL %-34s %6.1fs%s\n     log: %s\n' "$name" "$ELAPSED" "$REASONS" "$LOG"
+		fail=$((fail + 1))
+		failed_names="$failed_names $name"
+	fi
+	REASONS=""
+	RC=0
+}
+
+# --- EFI guest programs --------------------------------------------------
+
+t_svm_guest_basic() {
+	local d=$(esp svm-guest-basic)
+	add_guest "$d" t_basic
+	printf 'next = \\EFI\\hvtrace\\t_basic.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-guest-basic 60
+	expect 'hvtrace: hypervisor running; this processor is now its guest'
+	expect 'GUEST-TEST: INFO: running under hvtrace'
+	expect 'SUMMARY: t_basic: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-guest-basic
+}
+
+t_svm_triple_fault() {
+	local d=$(esp svm-triple-fault)
+	add_guest "$d" t_triple
+	printf 'next = \\EFI\\hvtrace\\t_triple.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	# the guest is stopped for good: end QEMU once the dump is complete
+	run svm-triple-fault 60 --until 'hvtrace: error: svm_dump:   gdtr'
+	expect 'GUEST-TEST: INFO: about to triple-fault'
+	expect 'guest triple fault \(shutdown\): the guest is stopped; the hypervisor stays resident'
+	expect 'svm_dump: vcpu 0 VMCB at [0-9a-f]+: exit 7f'
+	expect 'svm_dump:   rip [0-9a-f]{16}'
+	reject 'FAIL: triple_fault'
+	finish svm-triple-fault
+}
+
+t_svm_no_svm_cpu() {
+	local d=$(esp no-svm-cpu)
+	add_guest "$d" t_basic
+	printf 'next = \\EFI\\hvtrace\\t_basic.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run no-svm-cpu 60 --cpu qemu64,-svm
+	expect 'hvtrace: hypervisor not started: this CPU has no AMD SVM'
+	expect 'hvtrace: booting \\EFI\\hvtrace\\t_basic.efi without the hypervisor'
+	expect 'GUEST-TEST: INFO: running without hvtrace'
+	finish no-svm-cpu
+}
+
+t_loader_missing_config() {
+	local d=$(esp loader-missing-config)
+	add_guest "$d" t_basic
+	run loader-missing-config 60 --until "returning to the firmware's boot manager"
+	expect 'hvtrace: cannot read \\EFI\\hvtrace\\hvtrace.cfg: Not Found'
+	expect "hvtrace: no next stage configured: returning to the firmware's boot manager"
+	reject 'hypervisor running'
+	finish loader-missing-config
+}
+
+t_loader_enable_no() {
+	local d=$(esp loader-enable-no)
+	add_guest "$d" t_basic
+	printf 'next = \\EFI\\hvtrace\\t_basic.efi\nenable = no\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run loader-enable-no 60
+	expect "hvtrace: 'enable = no' in hvtrace.cfg: not starting the hypervisor"
+	expect 'GUEST-TEST: INFO: running without hvtrace'
+	finish loader-enable-no
+}
+
+t_loader_memory_too_small_for_heap() {
+	local d=$(esp loader-bad-values)
+	add_guest "$d" t_basic
+	printf 'next = \\EFI\\hvtrace\\t_basic.efi\nmemory = 3M\nlog = chatty\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run loader-bad-values 60
+	expect "hvtrace: hvtrace.cfg:2: memory: '3M' is out of range"
+	expect "hvtrace: hvtrace.cfg:3: log: 'chatty' is not one of error, warn, info, debug"
+	expect 'hvtrace: booting \\EFI\\hvtrace\\t_basic.efi without the hypervisor'
+	expect 'GUEST-TEST: INFO: running without hvtrace'
+	finish loader-bad-values
+}
+
+# --- Debian's Linux as the guest -----------------------------------------
+
+t_linux_boot() {
+	local d=$(esp linux-boot)
+	add_linux "$d"
+	printf 'next = \\EFI\\linux\\vmlinuz\ncmdline = %s\n' "$LINUX_CMDLINE" >"$d/EFI/hvtrace/hvtrace.cfg"
+	run linux-boot 120 --cpu-flags -hypervisor
+	expect 'hvtrace: hypervisor running; this processor is now its guest'
+	expect 'HVTRACE-GUEST: init reached'
+	expect 'HVTRACE-GUEST: cpu flag hypervisor: yes'
+	expect 'hvtrace-agent: hvtrace ABI 1\.0'
+	expect 'hvtrace-agent: status hypercall from user space: -1 \(EPERM'
+	expect 'HVTRACE-GUEST: done'
+	reject 'hvtrace: error'
+	reject 'Kernel panic'
+	finish linux-boot
+}
+
+t_linux_broken_config() {
+	local d=$(esp linux-broken-config)
+	add_linux "$d"
+	printf 'next = \\EFI\\linux\\vmlinuz\ncmdline = %s\nmemory = lots\n' "$LINUX_CMDLINE" \
+		>"$d/EFI/hvtrace/hvtrace.cfg"
+	run linux-broken-config 120 --cpu-flags -hypervisor
+	expect "hvtrace: hvtrace.cfg:3: memory: 'lots' is not a size"
+	expect 'hvtrace: configuration errors: not starting the hypervisor'
+	expect 'hvtrace: booting \\EFI\\linux\\vmlinuz without the hypervisor'
+	expect 'HVTRACE-GUEST: init reached'
+	expect 'HVTRACE-GUEST: cpu flag hypervisor: no'
+	expect 'hvtrace-agent: not running under hvtrace'
+	expect 'HVTRACE-GUEST: done'
+	reject 'hvtrace: hypervisor running'
+	finish linux-broken-config
+}
+
+ALL="t_svm_guest_basic t_svm_triple_fault t_svm_no_svm_cpu t_loader_missing_config
+t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_broken_config"
+
+if [ "${1:-}" = --list ]; then
+	for t in $ALL; do echo "$t"; done
+	exit 0
+fi
+sel=""
+if [ $# -gt 0 ]; then
+	for t in $ALL; do for p in "$@"; do case "$t" in *$p*) sel="$sel $t" ;; esac; done; done
+else
+	sel=$ALL
+fi
+
+accel_note
+mkdir -p "$RUNS"
+for t in $sel; do $t; done
+echo "integration: $pass passed, $fail failed"
+[ $fail = 0 ]

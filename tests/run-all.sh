@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every test tier that `make test` covers and sums their closing
+# "N passed, M failed" lines into one. Tiers: host unit tests, the decoder's
+# differential test (bounded sample), QEMU integration tests.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+total_pass=0 total_fail=0 tier_fail=""
+log=$BUILD/test-runs/summary.txt
+mkdir -p "$BUILD/test-runs"
+: >"$log"
+
+tier() {
+	local name=$1
+	shift
+	echo "== $name"
+	local tmp=$BUILD/test-runs/tier.out rc p f
+	"$@" 2>&1 | tee "$tmp"
+	rc=${PIPESTATUS[0]}
+	# every "X passed, Y failed" line of the tier counts
+	p=$(sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/p' "$tmp" | awk '{s += $1} END {print s + 0}')
+	f=$(sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\2/p' "$tmp" | awk '{s += $1} END {print s + 0}')
+	# a tier that ran nothing, or exited non-zero with no failure counted, failed
+	if [ "$p" = 0 ] && [ "$f" = 0 ]; then f=1; fi
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+	echo "$name: $p passed, $f failed" >>"$log"
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	[ "$f" = 0 ] || tier_fail="$tier_fail $name"
+}
+
+for t in "$BUILD"/host/test_config "$BUILD"/host/test_pgbuild "$BUILD"/host/test_memmap; do
+	tier "unit/$(basename "$t")" "$t"
+done
+if [ -f tests/unit/decode.mk ]; then
+	tier "unit/decode" make --no-print-directory -s test-decode
+fi
+tier integration tests/integration.sh
+
+echo
+cat "$log"
+[ -z "$tier_fail" ] || echo "failed tiers:$tier_fail"
+echo "make test: $total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]

@@ -1,0 +1,113 @@
+/* hvtrace.cfg parser: good files, every kind of bad line, and its message. */
+#include <string.h>
+#include "unit.h"
+#include "config.h"
+
+static struct hv_config cfg;
+
+static unsigned parse(const char *s)
+{
+	return cfg_parse(s, strlen(s), &cfg);
+}
+
+/* one error, on `line`, whose message contains `needle` */
+static void bad(const char *text, unsigned line, const char *needle)
+{
+	unsigned n = parse(text);
+	CHECK(n == 1, "%u errors for %s", n, text);
+	CHECK(cfg.errors[0].line == line, "line %u, want %u for %s", cfg.errors[0].line, line, text);
+	CHECK(strstr(cfg.errors[0].msg, needle), "message '%s' lacks '%s'", cfg.errors[0].msg, needle);
+}
+
+int main(void)
+{
+	const char *good =
+		"\xef\xbb\xbf# hvtrace configuration\r\n"
+		"next = \\EFI\\linux\\vmlinuz\r\n"
+		"\n"
+		"   cmdline=initrd=\\EFI\\linux\\initrd.gz console=ttyS0,115200 a=b#c  \n"
+		"memory = 64M\n"
+		"serial = 0x2f8\n"
+		"log = debug\n"
+		"enable = yes";
+	CHECK(parse(good) == 0, "errors: %s", cfg.errors[0].msg);
+	CHECK(!strcmp(cfg.next, "\\EFI\\linux\\vmlinuz"), "next '%s'", cfg.next);
+	CHECK(!strcmp(cfg.cmdline, "initrd=\\EFI\\linux\\initrd.gz console=ttyS0,115200 a=b#c"),
+	      "cmdline '%s'", cfg.cmdline);
+	CHECK(cfg.memory == 64ull << 20, "memory %llu", (unsigned long long)cfg.memory);
+	CHECK(cfg.serial_port == 0x2f8, "serial %x", cfg.serial_port);
+	CHECK(cfg.log_level == 3, "log %u", cfg.log_level);
+	CHECK(cfg.enable, "enable");
+
+	/* defaults */
+	CHECK(parse("next = \\a.efi\n") == 0, "minimal");
+	CHECK(cfg.memory == CFG_DEFAULT_MEMORY && cfg.serial_port == 0x3f8 && cfg.enable &&
+	      cfg.cmdline[0] == 0, "defaults");
+	CHECK(parse("next = \\a.efi\nserial = none\nenable = no\nmemory = 1g\n") == 0, "none/no/1g");
+	CHECK(cfg.serial_port == 0 && !cfg.enable && cfg.memory == 1ull << 30, "none/no/1g values");
+	CHECK(parse("next = \\a.efi\ncmdline =\n") == 0 && cfg.cmdline[0] == 0, "empty cmdline");
+
+	/* each bad input gets its own message and line */
+	bad("next = \\a.efi\nmemory = lots\n", 2, "memory: 'lots' is not a size");
+	bad("next = \\a.efi\nmemory = 1M\n", 2, "out of range");
+	bad("next = \\a.efi\nmemory = 2G\n", 2, "out of range");
+	bad("next = \\a.efi\nmemory = 99999999999999999999999\n", 2, "not a size");
+	bad("next = \\a.efi\nmemory = 5001K\n", 2, "multiple of 4K");
+	bad("next = \\a.efi\nmemory = 64Q\n", 2, "not a size");
+	bad("next = a.efi\n", 1, "not an absolute path");
+	bad("next = \\EFI/linux\n", 1, "'\\' separators");
+	bad("next =\n", 1, "not an absolute path");
+	bad("next = \\a.efi\nfoo = 1\n", 2, "unknown key 'foo'");
+	bad("next = \\a.efi\nnext = \\b.efi\n", 2, "given twice");
+	bad("next = \\a.efi\njust words\n", 2, "expected 'key = value'");
+	bad("next = \\a.efi\n= value\n", 2, "expected 'key = value'");
+	bad("next = \\a.efi\nserial = com1\n", 2, "not an I/O port");
+	bad("next = \\a.efi\nserial = 0x10000\n", 2, "not an I/O port");
+	bad("next = \\a.efi\nlog = loud\n", 2, "not one of error");
+	bad("next = \\a.efi\nenable = maybe\n", 2, "not yes or no");
+	bad("memory = 32M\n", 0, "no 'next' line");
+	bad("", 0, "no 'next' line");
+	bad("next = \\a.efi\ncmdline = caf\xc3\xa9\n", 2, "printable ASCII");
+
+	/* NUL byte inside a value */
+	{
+		const char t[] = "next = \\a.efi\ncmdline = a\0b\n";
+		CHECK(cfg_parse(t, sizeof(t) - 1, &cfg) == 1 && strstr(cfg.errors[0].msg, "NUL"),
+		      "NUL: %s", cfg.errors[0].msg);
+	}
+	/* a value too long for its key */
+	{
+		static char t[4096];
+		strcpy(t, "next = \\");
+		memset(t + 8, 'a', 300);
+		CHECK(parse(t) == 1 && strstr(cfg.errors[0].msg, "longer than"), "long next: %s",
+		      cfg.errors[0].msg);
+		strcpy(t, "next = \\a\ncmdline = ");
+		memset(t + strlen(t), 'b', 3000);
+		CHECK(parse(t) == 1 && strstr(cfg.errors[0].msg, "longer than"), "long cmdline: %s",
+		      cfg.errors[0].msg);
+	}
+	/* too large a file, and many errors (all counted, 8 kept) */
+	{
+		static char big[CFG_MAX_SIZE + 2];
+		memset(big, '#', sizeof(big) - 1);
+		CHECK(cfg_parse(big, sizeof(big) - 1, &cfg) == 1 && strstr(cfg.errors[0].msg, "64 KiB"),
+		      "big: %s", cfg.errors[0].msg);
+		CHECK(parse("a=1\nb=2\nc=3\nd=4\ne=5\nf=6\ng=7\nh=8\ni=9\nj=10\n") == 11,
+		      "%u errors", cfg.nr_errors);
+		CHECK(cfg.errors[7].line == 8, "8th error line %u", cfg.errors[7].line);
+	}
+	/* sizes */
+	{
+		unsigned long long v;
+		CHECK(cfg_parse_size("4096", (uint64_t *)&v) && v == 4096, "plain");
+		CHECK(cfg_parse_size("16MiB", (uint64_t *)&v) && v == 16ull << 20, "MiB");
+		CHECK(cfg_parse_size("2k", (uint64_t *)&v) && v == 2048, "k");
+		CHECK(!cfg_parse_size("", (uint64_t *)&v), "empty");
+		CHECK(!cfg_parse_size("M", (uint64_t *)&v), "unit only");
+		CHECK(!cfg_parse_size("1 M", (uint64_t *)&v), "space");
+		CHECK(!cfg_parse_size("-1", (uint64_t *)&v), "negative");
+		CHECK(!cfg_parse_size("17179869184G", (uint64_t *)&v), "overflow by shift");
+	}
+	return unit_done("test_config");
+}

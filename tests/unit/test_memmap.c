@@ -1,0 +1,98 @@
+/* Guest-RAM range lists, the hypercall argument checks that use them, and
+ * the loader's UEFI memory-type classification. */
+#include <string.h>
+#include "unit.h"
+#include "hvtrace/abi.h"
+#include "core/hypercall.h"
+#include "core/memmap.h"
+#include "loader.h"
+
+static struct hv_memmap m;
+
+static void reset(void)
+{
+	memset(&m, 0, sizeof(m));
+}
+
+int main(void)
+{
+	/* merging: adjacent, overlapping, out of order */
+	reset();
+	CHECK(memmap_add(&m, 0x3000, 0x1000) && memmap_add(&m, 0x1000, 0x1000) &&
+	      memmap_add(&m, 0x2000, 0x1000), "adds");
+	CHECK(m.nr == 1 && m.r[0].base == 0x1000 && m.r[0].size == 0x3000, "merged to one: %u", m.nr);
+	memmap_add(&m, 0x10000, 0x1000);
+	memmap_add(&m, 0x8000, 0x9000); /* overlaps the last, touches nothing before */
+	CHECK(m.nr == 2 && m.r[1].base == 0x8000 && m.r[1].size == 0x9000, "overlap merge");
+	memmap_add(&m, 0, 0x100000);
+	CHECK(m.nr == 1 && m.r[0].base == 0 && m.r[0].size == 0x100000, "swallow all");
+	CHECK(!memmap_add(&m, ~0ull - 10, 100), "wrapping range refused");
+
+	/* removal splits */
+	CHECK(memmap_remove(&m, 0x4000, 0x2000), "remove middle");
+	CHECK(m.nr == 2 && m.r[0].size == 0x4000 && m.r[1].base == 0x6000, "split");
+	memmap_remove(&m, 0, 0x1000);
+	memmap_remove(&m, 0xff000, 0x10000);
+	CHECK(m.nr == 2 && m.r[0].base == 0x1000 && m.r[1].base + m.r[1].size == 0xff000, "trim ends");
+	memmap_remove(&m, 0, ~0ull >> 1);
+	CHECK(m.nr == 0, "remove all");
+
+	/* capacity */
+	reset();
+	bool ok = true;
+	for (u32 i = 0; i < HV_MAX_RANGES; i++)
+		ok &= memmap_add(&m, i * 0x2000ull, 0x1000);
+	CHECK(ok && m.nr == HV_MAX_RANGES, "fill");
+	CHECK(!memmap_add(&m, 0x10000000, 0x1000), "full list refuses");
+
+	/* contains */
+	reset();
+	memmap_add(&m, 0x1000, 0x2000);
+	memmap_add(&m, 0x5000, 0x1000);
+	CHECK(memmap_contains(&m, 0x1000, 0x2000), "exact");
+	CHECK(!memmap_contains(&m, 0x1000, 0x2001), "one past");
+	CHECK(!memmap_contains(&m, 0x2fff, 0x2002), "across a gap");
+	CHECK(!memmap_contains(&m, 0x1000, 0), "empty length");
+	CHECK(!memmap_contains(&m, ~0ull - 4, 16), "wrap");
+	CHECK(!memmap_contains(&m, 0x0, 0x10), "below");
+
+	/* hypercall checks: RAM 1 MiB..512 MiB minus a hidden 32 MiB reserve */
+	reset();
+	memmap_add(&m, 0x100000, 0x1ff00000);
+	memmap_remove(&m, 0x1c2bf000, 32 << 20);
+	struct hc_args a = { .nr = HVTRACE_HC_VERSION, .cpl = 3 };
+	CHECK(hc_check(&a, &m) == 0, "version from CPL 3");
+	a = (struct hc_args){ HVTRACE_HC_STATUS, 3, 0x200000, sizeof(struct hvtrace_status) };
+	CHECK(hc_check(&a, &m) == -HVTRACE_EPERM, "status from CPL 3");
+	a.cpl = 0;
+	CHECK(hc_check(&a, &m) == 0, "status in RAM");
+	a.buf_len = sizeof(struct hvtrace_status) - 1;
+	CHECK(hc_check(&a, &m) == -HVTRACE_EINVAL, "short buffer");
+	a.buf_len = 1 << 20; /* only the bytes written must be RAM */
+	a.buf_gpa = 0x1c2bf000 - sizeof(struct hvtrace_status);
+	CHECK(hc_check(&a, &m) == 0, "large buffer ending at the reserve");
+	a.buf_gpa = 0x1c2bf000 - 8;
+	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "buffer running into the reserve");
+	a.buf_gpa = 0x1c2bf000 + 0x1000;
+	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "buffer inside the reserve");
+	a.buf_gpa = 0xfee00000;
+	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "MMIO");
+	a.buf_gpa = ~0ull - 16;
+	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "wrapping address");
+	a.nr = HVTRACE_HC_MAX;
+	CHECK(hc_check(&a, &m) == -HVTRACE_ENOSYS, "unknown number");
+	a.nr = ~0ull;
+	CHECK(hc_check(&a, &m) == -HVTRACE_ENOSYS, "huge number");
+
+	/* UEFI memory types */
+	static const int ram[] = { 1, 2, 3, 4, 5, 6, 7, 9, 10, 14 };
+	static const unsigned not_ram[] = { 0, 8, 11, 12, 13, 15, HVTRACE_EFI_MEMTYPE, 0x70000000 };
+	for (unsigned i = 0; i < sizeof(ram) / sizeof(ram[0]); i++)
+		CHECK(efi_type_is_ram(ram[i]), "type %d is RAM", ram[i]);
+	for (unsigned i = 0; i < sizeof(not_ram) / sizeof(not_ram[0]); i++)
+		CHECK(!efi_type_is_ram(not_ram[i]), "type %x is not RAM", not_ram[i]);
+	CHECK(!strcmp(efi_status_str(0x800000000000000eull), "Not Found"), "Not Found");
+	CHECK(!strcmp(efi_status_str(0), "Success"), "Success");
+	CHECK(!strcmp(efi_status_str(0x80000000000000ffull), "error"), "unknown status");
+	return unit_done("test_memmap");
+}

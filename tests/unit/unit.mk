@@ -1,0 +1,17 @@
+# Host unit tests of pure logic shared with the hypervisor and the loader.
+UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
+	-fsanitize=address,undefined -fno-sanitize-recover=all -Ihv -Iinclude -Iefi-loader -Itests/unit
+UNIT_TESTS := test_config test_pgbuild test_memmap
+
+unit-src-test_config := efi-loader/config.c hv/core/fmt.c
+unit-src-test_pgbuild := hv/core/pgbuild.c hv/core/memmap.c
+unit-src-test_memmap := hv/core/memmap.c hv/core/hc_check.c efi-loader/efimisc.c
+
+define unit_rule
+$(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h $$(wildcard hv/core/*.h efi-loader/*.h include/hvtrace/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(HOSTCC) $$(UNIT_CFLAGS) -o $$@ tests/unit/$(1).c $$(unit-src-$(1))
+endef
+$(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
+
+UNIT_BINS := $(addprefix $(BUILD)/host/,$(UNIT_TESTS))
