@@ -16,7 +16,7 @@ include efi-loader/loader.mk
 include guest-agent/agent.mk
 include tests/guest/guest.mk
 include tests/unit/unit.mk
--include tests/unit/decode.mk
+include tests/unit/decode.mk
 
 guest-tests: $(GUEST_EFIS)
 

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/msr.h"
 #include "core/vcpu.h"
+#include "trace/decode.h"
 
 static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_CPUID] = "cpuid",
@@ -25,36 +26,43 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_UNHANDLED] = "unhandled exit",
 };
 
-static bool is_legacy_prefix(u8 b)
+/* The guest's current code-segment mode, for the decoder. */
+static enum dec_mode code_mode(struct vcpu *v, struct hv_segment *cs)
 {
-	switch (b) {
-	case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
-	case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
-		return true;
-	}
-	return false;
+	hv.ops->get_seg(v, SEG_CS, cs);
+	if ((cs->attr & SEG_ATTR_L) && (hv.ops->get_efer(v) & EFER_LMA))
+		return DEC_MODE_64;
+	return (cs->attr & SEG_ATTR_DB) ? DEC_MODE_32 : DEC_MODE_16;
 }
 
 void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
 {
 	struct hv_segment cs;
+	enum dec_mode mode = code_mode(v, &cs);
 	u64 len = ev->insn_len;
 
-	hv.ops->get_seg(v, SEG_CS, &cs);
-	bool mode64 = (cs.attr & SEG_ATTR_L) && (hv.ops->get_efer(v) & EFER_LMA);
 	if (!len) {
-		/* No next-RIP from the CPU (QEMU TCG has no NRIP save): the
-		 * exiting opcodes have fixed lengths, so count the prefixes. */
+		/* No next-RIP from the CPU (QEMU's TCG has no NRIP save): decode
+		 * the instruction that exited, prefixes and all. */
 		u8 b[15];
-		size_t n = gmem_read_linear(v, (mode64 ? 0 : cs.base) + v->rip, b, sizeof(b));
-		size_t i = 0;
-		while (i < n && (is_legacy_prefix(b[i]) || (mode64 && (b[i] & 0xf0) == 0x40)))
-			i++;
-		len = i + base_len;
+		struct dec_insn insn;
+		u64 lin = (mode == DEC_MODE_64 ? 0 : cs.base) + v->rip;
+		size_t n = gmem_read_linear(v, lin, b, sizeof(b));
+		if (dec_decode(b, n, mode, v->rip, &insn) == DEC_OK) {
+			len = insn.len;
+		} else {
+			/* the guest changed its code or mappings under us:
+			 * assume the bare opcode, as unprefixed code has it */
+			LOG_WARN("cannot decode the exiting instruction at %lx (%lu bytes readable)",
+				 v->rip, (u64)n);
+			len = base_len;
+		}
 	}
 	v->rip += len;
-	if (!mode64)
-		v->rip &= (cs.attr & SEG_ATTR_DB) ? 0xffffffffull : 0xffffull;
+	if (mode == DEC_MODE_32)
+		v->rip &= 0xffffffffull;
+	else if (mode == DEC_MODE_16)
+		v->rip &= 0xffffull;
 }
 
 static void __noreturn guest_stop(struct vcpu *v, const char *why)
