@@ -104,6 +104,24 @@ t_svm_triple_fault() {
 	finish svm-triple-fault
 }
 
+t_svm_mmio_high_bar() {
+	local d=$(esp svm-mmio-high-bar)
+	add_guest "$d" t_mmio
+	printf 'next = \\EFI\\hvtrace\\t_mmio.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	local shm=$RUNS/svm-mmio-high-bar/ivshmem.bin
+	truncate -s 4M "$shm"
+	run svm-mmio-high-bar 60 -- -object memory-backend-file,id=hm,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hm
+	expect 'hvtrace: hypervisor running'
+	expect 'SUMMARY: t_mmio: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	# the pattern went through the nested page tables to the device: at the
+	# BAR's start and end
+	[ "$(head -c 25 "$shm")" = HVTRACE-MMIO-TEST-PATTERN ] || REASONS="$REASONS; pattern not at the start of the host file"
+	[ "$(tail -c 64 "$shm" | head -c 25)" = HVTRACE-MMIO-TEST-PATTERN ] || REASONS="$REASONS; pattern not at the end of the host file"
+	finish svm-mmio-high-bar
+}
+
 t_svm_no_svm_cpu() {
 	local d=$(esp no-svm-cpu)
 	add_guest "$d" t_basic
@@ -182,7 +200,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_triple_fault t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_triple_fault t_svm_mmio_high_bar t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_broken_config"
 
 if [ "${1:-}" = --list ]; then
