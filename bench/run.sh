@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# make bench: Debian's Linux under QEMU, with and without hvtrace, in one
+# run so the ratios compare like with like on this (noisy) machine:
+#   boot  - host wall time from QEMU start to the guest's /init marker
+#   md5   - guest-measured time of `md5sum` over MIB of /dev/zero
+#   footprint - the hypervisor's memory in use, from its own log
+# Medians of BENCH_RUNS runs (default 5), ratio = with / without.
+# Results: bench/results/boot-cpu-<date>.txt (and stdout).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+RUNS=${BENCH_RUNS:-5}
+MIB=${BENCH_MD5_MIB:-256}
+export HVTRACE_QUIET_ACCEL=1
+work=$BUILD/bench
+rm -rf "$work"
+mkdir -p "$work"
+
+mkesp() { # mkesp DIR ENABLE
+	mkdir -p "$1/EFI/BOOT" "$1/EFI/hvtrace" "$1/EFI/linux"
+	cp "$BUILD/hvtrace.efi" "$1/EFI/BOOT/BOOTX64.EFI"
+	cp "$BUILD/cache/linux/vmlinuz" "$BUILD/initrd.gz" "$1/EFI/linux/"
+	printf 'next = \\EFI\\linux\\vmlinuz\ncmdline = initrd=\\EFI\\linux\\initrd.gz console=ttyS0,115200 panic=-1 quiet hvtrace.workload=md5:%s\nenable = %s\n' \
+		"$MIB" "$2" >"$1/EFI/hvtrace/hvtrace.cfg"
+}
+mkesp "$work/on" yes
+mkesp "$work/off" no
+
+median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+one_run() { # one_run MODE I -> appends "boot md5" to $work/MODE.times
+	local mode=$1 i=$2 log=$work/$1-$2.log
+	local t0=$(date +%s.%N) tb=""
+	tests/lib/qemu.sh --dir "$work/$mode" --log "$log" --timeout 300 --cpu-flags -hypervisor \
+		>/dev/null 2>&1 &
+	local pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		if [ -z "$tb" ] && grep -qa "HVTRACE-GUEST: init reached" "$log" 2>/dev/null; then
+			tb=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')
+		fi
+		sleep 0.05
+	done
+	wait $pid
+	local w=$(grep -a "HVTRACE-GUEST: workload md5" "$log" | tr -d '\r' | awk '{printf "%.2f", $(NF-1) - $(NF-2)}')
+	if [ -z "$tb" ] || [ -z "$w" ]; then
+		echo "bench: run $mode #$i did not complete; log $log" >&2
+		return 1
+	fi
+	if [ "$mode" = on ] && ! grep -qa "hypervisor running" "$log"; then
+		echo "bench: the hypervisor did not start in run #$i; log $log" >&2
+		return 1
+	fi
+	echo "$tb $w" >>"$work/$mode.times"
+	printf 'bench: %-3s run %d/%d: boot %6.2f s, md5 %d MiB %6.2f s\n' "$mode" "$i" "$RUNS" "$tb" "$MIB" "$w" >&2
+}
+
+for i in $(seq 1 "$RUNS"); do
+	# alternate so slow drift on the machine hits both sides alike
+	one_run on "$i" || exit 1
+	one_run off "$i" || exit 1
+done
+
+boot_on=$(cut -d' ' -f1 "$work/on.times" | median)
+boot_off=$(cut -d' ' -f1 "$work/off.times" | median)
+md5_on=$(cut -d' ' -f2 "$work/on.times" | median)
+md5_off=$(cut -d' ' -f2 "$work/off.times" | median)
+free_kib=$(grep -a -m1 -o 'backend ready, [0-9]* KiB free' "$work/on-1.log" | grep -o '[0-9]*')
+res_mib=$(grep -a -m1 -o '([0-9]* MiB)' "$work/on-1.log" | grep -o '[0-9]*')
+used_kib=$((res_mib * 1024 - free_kib))
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+
+out=bench/results/boot-cpu-$(date -u +%Y%m%d-%H%M%S).txt
+{
+	echo "# hvtrace bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, QEMU $(qemu-system-x86_64 --version | head -1 | awk '{print $4}'), accel ${HVTRACE_ACCEL:-auto}"
+	echo "# guest: Linux $(cat "$BUILD/cache/linux/version"), 1 vCPU, 512 MiB; $RUNS runs each, medians"
+	printf '%-28s %10s %10s %8s %s\n' metric without with ratio target
+	printf '%-28s %10s %10s %8s %s\n' "boot to /init marker (s)" "$boot_off" "$boot_on" "$(ratio "$boot_on" "$boot_off")" "<= 1.30"
+	printf '%-28s %10s %10s %8s %s\n' "md5sum ${MIB} MiB (s)" "$md5_off" "$md5_on" "$(ratio "$md5_on" "$md5_off")" "<= 1.10"
+	echo "hypervisor memory in use: ${used_kib} KiB of a ${res_mib} MiB reserve"
+	echo "# raw (boot md5) without: $(tr '\n' ',' <"$work/off.times")"
+	echo "# raw (boot md5) with:    $(tr '\n' ',' <"$work/on.times")"
+} | tee "$out"
+echo "bench: saved $out"
