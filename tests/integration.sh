@@ -16,6 +16,8 @@ SCALE=${HVTRACE_TIME_SCALE:-1}
 export HVTRACE_QUIET_ACCEL=1
 
 pass=0 fail=0 skip=0
+ABI_MAJOR=$(sed -nE 's/^#define HVTRACE_ABI_MAJOR ([0-9]+)/\1/p' include/hvtrace/abi.h)
+ABI_MINOR=$(sed -nE 's/^#define HVTRACE_ABI_MINOR ([0-9]+)/\1/p' include/hvtrace/abi.h)
 failed_names=""
 
 accel_note() {
@@ -122,6 +124,18 @@ t_svm_mmio_high_bar() {
 	finish svm-mmio-high-bar
 }
 
+t_svm_bts() {
+	local d=$(esp svm-bts-reference)
+	add_guest "$d" t_bts
+	printf 'next = \\EFI\\hvtrace\\t_bts.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-bts-reference 90
+	expect 'hvtrace: hypervisor running'
+	expect 'SUMMARY: t_bts: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-bts-reference
+}
+
 t_svm_no_svm_cpu() {
 	local d=$(esp no-svm-cpu)
 	add_guest "$d" t_basic
@@ -175,7 +189,7 @@ t_linux_boot() {
 	expect 'hvtrace: hypervisor running; this processor is now its guest'
 	expect 'HVTRACE-GUEST: init reached'
 	expect 'HVTRACE-GUEST: cpu flag hypervisor: yes'
-	expect 'hvtrace-agent: hvtrace ABI 1\.0'
+	expect "hvtrace-agent: hvtrace ABI $ABI_MAJOR\\.$ABI_MINOR,"
 	expect 'hvtrace-agent: status hypercall from user space: -1 \(EPERM'
 	expect 'HVTRACE-GUEST: done'
 	reject 'hvtrace: error'
@@ -200,7 +214,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_triple_fault t_svm_mmio_high_bar t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_triple_fault t_svm_mmio_high_bar t_svm_bts t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_broken_config"
 
 if [ "${1:-}" = --list ]; then
@@ -209,7 +223,7 @@ if [ "${1:-}" = --list ]; then
 fi
 sel=""
 if [ $# -gt 0 ]; then
-	for t in $ALL; do for p in "$@"; do case "$t" in *$p*) sel="$sel $t" ;; esac; done; done
+	for t in $ALL; do for p in "$@"; do case "$t" in *"${p//-/_}"*) sel="$sel $t" ;; esac; done; done
 else
 	sel=$ALL
 fi

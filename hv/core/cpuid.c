@@ -1,6 +1,7 @@
 /* CPUID policy: what the guest sees. The hypervisor announces itself
- * (leaf 1 ECX[31], leaves 0x40000000+) and hides virtualization (SVM, VMX)
- * so that the guest behaves as on a CPU without it. */
+ * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
+ * so that the guest behaves as on a CPU without it, and offers the Debug
+ * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64). */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
@@ -26,6 +27,9 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 	case 1:
 		r->ecx |= CPUID_1_ECX_HYPERVISOR;
 		r->ecx &= ~CPUID_1_ECX_VMX;
+		/* the virtual Debug Store: DS with 64-bit records (hv/trace/ds.c) */
+		r->edx |= CPUID_1_EDX_DS;
+		r->ecx |= CPUID_1_ECX_DTES64;
 		break;
 	case 0x80000001:
 		r->ecx &= ~CPUID_80000001_ECX_SVM;

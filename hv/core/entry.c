@@ -59,6 +59,7 @@ int hv_entry(const struct hv_boot *bp)
 		return HV_ERR_NO_MEMORY;
 	hv.vcpus[0] = v;
 	hv.nr_vcpus = 1;
+	ds_init(v);
 
 	st = hv.ops->vcpu_init(v);
 	if (st) {

@@ -23,6 +23,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_VIRT_INSN] = "virtualization instruction",
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
 	[HV_EV_NPF] = "nested page fault",
+	[HV_EV_EXCEPTION] = "exception",
 	[HV_EV_UNHANDLED] = "unhandled exit",
 };
 
@@ -72,13 +73,9 @@ static void __noreturn guest_stop(struct vcpu *v, const char *why)
 	cpu_halt_forever();
 }
 
-void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
+static void dispatch(struct vcpu *v, const struct hv_event *ev)
 {
 	u64 val;
-
-	v->exits++;
-	if (ev->kind < HV_EV_COUNT)
-		v->events[ev->kind]++;
 
 	switch (ev->kind) {
 	case HV_EV_CPUID: {
@@ -108,6 +105,14 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 			break;
 		hv_skip_insn(v, ev, 2);
 		return;
+	case HV_EV_EXCEPTION:
+		if (trace_on_exception(v, ev))
+			return;
+		/* not the engine's: deliver it as it was going to be */
+		if (ev->vector == X86_PF)
+			hv.ops->set_cr2(v, ev->fault_addr);
+		hv.ops->inject_exception(v, ev->vector, ev->has_error, ev->error_code);
+		return;
 	case HV_EV_VIRT_INSN:
 		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */
 		hv.ops->inject_exception(v, X86_UD, false, 0);
@@ -124,4 +129,14 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 	}
 	/* MSR policy said no: #GP(0), as hardware does for a bad MSR access */
 	hv.ops->inject_exception(v, X86_GP, true, 0);
+}
+
+void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
+{
+	v->exits++;
+	if (ev->kind < HV_EV_COUNT)
+		v->events[ev->kind]++;
+	trace_exit_begin(v);
+	dispatch(v, ev);
+	trace_before_entry(v);
 }

@@ -1,6 +1,9 @@
 /* Guest page walks (Intel SDM Vol. 3 4.3-4.5, AMD APM Vol. 2 5.2-5.3):
- * 32-bit, PAE and 4/5-level paging, read-only (accessed/dirty bits are the
- * guest's business). Runs in root mode on exits. */
+ * 32-bit, PAE and 4/5-level paging. Reads and writes on the guest's behalf
+ * (instruction fetch for decoding, the guest's BTS buffer) set the accessed
+ * and dirty bits as the processor would. Only guest RAM is ever touched:
+ * page tables or buffers that point at MMIO or at the hypervisor fail the
+ * walk. Runs in root mode on exits. */
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "core/gmem.h"
@@ -9,66 +12,98 @@
 #include "core/mm.h"
 #include "core/vcpu.h"
 
-static bool read_gpa(u64 gpa, void *buf, size_t len)
+static void *gpa_ptr(u64 gpa, size_t len)
 {
 	if (!memmap_contains(&hv.guest_ram, gpa, len))
+		return NULL;
+	return guest_pa_ptr(gpa);
+}
+
+/* One paging-structure entry: present (and writable for a write) or fail;
+ * sets A (and D on the leaf of a write). */
+static bool use_entry(u64 *e, bool write, bool leaf, u64 *val)
+{
+	u64 v = *e;
+	if (!(v & PTE_P) || (write && !(v & PTE_RW)))
 		return false;
-	memcpy(buf, guest_pa_ptr(gpa), len);
+	u64 set = PTE_A | ((write && leaf) ? PTE_D : 0);
+	if ((v & set) != set)
+		__atomic_fetch_or(e, set, __ATOMIC_RELAXED);
+	*val = v;
 	return true;
 }
 
-static bool walk_long(u64 cr3, u64 gva, int levels, u64 *gpa)
+static bool use_entry32(u32 *e, bool write, bool leaf, u32 *val)
+{
+	u32 v = *e;
+	if (!(v & PTE_P) || (write && !(v & PTE_RW)))
+		return false;
+	u32 set = (u32)(PTE_A | ((write && leaf) ? PTE_D : 0));
+	if ((v & set) != set)
+		__atomic_fetch_or(e, set, __ATOMIC_RELAXED);
+	*val = v;
+	return true;
+}
+
+static bool walk_long(u64 cr3, u64 gva, int levels, bool write, u64 *gpa)
 {
 	u64 table = cr3 & PTE_ADDR_MASK;
 	for (int l = levels - 1; l >= 0; l--) {
 		unsigned shift = PAGE_SHIFT + 9 * l;
-		u64 e;
-		if (!read_gpa(table + ((gva >> shift) & 511) * 8, &e, 8) || !(e & PTE_P))
+		u64 *e = gpa_ptr(table + ((gva >> shift) & 511) * 8, 8), v;
+		bool large = e && (*e & PTE_PS) && l >= 1 && l <= 2;
+		if (!e || !use_entry(e, write, l == 0 || large, &v))
 			return false;
-		if (l == 0 || ((e & PTE_PS) && l <= 2)) {
+		if (l == 0 || large) {
 			u64 mask = (1ull << shift) - 1;
-			*gpa = ((e & PTE_ADDR_MASK) & ~mask) | (gva & mask);
+			*gpa = ((v & PTE_ADDR_MASK) & ~mask) | (gva & mask);
 			return true;
 		}
-		table = e & PTE_ADDR_MASK;
+		table = v & PTE_ADDR_MASK;
 	}
 	return false;
 }
 
-static bool walk_pae(u64 cr3, u64 gva, u64 *gpa)
+static bool walk_pae(u64 cr3, u64 gva, bool write, u64 *gpa)
 {
-	u64 pdpte, e;
-	if (!read_gpa((cr3 & 0xffffffe0ull) + ((gva >> 30) & 3) * 8, &pdpte, 8) || !(pdpte & PTE_P))
+	/* SDM 4.4.1: PDPTEs are loaded with CR3 and have no R/W or A bits */
+	u64 *pdpte = gpa_ptr((cr3 & 0xffffffe0ull) + ((gva >> 30) & 3) * 8, 8), v;
+	if (!pdpte || !(*pdpte & PTE_P))
 		return false;
-	if (!read_gpa((pdpte & PTE_ADDR_MASK) + ((gva >> 21) & 511) * 8, &e, 8) || !(e & PTE_P))
+	u64 *e = gpa_ptr((*pdpte & PTE_ADDR_MASK) + ((gva >> 21) & 511) * 8, 8);
+	bool large = e && (*e & PTE_PS);
+	if (!e || !use_entry(e, write, large, &v))
 		return false;
-	if (e & PTE_PS) {
-		*gpa = (e & PTE_ADDR_MASK & ~(PAGE_2M - 1)) | (gva & (PAGE_2M - 1));
+	if (large) {
+		*gpa = (v & PTE_ADDR_MASK & ~(PAGE_2M - 1)) | (gva & (PAGE_2M - 1));
 		return true;
 	}
-	if (!read_gpa((e & PTE_ADDR_MASK) + ((gva >> 12) & 511) * 8, &e, 8) || !(e & PTE_P))
+	e = gpa_ptr((v & PTE_ADDR_MASK) + ((gva >> 12) & 511) * 8, 8);
+	if (!e || !use_entry(e, write, true, &v))
 		return false;
-	*gpa = (e & PTE_ADDR_MASK) | (gva & 0xfff);
+	*gpa = (v & PTE_ADDR_MASK) | (gva & 0xfff);
 	return true;
 }
 
-static bool walk_32(u64 cr3, u64 cr4, u64 gva, u64 *gpa)
+static bool walk_32(u64 cr3, u64 cr4, u64 gva, bool write, u64 *gpa)
 {
-	u32 e;
-	if (!read_gpa((cr3 & 0xfffff000ull) + ((gva >> 22) & 1023) * 4, &e, 4) || !(e & PTE_P))
+	u32 *e = gpa_ptr((cr3 & 0xfffff000ull) + ((gva >> 22) & 1023) * 4, 4), v;
+	bool large = e && (*e & PTE_PS) && (cr4 & CR4_PSE);
+	if (!e || !use_entry32(e, write, large, &v))
 		return false;
-	if ((e & PTE_PS) && (cr4 & CR4_PSE)) {
+	if (large) {
 		/* SDM 4.3: PDE bits 20:13 are physical-address bits 39:32 */
-		*gpa = (e & 0xffc00000ull) | ((u64)(e >> 13) & 0xff) << 32 | (gva & 0x3fffff);
+		*gpa = (v & 0xffc00000ull) | ((u64)(v >> 13) & 0xff) << 32 | (gva & 0x3fffff);
 		return true;
 	}
-	if (!read_gpa((e & 0xfffff000ull) + ((gva >> 12) & 1023) * 4, &e, 4) || !(e & PTE_P))
+	e = gpa_ptr((v & 0xfffff000ull) + ((gva >> 12) & 1023) * 4, 4);
+	if (!e || !use_entry32(e, write, true, &v))
 		return false;
-	*gpa = (e & 0xfffff000ull) | (gva & 0xfff);
+	*gpa = (v & 0xfffff000ull) | (gva & 0xfff);
 	return true;
 }
 
-bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
+static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
 {
 	u64 cr0 = hv.ops->get_cr(v, 0), cr3 = hv.ops->get_cr(v, 3), cr4 = hv.ops->get_cr(v, 4);
 	if (!(cr0 & CR0_PG)) {
@@ -76,20 +111,46 @@ bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
 		return true;
 	}
 	if (hv.ops->get_efer(v) & EFER_LMA)
-		return walk_long(cr3, gva, (cr4 & CR4_LA57) ? 5 : 4, gpa);
+		return walk_long(cr3, gva, (cr4 & CR4_LA57) ? 5 : 4, write, gpa);
 	if (cr4 & CR4_PAE)
-		return walk_pae(cr3, gva & 0xffffffffull, gpa);
-	return walk_32(cr3, cr4, gva & 0xffffffffull, gpa);
+		return walk_pae(cr3, gva & 0xffffffffull, write, gpa);
+	return walk_32(cr3, cr4, gva & 0xffffffffull, write, gpa);
 }
 
-size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
+bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
+{
+	return translate(v, gva, false, gpa);
+}
+
+static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, bool write)
 {
 	size_t done = 0;
 	while (done < len) {
 		u64 gpa, chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
-		if (!gmem_translate(v, gva + done, &gpa) || !read_gpa(gpa, (u8 *)buf + done, chunk))
+		void *p;
+		if (!translate(v, gva + done, write, &gpa) || !(p = gpa_ptr(gpa, chunk)))
 			break;
+		if (write)
+			memcpy(p, (const u8 *)buf + done, chunk);
+		else
+			memcpy((u8 *)buf + done, p, chunk);
 		done += chunk;
 	}
 	return done;
+}
+
+size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
+{
+	return copy_linear(v, gva, buf, len, false);
+}
+
+bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
+{
+	/* all or nothing: translate every page for writing before copying */
+	for (u64 a = gva & ~(PAGE_SIZE - 1); a < gva + len; a += PAGE_SIZE) {
+		u64 gpa;
+		if (!translate(v, a < gva ? gva : a, true, &gpa) || !gpa_ptr(gpa, 1))
+			return false;
+	}
+	return copy_linear(v, gva, (void *)buf, len, true) == len;
 }

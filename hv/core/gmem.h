@@ -9,4 +9,7 @@ struct vcpu;
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
 /* Copies up to len bytes at guest-linear gva; returns how many could be read. */
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
+/* Writes all len bytes or none (every page present, writable, guest RAM);
+ * sets accessed/dirty bits as the processor does. */
+bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len);
 #endif

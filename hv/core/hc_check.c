@@ -2,7 +2,18 @@
 #include "hvtrace/abi.h"
 #include "core/hypercall.h"
 
-s64 hc_check(const struct hc_args *a, const struct hv_memmap *guest_ram)
+/* A buffer the hypervisor writes `size` bytes to. */
+static s64 check_out_buffer(const struct hc_args *a, const struct hv_memmap *guest_ram, u64 size)
+{
+	if (a->buf_len < size)
+		return -HVTRACE_EINVAL;
+	/* only the bytes we write must be RAM */
+	if (!memmap_contains(guest_ram, a->buf_gpa, size))
+		return -HVTRACE_EFAULT;
+	return 0;
+}
+
+s64 hc_check(const struct hc_args *a, const struct hv_memmap *guest_ram, u32 nr_vcpus)
 {
 	switch (a->nr) {
 	case HVTRACE_HC_VERSION:
@@ -10,12 +21,13 @@ s64 hc_check(const struct hc_args *a, const struct hv_memmap *guest_ram)
 	case HVTRACE_HC_STATUS:
 		if (a->cpl != 0)
 			return -HVTRACE_EPERM;
-		if (a->buf_len < sizeof(struct hvtrace_status))
+		return check_out_buffer(a, guest_ram, sizeof(struct hvtrace_status));
+	case HVTRACE_HC_VCPU_STATUS:
+		if (a->cpl != 0)
+			return -HVTRACE_EPERM;
+		if (a->index >= nr_vcpus)
 			return -HVTRACE_EINVAL;
-		/* only the bytes we write must be RAM */
-		if (!memmap_contains(guest_ram, a->buf_gpa, sizeof(struct hvtrace_status)))
-			return -HVTRACE_EFAULT;
-		return 0;
+		return check_out_buffer(a, guest_ram, sizeof(struct hvtrace_vcpu_status));
 	}
 	return -HVTRACE_ENOSYS;
 }

@@ -29,6 +29,24 @@ static void hc_status(struct vcpu *v, u64 gpa)
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
 }
 
+static void hc_vcpu_status(u64 gpa, u32 index)
+{
+	const struct vcpu *w = hv.vcpus[index];
+	struct hvtrace_vcpu_status st;
+	memset(&st, 0, sizeof(st));
+	st.magic = HVTRACE_VCPU_STATUS_MAGIC;
+	st.size = sizeof(st);
+	st.vcpu = index;
+	st.engine = w->trace.engine;
+	st.exits = w->exits;
+	st.trace_exits = w->trace.trace_exits;
+	st.branches = w->trace.branches;
+	st.bts_records = w->trace.ds.records;
+	st.bts_dropped = w->trace.ds.dropped;
+	st.bts_pmis = w->trace.ds.pmis;
+	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
+}
+
 void hc_dispatch(struct vcpu *v)
 {
 	struct hc_args a = {
@@ -36,8 +54,9 @@ void hc_dispatch(struct vcpu *v)
 		.cpl = hv.ops->get_cpl(v),
 		.buf_gpa = v->gpr[GPR_RBX],
 		.buf_len = v->gpr[GPR_RCX],
+		.index = v->gpr[GPR_RDX],
 	};
-	s64 ret = hc_check(&a, &hv.guest_ram);
+	s64 ret = hc_check(&a, &hv.guest_ram, hv.nr_vcpus);
 
 	v->hypercalls++;
 	if (!ret) {
@@ -48,6 +67,9 @@ void hc_dispatch(struct vcpu *v)
 			break;
 		case HVTRACE_HC_STATUS:
 			hc_status(v, a.buf_gpa);
+			break;
+		case HVTRACE_HC_VCPU_STATUS:
+			hc_vcpu_status(a.buf_gpa, (u32)a.index);
 			break;
 		}
 	}

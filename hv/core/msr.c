@@ -1,12 +1,22 @@
 /* MSR policy for the MSRs the backends intercept: the guest sees a CPU
  * without SVM/VMX, and EFER behaves as on hardware (AMD APM Vol. 2 3.1.7,
- * Intel SDM Vol. 4 Table 2-2) while the hypervisor keeps what it needs. */
+ * Intel SDM Vol. 4 Table 2-2) while the hypervisor keeps what it needs;
+ * the Debug Store MSRs belong to hv/trace/ds.c. */
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "core/msr.h"
 #include "core/vcpu.h"
+
+/* Every MSR the hypervisor owns: the backends intercept reads and writes of
+ * exactly these (hv/svm/msr.c), and msr_read/msr_write decide for them. */
+const u32 hv_owned_msrs[] = {
+	MSR_EFER, MSR_VM_CR, MSR_IGNNE, MSR_SMM_CTL, MSR_VM_HSAVE_PA,
+	MSR_IA32_DEBUGCTL, MSR_IA32_DS_AREA, MSR_IA32_MISC_ENABLE,
+	MSR_IA32_PERF_GLOBAL_STATUS, MSR_IA32_PERF_GLOBAL_OVF_CTRL,
+};
+const u32 hv_nr_owned_msrs = ARRAY_SIZE(hv_owned_msrs);
 
 static u64 efer_allowed(void)
 {
@@ -24,6 +34,9 @@ static u64 efer_allowed(void)
 
 bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 {
+	int r = ds_msr_read(v, msr, val);
+	if (r)
+		return r > 0;
 	switch (msr) {
 	case MSR_EFER:
 		*val = hv.ops->get_efer(v);
@@ -35,6 +48,9 @@ bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 
 bool msr_write(struct vcpu *v, u32 msr, u64 val)
 {
+	int r = ds_msr_write(v, msr, val);
+	if (r)
+		return r > 0;
 	switch (msr) {
 	case MSR_EFER: {
 		u64 cur = hv.ops->get_efer(v);

@@ -5,4 +5,6 @@
 struct vcpu;
 bool msr_read(struct vcpu *v, u32 msr, u64 *val);
 bool msr_write(struct vcpu *v, u32 msr, u64 val);
+extern const u32 hv_owned_msrs[];
+extern const u32 hv_nr_owned_msrs;
 #endif

@@ -6,6 +6,7 @@
 
 #include "core/types.h"
 #include "core/boot.h"
+#include "trace/trace.h"
 
 /* General-purpose registers by their x86 encoding number (SDM Vol. 2A
  * Table 2-2), so decoders can index them by ModRM fields. */
@@ -16,6 +17,7 @@ enum hv_gpr {
 };
 
 enum hv_event_kind {
+	/* instructions the hypervisor emulates (kept first: see hv/svm/exit.c) */
 	HV_EV_CPUID,
 	HV_EV_HYPERCALL,
 	HV_EV_MSR_READ,
@@ -23,6 +25,7 @@ enum hv_event_kind {
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
 	HV_EV_TRIPLE_FAULT,
 	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
+	HV_EV_EXCEPTION,	/* an intercepted exception, before its delivery */
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
 	HV_EV_COUNT
 };
@@ -33,6 +36,10 @@ struct hv_event {
 	u64 gpa;		/* NPF */
 	u64 raw;		/* the backend's exit code, for logs */
 	u8 insn_len;		/* length of the exiting instruction; 0 = unknown */
+	u8 vector;		/* HV_EV_EXCEPTION */
+	bool has_error;
+	u32 error_code;
+	u64 fault_addr;		/* #PF: the linear address (CR2 to be) */
 };
 
 struct hv_segment {
@@ -44,7 +51,9 @@ struct hv_segment {
 #define SEG_ATTR_L	(1u << 9)
 #define SEG_ATTR_DB	(1u << 10)
 
-enum hv_seg { SEG_ES, SEG_CS, SEG_SS, SEG_DS, SEG_FS, SEG_GS };
+/* Segment registers, then the descriptor-table registers (base and limit
+ * only) */
+enum hv_seg { SEG_ES, SEG_CS, SEG_SS, SEG_DS, SEG_FS, SEG_GS, SEG_GDTR, SEG_IDTR };
 
 struct vcpu {
 	u64 gpr[GPR_COUNT];	/* offset 0: the run loops save/restore by index */
@@ -54,6 +63,7 @@ struct vcpu {
 	u64 exits;
 	u64 events[HV_EV_COUNT];
 	u64 hypercalls;
+	struct trace_vcpu trace;	/* hv/trace: branch engine and virtual DS */
 };
 _Static_assert(__builtin_offsetof(struct vcpu, gpr) == 0, "run loops index gpr[]");
 
@@ -74,6 +84,11 @@ struct hv_arch_ops {
 	void (*inject_exception)(struct vcpu *v, u8 vector, bool has_err, u32 err);
 	int (*get_cpl)(struct vcpu *v);
 	u64 (*get_cr)(struct vcpu *v, int n);	/* 0, 2, 3, 4 */
+	void (*set_cr2)(struct vcpu *v, u64 val);
+	u64 (*get_dr)(struct vcpu *v, int n);	/* 6, 7: the guest's, as the CPU runs it */
+	void (*set_dr)(struct vcpu *v, int n, u64 val);
+	/* exceptions (bit = vector) that exit as HV_EV_EXCEPTION before delivery */
+	void (*set_exception_intercepts)(struct vcpu *v, u32 mask);
 	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);

@@ -14,6 +14,20 @@ static void exit_msr(struct svm_vcpu *sv, struct hv_event *ev)
 	ev->kind = sv->vmcb->control.exit_info1 ? HV_EV_MSR_WRITE : HV_EV_MSR_READ;
 }
 
+/* APM 15.12: an intercepted exception exits before delivery; EXITINFO1
+ * holds its error code where it has one, EXITINFO2 the #PF address. */
+static void exit_exception(struct svm_vcpu *sv, struct hv_event *ev)
+{
+	static const u32 has_error = (1u << 8) | (1u << 10) | (1u << 11) | (1u << 12) |
+				     (1u << 13) | (1u << 14) | (1u << 17) | (1u << 21) |
+				     (1u << 29) | (1u << 30);
+	ev->kind = HV_EV_EXCEPTION;
+	ev->vector = (u8)(sv->vmcb->control.exit_code - SVM_EXIT_EXCP_BASE);
+	ev->has_error = has_error & (1u << ev->vector);
+	ev->error_code = (u32)sv->vmcb->control.exit_info1;
+	ev->fault_addr = sv->vmcb->control.exit_info2;
+}
+
 static void exit_npf(struct svm_vcpu *sv, struct hv_event *ev)
 {
 	ev->kind = HV_EV_NPF;
@@ -60,11 +74,14 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 
 	if (code < ARRAY_SIZE(svm_exit_handlers) && svm_exit_handlers[code])
 		svm_exit_handlers[code](sv, &ev);
+	else if (code >= SVM_EXIT_EXCP_BASE && code < SVM_EXIT_EXCP_BASE + 32)
+		exit_exception(sv, &ev);
 	else if (code == SVM_EXIT_NPF)
 		exit_npf(sv, &ev);
 	hv_handle_event(v, &ev);
-	/* an emulated instruction ends any STI/MOV SS interrupt shadow */
-	if (c->event_inj == 0)
+	/* an instruction the hypervisor emulated (and skipped) ends any
+	 * STI/MOV SS interrupt shadow; an exception exit leaves it alone */
+	if (c->event_inj == 0 && ev.kind <= HV_EV_MSR_WRITE)
 		c->int_state = 0;
 }
 

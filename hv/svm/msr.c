@@ -1,7 +1,7 @@
 /* MSR and I/O permission maps (AMD APM Vol. 2 15.10, 15.11): two bits per
  * MSR (read, write) in three 2 KiB blocks; the I/O map stays empty. */
-#include "arch/x86/msr.h"
 #include "core/mm.h"
+#include "core/msr.h"
 #include "svm/svm.h"
 
 static void msrpm_intercept(u8 *pm, u32 msr)
@@ -18,11 +18,10 @@ static void msrpm_intercept(u8 *pm, u32 msr)
 
 int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa)
 {
-	static const u32 owned[] = { MSR_EFER, MSR_VM_CR, MSR_IGNNE, MSR_SMM_CTL, MSR_VM_HSAVE_PA };
 	u8 *pm = mm_alloc_pages(2, msrpm_pa);
 	if (!pm || !mm_alloc_pages(3, iopm_pa))
 		return HV_ERR_NO_MEMORY;
-	for (u32 i = 0; i < ARRAY_SIZE(owned); i++)
-		msrpm_intercept(pm, owned[i]);
+	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
+		msrpm_intercept(pm, hv_owned_msrs[i]);
 	return HV_OK;
 }

@@ -183,6 +183,32 @@ static u64 svm_get_cr(struct vcpu *v, int n)
 	return 0;
 }
 
+static void svm_set_cr2(struct vcpu *v, u64 val)
+{
+	((struct svm_vcpu *)v->arch)->vmcb->save.cr2 = val;
+}
+
+/* DR6 and DR7 live in the VMCB (APM 15.5.1); DR0-3 are never switched. */
+static u64 svm_get_dr(struct vcpu *v, int n)
+{
+	struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
+	return n == 6 ? s->dr6 : s->dr7;
+}
+
+static void svm_set_dr(struct vcpu *v, int n, u64 val)
+{
+	struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
+	if (n == 6)
+		s->dr6 = val;
+	else
+		s->dr7 = val;
+}
+
+static void svm_set_exception_intercepts(struct vcpu *v, u32 mask)
+{
+	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_exceptions = mask;
+}
+
 /* The guest never sees SVME (it runs on a CPU "without SVM") but VMRUN
  * requires it in the guest's EFER (APM 15.5.1). */
 static u64 svm_get_efer(struct vcpu *v)
@@ -198,7 +224,8 @@ static void svm_set_efer(struct vcpu *v, u64 efer)
 static void svm_get_seg(struct vcpu *v, enum hv_seg seg, struct hv_segment *out)
 {
 	struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
-	const struct vmcb_seg *vs[] = { &s->es, &s->cs, &s->ss, &s->ds, &s->fs, &s->gs };
+	const struct vmcb_seg *vs[] = { &s->es, &s->cs, &s->ss, &s->ds, &s->fs, &s->gs,
+					&s->gdtr, &s->idtr };
 	out->sel = vs[seg]->sel;
 	out->attr = vs[seg]->attr;
 	out->limit = vs[seg]->limit;
@@ -214,6 +241,10 @@ const struct hv_arch_ops svm_ops = {
 	.inject_exception = svm_inject_exception,
 	.get_cpl = svm_get_cpl,
 	.get_cr = svm_get_cr,
+	.set_cr2 = svm_set_cr2,
+	.get_dr = svm_get_dr,
+	.set_dr = svm_set_dr,
+	.set_exception_intercepts = svm_set_exception_intercepts,
 	.get_efer = svm_get_efer,
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,

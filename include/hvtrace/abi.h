@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 0
+#define HVTRACE_ABI_MINOR 1
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -39,6 +39,8 @@
 enum hvtrace_hypercall {
 	HVTRACE_HC_VERSION = 0,	/* out: RBX = ABI version, RCX = features */
 	HVTRACE_HC_STATUS = 1,	/* in: RBX = gpa of struct hvtrace_status, RCX = its size */
+	HVTRACE_HC_VCPU_STATUS = 2, /* in: RBX = gpa of struct hvtrace_vcpu_status, RCX = its
+				     * size, RDX = vCPU index (-HVTRACE_EINVAL past the last) */
 	HVTRACE_HC_MAX
 };
 
@@ -71,6 +73,30 @@ struct hvtrace_status {
 	uint64_t reserved[8];
 };
 _Static_assert(sizeof(struct hvtrace_status) == 0x80, "hvtrace_status is 128 bytes");
+
+/* The branch engine a vCPU runs (docs/branch-engine.md). */
+enum hvtrace_engine {
+	HVTRACE_ENGINE_OFF = 0,		/* not tracing */
+	HVTRACE_ENGINE_REFERENCE = 1,	/* single-steps every instruction */
+	HVTRACE_ENGINE_FAST = 2,	/* decodes ahead, stops at branches */
+};
+
+#define HVTRACE_VCPU_STATUS_MAGIC 0x53565648u	/* "HVVS" */
+
+struct hvtrace_vcpu_status {
+	uint32_t magic;		/* HVTRACE_VCPU_STATUS_MAGIC */
+	uint32_t size;		/* bytes written */
+	uint32_t vcpu;
+	uint32_t engine;	/* enum hvtrace_engine in use now */
+	uint64_t exits;		/* all VM exits of this vCPU */
+	uint64_t trace_exits;	/* exits taken only for tracing */
+	uint64_t branches;	/* branch records the engine produced */
+	uint64_t bts_records;	/* records stored in the guest's BTS buffer */
+	uint64_t bts_dropped;	/* records not stored: buffer full (BTINT), bad DS area */
+	uint64_t bts_pmis;	/* BTS threshold interrupts raised */
+	uint64_t reserved[8];
+};
+_Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x80, "hvtrace_vcpu_status is 128 bytes");
 
 /*
  * UEFI memory type of the hypervisor's reserved range (the OS-loader range

@@ -5,8 +5,6 @@
 #include "hvtrace/abi.h"
 
 extern char trap_ud[], trap_gp[];
-int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
-int hv_snprintf(char *buf, size_t size, const char *fmt, ...);
 
 static unsigned passed, failed, skipped;
 static const char *prog;

@@ -7,8 +7,14 @@
 
 #include <efi.h>
 #include <efilib.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+
+/* hv/core/fmt.c, linked into every guest test */
+int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int hv_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 void guest_init(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const char *name);
 void report(bool ok, const char *name, const char *fmt_detail, ...);

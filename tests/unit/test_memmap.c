@@ -61,28 +61,44 @@ int main(void)
 	memmap_add(&m, 0x100000, 0x1ff00000);
 	memmap_remove(&m, 0x1c2bf000, 32 << 20);
 	struct hc_args a = { .nr = HVTRACE_HC_VERSION, .cpl = 3 };
-	CHECK(hc_check(&a, &m) == 0, "version from CPL 3");
-	a = (struct hc_args){ HVTRACE_HC_STATUS, 3, 0x200000, sizeof(struct hvtrace_status) };
-	CHECK(hc_check(&a, &m) == -HVTRACE_EPERM, "status from CPL 3");
+	CHECK(hc_check(&a, &m, 2) == 0, "version from CPL 3");
+	a = (struct hc_args){ HVTRACE_HC_STATUS, 3, 0x200000, sizeof(struct hvtrace_status), 0 };
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EPERM, "status from CPL 3");
 	a.cpl = 0;
-	CHECK(hc_check(&a, &m) == 0, "status in RAM");
+	CHECK(hc_check(&a, &m, 2) == 0, "status in RAM");
 	a.buf_len = sizeof(struct hvtrace_status) - 1;
-	CHECK(hc_check(&a, &m) == -HVTRACE_EINVAL, "short buffer");
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EINVAL, "short buffer");
 	a.buf_len = 1 << 20; /* only the bytes written must be RAM */
 	a.buf_gpa = 0x1c2bf000 - sizeof(struct hvtrace_status);
-	CHECK(hc_check(&a, &m) == 0, "large buffer ending at the reserve");
+	CHECK(hc_check(&a, &m, 2) == 0, "large buffer ending at the reserve");
 	a.buf_gpa = 0x1c2bf000 - 8;
-	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "buffer running into the reserve");
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EFAULT, "buffer running into the reserve");
 	a.buf_gpa = 0x1c2bf000 + 0x1000;
-	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "buffer inside the reserve");
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EFAULT, "buffer inside the reserve");
 	a.buf_gpa = 0xfee00000;
-	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "MMIO");
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EFAULT, "MMIO");
 	a.buf_gpa = ~0ull - 16;
-	CHECK(hc_check(&a, &m) == -HVTRACE_EFAULT, "wrapping address");
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EFAULT, "wrapping address");
+	/* per-vCPU status: CPL 0, an existing vCPU, a buffer in RAM */
+	a = (struct hc_args){ HVTRACE_HC_VCPU_STATUS, 0, 0x200000, sizeof(struct hvtrace_vcpu_status), 1 };
+	CHECK(hc_check(&a, &m, 2) == 0, "vcpu status of vcpu 1 of 2");
+	a.index = 2;
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EINVAL, "vcpu index past the last");
+	a.index = ~0ull;
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EINVAL, "huge vcpu index");
+	a.index = 0;
+	a.cpl = 3;
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EPERM, "vcpu status from CPL 3");
+	a.cpl = 0;
+	a.buf_len = 16;
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EINVAL, "vcpu status short buffer");
+	a.buf_len = sizeof(struct hvtrace_vcpu_status);
+	a.buf_gpa = 0x1c2bf000 + 0x10;
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EFAULT, "vcpu status into the reserve");
 	a.nr = HVTRACE_HC_MAX;
-	CHECK(hc_check(&a, &m) == -HVTRACE_ENOSYS, "unknown number");
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_ENOSYS, "unknown number");
 	a.nr = ~0ull;
-	CHECK(hc_check(&a, &m) == -HVTRACE_ENOSYS, "huge number");
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_ENOSYS, "huge number");
 
 	/* UEFI memory types */
 	static const int ram[] = { 1, 2, 3, 4, 5, 6, 7, 9, 10, 14 };

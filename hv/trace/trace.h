@@ -1,0 +1,73 @@
+/* hv/trace: the software branch engine and the guest's virtual Debug Store
+ * (BTS). Arch-neutral: reaches the guest through struct hv_arch_ops only.
+ * See docs/branch-engine.md. */
+#ifndef HV_TRACE_TRACE_H
+#define HV_TRACE_TRACE_H
+
+#include "core/types.h"
+#include "trace/decode.h"
+
+struct vcpu;
+struct hv_event;
+
+/* The guest's view of the Debug Store MSRs and what became of its records. */
+struct ds_state {
+	u64 debugctl;		/* IA32_DEBUGCTL as the guest wrote it */
+	u64 ds_area;		/* IA32_DS_AREA */
+	u64 misc_enable;	/* IA32_MISC_ENABLE shadow */
+	u64 perf_global_status;	/* virtual IA32_PERF_GLOBAL_STATUS */
+	bool bad_area_logged;	/* log a bad DS area once per DS_AREA value */
+	u64 records, dropped, pmis;
+};
+
+/* Where the vCPU was before the instruction now being stepped. */
+struct step_state {
+	bool valid;
+	u64 rip;		/* RIP (not linear) */
+	u64 lin;		/* CS.base + RIP */
+	u64 rflags, rcx;
+	int cpl;
+	enum dec_mode mode;
+	int dec;		/* dec_decode() status */
+	struct dec_insn insn;
+};
+
+/* An event delivery (exception, INT n) the engine follows into the guest's
+ * handler with a breakpoint of its own on the handler's first instruction. */
+struct handler_bp {
+	bool armed;
+	u64 addr;		/* linear address of the handler */
+	u64 from;		/* the record's source */
+	int from_cpl;
+	bool has_error;		/* an error code sits below the pushed RIP */
+	u64 saved_dr3, saved_dr7, saved_dr6;
+};
+
+struct trace_vcpu {
+	struct ds_state ds;
+	u32 engine;		/* enum hvtrace_engine now running */
+	bool guest_tf;		/* the guest's own RFLAGS.TF while we step */
+	bool tf_forced;		/* TF was set by us for the last entry */
+	u64 raw_rflags;		/* RFLAGS at the last exit, before TF is fixed up */
+	u64 guest_dr6;
+	struct step_state step;
+	struct handler_bp bp;
+	u64 trace_exits, branches;
+};
+
+/* MSRs the tracing code owns: 1 handled, 0 not ours, -1 #GP. */
+int ds_msr_read(struct vcpu *v, u32 msr, u64 *val);
+int ds_msr_write(struct vcpu *v, u32 msr, u64 val);
+void ds_init(struct vcpu *v);
+
+/* A branch record from the engine to every consumer (today: the guest's BTS). */
+void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl);
+void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
+
+/* Engine hooks, called by core/event.c. */
+void trace_update(struct vcpu *v);		/* after DEBUGCTL changes */
+void trace_exit_begin(struct vcpu *v);		/* first thing on every exit */
+bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: handled */
+void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
+
+#endif

@@ -1,0 +1,185 @@
+/* Code sequences traced by t_bts. Each one enables BTS itself (DEBUGCTL =
+ * %rdi) and disables it at the end, so exactly the branches between the two
+ * WRMSRs are recorded; the labels give the expected from/to addresses. */
+	.macro ENABLE
+	movl $0x1d9, %ecx
+	movl %edi, %eax
+	xorl %edx, %edx
+	wrmsr
+	.endm
+	.macro DISABLE
+	movl $0x1d9, %ecx
+	xorl %eax, %eax
+	xorl %edx, %edx
+	wrmsr
+	.endm
+	.macro G name
+	.globl \name
+	.hidden \name
+\name:
+	.endm
+
+	.text
+/* void seq_near(u64 debugctl): near branches of every kind */
+G seq_near
+	pushq %rbx
+	pushq %rsi
+	pushq %rdi
+	ENABLE
+	xorl %eax, %eax
+G n_jz_taken
+	jz n_t1			/* taken, rel8 */
+	nop
+n_t1:	cmpl $1, %eax
+	jz n_never		/* not taken: no record */
+G n_jnz_near
+	.byte 0x0f, 0x85	/* jnz rel32, taken */
+	.long n_t2 - . - 4
+n_never:
+	nop
+G n_t2
+G n_jmp_short
+	jmp n_t3
+	ud2
+G n_t3
+G n_call
+	call n_func
+G n_after_call
+	leaq n_ind(%rip), %rbx
+G n_call_ind
+	call *%rbx
+G n_after_ind
+	leaq n_t4(%rip), %rax
+	pushq %rax
+G n_jmp_mem
+	jmp *(%rsp)
+	ud2
+G n_t4
+	addq $8, %rsp
+	movl $3, %ecx
+G n_loop
+	loop n_loop		/* taken twice, then not */
+	xorl %ecx, %ecx
+G n_jrcxz
+	jrcxz n_t5		/* taken */
+	nop
+G n_t5
+	incl %ecx
+	jrcxz n_t6		/* not taken */
+n_t6:
+	leaq bts_scratch(%rip), %rsi
+	leaq bts_scratch+64(%rip), %rdi
+	movl $16, %ecx
+	rep movsb		/* 16 iterations, no branch */
+	xorl %eax, %eax
+G n_jz_zero
+	.byte 0x74, 0x00	/* jz to the next instruction, taken */
+G n_jz_zero_t
+	DISABLE
+	popq %rdi
+	popq %rsi
+	popq %rbx
+	ret
+G n_func
+	nop
+G n_ret
+	ret
+G n_ind
+G n_ret2
+	ret
+
+/* void seq_events(u64 debugctl): INT3, a #UD fault, INT n, each with a
+ * handler that IRETs (t_bts installs them as vectors 3, 6, 0x81) */
+G seq_events
+	ENABLE
+G e_int3
+	int3
+G e_after_int3
+G e_ud
+	ud2
+G e_after_ud
+G e_intn
+	int $0x81
+G e_after_intn
+	DISABLE
+	ret
+G bp_handler
+G e_bp_iret
+	iretq
+G ud_handler
+	addq $2, (%rsp)		/* skip the ud2 */
+G e_ud_iret
+	iretq
+G intn_handler
+G e_intn_iret
+	iretq
+
+/* void seq_chain(u64 debugctl): six distinct taken jumps */
+G seq_chain
+	ENABLE
+G c_j1
+	jmp c_t1
+	ud2
+G c_t1
+G c_j2
+	jmp c_t2
+	ud2
+G c_t2
+G c_j3
+	jmp c_t3
+	ud2
+G c_t3
+G c_j4
+	jmp c_t4
+	ud2
+G c_t4
+G c_j5
+	jmp c_t5
+	ud2
+G c_t5
+G c_j6
+	jmp c_t6
+	ud2
+G c_t6
+	DISABLE
+	ret
+
+/* void seq_pushf(u64 debugctl, u64 *out): the flags PUSHF stores */
+G seq_pushf
+	movq %rsi, %r8
+	ENABLE
+	pushfq
+	popq %rax
+	movq %rax, (%r8)
+	DISABLE
+	ret
+
+/* PMI handler (vector 0xe0): count, EOI, return */
+G pmi_handler
+	pushq %rax
+	pushq %rcx
+	pushq %rdx
+	lock incq pmi_count(%rip)
+	movl $0x1b, %ecx
+	rdmsr
+	testl $0x400, %eax
+	jnz 1f
+	andl $0xfffff000, %eax
+	movl $0, 0xb0(%rax)	/* xAPIC EOI */
+	jmp 2f
+1:	movl $0x80b, %ecx	/* x2APIC EOI */
+	xorl %eax, %eax
+	xorl %edx, %edx
+	wrmsr
+2:	popq %rdx
+	popq %rcx
+	popq %rax
+	iretq
+
+	.data
+	.balign 64
+G bts_scratch
+	.fill 128, 1, 0x11
+G pmi_count
+	.quad 0
+	.section .note.GNU-stack,"",@progbits
