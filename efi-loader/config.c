@@ -3,6 +3,7 @@
  * wrong; parsing goes on to report them all. */
 #include <stdarg.h>
 #include "config.h"
+#include "hvtrace/abi.h"
 #include "core/boot.h"
 #include "core/lib.h"
 
@@ -87,8 +88,9 @@ static bool parse_u16(const char *s, u16 *out)
 	return true;
 }
 
-enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_COUNT };
-static const char *const key_names[K_COUNT] = { "next", "cmdline", "memory", "serial", "log", "enable" };
+enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE, K_COUNT };
+static const char *const key_names[K_COUNT] = { "next", "cmdline", "memory", "serial", "log",
+						"enable", "engine" };
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char *v, size_t vlen)
@@ -170,6 +172,14 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 		else
 			cfg_err(cfg, line, "enable: '%s' is not yes or no", num);
 		return;
+	case K_ENGINE:
+		if (streq(num, vlen, "fast"))
+			cfg->engine = HVTRACE_ENGINE_FAST;
+		else if (streq(num, vlen, "reference"))
+			cfg->engine = HVTRACE_ENGINE_REFERENCE;
+		else
+			cfg_err(cfg, line, "engine: '%s' is not fast or reference", num);
+		return;
 	default:
 		return;
 	}
@@ -186,6 +196,7 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	cfg->serial_port = 0x3f8;
 	cfg->log_level = 2; /* info */
 	cfg->enable = true;
+	cfg->engine = HVTRACE_ENGINE_FAST;
 
 	if (len > CFG_MAX_SIZE) {
 		cfg_err(cfg, 0, "the file is larger than 64 KiB");
@@ -235,7 +246,7 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 			if (streq(key, klen, key_names[i]))
 				k = i;
 		if (k < 0) {
-			cfg_err(cfg, line, "unknown key '%s' (known: next, cmdline, memory, serial, log, enable)", key);
+			cfg_err(cfg, line, "unknown key '%s' (known: next, cmdline, memory, serial, log, enable, engine)", key);
 			continue;
 		}
 		if (seen[k]) {

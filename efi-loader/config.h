@@ -24,6 +24,7 @@ struct hv_config {
 	u16 serial_port;		/* 0 = no log */
 	u8 log_level;			/* enum log_level */
 	bool enable;			/* false: boot `next` without the hypervisor */
+	u8 engine;			/* enum hvtrace_engine: fast (default) or reference */
 	u32 nr_errors;			/* errors beyond CFG_MAX_ERRORS are counted only */
 	struct cfg_error errors[CFG_MAX_ERRORS];
 };

@@ -52,6 +52,8 @@ struct hv_boot {
 	u64 phys_limit;		/* 1 << MAXPHYADDR */
 	u64 tsc_hz;		/* 0 when unknown */
 	struct hv_boot_guest guest;
+	u32 trace_engine;	/* enum hvtrace_engine the guest's BTS gets */
+	u32 pad3;
 	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
 };
 int hv_entry(const struct hv_boot *bp);

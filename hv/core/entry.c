@@ -60,6 +60,7 @@ int hv_entry(const struct hv_boot *bp)
 	hv.vcpus[0] = v;
 	hv.nr_vcpus = 1;
 	ds_init(v);
+	v->trace.engine_wanted = bp->trace_engine;
 
 	st = hv.ops->vcpu_init(v);
 	if (st) {

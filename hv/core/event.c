@@ -24,6 +24,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
 	[HV_EV_NPF] = "nested page fault",
 	[HV_EV_EXCEPTION] = "exception",
+	[HV_EV_INTR] = "external interrupt",
 	[HV_EV_UNHANDLED] = "unhandled exit",
 };
 
@@ -113,6 +114,10 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 			hv.ops->set_cr2(v, ev->fault_addr);
 		hv.ops->inject_exception(v, ev->vector, ev->has_error, ev->error_code);
 		return;
+	case HV_EV_INTR:
+		if (ev->vector && !trace_on_interrupt(v, ev->vector))
+			hv.ops->inject_interrupt(v, ev->vector);
+		return;
 	case HV_EV_VIRT_INSN:
 		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */
 		hv.ops->inject_exception(v, X86_UD, false, 0);
@@ -136,7 +141,7 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 	v->exits++;
 	if (ev->kind < HV_EV_COUNT)
 		v->events[ev->kind]++;
-	trace_exit_begin(v);
+	trace_exit_begin(v, ev);
 	dispatch(v, ev);
 	trace_before_entry(v);
 }

@@ -26,6 +26,7 @@ enum hv_event_kind {
 	HV_EV_TRIPLE_FAULT,
 	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
 	HV_EV_EXCEPTION,	/* an intercepted exception, before its delivery */
+	HV_EV_INTR,		/* an external interrupt for the guest, acknowledged */
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
 	HV_EV_COUNT
 };
@@ -36,7 +37,7 @@ struct hv_event {
 	u64 gpa;		/* NPF */
 	u64 raw;		/* the backend's exit code, for logs */
 	u8 insn_len;		/* length of the exiting instruction; 0 = unknown */
-	u8 vector;		/* HV_EV_EXCEPTION */
+	u8 vector;		/* HV_EV_EXCEPTION; HV_EV_INTR (0: it vanished) */
 	bool has_error;
 	u32 error_code;
 	u64 fault_addr;		/* #PF: the linear address (CR2 to be) */
@@ -89,6 +90,9 @@ struct hv_arch_ops {
 	void (*set_dr)(struct vcpu *v, int n, u64 val);
 	/* exceptions (bit = vector) that exit as HV_EV_EXCEPTION before delivery */
 	void (*set_exception_intercepts)(struct vcpu *v, u32 mask);
+	/* external interrupts exit as HV_EV_INTR (acknowledged by the backend) */
+	void (*set_intr_intercept)(struct vcpu *v, bool on);
+	void (*inject_interrupt)(struct vcpu *v, u8 vector);
 	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);

@@ -28,6 +28,24 @@ static void exit_exception(struct svm_vcpu *sv, struct hv_event *ev)
 	ev->fault_addr = sv->vmcb->control.exit_info2;
 }
 
+extern volatile u32 host_irq_vector, host_nmi_pending;
+
+/* APM 15.21.1: a physical interrupt for the guest, still pending in the
+ * local APIC. The host opens GIF and IF for a moment so the CPU
+ * acknowledges it through the host's IDT (hv/arch/x86/exc.S records the
+ * vector); the guest then gets it by event injection and EOIs it itself. */
+static void exit_intr(struct svm_vcpu *sv, struct hv_event *ev)
+{
+	host_irq_vector = 0;
+	asm volatile("stgi; sti; nop; nop; nop; nop; cli; clgi" ::: "memory");
+	ev->kind = HV_EV_INTR;
+	ev->vector = (u8)host_irq_vector;
+	if (host_nmi_pending) {
+		host_nmi_pending = 0;
+		sv->nmi_pending = true;
+	}
+}
+
 static void exit_npf(struct svm_vcpu *sv, struct hv_event *ev)
 {
 	ev->kind = HV_EV_NPF;
@@ -43,6 +61,7 @@ SIMPLE(exit_shutdown, HV_EV_TRIPLE_FAULT)
 #undef SIMPLE
 
 static const svm_exit_fn svm_exit_handlers[] = {
+	[SVM_EXIT_INTR] = exit_intr,
 	[SVM_EXIT_CPUID] = exit_cpuid,
 	[SVM_EXIT_MSR] = exit_msr,
 	[SVM_EXIT_SHUTDOWN] = exit_shutdown,

@@ -144,6 +144,10 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		s->rsp = v->gpr[GPR_RSP];
 		s->rip = v->rip;
 		s->rflags = v->rflags;
+		if (sv->nmi_pending && !(sv->vmcb->control.event_inj & EVENTINJ_V)) {
+			sv->vmcb->control.event_inj = X86_NMI | EVENTINJ_TYPE_NMI | EVENTINJ_V;
+			sv->nmi_pending = false;
+		}
 		svm_vmrun(v, sv->vmcb_pa, sv->host_save_pa);
 		if (sv->vmcb->control.exit_code == SVM_EXIT_INVALID && !sv->launched)
 			svm_abort_start(v, sv);
@@ -209,6 +213,21 @@ static void svm_set_exception_intercepts(struct vcpu *v, u32 mask)
 	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_exceptions = mask;
 }
 
+static void svm_set_intr_intercept(struct vcpu *v, bool on)
+{
+	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
+	if (on)
+		c->intercept_misc3 |= INTERCEPT3_INTR;
+	else
+		c->intercept_misc3 &= ~INTERCEPT3_INTR;
+}
+
+static void svm_inject_interrupt(struct vcpu *v, u8 vector)
+{
+	/* APM 15.20: EVENTINJ type 0 = external interrupt */
+	((struct svm_vcpu *)v->arch)->vmcb->control.event_inj = vector | EVENTINJ_V;
+}
+
 /* The guest never sees SVME (it runs on a CPU "without SVM") but VMRUN
  * requires it in the guest's EFER (APM 15.5.1). */
 static u64 svm_get_efer(struct vcpu *v)
@@ -245,6 +264,8 @@ const struct hv_arch_ops svm_ops = {
 	.get_dr = svm_get_dr,
 	.set_dr = svm_set_dr,
 	.set_exception_intercepts = svm_set_exception_intercepts,
+	.set_intr_intercept = svm_set_intr_intercept,
+	.inject_interrupt = svm_inject_interrupt,
 	.get_efer = svm_get_efer,
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,

@@ -13,6 +13,7 @@ struct svm_vcpu {
 	u64 hsave_pa;		/* VM_HSAVE_PA */
 	u64 efer_before;	/* host EFER before we set SVME (abort path) */
 	bool launched;
+	bool nmi_pending;	/* an NMI the host took while acknowledging an INTR */
 };
 
 /* run.S: enters the guest once; returns after the #VMEXIT with the guest's

@@ -27,6 +27,7 @@
 #define NP_ENABLE		BIT(0)
 
 /* EVENTINJ, APM 15.20 */
+#define EVENTINJ_TYPE_NMI	(2u << 8)
 #define EVENTINJ_TYPE_EXCEPTION	(3u << 8)
 #define EVENTINJ_EV		(1u << 11)
 #define EVENTINJ_V		(1u << 31)

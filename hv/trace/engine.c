@@ -1,16 +1,24 @@
 /*
- * The reference branch engine: while the guest traces (IA32_DEBUGCTL.TR and
- * BTS set), every guest instruction is single-stepped with RFLAGS.TF and an
- * intercepted #DB. Before each step the instruction is decoded; after it,
- * the new RIP says whether and where it branched. Exceptions are
- * intercepted before delivery and followed into the guest's handler with a
- * hardware breakpoint the hypervisor owns (DR3), as is INT n. Records carry
- * linear addresses with the SDM's from/to rules (docs/branch-engine.md).
+ * The software branch engines. While the guest traces (IA32_DEBUGCTL.TR
+ * and BTS set) one of two engines produces the branch records BTS hardware
+ * would (docs/branch-engine.md):
  *
- * The engine's TF, DR3/DR7 and DR6 are invisible to the guest: TF is never
- * forced while an event is delivered (the guest's stack frames hold its own
- * flags), PUSHF images are corrected, and DR3/DR7/DR6 are restored before
- * any guest instruction runs. Root mode, on exits.
+ *  - reference: single-steps every guest instruction (RFLAGS.TF and an
+ *    intercepted #DB), decoding each one first; after the step the new RIP
+ *    says whether and where it branched. Simple and obviously right: the
+ *    oracle the fast engine is tested against.
+ *  - fast: decodes ahead to the next control transfer and stops there with
+ *    a breakpoint the hypervisor owns (DR3); at the branch it computes the
+ *    outcome from the live state (flags, RCX, the stack, the ModRM operand)
+ *    and plans the next block: one exit per executed branch. Rare kinds
+ *    (far transfers, IRET, SYSCALL...) are single-stepped.
+ *
+ * Both intercept exceptions and external interrupts and follow them into
+ * the guest's handler (DR3 on its first instruction), as they follow INT n,
+ * INT3 and INTO. Records carry linear addresses. The engines' TF, DR3/DR7
+ * and DR6 stay invisible to the guest: TF is never forced while an event is
+ * delivered, PUSHF images are corrected, and the debug registers are
+ * restored before the guest runs an instruction of its own. Root mode.
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
@@ -25,11 +33,15 @@
 #define DR7_L3		(1ull << 6)
 #define DR7_G3		(1ull << 7)
 #define DR7_RWLEN3	(0xfull << 28)
+#define RFLAGS_RF	(1ull << 16)
+#define RFLAGS_OF	(1ull << 11)
 
-/* Exceptions the engine follows: all but NMI (2) and #MC (18), which stay
+/* How far the fast engine decodes ahead for the next control transfer. */
+#define FAST_SCAN_INSNS	128
+
+/* Exceptions the engines follow: all but NMI (2) and #MC (18), which stay
  * the platform's. */
 #define TRACE_EXCEPTIONS	(0xffffffffu & ~(1u << 2) & ~(1u << 18))
-
 
 static enum dec_mode code_mode(struct vcpu *v, u64 *cs_base)
 {
@@ -77,6 +89,8 @@ void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl)
 	ds_bts_store(v, from, to, cpl);
 }
 
+/* --- the engine's breakpoint ------------------------------------------- */
+
 static void bp_disarm(struct vcpu *v)
 {
 	struct handler_bp *bp = &v->trace.bp;
@@ -89,14 +103,14 @@ static void bp_disarm(struct vcpu *v)
 	bp->armed = false;
 }
 
-/* Follow an event delivery into the handler at `addr`. */
-static void bp_arm(struct vcpu *v, u64 addr, u64 from, int cpl)
+static void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
 {
 	struct handler_bp *bp = &v->trace.bp;
 	bp_disarm(v);
 	bp->saved_dr3 = read_dr3();
 	bp->saved_dr7 = hv.ops->get_dr(v, 7);
 	bp->saved_dr6 = v->trace.guest_dr6;
+	bp->kind = kind;
 	bp->addr = addr;
 	bp->from = from;
 	bp->from_cpl = cpl;
@@ -112,6 +126,8 @@ static void bp_arm(struct vcpu *v, u64 addr, u64 from, int cpl)
 	write_dr7(DR7_L3 | 0x400);
 }
 
+/* --- start and stop ------------------------------------------------------ */
+
 static void engine_stop(struct vcpu *v)
 {
 	struct trace_vcpu *t = &v->trace;
@@ -119,9 +135,11 @@ static void engine_stop(struct vcpu *v)
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 		hv.ops->set_exception_intercepts(v, 0);
+		hv.ops->set_intr_intercept(v, false);
 	}
 	t->engine = HVTRACE_ENGINE_OFF;
 	t->step.valid = false;
+	t->pending.valid = false;
 	t->tf_forced = false;
 }
 
@@ -131,18 +149,38 @@ void trace_update(struct vcpu *v)
 	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS);
 
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {
-		t->engine = HVTRACE_ENGINE_REFERENCE;
+		t->engine = t->engine_wanted ? t->engine_wanted : HVTRACE_ENGINE_FAST;
 		t->guest_tf = v->rflags & RFLAGS_TF;
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;
+		t->pending.valid = false;
 		hv.ops->set_exception_intercepts(v, TRACE_EXCEPTIONS);
+		hv.ops->set_intr_intercept(v, true);
 	} else if (!want && t->engine != HVTRACE_ENGINE_OFF) {
 		engine_stop(v);
 	}
 }
 
-/* Called first on every exit: the guest's view of TF again. */
-void trace_exit_begin(struct vcpu *v)
+/* --- every exit ----------------------------------------------------------- */
+
+/* A resolved branch of the fast engine ran unless this exit shows it did
+ * not: it faulted (an exception at its own RIP) or an interrupt came first
+ * (an interrupt at its own RIP, unless it jumps to itself). */
+static void pending_settle(struct vcpu *v, const struct hv_event *ev)
+{
+	struct pending_branch *p = &v->trace.pending;
+	if (!p->valid)
+		return;
+	p->valid = false;
+	bool at_branch = v->rip == p->from_rip;
+	if (at_branch && ev->kind == HV_EV_EXCEPTION && ev->vector != X86_DB)
+		return;
+	if (at_branch && ev->kind == HV_EV_INTR && p->to != p->from_lin)
+		return;
+	trace_emit(v, p->from_lin, p->to, p->cpl);
+}
+
+void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = &v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
@@ -153,18 +191,21 @@ void trace_exit_begin(struct vcpu *v)
 	else
 		t->guest_tf = v->rflags & RFLAGS_TF;
 	t->tf_forced = false;
+	pending_settle(v, ev);
 }
 
-/* SDM Vol. 2A Jcc / Table B-1: condition codes; LOOPcc and JrCXZ. */
-static bool branch_taken(const struct step_state *s)
-{
-	u64 f = s->rflags;
-	bool cf = f & 1, pf = f & 4, zf = f & 0x40, sf = f & 0x80, of = f & 0x800;
-	u8 op = s->insn.opcode;
+/* --- branch semantics ---------------------------------------------------- */
 
-	if (s->insn.branch == DEC_BR_LOOP) {
-		u64 mask = s->insn.addrsize == 8 ? ~0ull : s->insn.addrsize == 4 ? 0xffffffffull : 0xffff;
-		u64 rcx = s->rcx & mask;
+/* SDM Vol. 2A Jcc / Table B-1: condition codes; LOOPcc and JrCXZ. */
+static bool branch_taken(const struct dec_insn *insn, u64 rflags, u64 rcx)
+{
+	u64 f = rflags;
+	bool cf = f & 1, pf = f & 4, zf = f & 0x40, sf = f & 0x80, of = f & 0x800;
+	u8 op = insn->opcode;
+
+	if (insn->branch == DEC_BR_LOOP) {
+		u64 mask = insn->addrsize == 8 ? ~0ull : insn->addrsize == 4 ? 0xffffffffull : 0xffff;
+		rcx &= mask;
 		switch (op) {
 		case 0xe3: return rcx == 0;			/* JrCXZ */
 		case 0xe2: return rcx != 1;			/* LOOP */
@@ -187,12 +228,143 @@ static bool branch_taken(const struct step_state *s)
 	return (op & 1) ? !c : c;
 }
 
-static bool is_legacy_op(const struct step_state *s, u8 map, u8 op)
+static bool is_legacy_op(const struct dec_insn *insn, u8 map, u8 op)
 {
-	return s->insn.encoding == DEC_ENC_LEGACY && s->insn.map == map && s->insn.opcode == op;
+	return insn->encoding == DEC_ENC_LEGACY && insn->map == map && insn->opcode == op;
 }
 
-/* The single step of s->insn completed: record its branch, if it took one. */
+static u64 trunc_to(u64 v, unsigned bytes)
+{
+	return bytes >= 8 ? v : v & ((1ull << (bytes * 8)) - 1);
+}
+
+/* The memory or register operand of a near indirect JMP/CALL (FF /2, /4):
+ * SDM Vol. 2A 2.1.5 and 2.2.1 (ModRM, SIB, RIP-relative, REX). 16-bit
+ * addressing is left to the single-step fallback. */
+static bool rm_operand(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 *val)
+{
+	u8 mod = in->modrm >> 6, rm = in->modrm & 7;
+	u8 rexb = (in->rex >> 0) & 1, rexx = (in->rex >> 1) & 1;
+
+	if (mod == 3) {
+		*val = trunc_to(v->gpr[rm | (rexb << 3)], in->opsize);
+		return true;
+	}
+	if (in->addrsize == 2)
+		return false;
+	u64 ea = (u64)(s64)in->disp;
+	bool ss_default = false;
+	if (in->rip_relative) {
+		ea += v->rip + in->len;
+	} else if (in->has_sib) {
+		u8 base = in->sib & 7, index = (in->sib >> 3) & 7, scale = in->sib >> 6;
+		u8 idx = index | (rexx << 3);
+		if (idx != 4)
+			ea += v->gpr[idx] << scale;
+		if (!(base == 5 && mod == 0)) {
+			ea += v->gpr[base | (rexb << 3)];
+			ss_default = base == 4 || base == 5;
+		}
+	} else if (!(rm == 5 && mod == 0)) {
+		ea += v->gpr[rm | (rexb << 3)];
+		ss_default = rm == 5;
+	}
+	ea = trunc_to(ea, in->addrsize);
+
+	/* segment base: only FS/GS count in 64-bit mode */
+	struct hv_segment seg;
+	enum hv_seg s = ss_default ? SEG_SS : SEG_DS;
+	switch (in->seg) {
+	case 0x26: s = SEG_ES; break;
+	case 0x2e: s = SEG_CS; break;
+	case 0x36: s = SEG_SS; break;
+	case 0x3e: s = SEG_DS; break;
+	case 0x64: s = SEG_FS; break;
+	case 0x65: s = SEG_GS; break;
+	}
+	if (mode != DEC_MODE_64 || s == SEG_FS || s == SEG_GS) {
+		hv.ops->get_seg(v, s, &seg);
+		ea += seg.base;
+	}
+	*val = 0;
+	return gmem_read_linear(v, ea, val, in->opsize) == in->opsize;
+}
+
+/* Where the near branch `in` at RIP goes, computed before it runs.
+ * Returns false for kinds left to the single-step fallback. */
+static bool resolve_near(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 cs_base,
+			 bool *taken, u64 *to)
+{
+	u64 next = trunc_to(v->rip + in->len, mode == DEC_MODE_64 ? 8 : mode == DEC_MODE_32 ? 4 : 2);
+	u64 target;
+	switch (in->branch) {
+	case DEC_BR_JCC:
+	case DEC_BR_LOOP:
+		*taken = branch_taken(in, v->rflags, v->gpr[GPR_RCX]);
+		*to = cs_base + (*taken ? in->target : next);
+		return true;
+	case DEC_BR_JMP:
+	case DEC_BR_CALL:
+		*taken = true;
+		*to = cs_base + in->target;
+		return true;
+	case DEC_BR_RET: {
+		struct hv_segment ss;
+		u64 sp = v->gpr[GPR_RSP];
+		if (mode != DEC_MODE_64) {
+			hv.ops->get_seg(v, SEG_SS, &ss);
+			sp = ss.base + trunc_to(sp, (ss.attr & SEG_ATTR_DB) ? 4 : 2);
+		}
+		target = 0;
+		if (gmem_read_linear(v, sp, &target, in->opsize) != in->opsize)
+			return false;
+		*taken = true;
+		*to = cs_base + trunc_to(target, in->opsize);
+		return true;
+	}
+	case DEC_BR_JMP_IND:
+	case DEC_BR_CALL_IND:
+		if (!rm_operand(v, in, mode, &target))
+			return false;
+		*taken = true;
+		*to = cs_base + trunc_to(target, in->opsize);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Which decoded kinds end a block for the fast engine. */
+static bool ends_block(const struct dec_insn *in)
+{
+	switch (in->branch) {
+	case DEC_BR_NONE:
+	case DEC_BR_XBEGIN:
+	case DEC_BR_UD:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* The first control transfer at or after `lin` (or where decoding stops:
+ * unreadable bytes, an invalid encoding, the scan limit). */
+static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode)
+{
+	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
+		u8 b[15];
+		struct dec_insn in;
+		size_t n = gmem_read_linear(v, lin, b, sizeof(b));
+		if (dec_decode(b, n, mode, rip, &in) != DEC_OK || ends_block(&in))
+			return lin;
+		lin += in.len;
+		rip += in.len;
+	}
+	return lin;
+}
+
+/* --- the single step (reference engine, and the fast engine's fallback) --- */
+
 static void step_completed(struct vcpu *v)
 {
 	struct trace_vcpu *t = &v->trace;
@@ -208,7 +380,7 @@ static void step_completed(struct vcpu *v)
 	case DEC_BR_NONE:
 	case DEC_BR_XBEGIN:	/* not a branch for BTS unless it aborts */
 	case DEC_BR_UD:
-		if (is_legacy_op(s, 0, 0x9c)) {
+		if (is_legacy_op(&s->insn, 0, 0x9c)) {
 			/* PUSHF stored our TF: the guest must see its own */
 			u64 img;
 			unsigned w = s->insn.opsize;
@@ -216,7 +388,7 @@ static void step_completed(struct vcpu *v)
 				img = (img & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 				gmem_write_linear(v, v->gpr[GPR_RSP], &img, w);
 			}
-		} else if (is_legacy_op(s, 0, 0x9d)) {
+		} else if (is_legacy_op(&s->insn, 0, 0x9d)) {
 			/* POPF set TF to what the guest popped */
 			t->guest_tf = t->raw_rflags & RFLAGS_TF;
 			v->rflags = (v->rflags & ~RFLAGS_TF) | (t->raw_rflags & RFLAGS_TF);
@@ -224,7 +396,7 @@ static void step_completed(struct vcpu *v)
 		return;
 	case DEC_BR_JCC:
 	case DEC_BR_LOOP:
-		if (branch_taken(s))
+		if (branch_taken(&s->insn, s->rflags, s->rcx))
 			trace_emit(v, s->lin, to, s->cpl);
 		return;
 	case DEC_BR_IRET:
@@ -241,13 +413,7 @@ static void step_completed(struct vcpu *v)
 	}
 }
 
-/* The guest reached the handler the engine was following. */
-static void handler_entered(struct vcpu *v)
-{
-	struct handler_bp *bp = &v->trace.bp;
-	trace_emit(v, bp->from, bp->addr, bp->from_cpl);
-	bp_disarm(v);
-}
+/* --- events ----------------------------------------------------------------- */
 
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 {
@@ -260,7 +426,9 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		u64 dr6 = hv.ops->get_dr(v, 6);
 		if (t->bp.armed && (dr6 & DR6_B3) && linear_rip(v) == t->bp.addr) {
 			hv.ops->set_dr(v, 6, t->guest_dr6);
-			handler_entered(v);
+			if (t->bp.kind == BP_HANDLER)
+				trace_emit(v, t->bp.from, t->bp.addr, t->bp.from_cpl);
+			bp_disarm(v);
 			return true;
 		}
 		if (dr6 & DR6_BS) {
@@ -273,15 +441,14 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		}
 	}
 
-	/* An exception on its way to the guest: where it comes from (the
-	 * faulting instruction; for INT3/INTO the instruction itself, whose
-	 * RIP the CPU reports before the trap, SDM Vol. 3 6.5 / APM 15.12)
-	 * and where it goes (the guest's handler). */
+	/* An exception on its way to the guest: from the faulting instruction
+	 * (for INT3/INTO the instruction itself, whose RIP the CPU reports
+	 * before the trap: SDM Vol. 3 6.5, APM 15.12) to the guest's handler. */
 	u64 from = linear_rip(v);
 	int cpl = hv.ops->get_cpl(v);
 	struct step_state *s = &t->step;
 	if ((ev->vector == X86_BP || ev->vector == 4) && s->valid && s->dec == DEC_OK &&
-	    (is_legacy_op(s, 0, 0xcc) || is_legacy_op(s, 0, 0xce))) {
+	    (is_legacy_op(&s->insn, 0, 0xcc) || is_legacy_op(&s->insn, 0, 0xce))) {
 		from = s->lin;
 		if (v->rip == s->rip)
 			v->rip += s->insn.len;	/* a trap: the frame returns after it */
@@ -293,8 +460,60 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 
 	u64 handler;
 	if (idt_handler(v, ev->vector, &handler))
-		bp_arm(v, handler, from, cpl);
+		bp_arm(v, BP_HANDLER, handler, from, cpl);
+	else
+		bp_disarm(v);
 	return true;
+}
+
+/* An external interrupt, acknowledged by the backend, on its way to the
+ * guest: recorded from the instruction it interrupts (the address the
+ * guest's frame returns to) to the guest's handler, and followed there. */
+bool trace_on_interrupt(struct vcpu *v, u8 vector)
+{
+	struct trace_vcpu *t = &v->trace;
+	u64 handler;
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		return false;
+	t->trace_exits++;
+	t->step.valid = false;
+	hv.ops->inject_interrupt(v, vector);
+	if (idt_handler(v, vector, &handler))
+		bp_arm(v, BP_HANDLER, handler, linear_rip(v), hv.ops->get_cpl(v));
+	else
+		bp_disarm(v);
+	return true;
+}
+
+/* --- before the guest runs again --------------------------------------------- */
+
+/* INT n, INT3 and INTO (when OF is set) deliver through the IDT and clear
+ * TF: follow them into the handler (a #GP or #NP on the way exits first).
+ * On AMD hardware INT3/INTO also hit the #BP/#OF intercept, which records
+ * the same; QEMU's TCG raises them as software interrupts no exception
+ * intercept sees. */
+static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes, u64 lin,
+			    int cpl)
+{
+	int vec = -1;
+	if (is_legacy_op(in, 0, 0xcd))
+		vec = bytes[in->imm_offset];
+	else if (is_legacy_op(in, 0, 0xcc))
+		vec = X86_BP;
+	else if (is_legacy_op(in, 0, 0xce) && (v->rflags & RFLAGS_OF))
+		vec = 4;
+	u64 handler;
+	if (vec < 0 || !idt_handler(v, (u8)vec, &handler))
+		return false;
+	bp_arm(v, BP_HANDLER, handler, lin, cpl);
+	return true;
+}
+
+static void step_arm(struct vcpu *v, struct step_state *s)
+{
+	s->valid = true;
+	v->rflags |= RFLAGS_TF;
+	v->trace.tf_forced = true;
 }
 
 void trace_before_entry(struct vcpu *v)
@@ -304,8 +523,11 @@ void trace_before_entry(struct vcpu *v)
 	u8 bytes[15];
 	u64 base;
 
-	if (t->engine == HVTRACE_ENGINE_OFF || t->bp.armed)
-		return; /* no stepping while an event is delivered */
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		return;
+	if (t->bp.armed && t->bp.kind == BP_HANDLER)
+		return; /* an event is being delivered: no stepping, no planning */
+	bp_disarm(v);
 
 	s->rip = v->rip;
 	s->mode = code_mode(v, &base);
@@ -315,28 +537,32 @@ void trace_before_entry(struct vcpu *v)
 	s->cpl = hv.ops->get_cpl(v);
 	size_t n = gmem_read_linear(v, s->lin, bytes, sizeof(bytes));
 	s->dec = dec_decode(bytes, n, s->mode, s->rip, &s->insn);
-	s->valid = true;
+	s->valid = false;
 
-	/* INT n, INT3 and INTO (when OF is set) deliver through the IDT and
-	 * clear TF: follow them into the handler instead of stepping (a #GP or
-	 * #NP on the way exits first). On AMD hardware INT3/INTO also hit the
-	 * #BP/#OF intercept, which records the same; QEMU's TCG raises them as
-	 * software interrupts that no exception intercept sees. */
-	int vec = -1;
-	if (s->dec == DEC_OK && is_legacy_op(s, 0, 0xcd))
-		vec = bytes[s->insn.imm_offset];
-	else if (s->dec == DEC_OK && is_legacy_op(s, 0, 0xcc))
-		vec = X86_BP;
-	else if (s->dec == DEC_OK && is_legacy_op(s, 0, 0xce) && (v->rflags & 0x800))
-		vec = 4;
-	if (vec >= 0) {
-		u64 handler;
-		if (idt_handler(v, (u8)vec, &handler)) {
-			bp_arm(v, handler, s->lin, s->cpl);
-			s->valid = false;
+	if (s->dec == DEC_OK && follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl))
+		return;
+	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK) {
+		step_arm(v, s);
+		return;
+	}
+
+	/* fast engine */
+	u64 next = s->lin;
+	if (ends_block(&s->insn)) {
+		bool taken;
+		u64 to;
+		if (!resolve_near(v, &s->insn, s->mode, base, &taken, &to)) {
+			step_arm(v, s);	/* far, IRET, SYSCALL...: one step */
 			return;
 		}
+		if (taken)
+			t->pending = (struct pending_branch){ true, s->rip, s->lin, to, s->cpl };
+		next = to;
 	}
-	v->rflags |= RFLAGS_TF;
-	t->tf_forced = true;
+	u64 stop = find_stop(v, next, next - base, s->mode);
+	bp_arm(v, BP_STOP, stop, 0, 0);
+	/* resuming at the breakpoint itself (a branch to itself): RF lets the
+	 * instruction run once before the breakpoint can hit (SDM Vol. 3 18.3.1.1) */
+	if (stop == s->lin)
+		v->rflags |= RFLAGS_RF;
 }

@@ -32,15 +32,25 @@ struct step_state {
 	struct dec_insn insn;
 };
 
-/* An event delivery (exception, INT n) the engine follows into the guest's
- * handler with a breakpoint of its own on the handler's first instruction. */
+/* The engine's own breakpoint (DR3, execute): on the first instruction of
+ * a handler an event is being delivered to (the record is made when it is
+ * reached), or, for the fast engine, on the next control transfer. */
+enum engine_bp_kind { BP_HANDLER, BP_STOP };
 struct handler_bp {
 	bool armed;
-	u64 addr;		/* linear address of the handler */
-	u64 from;		/* the record's source */
+	enum engine_bp_kind kind;
+	u64 addr;		/* linear address */
+	u64 from;		/* BP_HANDLER: the record's source */
 	int from_cpl;
-	bool has_error;		/* an error code sits below the pushed RIP */
 	u64 saved_dr3, saved_dr7, saved_dr6;
+};
+
+/* Fast engine: a branch resolved before it ran, recorded once the next
+ * exit shows it completed. */
+struct pending_branch {
+	bool valid;
+	u64 from_rip, from_lin, to;
+	int cpl;
 };
 
 struct trace_vcpu {
@@ -50,8 +60,10 @@ struct trace_vcpu {
 	bool tf_forced;		/* TF was set by us for the last entry */
 	u64 raw_rflags;		/* RFLAGS at the last exit, before TF is fixed up */
 	u64 guest_dr6;
+	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
 	struct step_state step;
 	struct handler_bp bp;
+	struct pending_branch pending;
 	u64 trace_exits, branches;
 };
 
@@ -66,8 +78,9 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
 
 /* Engine hooks, called by core/event.c. */
 void trace_update(struct vcpu *v);		/* after DEBUGCTL changes */
-void trace_exit_begin(struct vcpu *v);		/* first thing on every exit */
+void trace_exit_begin(struct vcpu *v, const struct hv_event *ev); /* first on every exit */
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: handled */
+bool trace_on_interrupt(struct vcpu *v, u8 vector);			/* true: handled */
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
 
 #endif

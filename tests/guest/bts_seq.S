@@ -154,6 +154,43 @@ G seq_pushf
 	DISABLE
 	ret
 
+/* void seq_irq(u64 debugctl): an interrupt already pending in the local
+ * APIC is taken after STI's shadow, i.e. just before i_after */
+G seq_irq
+	ENABLE
+	sti
+	nop
+G i_after
+	cli
+	DISABLE
+	ret
+
+/* its handler (vector 0xe1): EOI through xAPIC or x2APIC, return */
+G irq_handler
+	pushq %rax
+	pushq %rcx
+	pushq %rdx
+	movl $0x1b, %ecx
+	rdmsr
+	testl $0x400, %eax
+G i_jnz
+	jnz i_x2
+	andl $0xfffff000, %eax
+	movl $0, 0xb0(%rax)
+G i_jmp
+	jmp i_done
+G i_x2
+	movl $0x80b, %ecx
+	xorl %eax, %eax
+	xorl %edx, %edx
+	wrmsr
+G i_done
+	popq %rdx
+	popq %rcx
+	popq %rax
+G i_iret
+	iretq
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax

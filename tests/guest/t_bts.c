@@ -40,6 +40,8 @@ SYM(bp_handler); SYM(e_bp_iret); SYM(ud_handler); SYM(e_ud_iret); SYM(intn_handl
 SYM(e_intn_iret); SYM(pmi_handler);
 SYM(c_j1); SYM(c_t1); SYM(c_j2); SYM(c_t2); SYM(c_j3); SYM(c_t3); SYM(c_j4); SYM(c_t4);
 SYM(c_j5); SYM(c_t5); SYM(c_j6); SYM(c_t6);
+SYM(i_after); SYM(irq_handler); SYM(i_jnz); SYM(i_jmp); SYM(i_x2); SYM(i_done); SYM(i_iret);
+void seq_irq(uint64_t debugctl);
 extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
 void seq_near(uint64_t debugctl);
 void seq_events(uint64_t debugctl);
@@ -289,6 +291,36 @@ static void test_threshold(void)
 	idt[PMI_VECTOR] = saved;
 }
 
+/* An external interrupt in the middle of traced code: a self-IPI made
+ * pending with IF=0 arrives right after STI's shadow. */
+static void test_interrupt(void)
+{
+	bool x2 = rdmsr(MSR_IA32_APICBASE) & (1ull << 10);
+	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
+	struct gate *idt = idt_base(), saved = idt[0xe1];
+	struct bts_rec want[3];
+	unsigned n = 0;
+
+	want[n++] = (struct bts_rec)R(A(i_after), A(irq_handler));
+	if (x2)
+		want[n++] = (struct bts_rec)R(A(i_jnz), A(i_x2));
+	else
+		want[n++] = (struct bts_rec)R(A(i_jmp), A(i_done));
+	want[n++] = (struct bts_rec)R(A(i_iret), A(i_after));
+
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[0xe1], irq_handler);
+	if (x2)
+		wrmsr(0x830, 0xe1 | (1u << 14) | (1u << 18));
+	else
+		*(volatile uint32_t *)(uintptr_t)(apic + 0x300) = 0xe1 | (1u << 14) | (1u << 18);
+	seq_irq(TRACE);
+	idt[0xe1] = saved;
+	irq_restore(f);
+	check_records("bts_interrupt_mid_trace", want, n, used());
+}
+
 static void test_filters_and_flags(void)
 {
 	/* CPL 0 code with BTS_OFF_OS: nothing stored */
@@ -353,6 +385,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_events();
 	test_wrap();
 	test_threshold();
+	test_interrupt();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);

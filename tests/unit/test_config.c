@@ -2,6 +2,7 @@
 #include <string.h>
 #include "unit.h"
 #include "config.h"
+#include "hvtrace/abi.h"
 
 static struct hv_config cfg;
 
@@ -29,7 +30,8 @@ int main(void)
 		"memory = 64M\n"
 		"serial = 0x2f8\n"
 		"log = debug\n"
-		"enable = yes";
+		"enable = yes\n"
+		"engine = reference";
 	CHECK(parse(good) == 0, "errors: %s", cfg.errors[0].msg);
 	CHECK(!strcmp(cfg.next, "\\EFI\\linux\\vmlinuz"), "next '%s'", cfg.next);
 	CHECK(!strcmp(cfg.cmdline, "initrd=\\EFI\\linux\\initrd.gz console=ttyS0,115200 a=b#c"),
@@ -38,11 +40,12 @@ int main(void)
 	CHECK(cfg.serial_port == 0x2f8, "serial %x", cfg.serial_port);
 	CHECK(cfg.log_level == 3, "log %u", cfg.log_level);
 	CHECK(cfg.enable, "enable");
+	CHECK(cfg.engine == HVTRACE_ENGINE_REFERENCE, "engine %u", cfg.engine);
 
 	/* defaults */
 	CHECK(parse("next = \\a.efi\n") == 0, "minimal");
 	CHECK(cfg.memory == CFG_DEFAULT_MEMORY && cfg.serial_port == 0x3f8 && cfg.enable &&
-	      cfg.cmdline[0] == 0, "defaults");
+	      cfg.cmdline[0] == 0 && cfg.engine == HVTRACE_ENGINE_FAST, "defaults");
 	CHECK(parse("next = \\a.efi\nserial = none\nenable = no\nmemory = 1g\n") == 0, "none/no/1g");
 	CHECK(cfg.serial_port == 0 && !cfg.enable && cfg.memory == 1ull << 30, "none/no/1g values");
 	CHECK(parse("next = \\a.efi\ncmdline =\n") == 0 && cfg.cmdline[0] == 0, "empty cmdline");
@@ -65,6 +68,7 @@ int main(void)
 	bad("next = \\a.efi\nserial = 0x10000\n", 2, "not an I/O port");
 	bad("next = \\a.efi\nlog = loud\n", 2, "not one of error");
 	bad("next = \\a.efi\nenable = maybe\n", 2, "not yes or no");
+	bad("next = \\a.efi\nengine = turbo\n", 2, "not fast or reference");
 	bad("memory = 32M\n", 0, "no 'next' line");
 	bad("", 0, "no 'next' line");
 	bad("next = \\a.efi\ncmdline = caf\xc3\xa9\n", 2, "printable ASCII");

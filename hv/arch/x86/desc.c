@@ -25,9 +25,9 @@ _Static_assert(sizeof(struct idt_gate) == 16, "SDM Vol. 3 Figure 6-8");
 
 static u64 host_gdt[5] __aligned(16);
 static struct tss64 host_tss __aligned(16);
-static struct idt_gate host_idt[32] __aligned(16);
+static struct idt_gate host_idt[256] __aligned(16);
 
-extern const u64 exc_stubs[32];
+extern const u64 exc_stubs[256];
 
 void desc_load_host(void)
 {
@@ -41,7 +41,7 @@ void desc_load_host(void)
 	host_gdt[4] = tss >> 32;
 	host_tss.iomap_base = sizeof(host_tss);
 
-	for (int i = 0; i < 32; i++) {
+	for (int i = 0; i < 256; i++) {
 		u64 h = exc_stubs[i];
 		host_idt[i] = (struct idt_gate){
 			.off0 = (u16)h, .sel = HOST_CS, .type = 0x8e,
