@@ -60,6 +60,7 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-run
 bench-run: all $(GUEST_IMAGES)
 	@bench/run.sh
+	@bench/engine.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -1,5 +1,5 @@
 # Guest test programs: EFI applications chain-loaded by hvtrace.efi.
-GUEST_TESTS := t_basic t_triple t_mmio t_bts
+GUEST_TESTS := t_basic t_triple t_mmio t_bts t_workload
 guest-lib-y := guest.o faults.o
 GUEST_LIB := $(addprefix $(BUILD)/tests/guest/,$(guest-lib-y)) $(BUILD)/efi-loader/shared/core/fmt.o
 GUEST_EFIS := $(addprefix $(BUILD)/tests/guest/,$(addsuffix .efi,$(GUEST_TESTS)))

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# make bench, part 2: the branch engines on a CPU-bound guest workload
+# (tests/guest/t_workload.c: Collatz steps, ~108k branches), each mode timed
+# by the guest's TSC in the same boot as its untraced baseline:
+#   fast       - hvtrace's fast engine (BTS on)
+#   reference  - hvtrace's reference engine (single-steps everything)
+#   qemu-log   - no hvtrace; QEMU's own execution log, -d exec,nochain,
+#                restricted to the workload image with -dfilter (the
+#                cheapest setting of what a QEMU user would reach for)
+# Reports medians of BENCH_RUNS (default 3), slowdowns vs untraced, exits
+# per recorded branch, and fast vs qemu-log. Saved in bench/results/.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+RUNS=${BENCH_RUNS:-3}
+export HVTRACE_QUIET_ACCEL=1
+work=$BUILD/bench-engine
+rm -rf "$work"
+mkdir -p "$work"
+
+mkesp() { # DIR ENGINE ENABLE OPTIONS
+	mkdir -p "$1/EFI/BOOT" "$1/EFI/hvtrace"
+	cp "$BUILD/hvtrace.efi" "$1/EFI/BOOT/BOOTX64.EFI"
+	cp "$BUILD/tests/guest/t_workload.efi" "$1/EFI/hvtrace/"
+	printf 'next = \\EFI\\hvtrace\\t_workload.efi\nengine = %s\nenable = %s\ncmdline = %s\n' \
+		"$2" "$3" "$4" >"$1/EFI/hvtrace/hvtrace.cfg"
+}
+mkesp "$work/fast" fast yes ""
+mkesp "$work/reference" reference yes ""
+mkesp "$work/qemu" fast no untraced
+
+field() { # LOG MODE KEY
+	grep -a "WORKLOAD: $2 " "$1" | tr -d '\r' | sed -nE "s/.* $3 ([0-9]+).*/\\1/p" | head -1
+}
+median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# where the workload image lands without hvtrace (its reserve moves it):
+# QEMU's log filter needs the address before the logged run starts
+tests/lib/qemu.sh --dir "$work/qemu" --log "$work/probe.log" --timeout 120 >/dev/null 2>&1
+img=$(grep -a "WORKLOAD: image" "$work/probe.log" | tr -d '\r' | awk '{print $5, $7}')
+[ -n "$img" ] || { echo "bench: probe run failed; log $work/probe.log" >&2; exit 1; }
+
+for i in $(seq 1 "$RUNS"); do
+	for mode in fast reference; do
+		log=$work/$mode-$i.log
+		tests/lib/qemu.sh --dir "$work/$mode" --log "$log" --timeout 300 >/dev/null 2>&1
+		u=$(field "$log" untraced tsc) t=$(field "$log" traced tsc)
+		b=$(field "$log" traced branches) x=$(field "$log" traced exits)
+		if [ -z "$u" ] || [ -z "$t" ] || [ -z "$b" ]; then
+			echo "bench: $mode run $i did not complete; log $log" >&2
+			exit 1
+		fi
+		echo "$u $t $b $x" >>"$work/$mode.txt"
+		echo "bench: $mode run $i: untraced $u, traced $t TSC ticks, $b branches, $x exits" >&2
+	done
+	# QEMU's own log over the same work, filtered to the workload image
+	set -- $img
+	log=$work/qemu-$i.log
+	tests/lib/qemu.sh --dir "$work/qemu" --log "$log" --timeout 300 -- \
+		-d exec,nochain -dfilter "0x$1+0x$2" -D "$work/qemu-exec.log" >/dev/null 2>&1
+	q=$(field "$log" untraced tsc)
+	lines=$(wc -l <"$work/qemu-exec.log")
+	rm -f "$work/qemu-exec.log"
+	[ -n "$q" ] || { echo "bench: qemu-log run $i did not complete; log $log" >&2; exit 1; }
+	echo "$q $lines" >>"$work/qemu.txt"
+	echo "bench: qemu-log run $i: $q TSC ticks, $lines log lines" >&2
+done
+
+col() { cut -d' ' -f"$2" "$work/$1.txt" | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / b}'; }
+base=$(col fast 1)
+fast=$(col fast 2) ref=$(col reference 2) qemu=$(col qemu 1)
+br=$(col fast 3) fx=$(col fast 4) rx=$(col reference 4)
+out=bench/results/engine-$(date -u +%Y%m%d-%H%M%S).txt
+{
+	echo "# hvtrace engine bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, QEMU TCG, guest TSC ticks, medians of $RUNS"
+	echo "# workload: t_workload (Collatz steps), $br branches recorded per traced run"
+	printf '%-34s %16s %10s\n' mode "TSC ticks" "vs untraced"
+	printf '%-34s %16s %10s\n' "untraced" "$base" 1.0
+	printf '%-34s %16s %10s\n' "fast engine" "$fast" "$(ratio "$fast" "$base")"
+	printf '%-34s %16s %10s\n' "reference engine" "$ref" "$(ratio "$ref" "$base")"
+	printf '%-34s %16s %10s\n' "QEMU -d exec,nochain (-dfilter)" "$qemu" "$(ratio "$qemu" "$base")"
+	echo "exits per recorded branch: fast $(awk -v a="$fx" -v b="$br" 'BEGIN {printf "%.3f", a / b}') (target <= 1.0), reference $(awk -v a="$rx" -v b="$br" 'BEGIN {printf "%.3f", a / b}')"
+	echo "fast engine time / QEMU log time: $(awk -v a="$fast" -v b="$qemu" 'BEGIN {printf "%.2f", a / b}') (target <= 1.0)"
+	echo "# raw fast (untraced traced branches exits): $(tr '\n' ',' <"$work/fast.txt")"
+	echo "# raw reference: $(tr '\n' ',' <"$work/reference.txt")"
+	echo "# raw qemu-log (ticks lines): $(tr '\n' ',' <"$work/qemu.txt")"
+} | tee "$out"
+echo "bench: saved $out"

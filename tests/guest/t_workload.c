@@ -1,0 +1,105 @@
+/*
+ * t_workload: a CPU-bound guest workload for `make bench` (bench/engine.sh):
+ * Collatz step counts (data-dependent conditional branches, calls and
+ * returns, an indirect call), timed with the TSC untraced, traced by the
+ * fast engine and by the reference engine, in one run. Prints one
+ * "WORKLOAD:" line per mode with TSC ticks, branches and tracing exits.
+ * With load options "untraced" it runs only the untraced pass (for QEMU's
+ * own execution log over the same work).
+ */
+#include "guest.h"
+#include "hvtrace/abi.h"
+
+#define MSR_DEBUGCTL	0x1d9
+#define MSR_DS_AREA	0x600
+#define TRACE		((1ull << 6) | (1ull << 7))
+
+static struct { uint64_t base, index, max, thr, pebs[8]; } ds __attribute__((aligned(64)));
+static uint64_t buf[3 * 4096] __attribute__((aligned(64)));
+
+static __attribute__((noinline)) uint64_t step(uint64_t n)
+{
+	return (n & 1) ? 3 * n + 1 : n >> 1;
+}
+
+static uint64_t (*volatile step_fn)(uint64_t) = step;
+
+static __attribute__((noinline)) uint64_t collatz(uint64_t from, uint64_t count)
+{
+	uint64_t total = 0;
+	for (uint64_t n = from; n < from + count; n++) {
+		uint64_t x = n;
+		while (x != 1) {
+			x = step_fn(x);
+			total++;
+		}
+	}
+	return total;
+}
+
+static uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static void wrmsr(uint32_t msr, uint64_t v)
+{
+	asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+static void vcpu_status(struct hvtrace_vcpu_status *st)
+{
+	uint64_t b = (uint64_t)(uintptr_t)st, c = sizeof(*st);
+	SetMem(st, sizeof(*st), 0);
+	if (under_hvtrace())
+		hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c);
+}
+
+/* mode: 0 untraced, 1 traced (the engine hvtrace.cfg chose) */
+static void run(const char *name, bool traced, uint64_t count)
+{
+	struct hvtrace_vcpu_status a, b;
+	ds.base = ds.index = (uint64_t)(uintptr_t)buf;
+	ds.max = ds.base + sizeof(buf);
+	ds.thr = ds.max + 24;
+	if (traced)
+		wrmsr(MSR_DS_AREA, (uint64_t)(uintptr_t)&ds);
+	vcpu_status(&a);
+	/* no timer interrupts inside the measured work (the firmware's Print
+	 * turns them back on, so this is per run) */
+	uint64_t flags;
+	asm volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
+	uint64_t t0 = rdtsc();
+	if (traced)
+		wrmsr(MSR_DEBUGCTL, TRACE);
+	uint64_t steps = collatz(1000, count);
+	if (traced)
+		wrmsr(MSR_DEBUGCTL, 0);
+	uint64_t t1 = rdtsc();
+	if (flags & (1 << 9))
+		asm volatile("sti" ::: "memory");
+	vcpu_status(&b);
+	report_info("WORKLOAD: %s count %lu steps %lu tsc %lu branches %lu exits %lu engine %u", name,
+		    count, steps, t1 - t0, b.branches - a.branches, b.trace_exits - a.trace_exits,
+		    a.engine);
+}
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	EFI_LOADED_IMAGE *li = NULL;
+	guest_init(image, systab, "t_workload");
+	uefi_call_wrapper(BS->HandleProtocol, 3, image, &LoadedImageProtocol, (void **)&li);
+	bool untraced_only = li && li->LoadOptionsSize >= 2 && ((CHAR16 *)li->LoadOptions)[0] == 'u';
+	uint64_t count = 400;
+	if (li)
+		report_info("WORKLOAD: image %lx size %lx", (uint64_t)(uintptr_t)li->ImageBase,
+			    (uint64_t)li->ImageSize);
+
+	run("untraced", false, count);
+	if (!untraced_only && under_hvtrace())
+		run("traced", true, count);
+	report(true, "workload_done", NULL);
+	report_done();
+}
