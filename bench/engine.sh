@@ -66,6 +66,13 @@ for i in $(seq 1 "$RUNS"); do
 	echo "bench: qemu-log run $i: $q TSC ticks, $lines log lines" >&2
 done
 
+# both engines must have recorded the same branches in every run
+if [ "$(cut -d' ' -f3 "$work/fast.txt" | sort -u)" != "$(cut -d' ' -f3 "$work/reference.txt" | sort -u)" ] ||
+	[ "$(cut -d' ' -f3 "$work/fast.txt" | sort -u | wc -l)" != 1 ]; then
+	echo "bench: the engines recorded different branch counts: fast $(cut -d' ' -f3 "$work/fast.txt" | tr '\n' ' '), reference $(cut -d' ' -f3 "$work/reference.txt" | tr '\n' ' ')" >&2
+	exit 1
+fi
+
 col() { cut -d' ' -f"$2" "$work/$1.txt" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / b}'; }
 base=$(col fast 1)

@@ -28,11 +28,15 @@
 #include "core/log.h"
 #include "core/vcpu.h"
 
+#define DR6_B2		(1ull << 2)
 #define DR6_B3		(1ull << 3)
 #define DR6_BS		(1ull << 14)
 #define DR7_L3		(1ull << 6)
 #define DR7_G3		(1ull << 7)
 #define DR7_RWLEN3	(0xfull << 28)
+#define DR7_L2		(1ull << 4)
+#define DR7_G2		(1ull << 5)
+#define DR7_RWLEN2	(0xfull << 24)
 #define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_OF	(1ull << 11)
 
@@ -97,33 +101,48 @@ static void bp_disarm(struct vcpu *v)
 	if (!bp->armed)
 		return;
 	write_dr3(bp->saved_dr3);
+	if (bp->addr2)
+		write_dr2(bp->saved_dr2);
 	write_dr7(0x400);
 	hv.ops->set_dr(v, 7, bp->saved_dr7);
 	hv.ops->set_dr(v, 6, bp->saved_dr6);
 	bp->armed = false;
 }
 
-static void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
+/* Arms DR3 at `addr` and, when `addr2` is not 0, DR2 at `addr2`: execute
+ * breakpoints of length 1 (SDM Vol. 3 18.2.4). */
+static void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr2, u64 from, int cpl)
 {
 	struct handler_bp *bp = &v->trace.bp;
 	bp_disarm(v);
 	bp->saved_dr3 = read_dr3();
+	bp->saved_dr2 = addr2 ? read_dr2() : 0;
 	bp->saved_dr7 = hv.ops->get_dr(v, 7);
 	bp->saved_dr6 = v->trace.guest_dr6;
 	bp->kind = kind;
 	bp->addr = addr;
+	bp->addr2 = addr2;
 	bp->from = from;
 	bp->from_cpl = cpl;
 	bp->armed = true;
+	u64 dr7 = (bp->saved_dr7 & ~(DR7_L3 | DR7_G3 | DR7_RWLEN3)) | DR7_L3 | 0x400;
 	write_dr3(addr);
-	/* L3, execute, length 1 (SDM Vol. 3 18.2.4) */
-	hv.ops->set_dr(v, 7, (bp->saved_dr7 & ~(DR7_L3 | DR7_G3 | DR7_RWLEN3)) | DR7_L3 | 0x400);
+	if (addr2) {
+		write_dr2(addr2);
+		dr7 = (dr7 & ~(DR7_L2 | DR7_G2 | DR7_RWLEN2)) | DR7_L2;
+	}
+	hv.ops->set_dr(v, 7, dr7);
 	/* The same in the host's own DR7: QEMU's TCG loads DR7 from the VMCB at
 	 * VMRUN without re-inserting its breakpoints (helper_vmrun assigns
 	 * env->dr[7] directly), so a breakpoint must already be armed in root
 	 * mode. On hardware #VMEXIT resets DR7, and the host never executes
 	 * guest code, so this costs nothing there. */
-	write_dr7(DR7_L3 | 0x400);
+	write_dr7(DR7_L3 | (addr2 ? DR7_L2 : 0) | 0x400);
+}
+
+static void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
+{
+	bp_arm2(v, kind, addr, 0, from, cpl);
 }
 
 /* --- start and stop ------------------------------------------------------ */
@@ -140,6 +159,7 @@ static void engine_stop(struct vcpu *v)
 	t->engine = HVTRACE_ENGINE_OFF;
 	t->step.valid = false;
 	t->pending.valid = false;
+	t->cond.valid = false;
 	t->tf_forced = false;
 }
 
@@ -180,6 +200,23 @@ static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 	trace_emit(v, p->from_lin, p->to, p->cpl);
 }
 
+/* Which way the conditional branch the fast engine did not stop at went:
+ * the successor whose stop was reached, or whose block the guest is in
+ * (an exception, interrupt or emulated instruction inside it). Neither:
+ * it has not run (an interrupt came first); nothing to record. */
+static void cond_settle(struct vcpu *v)
+{
+	struct cond_branch *c = &v->trace.cond;
+	if (!c->valid)
+		return;
+	c->valid = false;
+	u64 at = linear_rip(v);
+	bool taken = at >= c->target && at <= c->stop_taken;
+	bool fall = at >= c->fall && at <= c->stop_fall;
+	if (taken && !fall)
+		trace_emit(v, c->from, c->target, c->cpl);
+}
+
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = &v->trace;
@@ -192,6 +229,7 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 		t->guest_tf = v->rflags & RFLAGS_TF;
 	t->tf_forced = false;
 	pending_settle(v, ev);
+	cond_settle(v);
 }
 
 /* --- branch semantics ---------------------------------------------------- */
@@ -349,18 +387,51 @@ static bool ends_block(const struct dec_insn *in)
 
 /* The first control transfer at or after `lin` (or where decoding stops:
  * unreadable bytes, an invalid encoding, the scan limit). */
-static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode)
+static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
 {
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
-		struct dec_insn in;
 		size_t n = gmem_read_linear(v, lin, b, sizeof(b));
-		if (dec_decode(b, n, mode, rip, &in) != DEC_OK || ends_block(&in))
+		int st = dec_decode(b, n, mode, rip, at);
+		if (st != DEC_OK) {
+			at->branch = DEC_BR_NONE;
 			return lin;
-		lin += in.len;
-		rip += in.len;
+		}
+		if (ends_block(at))
+			return lin;
+		lin += at->len;
+		rip += at->len;
 	}
+	at->branch = DEC_BR_NONE;
 	return lin;
+}
+
+/* Arms the stop(s) for the block starting at `next` (linear; `base` is the
+ * code segment's base). A direct conditional branch ending that block is
+ * not stopped at when its two successors end at two different stops:
+ * those are armed instead (DR3, DR2) and cond_settle() infers the outcome.
+ * A not-taken branch then costs no exit of its own. */
+static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, int cpl, u64 cur)
+{
+	struct trace_vcpu *t = &v->trace;
+	struct dec_insn x, a, b;
+	u64 stop = find_stop(v, next, next - base, mode, &x);
+
+	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target) {
+		u64 fall = stop + x.len, target = base + x.target;
+		u64 s_f = find_stop(v, fall, fall - base, mode, &a);
+		u64 s_t = find_stop(v, target, x.target, mode, &b);
+		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur) {
+			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl };
+			bp_arm2(v, BP_STOP, s_t, s_f, 0, 0);
+			return;
+		}
+	}
+	bp_arm(v, BP_STOP, stop, 0, 0);
+	/* resuming at the breakpoint itself (a branch to itself): RF lets the
+	 * instruction run once before the breakpoint can hit (SDM Vol. 3 18.3.1.1) */
+	if (stop == cur)
+		v->rflags |= RFLAGS_RF;
 }
 
 /* --- the single step (reference engine, and the fast engine's fallback) --- */
@@ -424,7 +495,9 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 
 	if (ev->vector == X86_DB) {
 		u64 dr6 = hv.ops->get_dr(v, 6);
-		if (t->bp.armed && (dr6 & DR6_B3) && linear_rip(v) == t->bp.addr) {
+		u64 at = linear_rip(v);
+		if (t->bp.armed && (((dr6 & DR6_B3) && at == t->bp.addr) ||
+				    ((dr6 & DR6_B2) && t->bp.addr2 && at == t->bp.addr2))) {
 			hv.ops->set_dr(v, 6, t->guest_dr6);
 			if (t->bp.kind == BP_HANDLER)
 				trace_emit(v, t->bp.from, t->bp.addr, t->bp.from_cpl);
@@ -559,10 +632,5 @@ void trace_before_entry(struct vcpu *v)
 			t->pending = (struct pending_branch){ true, s->rip, s->lin, to, s->cpl };
 		next = to;
 	}
-	u64 stop = find_stop(v, next, next - base, s->mode);
-	bp_arm(v, BP_STOP, stop, 0, 0);
-	/* resuming at the breakpoint itself (a branch to itself): RF lets the
-	 * instruction run once before the breakpoint can hit (SDM Vol. 3 18.3.1.1) */
-	if (stop == s->lin)
-		v->rflags |= RFLAGS_RF;
+	plan_block(v, next, base, s->mode, s->cpl, s->lin);
 }

@@ -39,10 +39,21 @@ enum engine_bp_kind { BP_HANDLER, BP_STOP };
 struct handler_bp {
 	bool armed;
 	enum engine_bp_kind kind;
-	u64 addr;		/* linear address */
+	u64 addr;		/* linear address (DR3) */
+	u64 addr2;		/* a second stop (DR2), 0 when unused */
 	u64 from;		/* BP_HANDLER: the record's source */
 	int from_cpl;
-	u64 saved_dr3, saved_dr7, saved_dr6;
+	u64 saved_dr2, saved_dr3, saved_dr7, saved_dr6;
+};
+
+/* Fast engine: a conditional branch it did not stop at; which of its two
+ * successors' stops is reached says whether it was taken. */
+struct cond_branch {
+	bool valid;
+	u64 from;		/* linear address of the branch */
+	u64 target, fall;	/* the two successors */
+	u64 stop_taken, stop_fall;
+	int cpl;
 };
 
 /* Fast engine: a branch resolved before it ran, recorded once the next
@@ -64,6 +75,7 @@ struct trace_vcpu {
 	struct step_state step;
 	struct handler_bp bp;
 	struct pending_branch pending;
+	struct cond_branch cond;
 	u64 trace_exits, branches;
 };
 

