@@ -93,6 +93,9 @@ struct hv_arch_ops {
 	/* external interrupts exit as HV_EV_INTR (acknowledged by the backend) */
 	void (*set_intr_intercept)(struct vcpu *v, bool on);
 	void (*inject_interrupt)(struct vcpu *v, u8 vector);
+	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
+	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */
+	u64 (*get_msr)(struct vcpu *v, u32 msr);
 	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);

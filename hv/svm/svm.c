@@ -222,6 +222,24 @@ static void svm_set_intr_intercept(struct vcpu *v, bool on)
 		c->intercept_misc3 &= ~INTERCEPT3_INTR;
 }
 
+/* The syscall MSRs live in the VMCB's VMSAVE part, refreshed by the
+ * VMSAVE after every exit (hv/svm/run.S). */
+static u64 svm_get_msr(struct vcpu *v, u32 msr)
+{
+	const struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
+	switch (msr) {
+	case MSR_STAR: return s->star;
+	case MSR_LSTAR: return s->lstar;
+	case MSR_CSTAR: return s->cstar;
+	case MSR_SFMASK: return s->sfmask;
+	case MSR_KERNEL_GS_BASE: return s->kernel_gs_base;
+	case MSR_IA32_SYSENTER_CS: return s->sysenter_cs;
+	case MSR_IA32_SYSENTER_ESP: return s->sysenter_esp;
+	case MSR_IA32_SYSENTER_EIP: return s->sysenter_eip;
+	}
+	return 0;
+}
+
 static void svm_inject_interrupt(struct vcpu *v, u8 vector)
 {
 	/* APM 15.20: EVENTINJ type 0 = external interrupt */
@@ -266,6 +284,7 @@ const struct hv_arch_ops svm_ops = {
 	.set_exception_intercepts = svm_set_exception_intercepts,
 	.set_intr_intercept = svm_set_intr_intercept,
 	.inject_interrupt = svm_inject_interrupt,
+	.get_msr = svm_get_msr,
 	.get_efer = svm_get_efer,
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,

@@ -582,6 +582,32 @@ static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 
 	return true;
 }
 
+/* SYSCALL and SYSENTER jump to an MSR's address and may clear TF through
+ * SFMASK (Linux's does): follow them there like INT n (SDM Vol. 2B SYSCALL:
+ * LSTAR in 64-bit mode, CSTAR in compatibility mode on AMD; SYSENTER:
+ * SYSENTER_EIP). A #UD on the way (SCE clear, SYSENTER on AMD in long mode)
+ * exits first and is followed instead. */
+static bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 lin,
+			   int cpl)
+{
+	u64 to;
+	if (is_legacy_op(in, 1, 0x05)) {
+		if (!(hv.ops->get_efer(v) & EFER_SCE))
+			return false;
+		to = hv.ops->get_msr(v, mode == DEC_MODE_64 ? MSR_LSTAR : MSR_CSTAR);
+	} else if (is_legacy_op(in, 1, 0x34)) {
+		if (!(hv.ops->get_msr(v, MSR_IA32_SYSENTER_CS) & 0xfffc))
+			return false;
+		to = hv.ops->get_msr(v, MSR_IA32_SYSENTER_EIP);
+		if (!(hv.ops->get_efer(v) & EFER_LMA))
+			to &= 0xffffffffull;
+	} else {
+		return false;
+	}
+	bp_arm(v, BP_HANDLER, to, lin, cpl);
+	return true;
+}
+
 static void step_arm(struct vcpu *v, struct step_state *s)
 {
 	s->valid = true;
@@ -612,7 +638,8 @@ void trace_before_entry(struct vcpu *v)
 	s->dec = dec_decode(bytes, n, s->mode, s->rip, &s->insn);
 	s->valid = false;
 
-	if (s->dec == DEC_OK && follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl))
+	if (s->dec == DEC_OK && (follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl) ||
+				 follow_syscall(v, &s->insn, s->mode, s->lin, s->cpl)))
 		return;
 	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK) {
 		step_arm(v, s);

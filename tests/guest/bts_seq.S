@@ -191,6 +191,26 @@ G i_done
 G i_iret
 	iretq
 
+/* void seq_syscall(u64 debugctl): SYSCALL at CPL 0 into sys_handler (the
+ * test points LSTAR there), which returns with the flags SYSCALL saved and
+ * a jump to RCX; SS is restored after (SYSCALL loads it from STAR). */
+G seq_syscall
+	pushq %r11
+	movw %ss, %r9w
+	ENABLE
+G s_sys
+	syscall
+G s_after
+	DISABLE
+	movw %r9w, %ss
+	popq %r11
+	ret
+G sys_handler
+	pushq %r11
+	popfq
+G s_jmp
+	jmp *%rcx
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax

@@ -40,6 +40,8 @@ SYM(bp_handler); SYM(e_bp_iret); SYM(ud_handler); SYM(e_ud_iret); SYM(intn_handl
 SYM(e_intn_iret); SYM(pmi_handler);
 SYM(c_j1); SYM(c_t1); SYM(c_j2); SYM(c_t2); SYM(c_j3); SYM(c_t3); SYM(c_j4); SYM(c_t4);
 SYM(c_j5); SYM(c_t5); SYM(c_j6); SYM(c_t6);
+SYM(s_sys); SYM(s_after); SYM(sys_handler); SYM(s_jmp);
+void seq_syscall(uint64_t debugctl);
 SYM(i_after); SYM(irq_handler); SYM(i_jnz); SYM(i_jmp); SYM(i_x2); SYM(i_done); SYM(i_iret);
 void seq_irq(uint64_t debugctl);
 extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
@@ -321,6 +323,33 @@ static void test_interrupt(void)
 	check_records("bts_interrupt_mid_trace", want, n, used());
 }
 
+/* SYSCALL is followed into LSTAR (taken from CPL 0 here: SYSCALL works at
+ * any CPL; the handler returns without SYSRET, which would enter ring 3). */
+static void test_syscall(void)
+{
+	uint64_t efer = rdmsr(0xc0000080), star = rdmsr(0xc0000081), lstar = rdmsr(0xc0000082),
+		 fmask = rdmsr(0xc0000084);
+	uint16_t cs;
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	const struct bts_rec want[] = {
+		R(A(s_sys), A(sys_handler)),
+		R(A(s_jmp), A(s_after)),
+	};
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	wrmsr(0xc0000080, efer | 1);			/* SCE */
+	wrmsr(0xc0000081, (uint64_t)cs << 32);		/* SYSCALL CS = ours */
+	wrmsr(0xc0000082, A(sys_handler));
+	wrmsr(0xc0000084, 0x700);			/* TF, IF, DF: as Linux */
+	seq_syscall(TRACE);
+	wrmsr(0xc0000084, fmask);
+	wrmsr(0xc0000082, lstar);
+	wrmsr(0xc0000081, star);
+	wrmsr(0xc0000080, efer);
+	irq_restore(f);
+	check_records("bts_syscall", want, 2, used());
+}
+
 static void test_filters_and_flags(void)
 {
 	/* CPL 0 code with BTS_OFF_OS: nothing stored */
@@ -386,6 +415,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_wrap();
 	test_threshold();
 	test_interrupt();
+	test_syscall();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);
