@@ -109,5 +109,6 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
 #define X86_PF 14
 
 extern const struct hv_arch_ops svm_ops;
+extern const struct hv_arch_ops vmx_ops;
 
 #endif

@@ -4,6 +4,7 @@
 #define HV_X86_CPUID_H
 
 #define CPUID_1_ECX_VMX			(1u << 5)
+#define CPUID_1_ECX_XSAVE		(1u << 26)
 #define CPUID_1_ECX_HYPERVISOR		(1u << 31)
 
 #define CPUID_80000001_ECX_SVM		(1u << 2)
