@@ -29,7 +29,7 @@ tier() {
 	[ "$f" = 0 ] || tier_fail="$tier_fail $name"
 }
 
-for t in "$BUILD"/host/test_config "$BUILD"/host/test_pgbuild "$BUILD"/host/test_memmap; do
+for t in "$BUILD"/host/test_config "$BUILD"/host/test_pgbuild "$BUILD"/host/test_memmap "$BUILD"/host/test_vmx_ctls "$BUILD"/host/test_ept; do
 	tier "unit/$(basename "$t")" "$t"
 done
 if [ -f tests/unit/decode.mk ]; then
