@@ -329,9 +329,12 @@ void vmx_dump(struct vcpu *v)
 	struct vmx_vcpu *vx = v->arch;
 	u32 reason = vmcs_read32(VMCS_EXIT_REASON);
 
-	LOG_ERR("vcpu %u VMCS at %016lx: exit reason %x (%s) qualification %lx", v->id, vx->vmcs_pa,
-		reason, vmx_exit_reason_str(VMX_EXIT_REASON_BASIC(reason)),
-		vmcs_readl(VMCS_EXIT_QUALIFICATION));
+	if (!vx->launched && !(reason & VMX_EXIT_REASON_ENTRY_FAILURE))
+		LOG_ERR("vcpu %u VMCS at %016lx: no VM exit yet", v->id, vx->vmcs_pa);
+	else
+		LOG_ERR("vcpu %u VMCS at %016lx: exit reason %x (%s) qualification %lx", v->id,
+			vx->vmcs_pa, reason, vmx_exit_reason_str(VMX_EXIT_REASON_BASIC(reason)),
+			vmcs_readl(VMCS_EXIT_QUALIFICATION));
 	LOG_ERR("  VM-instruction error %u, exit intr %x/%x, idt vectoring %x/%x, insn len %u",
 		vmcs_read32(VMCS_VM_INSTRUCTION_ERROR),
 		vmcs_read32(VMCS_VM_EXIT_INTERRUPTION_INFORMATION),
