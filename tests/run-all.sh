@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test tier that `make test` covers and sums their closing
 # "N passed, M failed" lines into one. Tiers: host unit tests, the decoder's
-# differential test (bounded sample), QEMU integration tests.
+# differential test (bounded sample), QEMU integration tests, Bochs (VMX)
+# integration tests.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -29,13 +30,14 @@ tier() {
 	[ "$f" = 0 ] || tier_fail="$tier_fail $name"
 }
 
-for t in "$BUILD"/host/test_config "$BUILD"/host/test_pgbuild "$BUILD"/host/test_memmap; do
+for t in "$BUILD"/host/test_config "$BUILD"/host/test_pgbuild "$BUILD"/host/test_memmap "$BUILD"/host/test_vmx_ctls "$BUILD"/host/test_ept; do
 	tier "unit/$(basename "$t")" "$t"
 done
 if [ -f tests/unit/decode.mk ]; then
 	tier "unit/decode" make --no-print-directory -s test-decode
 fi
 tier integration tests/integration.sh
+tier integration-vmx tests/integration-vmx.sh
 
 echo
 cat "$log"

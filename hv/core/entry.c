@@ -23,6 +23,8 @@ static const struct hv_arch_ops *pick_backend(void)
 	/* "AuthenticAMD" / "HygonGenuine" have SVM; "GenuineIntel" VMX */
 	if (r.ebx == 0x68747541 || r.ebx == 0x6f677948)
 		return &svm_ops;
+	if (r.ebx == 0x756e6547 && r.edx == 0x49656e69 && r.ecx == 0x6c65746e)
+		return &vmx_ops;
 	return NULL;
 }
 

@@ -15,7 +15,8 @@ static void out_c(struct out *o, char c)
 	o->len++;
 }
 
-static void out_num(struct out *o, u64 v, unsigned base, int width, bool zero, bool neg)
+static void out_num(struct out *o, u64 v, unsigned base, int width, bool zero, bool neg,
+		    bool left)
 {
 	char tmp[24];
 	int n = 0;
@@ -25,17 +26,22 @@ static void out_num(struct out *o, u64 v, unsigned base, int width, bool zero, b
 	} while (v);
 	if (neg)
 		width--;
+	if (left)
+		zero = false;
 	if (neg && zero)
 		out_c(o, '-');
-	for (; width > n; width--)
+	for (; !left && width > n; width--)
 		out_c(o, zero ? '0' : ' ');
 	if (neg && !zero)
 		out_c(o, '-');
-	while (n)
-		out_c(o, tmp[--n]);
+	for (int k = n; k; k--)
+		out_c(o, tmp[k - 1]);
+	for (; left && width > n; width--)
+		out_c(o, ' ');
 }
 
-/* Supports %[0][width][.prec][l|ll|z]{d,u,x,p,s,c,%}: what the log needs. */
+/* Supports %[-][0][width][.prec][l|ll|z]{d,u,x,p,s,c,%}: what the log needs
+ * ('-' pads on the right). */
 int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
 	struct out o = { buf, size, 0 };
@@ -46,8 +52,12 @@ int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 			continue;
 		}
 		fmt++;
-		bool zero = false;
+		bool zero = false, left = false;
 		int width = 0, lng = 0;
+		if (*fmt == '-') {
+			left = true;
+			fmt++;
+		}
 		if (*fmt == '0') {
 			zero = true;
 			fmt++;
@@ -67,19 +77,19 @@ int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		switch (*fmt) {
 		case 'd': {
 			s64 v = lng ? va_arg(ap, s64) : va_arg(ap, int);
-			out_num(&o, v < 0 ? -(u64)v : (u64)v, 10, width, zero, v < 0);
+			out_num(&o, v < 0 ? -(u64)v : (u64)v, 10, width, zero, v < 0, left);
 			break;
 		}
 		case 'u':
-			out_num(&o, lng ? va_arg(ap, u64) : va_arg(ap, unsigned), 10, width, zero, false);
+			out_num(&o, lng ? va_arg(ap, u64) : va_arg(ap, unsigned), 10, width, zero, false, left);
 			break;
 		case 'x':
-			out_num(&o, lng ? va_arg(ap, u64) : va_arg(ap, unsigned), 16, width, zero, false);
+			out_num(&o, lng ? va_arg(ap, u64) : va_arg(ap, unsigned), 16, width, zero, false, left);
 			break;
 		case 'p':
 			out_c(&o, '0');
 			out_c(&o, 'x');
-			out_num(&o, (u64)(uintptr_t)va_arg(ap, void *), 16, 0, false, false);
+			out_num(&o, (u64)(uintptr_t)va_arg(ap, void *), 16, 0, false, false, false);
 			break;
 		case 's': {
 			const char *s = va_arg(ap, const char *);
@@ -88,10 +98,12 @@ int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 			size_t l = 0;
 			while (s[l] && (prec < 0 || l < (size_t)prec))
 				l++;
-			for (; width > (int)l; width--)
+			for (; !left && width > (int)l; width--)
 				out_c(&o, ' ');
 			for (size_t k = 0; k < l; k++)
 				out_c(&o, s[k]);
+			for (; left && width > (int)l; width--)
+				out_c(&o, ' ');
 			break;
 		}
 		case 'c':

@@ -41,8 +41,15 @@ bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 	case MSR_EFER:
 		*val = hv.ops->get_efer(v);
 		return true;
+	case MSR_IA32_FEATURE_CONTROL:
+		/* (VMX backend) as on a machine whose firmware locked VMX off
+		 * (Intel SDM Vol. 3 24.7); writing a locked value is #GP */
+		*val = (rdmsr(MSR_IA32_FEATURE_CONTROL) | FEATURE_CONTROL_LOCK) &
+		       ~(FEATURE_CONTROL_VMX_INSIDE_SMX | FEATURE_CONTROL_VMX_OUTSIDE_SMX);
+		return true;
 	}
-	/* VM_CR, VM_HSAVE_PA, IGNNE, SMM_CTL: #GP as on a CPU without SVM */
+	/* VM_CR, VM_HSAVE_PA, IGNNE, SMM_CTL, IA32_VMX_*: #GP as on a CPU
+	 * without SVM or VMX */
 	return false;
 }
 

@@ -105,20 +105,53 @@ bool pg_translate(const struct pg_builder *b, u64 va, u64 *pa, u64 *flags, u64 *
 	return false;
 }
 
+bool pg_identity_map_typed(struct pg_builder *b, u64 limit, const struct hv_memrange *ram,
+			   u32 nr_ram, const struct hv_memrange *hidden, u32 nr_hidden, u64 sink_pa,
+			   u64 ram_flags, u64 other_flags)
+{
+	u64 at = 0, prev_end = 0;
+	u32 ri = 0, hi = 0;
+
+	for (u32 i = 0; i < nr_ram; i++) {
+		if (ram[i].base < prev_end || !IS_ALIGNED(ram[i].base | ram[i].size, PAGE_SIZE))
+			return false;
+		prev_end = ram[i].base + ram[i].size;
+	}
+	while (at < limit) {
+		if (hi < nr_hidden) {
+			u64 hb = hidden[hi].base;
+			if (hb < at || !IS_ALIGNED(hb | hidden[hi].size, PAGE_SIZE))
+				return false;
+			if (hb == at) {
+				/* hidden pages win over whatever the RAM map says */
+				u64 he = MIN(hb + hidden[hi].size, limit);
+				if (!pg_map_alias(b, hb, sink_pa, he - hb, ram_flags))
+					return false;
+				at = he;
+				hi++;
+				continue;
+			}
+		}
+		while (ri < nr_ram && ram[ri].base + ram[ri].size <= at)
+			ri++;
+		u64 end = hi < nr_hidden ? MIN(hidden[hi].base, limit) : limit, flags;
+		if (ri < nr_ram && ram[ri].base <= at) {
+			end = MIN(end, ram[ri].base + ram[ri].size);
+			flags = ram_flags;
+		} else {
+			if (ri < nr_ram)
+				end = MIN(end, ram[ri].base);
+			flags = other_flags;
+		}
+		if (!pg_map(b, at, at, end - at, flags))
+			return false;
+		at = end;
+	}
+	return true;
+}
+
 bool pg_identity_map(struct pg_builder *b, u64 limit, const struct hv_memrange *hidden,
 		     u32 nr_hidden, u64 sink_pa, u64 flags)
 {
-	u64 at = 0;
-	for (u32 i = 0; i < nr_hidden && at < limit; i++) {
-		u64 hb = hidden[i].base, he = MIN(hb + hidden[i].size, limit);
-		if (hb < at || !IS_ALIGNED(hb | hidden[i].size, PAGE_SIZE))
-			return false;
-		if (hb >= limit)
-			break;
-		if (!pg_map(b, at, at, hb - at, flags) ||
-		    !pg_map_alias(b, hb, sink_pa, he - hb, flags))
-			return false;
-		at = he;
-	}
-	return at >= limit || pg_map(b, at, at, limit - at, flags);
+	return pg_identity_map_typed(b, limit, NULL, 0, hidden, nr_hidden, sink_pa, flags, flags);
 }

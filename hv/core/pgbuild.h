@@ -1,6 +1,8 @@
 /* Builder for x86-64 4-level page tables: the hypervisor's own host page
- * tables (built by the loader) and AMD nested page tables (built by the
- * hypervisor). Pure logic over a page allocator callback; host-tested. */
+ * tables (built by the loader), AMD nested page tables and Intel EPT (built
+ * by the hypervisor; EPT entries share the layout where it matters here:
+ * bit 0 present/readable, bit 7 large page, address in 51:12). Pure logic
+ * over a page allocator callback; host-tested. */
 #ifndef HV_CORE_PGBUILD_H
 #define HV_CORE_PGBUILD_H
 
@@ -42,5 +44,15 @@ bool pg_translate(const struct pg_builder *b, u64 va, u64 *pa, u64 *flags, u64 *
 struct hv_memrange;
 bool pg_identity_map(struct pg_builder *b, u64 limit, const struct hv_memrange *hidden,
 		     u32 nr_hidden, u64 sink_pa, u64 flags);
+
+/* The same with two kinds of leaf: the pages of the `nr_ram` sorted,
+ * non-overlapping, 4 KiB-aligned ranges in `ram` get `ram_flags`, all other
+ * pages `other_flags` (for EPT: the memory type, write-back for RAM and
+ * uncacheable elsewhere). Hidden pages win over RAM and map to `sink_pa`
+ * with `ram_flags` (the sink is RAM). Large pages never straddle a change
+ * of flags. */
+bool pg_identity_map_typed(struct pg_builder *b, u64 limit, const struct hv_memrange *ram,
+			   u32 nr_ram, const struct hv_memrange *hidden, u32 nr_hidden, u64 sink_pa,
+			   u64 ram_flags, u64 other_flags);
 
 #endif

@@ -15,8 +15,10 @@ const char *hv_status_str(int st)
 	case HV_ERR_UNSUPPORTED_CPU: return "this CPU is neither AMD (SVM) nor Intel (VMX)";
 	case HV_ERR_NO_VMX: return "this CPU has no Intel VMX (CPUID 1 ECX[5] clear)";
 	case HV_ERR_VMX_DISABLED: return "VMX is disabled by the firmware (IA32_FEATURE_CONTROL locked without VMX)";
-	case HV_ERR_VMX_CONTROLS: return "the CPU does not allow the VMX controls hvtrace needs";
-	case HV_ERR_VMENTRY_FAILED: return "the first VM entry failed";
+	case HV_ERR_VMX_CONTROLS: return "the CPU does not allow the VMX controls hvtrace needs (the serial log names them)";
+	case HV_ERR_VMENTRY_FAILED: return "the first VM entry failed (the serial log has the reason and the guest state)";
+	case HV_ERR_NO_EPT: return "VMX has no usable EPT (4-level, write-back or uncacheable structures)";
+	case HV_ERR_VMX_SETUP: return "entering VMX operation failed (VMXON, VMPTRLD or VMWRITE; the serial log has the VM-instruction error)";
 	}
 	return "unknown error";
 }

@@ -45,7 +45,9 @@ enum hv_status {
 	HV_ERR_NO_VMX = -8,
 	HV_ERR_VMX_DISABLED = -9,
 	HV_ERR_VMX_CONTROLS = -10,
-	HV_ERR_VMENTRY_FAILED = -11,
+	HV_ERR_VMENTRY_FAILED = -11,	/* first VM entry refused the guest state */
+	HV_ERR_NO_EPT = -12,		/* VMX without usable EPT */
+	HV_ERR_VMX_SETUP = -13,		/* VMXON/VMPTRLD/VMWRITE failed */
 };
 
 const char *hv_status_str(int st);

@@ -96,6 +96,8 @@ struct hv_arch_ops {
 	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
 	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */
 	u64 (*get_msr)(struct vcpu *v, u32 msr);
+	/* interrupts blocked until after the next instruction (STI's shadow) */
+	void (*set_sti_shadow)(struct vcpu *v);
 	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);
@@ -131,5 +133,6 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
 #define X86_PF 14
 
 extern const struct hv_arch_ops svm_ops;
+extern const struct hv_arch_ops vmx_ops;
 
 #endif

@@ -240,6 +240,11 @@ static u64 svm_get_msr(struct vcpu *v, u32 msr)
 	return 0;
 }
 
+static void svm_set_sti_shadow(struct vcpu *v)
+{
+	((struct svm_vcpu *)v->arch)->vmcb->control.int_state |= 1;	/* APM 15.21.5 */
+}
+
 static void svm_inject_interrupt(struct vcpu *v, u8 vector)
 {
 	/* APM 15.20: EVENTINJ type 0 = external interrupt */
@@ -285,6 +290,7 @@ const struct hv_arch_ops svm_ops = {
 	.set_intr_intercept = svm_set_intr_intercept,
 	.inject_interrupt = svm_inject_interrupt,
 	.get_msr = svm_get_msr,
+	.set_sti_shadow = svm_set_sti_shadow,
 	.get_efer = svm_get_efer,
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,

@@ -459,6 +459,11 @@ static void step_completed(struct vcpu *v)
 				img = (img & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 				gmem_write_linear(v, v->gpr[GPR_RSP], &img, w);
 			}
+		} else if (is_legacy_op(&s->insn, 0, 0xfb) && !(s->rflags & RFLAGS_IF)) {
+			/* STI that set IF: interrupts stay blocked until the next
+			 * instruction completes (SDM Vol. 2B STI); a CPU may drop
+			 * that shadow across the #DB exit (Bochs does) */
+			hv.ops->set_sti_shadow(v);
 		} else if (is_legacy_op(&s->insn, 0, 0x9d)) {
 			/* POPF set TF to what the guest popped */
 			t->guest_tf = t->raw_rflags & RFLAGS_TF;
@@ -520,11 +525,23 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	u64 from = linear_rip(v);
 	int cpl = hv.ops->get_cpl(v);
 	struct step_state *s = &t->step;
-	if ((ev->vector == X86_BP || ev->vector == 4) && s->valid && s->dec == DEC_OK &&
-	    (is_legacy_op(&s->insn, 0, 0xcc) || is_legacy_op(&s->insn, 0, 0xce))) {
-		from = s->lin;
-		if (v->rip == s->rip)
-			v->rip += s->insn.len;	/* a trap: the frame returns after it */
+	if (ev->vector == X86_BP || ev->vector == 4) {
+		/* INT3/INTO are traps, but an intercepted one is reported at the
+		 * instruction (VMX 27.2.2; SVM likewise): the guest's frame must
+		 * return after it. Where the CPU already moved past it, the step
+		 * state still names the instruction. */
+		u8 b[15];
+		struct dec_insn in;
+		u64 base;
+		enum dec_mode mode = code_mode(v, &base);
+		size_t n = gmem_read_linear(v, base + v->rip, b, sizeof(b));
+		if (dec_decode(b, n, mode, v->rip, &in) == DEC_OK &&
+		    (is_legacy_op(&in, 0, 0xcc) || is_legacy_op(&in, 0, 0xce))) {
+			v->rip += in.len;
+		} else if (s->valid && s->dec == DEC_OK &&
+			   (is_legacy_op(&s->insn, 0, 0xcc) || is_legacy_op(&s->insn, 0, 0xce))) {
+			from = s->lin;
+		}
 	}
 	s->valid = false;
 	if (ev->vector == X86_PF)
@@ -556,6 +573,12 @@ bool trace_on_interrupt(struct vcpu *v, u8 vector)
 	else
 		bp_disarm(v);
 	return true;
+}
+
+/* The guest's own TF: RFLAGS.TF unless the engine set it for a step. */
+bool trace_guest_tf(const struct vcpu *v)
+{
+	return v->trace.tf_forced ? v->trace.guest_tf : (v->rflags & RFLAGS_TF);
 }
 
 /* --- before the guest runs again --------------------------------------------- */

@@ -94,5 +94,6 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev); /* first on ev
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: handled */
 bool trace_on_interrupt(struct vcpu *v, u8 vector);			/* true: handled */
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
+bool trace_guest_tf(const struct vcpu *v);	/* the guest's own RFLAGS.TF */
 
 #endif

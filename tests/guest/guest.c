@@ -100,6 +100,10 @@ void report_done(void)
 	hv_snprintf(buf, sizeof(buf), "SUMMARY: %s: %u passed, %u failed, %u skipped", prog, passed,
 		    failed, skipped);
 	line(buf);
+	/* Bochs ends at "Shutdown" written to its port 0x8900 (nothing is
+	 * there on QEMU); everywhere else the firmware powers off. */
+	for (const char *p = "Shutdown"; *p; p++)
+		asm volatile("outb %0, %1" ::"a"(*p), "Nd"((uint16_t)0x8900));
 	uefi_call_wrapper(RT->ResetSystem, 4, EfiResetShutdown, EFI_SUCCESS, 0, NULL);
 	for (;;)
 		asm volatile("hlt");
@@ -115,11 +119,16 @@ bool under_hvtrace(void)
 	       r.d == HVTRACE_CPUID_SIG_EDX;
 }
 
-int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c)
+bool cpu_is_amd(void)
 {
 	struct cpuid v = cpuid(0, 0);
+	return v.b == 0x68747541 || v.b == 0x6f677948; /* AuthenticAMD, HygonGenuine */
+}
+
+int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c)
+{
 	uint64_t a = nr, d = 0;
-	if (v.b == 0x68747541 || v.b == 0x6f677948)
+	if (cpu_is_amd())
 		asm volatile("vmmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(d) :: "memory");
 	else
 		asm volatile("vmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(d) :: "memory");

@@ -41,6 +41,8 @@ static inline struct cpuid cpuid(uint32_t leaf, uint32_t sub)
 }
 
 bool under_hvtrace(void);
+/* SVM on AMD and Hygon, VMX on Intel */
+bool cpu_is_amd(void);
 /* VMMCALL on AMD, VMCALL on Intel; returns RAX and updates b, c. */
 int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c);
 

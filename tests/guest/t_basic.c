@@ -1,8 +1,11 @@
 /*
  * t_basic: proves this program runs as a guest of hvtrace and that the
  * hypervisor is invisible and untouchable except where it shows itself:
- * CPUID leaves, hypercalls, SVM hidden (#UD, #GP, EFER), and its reserved
- * range (found in the UEFI memory map) neither readable nor writable.
+ * CPUID leaves, hypercalls, the CPU's virtualization hidden (on AMD: SVM
+ * instructions #UD, SVM MSRs #GP, EFER.SVME; on Intel: VMX instructions
+ * #UD, CR4.VMXE, IA32_FEATURE_CONTROL, the VMX MSRs), the control
+ * registers and XCR0 behaving as on hardware, and its reserved range
+ * (found in the UEFI memory map) neither readable nor writable.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -11,6 +14,12 @@
 #define MSR_VM_CR	0xc0010114
 #define MSR_VM_HSAVE_PA	0xc0010117
 #define EFER_SVME	(1ull << 12)
+#define MSR_IA32_FEATURE_CONTROL 0x3a
+#define MSR_IA32_VMX_BASIC	0x480
+#define MSR_IA32_VMX_VMFUNC	0x491
+#define CR0_NE		(1ull << 5)
+#define CR4_VMXE	(1ull << 13)
+#define CR4_OSXSAVE	(1ull << 18)
 
 static int rdmsr_fault(uint32_t msr, uint64_t *v)
 {
@@ -40,7 +49,7 @@ static void test_cpuid(void)
 	report(!(r.a | r.b | r.c | r.d), "cpuid_svm_leaf_empty", "%x %x %x %x", r.a, r.b, r.c, r.d);
 }
 
-static void test_virt_insns(void)
+static void test_svm_insns(void)
 {
 	report(TRY(3, "vmrun" ::"a"(0ull)) == 6, "vmrun_ud", NULL);
 	report(TRY(3, "vmload" ::"a"(0ull)) == 6, "vmload_ud", NULL);
@@ -49,6 +58,88 @@ static void test_virt_insns(void)
 	report(TRY(3, "clgi") == 6, "clgi_ud", NULL);
 	report(TRY(3, "skinit" ::"a"(0ull)) == 6, "skinit_ud", NULL);
 	report(TRY(3, "invlpga" ::"a"(0ull), "c"(0)) == 6, "invlpga_ud", NULL);
+}
+
+/* Intel SDM Vol. 3 31.3: without VMX these are #UD. Lengths are those of
+ * the encodings gas emits for these operands (no REX, ModRM only). */
+static void test_vmx_insns(void)
+{
+	static uint64_t region[2];
+	uint64_t *p = region, v = 0;
+	report(TRY(4, "vmxon (%0)" ::"a"(p)) == 6, "vmxon_ud", NULL);
+	report(TRY(4, "vmclear (%0)" ::"a"(p)) == 6, "vmclear_ud", NULL);
+	report(TRY(3, "vmptrld (%0)" ::"a"(p)) == 6, "vmptrld_ud", NULL);
+	report(TRY(3, "vmptrst (%0)" ::"a"(p) : "memory") == 6, "vmptrst_ud", NULL);
+	report(TRY(3, "vmread %1, %0" : "=c"(v) : "a"(0x4400ull)) == 6, "vmread_ud", NULL);
+	report(TRY(3, "vmwrite %0, %1" ::"c"(v), "a"(0x4400ull)) == 6, "vmwrite_ud", NULL);
+	report(TRY(3, "vmlaunch") == 6, "vmlaunch_ud", NULL);
+	report(TRY(3, "vmresume") == 6, "vmresume_ud", NULL);
+	report(TRY(3, "vmxoff") == 6, "vmxoff_ud", NULL);
+	report(TRY(5, "invept (%0), %1" ::"a"(p), "c"(1ull)) == 6, "invept_ud", NULL);
+	report(TRY(5, "invvpid (%0), %1" ::"a"(p), "c"(1ull)) == 6, "invvpid_ud", NULL);
+}
+
+static uint64_t read_cr0(void) { uint64_t v; asm volatile("mov %%cr0, %0" : "=r"(v)); return v; }
+static uint64_t read_cr4(void) { uint64_t v; asm volatile("mov %%cr4, %0" : "=r"(v)); return v; }
+
+/* CR4.VMXE is reserved on a CPU without VMX: reads 0, setting it is #GP;
+ * IA32_FEATURE_CONTROL reads as locked with VMX off (README); the VMX
+ * capability MSRs do not exist. */
+static void test_vmx_hidden(void)
+{
+	uint64_t cr4 = read_cr4(), v;
+	report(!(cr4 & CR4_VMXE), "cr4_vmxe_hidden", "cr4 %lx", cr4);
+	int vec = TRY(3, "mov %0, %%cr4" ::"a"(cr4 | CR4_VMXE));
+	report(vec == 13 && read_cr4() == cr4, "cr4_vmxe_set_gp", "vec %d cr4 %lx", vec, read_cr4());
+	vec = TRY(3, "mov %0, %%cr4" ::"a"(cr4));
+	report(vec < 0 && read_cr4() == cr4, "cr4_write_same", "vec %d cr4 %lx", vec, read_cr4());
+
+	uint64_t fc = 0;
+	vec = rdmsr_fault(MSR_IA32_FEATURE_CONTROL, &fc);
+	report(vec < 0 && (fc & 1) && !(fc & 6), "feature_control_locked_vmx_off", "vec %d value %lx",
+	       vec, fc);
+	vec = wrmsr_fault(MSR_IA32_FEATURE_CONTROL, fc);
+	report(vec == 13, "feature_control_write_gp", "vec %d", vec);
+	vec = wrmsr_fault(MSR_IA32_FEATURE_CONTROL, fc | 4);
+	report(vec == 13, "feature_control_enable_vmx_gp", "vec %d", vec);
+
+	unsigned bad = 0;
+	for (uint32_t msr = MSR_IA32_VMX_BASIC; msr <= MSR_IA32_VMX_VMFUNC; msr++)
+		if (rdmsr_fault(msr, &v) != 13)
+			bad++;
+	report(!bad, "vmx_capability_msrs_gp", "%u of 18 readable", bad);
+	report(wrmsr_fault(MSR_IA32_VMX_BASIC, 0) == 13, "vmx_basic_write_gp", NULL);
+}
+
+/* Common to both backends: what VMX emulates (CR0 guest/host mask, the
+ * unconditional XSETBV exit) must behave as the hardware does natively. */
+static void test_cr0_xcr0(void)
+{
+	uint64_t cr0 = read_cr0();
+	int vec = TRY(3, "mov %0, %%cr0" ::"a"(cr0 & ~CR0_NE));
+	uint64_t now = read_cr0();
+	TRY(3, "mov %0, %%cr0" ::"a"(cr0));
+	report(vec < 0 && now == (cr0 & ~CR0_NE) && read_cr0() == cr0, "cr0_ne_roundtrip",
+	       "vec %d cr0 %lx then %lx", vec, now, read_cr0());
+
+	if (!(cpuid(1, 0).c & (1u << 26))) {
+		report_skip("xsetbv", "no XSAVE");
+		return;
+	}
+	uint64_t cr4 = read_cr4();
+	asm volatile("mov %0, %%cr4" ::"r"(cr4 | CR4_OSXSAVE));
+	uint32_t lo, hi;
+	asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	uint64_t xcr0 = ((uint64_t)hi << 32) | lo;
+	vec = TRY(3, "xsetbv" ::"c"(0), "a"((uint32_t)xcr0), "d"((uint32_t)(xcr0 >> 32)));
+	report(vec < 0, "xsetbv_same", "vec %d xcr0 %lx", vec, xcr0);
+	vec = TRY(3, "xsetbv" ::"c"(0), "a"((uint32_t)xcr0 & ~1u), "d"((uint32_t)(xcr0 >> 32)));
+	report(vec == 13, "xsetbv_no_x87_gp", "vec %d", vec);
+	vec = TRY(3, "xsetbv" ::"c"(5), "a"((uint32_t)xcr0), "d"((uint32_t)(xcr0 >> 32)));
+	report(vec == 13, "xsetbv_bad_xcr_gp", "vec %d", vec);
+	asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	report((((uint64_t)hi << 32) | lo) == xcr0, "xcr0_unchanged", "xcr0 %x%08x", hi, lo);
+	asm volatile("mov %0, %%cr4" ::"r"(cr4));
 }
 
 static void test_msrs(void)
@@ -170,8 +261,14 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report(r.c & (1u << 31), "cpuid_hypervisor_bit", "ecx %x", r.c);
 	test_cpuid();
 	faults_catch();
-	test_virt_insns();
+	if (cpu_is_amd()) {
+		test_svm_insns();
+	} else {
+		test_vmx_insns();
+		test_vmx_hidden();
+	}
 	test_msrs();
+	test_cr0_xcr0();
 	faults_release();
 	test_hypercalls_and_memory();
 	report_done();

@@ -36,7 +36,9 @@ DEFINE_READ_CR(3)
 DEFINE_READ_CR(4)
 #undef DEFINE_READ_CR
 
+static inline void write_cr0(u64 v) { asm volatile("mov %0, %%cr0" ::"r"(v) : "memory"); }
 static inline void write_cr3(u64 v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
+static inline void write_cr4(u64 v) { asm volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
 
 static inline u64 read_dr6(void) { u64 v; asm volatile("mov %%dr6, %0" : "=r"(v)); return v; }
 static inline u64 read_dr7(void) { u64 v; asm volatile("mov %%dr7, %0" : "=r"(v)); return v; }
@@ -78,7 +80,12 @@ DEFINE_READ_SEG(cs)
 DEFINE_READ_SEG(ss)
 DEFINE_READ_SEG(ds)
 DEFINE_READ_SEG(es)
+DEFINE_READ_SEG(fs)
+DEFINE_READ_SEG(gs)
 #undef DEFINE_READ_SEG
+
+static inline u16 read_tr(void) { u16 v; asm volatile("str %0" : "=r"(v)); return v; }
+static inline u16 read_ldtr(void) { u16 v; asm volatile("sldt %0" : "=r"(v)); return v; }
 
 static inline __attribute__((noreturn)) void cpu_halt_forever(void)
 {

@@ -6,6 +6,7 @@
 #define CPUID_1_ECX_DTES64		(1u << 2)
 #define CPUID_1_ECX_VMX			(1u << 5)
 #define CPUID_1_EDX_DS			(1u << 21)
+#define CPUID_1_ECX_XSAVE		(1u << 26)
 #define CPUID_1_ECX_HYPERVISOR		(1u << 31)
 
 #define CPUID_80000001_ECX_SVM		(1u << 2)

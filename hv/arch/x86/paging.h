@@ -22,10 +22,16 @@
 
 /* CR0/CR4 bits needed to know the guest's paging mode */
 #define CR0_PE		(1ull << 0)
+#define CR0_NE		(1ull << 5)
+#define CR0_NW		(1ull << 29)
+#define CR0_CD		(1ull << 30)
 #define CR0_PG		(1ull << 31)
 #define CR4_PSE		(1ull << 4)
 #define CR4_PAE		(1ull << 5)
 #define CR4_LA57	(1ull << 12)
+#define CR4_VMXE	(1ull << 13)
+#define CR4_PCIDE	(1ull << 17)
+#define CR4_OSXSAVE	(1ull << 18)
 
 #define RFLAGS_TF	(1ull << 8)
 #define RFLAGS_IF	(1ull << 9)

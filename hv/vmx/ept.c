@@ -1,0 +1,66 @@
+/* Extended page tables (SDM Vol. 3 29.3): guest-physical = host-physical
+ * for the whole physical address width, with the largest pages the CPU
+ * offers; guest RAM write-back and everything else uncacheable (with EPT the
+ * guest's MTRRs are not consulted, 29.3.7.2: the EPT memory type is the
+ * MTRR type's replacement); the hypervisor's own ranges replaced by a sink
+ * page exactly as hv/svm/npt.c does. Built once at start-up, root mode. */
+#include "arch/x86/paging.h"
+#include "core/lib.h"
+#include "core/log.h"
+#include "core/mm.h"
+#include "core/pgbuild.h"
+#include "vmx/ept.h"
+#include "vmx/vmx.h"
+
+/*
+ * Leaves: read/write/execute, memory type in bits 5:3, "ignore PAT" clear so
+ * that the guest's PAT still combines with it as on bare metal (29.3.7.2:
+ * EPT WB with a guest PAT UC is UC; EPT UC is UC whatever the PAT says).
+ * Non-leaf entries carry only R/W/X (bits 7:3 reserved there, 29.3.2).
+ */
+int vmx_ept_build_tables(struct pg_builder *b, const struct pg_alloc *a, u64 limit, u64 max_leaf,
+			 const struct hv_memmap *ram, const struct hv_memmap *hidden, u64 sink_pa)
+{
+	if (!pg_init(b, a, max_leaf, EPT_RWX))
+		return HV_ERR_NO_MEMORY;
+	if (!pg_identity_map_typed(b, limit, ram->r, ram->nr, hidden->r, hidden->nr, sink_pa,
+				   EPT_RWX | EPT_MEMTYPE(VMX_MEMTYPE_WB),
+				   EPT_RWX | EPT_MEMTYPE(VMX_MEMTYPE_UC)))
+		return HV_ERR_NO_MEMORY;
+	return HV_OK;
+}
+
+static void *ept_alloc(void *ctx, u64 *pa)
+{
+	(void)ctx;
+	return mm_alloc_pages(1, pa);
+}
+
+static void *ept_ptr(void *ctx, u64 pa)
+{
+	(void)ctx;
+	return hv_pa_to_va(pa);
+}
+
+int vmx_ept_build(u64 *eptp)
+{
+	struct pg_builder b;
+	const struct pg_alloc a = { ept_alloc, ept_ptr, NULL };
+	/* 4-level EPT translates 48 bits of guest-physical address */
+	u64 sink_pa, limit = MIN(hv.boot.phys_limit, 1ull << 48);
+	u8 *sink = mm_alloc_pages(1, &sink_pa);
+	int st;
+
+	if (!sink)
+		return HV_ERR_NO_MEMORY;
+	memset(sink, 0xff, PAGE_SIZE);
+	st = vmx_ept_build_tables(&b, &a, limit, vmx_caps.ept_max_leaf, &hv.guest_ram, &hv.hidden,
+				  sink_pa);
+	if (st)
+		return st;
+	LOG_INFO("EPT: identity map of %lu GiB in %lu table pages, %lu KiB leaves at most, "
+		 "%u RAM ranges write-back", limit >> 30, b.tables, vmx_caps.ept_max_leaf >> 10,
+		 hv.guest_ram.nr);
+	*eptp = b.root_pa | EPTP_MEMTYPE(vmx_caps.eptp_memtype) | EPTP_WALK_LENGTH_4;
+	return HV_OK;
+}

@@ -1,0 +1,49 @@
+/* The MSR bitmap (SDM Vol. 3 25.6.9): one 4 KiB page, four 1 KiB bitmaps
+ * (read low, read high, write low, write high) of one bit per MSR for
+ * 0x0-0x1fff and 0xc0000000-0xc0001fff. A set bit makes RDMSR/WRMSR exit;
+ * MSRs outside both ranges always exit (26.1.3), which is how the SVM MSRs
+ * (VM_CR, VM_HSAVE_PA...) reach core/msr.c and get #GP as on the SVM side. */
+#include "arch/x86/msr.h"
+#include "core/mm.h"
+#include "core/msr.h"
+#include "vmx/vmx.h"
+
+#define BITMAP_READ_LOW		0x000
+#define BITMAP_READ_HIGH	0x400
+#define BITMAP_WRITE_LOW	0x800
+#define BITMAP_WRITE_HIGH	0xc00
+
+/* read and write of one MSR in 0x0-0x1fff or 0xc0000000-0xc0001fff; MSRs
+ * outside both exit anyway */
+static void msr_bitmap_intercept(u8 *bm, u32 msr)
+{
+	u32 rd, wr;
+	if (msr < 0x2000) {
+		rd = BITMAP_READ_LOW;
+		wr = BITMAP_WRITE_LOW;
+	} else if (msr - 0xc0000000u < 0x2000) {
+		rd = BITMAP_READ_HIGH;
+		wr = BITMAP_WRITE_HIGH;
+		msr -= 0xc0000000u;
+	} else {
+		return;
+	}
+	bm[rd + msr / 8] |= (u8)(1u << (msr % 8));
+	bm[wr + msr / 8] |= (u8)(1u << (msr % 8));
+}
+
+int vmx_msr_bitmap_build(u64 *bitmap_pa)
+{
+	u8 *bm = mm_alloc_pages(1, bitmap_pa);
+	if (!bm)
+		return HV_ERR_NO_MEMORY;
+	/* VMX is hidden: IA32_FEATURE_CONTROL reads as locked with VMX off
+	 * (core/msr.c), the capability MSRs #GP as on a CPU without VMX. */
+	msr_bitmap_intercept(bm, MSR_IA32_FEATURE_CONTROL);
+	for (u32 msr = MSR_IA32_VMX_BASIC; msr <= MSR_IA32_VMX_EXIT_CTLS2; msr++)
+		msr_bitmap_intercept(bm, msr);
+	/* and every MSR core owns: EFER, the Debug Store MSRs (hv/trace/ds.c) */
+	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
+		msr_bitmap_intercept(bm, hv_owned_msrs[i]);
+	return HV_OK;
+}

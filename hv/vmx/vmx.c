@@ -1,0 +1,685 @@
+/* Intel VMX backend: probe, VMXON, the VMCS built from the live processor
+ * state (the firmware becomes the guest), the run loop, and the ops table.
+ * Runs in VMX root operation with interrupts off. SDM Vol. 3 chapters 24-31. */
+#include "hvtrace/abi.h"
+#include "arch/x86/cpuid.h"
+#include "arch/x86/desc.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "arch/x86/resume.h"
+#include "core/lib.h"
+#include "core/log.h"
+#include "core/mm.h"
+#include "vmx/ctls.h"
+#include "vmx/vmx.h"
+
+_Static_assert(VMCS_HOST_RSP == 0x6c14, "run.S writes HOST_RSP by its encoding");
+
+struct vmx_caps vmx_caps;
+
+static const char *const pin_names[32] = {
+	[0] = "external-interrupt exiting", [3] = "NMI exiting", [5] = "virtual NMIs",
+};
+static const char *const proc_names[32] = {
+	[7] = "HLT exiting", [15] = "CR3-load exiting", [16] = "CR3-store exiting",
+	[27] = "monitor trap flag", [28] = "use MSR bitmaps",
+	[31] = "activate secondary controls",
+};
+static const char *const proc2_names[32] = {
+	[1] = "enable EPT", [3] = "enable RDTSCP", [5] = "enable VPID",
+	[7] = "unrestricted guest", [12] = "enable INVPCID", [20] = "enable XSAVES/XRSTORS",
+	[26] = "enable user wait and pause",
+};
+static const char *const exit_names[32] = {
+	[2] = "save debug controls", [9] = "host address-space size",
+	[18] = "save IA32_PAT", [19] = "load IA32_PAT", [20] = "save IA32_EFER",
+	[21] = "load IA32_EFER",
+};
+static const char *const entry_names[32] = {
+	[2] = "load debug controls", [9] = "IA-32e mode guest", [14] = "load IA32_PAT",
+	[15] = "load IA32_EFER",
+};
+
+/*
+ * What hvtrace needs and what it uses when offered. No interrupt, NMI, HLT
+ * or I/O exiting: the guest takes its own interrupts through its own IDT,
+ * as on SVM. EPT and unrestricted guest let the firmware run exactly as it
+ * was; the MSR bitmap keeps MSR exits to the few MSRs hvtrace owns. RDTSCP,
+ * INVPCID, XSAVES and the user-wait instructions #UD in the guest unless
+ * enabled (25.6.2), so they are turned on wherever the CPU allows them.
+ */
+static const struct vmx_ctl_word want_pin = {
+	"pin-based VM-execution", "IA32_VMX_PINBASED_CTLS", 0, 0, pin_names,
+};
+static const struct vmx_ctl_word want_proc = {
+	"primary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS",
+	PROC_USE_MSR_BITMAPS | PROC_ACTIVATE_SECONDARY_CONTROLS, 0, proc_names,
+};
+static const struct vmx_ctl_word want_proc2 = {
+	"secondary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS2",
+	PROC2_ENABLE_EPT | PROC2_UNRESTRICTED_GUEST,
+	PROC2_ENABLE_RDTSCP | PROC2_ENABLE_INVPCID | PROC2_ENABLE_XSAVES_XRSTORS |
+		PROC2_ENABLE_USER_WAIT_AND_PAUSE,
+	proc2_names,
+};
+static const struct vmx_ctl_word want_exit = {
+	"VM-exit", "IA32_VMX_EXIT_CTLS",
+	EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_SAVE_IA32_EFER | EXIT_LOAD_IA32_EFER,
+	EXIT_SAVE_DEBUG_CONTROLS | EXIT_SAVE_IA32_PAT | EXIT_LOAD_IA32_PAT, exit_names,
+};
+static const struct vmx_ctl_word want_entry = {
+	"VM-entry", "IA32_VMX_ENTRY_CTLS",
+	ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_IA32_EFER,
+	ENTRY_LOAD_DEBUG_CONTROLS | ENTRY_LOAD_IA32_PAT, entry_names,
+};
+
+static int adjust(const struct vmx_ctl_word *w, u32 msr, u32 *out)
+{
+	char msg[200];
+	int st = vmx_adjust_ctls(w, rdmsr(msr), out, msg, sizeof(msg));
+	if (st)
+		LOG_ERR("%s", msg);
+	return st;
+}
+
+static int vmx_probe(u32 *caps)
+{
+	struct cpuid_regs r;
+	u64 fc, basic;
+	int st;
+
+	cpuid_count(1, 0, &r);
+	if (!(r.ecx & CPUID_1_ECX_VMX))
+		return HV_ERR_NO_VMX;
+	/* 24.7: a locked IA32_FEATURE_CONTROL without "VMX outside SMX" makes
+	 * VMXON #GP; an unlocked one is locked by vcpu_init. */
+	fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
+	if ((fc & FEATURE_CONTROL_LOCK) && !(fc & FEATURE_CONTROL_VMX_OUTSIDE_SMX))
+		return HV_ERR_VMX_DISABLED;
+
+	/* A.1; bit 48 (32-bit VMCS addresses) is 0 on every CPU with Intel 64 */
+	basic = rdmsr(MSR_IA32_VMX_BASIC);
+	vmx_caps.revision = VMX_BASIC_REVISION(basic);
+	if (VMX_BASIC_VMCS_SIZE(basic) > PAGE_SIZE) {
+		LOG_ERR("IA32_VMX_BASIC %016lx: a VMCS larger than a page", basic);
+		return HV_ERR_VMX_CONTROLS;
+	}
+	/* A.2: with bit 55 the TRUE_ MSRs say which default1 controls may be 0 */
+	bool t = basic & VMX_BASIC_TRUE_CONTROLS;
+	if ((st = adjust(&want_pin, t ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS,
+			 &vmx_caps.pin)) ||
+	    (st = adjust(&want_proc, t ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS,
+			 &vmx_caps.proc)) ||
+	    (st = adjust(&want_proc2, MSR_IA32_VMX_PROCBASED_CTLS2, &vmx_caps.proc2)) ||
+	    (st = adjust(&want_exit, t ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS,
+			 &vmx_caps.exit)) ||
+	    (st = adjust(&want_entry, t ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS,
+			 &vmx_caps.entry)))
+		return st;
+
+	/* A.10: a 4-level walk and a cacheable type for the EPT structures */
+	vmx_caps.ept_cap = rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
+	if (!(vmx_caps.ept_cap & EPT_CAP_WALK_LENGTH_4) ||
+	    !(vmx_caps.ept_cap & (EPT_CAP_MEMTYPE_WB | EPT_CAP_MEMTYPE_UC))) {
+		LOG_ERR("IA32_VMX_EPT_VPID_CAP %016lx: no 4-level EPT with a usable memory type",
+			vmx_caps.ept_cap);
+		return HV_ERR_NO_EPT;
+	}
+	vmx_caps.eptp_memtype = (vmx_caps.ept_cap & EPT_CAP_MEMTYPE_WB) ? VMX_MEMTYPE_WB
+									 : VMX_MEMTYPE_UC;
+	vmx_caps.ept_max_leaf = (vmx_caps.ept_cap & EPT_CAP_1G_PAGES)   ? PAGE_1G
+				: (vmx_caps.ept_cap & EPT_CAP_2M_PAGES) ? PAGE_2M
+									: PAGE_SIZE;
+	vmx_caps.cr0_fixed0 = rdmsr(MSR_IA32_VMX_CR0_FIXED0);
+	vmx_caps.cr0_fixed1 = rdmsr(MSR_IA32_VMX_CR0_FIXED1);
+	vmx_caps.cr4_fixed0 = rdmsr(MSR_IA32_VMX_CR4_FIXED0);
+	vmx_caps.cr4_fixed1 = rdmsr(MSR_IA32_VMX_CR4_FIXED1);
+
+	/* 28.2.5: every instruction exit reports the instruction's length */
+	*caps = HV_CAP_NRIP;
+	/* A.3.2: the monitor trap flag is an allowed-1 primary control */
+	if (rdmsr(t ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS) >> 32 &
+	    PROC_MONITOR_TRAP_FLAG)
+		*caps |= HV_CAP_MTF;
+	LOG_INFO("VMX: revision %x, controls pin %x proc %x proc2 %x exit %x entry %x%s",
+		 vmx_caps.revision, vmx_caps.pin, vmx_caps.proc, vmx_caps.proc2, vmx_caps.exit,
+		 vmx_caps.entry, (*caps & HV_CAP_MTF) ? ", monitor trap flag" : "");
+	return HV_OK;
+}
+
+/* VMX access rights (25.4.1 Table 25-2) of a GDT descriptor: the
+ * descriptor's type/S/DPL/P in bits 7:0 and AVL/L/D/G in bits 15:12. */
+static u32 vmx_ar(u64 d)
+{
+	u32 a = desc_attr(d);
+	return (a & 0xff) | ((a & 0xf00) << 4);
+}
+
+struct vmx_seg_fields {
+	u32 sel, limit, ar, base;	/* VMCS field encodings */
+};
+static const struct vmx_seg_fields seg_fields[] = {
+	[SEG_ES] = { VMCS_GUEST_ES_SELECTOR, VMCS_GUEST_ES_LIMIT, VMCS_GUEST_ES_ACCESS_RIGHTS, VMCS_GUEST_ES_BASE },
+	[SEG_CS] = { VMCS_GUEST_CS_SELECTOR, VMCS_GUEST_CS_LIMIT, VMCS_GUEST_CS_ACCESS_RIGHTS, VMCS_GUEST_CS_BASE },
+	[SEG_SS] = { VMCS_GUEST_SS_SELECTOR, VMCS_GUEST_SS_LIMIT, VMCS_GUEST_SS_ACCESS_RIGHTS, VMCS_GUEST_SS_BASE },
+	[SEG_DS] = { VMCS_GUEST_DS_SELECTOR, VMCS_GUEST_DS_LIMIT, VMCS_GUEST_DS_ACCESS_RIGHTS, VMCS_GUEST_DS_BASE },
+	[SEG_FS] = { VMCS_GUEST_FS_SELECTOR, VMCS_GUEST_FS_LIMIT, VMCS_GUEST_FS_ACCESS_RIGHTS, VMCS_GUEST_FS_BASE },
+	[SEG_GS] = { VMCS_GUEST_GS_SELECTOR, VMCS_GUEST_GS_LIMIT, VMCS_GUEST_GS_ACCESS_RIGHTS, VMCS_GUEST_GS_BASE },
+};
+static const struct vmx_seg_fields ldtr_fields = {
+	VMCS_GUEST_LDTR_SELECTOR, VMCS_GUEST_LDTR_LIMIT, VMCS_GUEST_LDTR_ACCESS_RIGHTS, VMCS_GUEST_LDTR_BASE,
+};
+static const struct vmx_seg_fields tr_fields = {
+	VMCS_GUEST_TR_SELECTOR, VMCS_GUEST_TR_LIMIT, VMCS_GUEST_TR_ACCESS_RIGHTS, VMCS_GUEST_TR_BASE,
+};
+
+/* The hidden part of a segment register loaded from the current GDT, as
+ * the processor holds it (27.3.1.2 checks it on entry). A null selector is
+ * "unusable"; code and data segments are accessed (the CPU set A when it
+ * loaded them); a system descriptor (TR, LDT) is 16 bytes in IA-32e mode. */
+static void seg_from_gdt(const struct vmx_seg_fields *f, u16 sel, const struct desc_ptr *gdt,
+			 bool system)
+{
+	u64 d = 0, base = 0;
+	u32 ar = VMX_AR_UNUSABLE, limit = 0;
+
+	if ((sel & ~3u) && !(sel & 4) && (sel | 7u) + (system ? 8 : 0) <= gdt->limit) {
+		const u64 *p = (const u64 *)(uintptr_t)(gdt->base + (sel & ~7u));
+		d = p[0];
+		ar = vmx_ar(d);
+		limit = desc_limit(d);
+		base = desc_base(d);
+		if (system)
+			base |= p[1] << 32;
+		else
+			ar |= VMX_AR_TYPE_ACCESSED;
+	}
+	vmcs_write_any(f->sel, sel);
+	vmcs_write_any(f->limit, limit);
+	vmcs_write_any(f->ar, ar);
+	vmcs_write_any(f->base, base);
+}
+
+static u64 fixed(u64 v, u64 fixed0, u64 fixed1)
+{
+	return (v | fixed0) & fixed1;
+}
+
+/* Guest state := this processor's state now (25.4, 27.3.1). */
+static void vmcs_setup_guest(struct vmx_vcpu *vx, u64 cr0, u64 cr4)
+{
+	struct desc_ptr gdt, idt;
+	u64 efer = rdmsr(MSR_EFER);
+
+	sgdt(&gdt);
+	sidt(&idt);
+	seg_from_gdt(&seg_fields[SEG_ES], read_es(), &gdt, false);
+	seg_from_gdt(&seg_fields[SEG_CS], read_cs(), &gdt, false);
+	seg_from_gdt(&seg_fields[SEG_SS], read_ss(), &gdt, false);
+	seg_from_gdt(&seg_fields[SEG_DS], read_ds(), &gdt, false);
+	seg_from_gdt(&seg_fields[SEG_FS], read_fs(), &gdt, false);
+	seg_from_gdt(&seg_fields[SEG_GS], read_gs(), &gdt, false);
+	seg_from_gdt(&ldtr_fields, read_ldtr(), &gdt, true);
+	seg_from_gdt(&tr_fields, read_tr(), &gdt, true);
+	/* 64-bit mode takes FS/GS bases from the MSRs, not the descriptors */
+	vmcs_writel(VMCS_GUEST_FS_BASE, rdmsr(MSR_FS_BASE));
+	vmcs_writel(VMCS_GUEST_GS_BASE, rdmsr(MSR_GS_BASE));
+	/* 27.3.1.2: TR must be usable, a busy TSS. The firmware may never have
+	 * loaded one (TR = 0): give the guest an empty 64-bit TSS as the
+	 * processor would hold it; nothing uses it until the guest loads its own. */
+	if (vmcs_read32(VMCS_GUEST_TR_ACCESS_RIGHTS) & VMX_AR_UNUSABLE) {
+		vmcs_write32(VMCS_GUEST_TR_ACCESS_RIGHTS, VMX_AR_P | VMX_AR_TSS64_BUSY);
+		vmcs_write32(VMCS_GUEST_TR_LIMIT, 0x67);
+	} else {
+		u32 ar = vmcs_read32(VMCS_GUEST_TR_ACCESS_RIGHTS);
+		vmcs_write32(VMCS_GUEST_TR_ACCESS_RIGHTS, (ar & ~0xfu) | VMX_AR_TSS64_BUSY);
+	}
+	vmcs_writel(VMCS_GUEST_GDTR_BASE, gdt.base);
+	vmcs_write32(VMCS_GUEST_GDTR_LIMIT, gdt.limit);
+	vmcs_writel(VMCS_GUEST_IDTR_BASE, idt.base);
+	vmcs_write32(VMCS_GUEST_IDTR_LIMIT, idt.limit);
+
+	/* Control registers: the hardware runs with the fixed bits VMX needs
+	 * (24.8: CR0.NE and CR4.VMXE); the guest reads its own values through
+	 * the read shadows. Unrestricted guest lets CR0.PE/PG be the guest's. */
+	vx->cr0_mask = vmx_caps.cr0_fixed0 & ~(CR0_PE | CR0_PG) & 0xffffffffull;
+	vx->cr4_mask = vmx_caps.cr4_fixed0 | CR4_VMXE;
+	vmcs_writel(VMCS_GUEST_CR0, cr0);
+	vmcs_writel(VMCS_CR0_GUEST_HOST_MASK, vx->cr0_mask);
+	vmcs_writel(VMCS_CR0_READ_SHADOW, vx->cr0_before);
+	vmcs_writel(VMCS_GUEST_CR3, hv.boot.guest.cr3);
+	vmcs_writel(VMCS_GUEST_CR4, cr4);
+	vmcs_writel(VMCS_CR4_GUEST_HOST_MASK, vx->cr4_mask);
+	vmcs_writel(VMCS_CR4_READ_SHADOW, vx->cr4_before);
+	vmcs_writel(VMCS_GUEST_DR7, read_dr7());
+	vmcs_write64(VMCS_GUEST_IA32_DEBUGCTL, rdmsr(MSR_IA32_DEBUGCTL));
+	vmcs_write64(VMCS_GUEST_IA32_EFER, efer);
+	/* the field exists where the CPU has the PAT controls (A.4, A.5) */
+	if (vmx_caps.entry & ENTRY_LOAD_IA32_PAT)
+		vmcs_write64(VMCS_GUEST_IA32_PAT, rdmsr(MSR_IA32_PAT));
+	vmcs_write32(VMCS_GUEST_IA32_SYSENTER_CS, rdmsr(MSR_IA32_SYSENTER_CS));
+	vmcs_writel(VMCS_GUEST_IA32_SYSENTER_ESP, rdmsr(MSR_IA32_SYSENTER_ESP));
+	vmcs_writel(VMCS_GUEST_IA32_SYSENTER_EIP, rdmsr(MSR_IA32_SYSENTER_EIP));
+	/* 25.4.2: active, no interrupt shadow, nothing pending; no shadow VMCS */
+	vmcs_write32(VMCS_GUEST_ACTIVITY_STATE, 0);
+	vmcs_write32(VMCS_GUEST_INTERRUPTIBILITY_STATE, 0);
+	vmcs_writel(VMCS_GUEST_PENDING_DEBUG_EXCEPTIONS, 0);
+	vmcs_write64(VMCS_VMCS_LINK_POINTER, ~0ull);
+
+	/* 27.3.1.1: "IA-32e mode guest" must match EFER.LMA (the firmware runs
+	 * in long mode: the loader is a 64-bit UEFI application) */
+	vmx_set_guest_efer(efer);
+}
+
+static void vmcs_setup_controls(struct vmx_vcpu *vx)
+{
+	vmcs_write32(VMCS_PIN_BASED_VM_EXECUTION_CONTROLS, vmx_caps.pin);
+	vmcs_write32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS, vmx_caps.proc);
+	vmcs_write32(VMCS_SECONDARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS, vmx_caps.proc2);
+	vmcs_write32(VMCS_PRIMARY_VM_EXIT_CONTROLS, vmx_caps.exit);
+	vmcs_write32(VMCS_VM_ENTRY_CONTROLS, vmx_caps.entry);
+	vmcs_write32(VMCS_EXCEPTION_BITMAP, 0);
+	vmcs_write32(VMCS_PAGE_FAULT_ERROR_CODE_MASK, 0);
+	vmcs_write32(VMCS_PAGE_FAULT_ERROR_CODE_MATCH, 0);
+	vmcs_write32(VMCS_CR3_TARGET_COUNT, 0);
+	vmcs_write32(VMCS_VM_EXIT_MSR_STORE_COUNT, 0);
+	vmcs_write32(VMCS_VM_EXIT_MSR_LOAD_COUNT, 0);
+	vmcs_write32(VMCS_VM_ENTRY_MSR_LOAD_COUNT, 0);
+	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, 0);
+	vmcs_write64(VMCS_MSR_BITMAPS, vx->msr_bitmap_pa);
+	vmcs_write64(VMCS_EPT_POINTER, vx->eptp);
+}
+
+/* Host state (25.5, 28.5): the hypervisor's own GDT/TSS/IDT (loaded by
+ * core/entry.c before vcpu_run), page tables and stack; RSP is written by
+ * run.S before each entry. */
+static void vmcs_setup_host(void)
+{
+	struct desc_ptr gdt, idt;
+	struct cpuid_regs r;
+	u64 cr4 = read_cr4();
+
+	sgdt(&gdt);
+	sidt(&idt);
+	/* XSETBV exits are emulated here in root mode (hv/vmx/exit.c) */
+	cpuid_count(1, 0, &r);
+	if (r.ecx & CPUID_1_ECX_XSAVE)
+		cr4 |= CR4_OSXSAVE;
+	vmcs_writel(VMCS_HOST_CR0, read_cr0());
+	vmcs_writel(VMCS_HOST_CR3, read_cr3());
+	vmcs_writel(VMCS_HOST_CR4, cr4);
+	vmcs_write16(VMCS_HOST_CS_SELECTOR, HOST_CS);
+	vmcs_write16(VMCS_HOST_SS_SELECTOR, HOST_DS);
+	vmcs_write16(VMCS_HOST_DS_SELECTOR, HOST_DS);
+	vmcs_write16(VMCS_HOST_ES_SELECTOR, HOST_DS);
+	vmcs_write16(VMCS_HOST_FS_SELECTOR, 0);
+	vmcs_write16(VMCS_HOST_GS_SELECTOR, 0);
+	vmcs_write16(VMCS_HOST_TR_SELECTOR, HOST_TR);
+	vmcs_writel(VMCS_HOST_FS_BASE, 0);
+	vmcs_writel(VMCS_HOST_GS_BASE, 0);
+	const u64 *tss = (const u64 *)(uintptr_t)(gdt.base + HOST_TR);
+	vmcs_writel(VMCS_HOST_TR_BASE, desc_base(tss[0]) | tss[1] << 32);
+	vmcs_writel(VMCS_HOST_GDTR_BASE, gdt.base);
+	vmcs_writel(VMCS_HOST_IDTR_BASE, idt.base);
+	vmcs_write32(VMCS_HOST_IA32_SYSENTER_CS, 0);
+	vmcs_writel(VMCS_HOST_IA32_SYSENTER_ESP, 0);
+	vmcs_writel(VMCS_HOST_IA32_SYSENTER_EIP, 0);
+	vmcs_write64(VMCS_HOST_IA32_EFER, rdmsr(MSR_EFER));
+	if (vmx_caps.exit & EXIT_LOAD_IA32_PAT)
+		vmcs_write64(VMCS_HOST_IA32_PAT, rdmsr(MSR_IA32_PAT));
+	vmcs_writel(VMCS_HOST_RIP, (u64)(uintptr_t)vmx_exit_entry);
+}
+
+/* Leaves VMX operation and gives CR0/CR4 back as vcpu_init found them. */
+static void vmx_off(struct vmx_vcpu *vx)
+{
+	vmclear(vx->vmcs_pa);
+	vmxoff();
+	write_cr4(vx->cr4_before);
+	write_cr0(vx->cr0_before);
+}
+
+static int vmx_vcpu_init(struct vcpu *v)
+{
+	struct vmx_vcpu *vx;
+	u32 *vmxon_region, *vmcs;
+	u64 fc;
+	int st;
+
+	vx = mm_alloc_pages(1, NULL);
+	if (!vx || !(vmxon_region = mm_alloc_pages(1, &vx->vmxon_pa)) ||
+	    !(vmcs = mm_alloc_pages(1, &vx->vmcs_pa)))
+		return HV_ERR_NO_MEMORY;
+	if ((st = vmx_ept_build(&vx->eptp)) || (st = vmx_msr_bitmap_build(&vx->msr_bitmap_pa)))
+		return st;
+	v->arch = vx;
+
+	/* 24.7: VMXON needs IA32_FEATURE_CONTROL locked with "VMX outside SMX".
+	 * Once locked it stays so until reset: the one change a failed start
+	 * leaves behind (harmless: it is what firmware normally does). */
+	fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
+	if (!(fc & FEATURE_CONTROL_LOCK))
+		wrmsr(MSR_IA32_FEATURE_CONTROL,
+		      fc | FEATURE_CONTROL_LOCK | FEATURE_CONTROL_VMX_OUTSIDE_SMX);
+
+	/* 24.8: CR0 and CR4 must respect the fixed bits in VMX operation */
+	vx->cr0_before = read_cr0();
+	vx->cr4_before = read_cr4();
+	u64 cr0 = fixed(vx->cr0_before, vmx_caps.cr0_fixed0, vmx_caps.cr0_fixed1);
+	u64 cr4 = fixed(vx->cr4_before | CR4_VMXE, vmx_caps.cr4_fixed0, vmx_caps.cr4_fixed1);
+	write_cr0(cr0);
+	write_cr4(cr4);
+
+	/* 25.2, 24.11.5: both regions start with the VMCS revision identifier */
+	*vmxon_region = vmx_caps.revision;
+	*vmcs = vmx_caps.revision;
+	if (!vmxon(vx->vmxon_pa)) {
+		write_cr4(vx->cr4_before);
+		write_cr0(vx->cr0_before);
+		LOG_ERR("VMXON failed (IA32_FEATURE_CONTROL %016lx, CR0 %lx, CR4 %lx)",
+			rdmsr(MSR_IA32_FEATURE_CONTROL), cr0, cr4);
+		return HV_ERR_VMX_SETUP;
+	}
+	if (!vmclear(vx->vmcs_pa) || !vmptrld(vx->vmcs_pa)) {
+		LOG_ERR("VMCLEAR/VMPTRLD of the VMCS at %lx failed: %s", vx->vmcs_pa,
+			vmx_insn_error_str(vmcs_read32(VMCS_VM_INSTRUCTION_ERROR)));
+		vmx_off(vx);
+		return HV_ERR_VMX_SETUP;
+	}
+
+	u32 failures = vmx_vmcs_failures;
+	vmcs_setup_controls(vx);
+	vmcs_setup_guest(vx, cr0, cr4);
+	if (vmx_vmcs_failures != failures) {
+		vmx_off(vx);
+		return HV_ERR_VMX_SETUP;
+	}
+	/* 29.4.3.1: no stale guest-physical mappings for this EPTP */
+	if (vmx_caps.ept_cap & EPT_CAP_INVEPT_ALL_CONTEXTS)
+		invept(INVEPT_TYPE_ALL_CONTEXTS, 0);
+	else if (vmx_caps.ept_cap & EPT_CAP_INVEPT_SINGLE_CONTEXT)
+		invept(INVEPT_TYPE_SINGLE_CONTEXT, vx->eptp);
+	return HV_OK;
+}
+
+/* The first VM entry failed: leave VMX operation and return to the loader
+ * natively, as if hv_enter() had failed (which it did), with the
+ * firmware's descriptor tables and segments as they were. */
+static void __noreturn vmx_abort_start(struct vcpu *v, struct vmx_vcpu *vx)
+{
+	struct native_state ns = {
+		.gdtr_base = vmcs_readl(VMCS_GUEST_GDTR_BASE),
+		.gdtr_limit = (u16)vmcs_read32(VMCS_GUEST_GDTR_LIMIT),
+		.idtr_base = vmcs_readl(VMCS_GUEST_IDTR_BASE),
+		.idtr_limit = (u16)vmcs_read32(VMCS_GUEST_IDTR_LIMIT),
+		.cs = vmcs_read16(VMCS_GUEST_CS_SELECTOR), .ss = vmcs_read16(VMCS_GUEST_SS_SELECTOR),
+		.ds = vmcs_read16(VMCS_GUEST_DS_SELECTOR), .es = vmcs_read16(VMCS_GUEST_ES_SELECTOR),
+		.cr3 = hv.boot.guest.cr3, .rsp = hv.boot.guest.rsp, .rip = hv.boot.guest.abort_rip,
+		.rax = (u64)(s64)HV_ERR_VMENTRY_FAILED,
+	};
+	u16 fs = vmcs_read16(VMCS_GUEST_FS_SELECTOR), gs = vmcs_read16(VMCS_GUEST_GS_SELECTOR);
+	u16 tr = vmcs_read16(VMCS_GUEST_TR_SELECTOR), ldtr = vmcs_read16(VMCS_GUEST_LDTR_SELECTOR);
+	u64 fs_base = vmcs_readl(VMCS_GUEST_FS_BASE), gs_base = vmcs_readl(VMCS_GUEST_GS_BASE);
+	struct desc_ptr gdt = { ns.gdtr_limit, ns.gdtr_base };
+
+	LOG_ERR("%s; guest state follows", hv_status_str(HV_ERR_VMENTRY_FAILED));
+	vmx_dump(v);
+	vmx_off(vx);
+
+	/* core/entry.c loaded the host's GDT and TR: reload the firmware's.
+	 * LTR needs an available TSS descriptor (SDM Vol. 2 LTR), and the
+	 * firmware's is marked busy since it loaded it. */
+	asm volatile("lgdt %0" ::"m"(gdt));
+	if (ldtr & ~3u)
+		asm volatile("lldt %0" ::"r"(ldtr));
+	if (tr & ~3u) {
+		u64 *d = (u64 *)(uintptr_t)(gdt.base + (tr & ~7u));
+		*d &= ~(2ull << 40);
+		asm volatile("ltr %0" ::"r"(tr) : "memory");
+	}
+	asm volatile("mov %0, %%fs; mov %1, %%gs" ::"r"((u32)fs), "r"((u32)gs));
+	wrmsr(MSR_FS_BASE, fs_base);
+	wrmsr(MSR_GS_BASE, gs_base);
+	resume_native(&ns);
+}
+
+/* A VM entry failed (27.8, 31.4): before the guest ever ran, back to the
+ * loader; afterwards it is a state that cannot happen (the hypervisor's
+ * own emulation produced a bad guest state): log and stop. */
+static void __noreturn vmx_entry_failed(struct vcpu *v, struct vmx_vcpu *vx, int rc, u32 reason)
+{
+	if (rc == VMX_ENTER_FAIL_INVALID)
+		LOG_ERR("%s failed: VMfailInvalid (no current VMCS)",
+			vx->launched ? "VMRESUME" : "VMLAUNCH");
+	else if (rc == VMX_ENTER_FAIL_VALID)
+		LOG_ERR("%s failed: VM-instruction error %u: %s", vx->launched ? "VMRESUME" : "VMLAUNCH",
+			vmcs_read32(VMCS_VM_INSTRUCTION_ERROR),
+			vmx_insn_error_str(vmcs_read32(VMCS_VM_INSTRUCTION_ERROR)));
+	else
+		vmx_log_entry_failure(reason);
+	if (!vx->launched)
+		vmx_abort_start(v, vx);
+	LOG_ERR("vcpu %u: VM entry failed after %lu exits: the guest is stopped", v->id, v->exits);
+	vmx_dump(v);
+	cpu_halt_forever();
+}
+
+extern volatile u32 host_nmi_pending;
+
+static void __noreturn vmx_vcpu_run(struct vcpu *v)
+{
+	struct vmx_vcpu *vx = v->arch;
+
+	vmcs_setup_host();
+	for (;;) {
+		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
+		vmcs_writel(VMCS_GUEST_RIP, v->rip);
+		vmcs_writel(VMCS_GUEST_RFLAGS, v->rflags);
+		/* an NMI the host's IDT took in root mode goes to the guest */
+		if (host_nmi_pending &&
+		    !(vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)) {
+			host_nmi_pending = 0;
+			vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION,
+				     X86_NMI | VMX_INTR_TYPE_NMI | VMX_INTR_INFO_VALID);
+		}
+		int rc = vmx_enter(v, vx->launched);
+		u32 reason = rc ? 0 : vmcs_read32(VMCS_EXIT_REASON);
+		if (rc || (reason & VMX_EXIT_REASON_ENTRY_FAILURE))
+			vmx_entry_failed(v, vx, rc, reason);
+		vx->launched = true;
+		v->gpr[GPR_RSP] = vmcs_readl(VMCS_GUEST_RSP);
+		v->rip = vmcs_readl(VMCS_GUEST_RIP);
+		v->rflags = vmcs_readl(VMCS_GUEST_RFLAGS);
+		vmx_handle_exit(v, vx, reason);
+	}
+}
+
+/* The next entry delivers a hardware exception (27.6.1.1). With CR0.PE
+ * clear (unrestricted guest in real mode) no error code is pushed, and
+ * the entry would fail if one were asked for (27.2.1.3). */
+static void vmx_inject_exception(struct vcpu *v, u8 vector, bool has_err, u32 err)
+{
+	u32 info = vector | VMX_INTR_TYPE_HW_EXCEPTION | VMX_INTR_INFO_VALID;
+	(void)v;
+	if (has_err && (vmcs_readl(VMCS_GUEST_CR0) & CR0_PE)) {
+		info |= VMX_INTR_INFO_DELIVER_ERROR_CODE;
+		vmcs_write32(VMCS_VM_ENTRY_EXCEPTION_ERROR_CODE, err);
+	}
+	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, info);
+}
+
+/* 26.3: the CPL is SS.DPL in VMX non-root operation (27.3.1.2) */
+static int vmx_get_cpl(struct vcpu *v)
+{
+	(void)v;
+	return (int)VMX_AR_DPL(vmcs_read32(VMCS_GUEST_SS_ACCESS_RIGHTS));
+}
+
+/* What the guest reads: the read shadow for the bits hvtrace owns (25.6.6) */
+static u64 vmx_get_cr(struct vcpu *v, int n)
+{
+	struct vmx_vcpu *vx = v->arch;
+	switch (n) {
+	case 0:
+		return (vmcs_readl(VMCS_GUEST_CR0) & ~vx->cr0_mask) |
+		       (vmcs_readl(VMCS_CR0_READ_SHADOW) & vx->cr0_mask);
+	case 2:
+		return read_cr2();	/* not in the VMCS: root mode leaves it alone */
+	case 3:
+		return vmcs_readl(VMCS_GUEST_CR3);
+	case 4:
+		return (vmcs_readl(VMCS_GUEST_CR4) & ~vx->cr4_mask) |
+		       (vmcs_readl(VMCS_CR4_READ_SHADOW) & vx->cr4_mask);
+	}
+	return 0;
+}
+
+static u64 vmx_get_efer(struct vcpu *v)
+{
+	(void)v;
+	return vmcs_read64(VMCS_GUEST_IA32_EFER);
+}
+
+/* EFER and the "IA-32e mode guest" entry control move together (27.3.1.1) */
+void vmx_set_guest_efer(u64 efer)
+{
+	u32 entry = vmcs_read32(VMCS_VM_ENTRY_CONTROLS);
+	vmcs_write64(VMCS_GUEST_IA32_EFER, efer);
+	if (efer & EFER_LMA)
+		entry |= ENTRY_IA32E_MODE_GUEST;
+	else
+		entry &= ~ENTRY_IA32E_MODE_GUEST;
+	vmcs_write32(VMCS_VM_ENTRY_CONTROLS, entry);
+}
+
+static void vmx_set_efer(struct vcpu *v, u64 efer)
+{
+	(void)v;
+	vmx_set_guest_efer(efer);
+}
+
+/* Segments in the VMCB's 12-bit attribute format (core/vcpu.h); an
+ * unusable segment reads as not present. */
+static void vmx_get_seg(struct vcpu *v, enum hv_seg seg, struct hv_segment *out)
+{
+	if (seg == SEG_GDTR || seg == SEG_IDTR) {
+		out->sel = 0;
+		out->attr = 0;
+		out->limit = vmcs_read32(seg == SEG_GDTR ? VMCS_GUEST_GDTR_LIMIT : VMCS_GUEST_IDTR_LIMIT);
+		out->base = vmcs_readl(seg == SEG_GDTR ? VMCS_GUEST_GDTR_BASE : VMCS_GUEST_IDTR_BASE);
+		return;
+	}
+	const struct vmx_seg_fields *f = &seg_fields[seg];
+	u32 ar = (u32)vmcs_read_any(f->ar);
+	(void)v;
+	out->sel = (u16)vmcs_read_any(f->sel);
+	out->attr = (ar & VMX_AR_UNUSABLE) ? 0 : (u16)((ar & 0xff) | ((ar >> 4) & 0xf00));
+	out->limit = (u32)vmcs_read_any(f->limit);
+	out->base = vmcs_read_any(f->base);
+}
+
+/* CR2 and DR6 are not in the VMCS: the guest's values live in the
+ * registers, which root mode leaves alone (SDM Vol. 3 27.3.1.1 / 28.3). */
+static void vmx_set_cr2(struct vcpu *v, u64 val)
+{
+	(void)v;
+	asm volatile("mov %0, %%cr2" ::"r"(val));
+}
+
+static u64 vmx_get_dr(struct vcpu *v, int n)
+{
+	(void)v;
+	return n == 6 ? read_dr6() : vmcs_readl(VMCS_GUEST_DR7);
+}
+
+static void vmx_set_dr(struct vcpu *v, int n, u64 val)
+{
+	(void)v;
+	if (n == 6)
+		asm volatile("mov %0, %%dr6" ::"r"(val));
+	else
+		vmcs_writel(VMCS_GUEST_DR7, val);
+}
+
+static void vmx_set_exception_intercepts(struct vcpu *v, u32 mask)
+{
+	(void)v;
+	/* #PF: with mask = match = 0 in the PFEC fields every #PF exits (25.6.3) */
+	vmcs_write32(VMCS_EXCEPTION_BITMAP, mask);
+}
+
+/* External-interrupt exiting with "acknowledge interrupt on exit" (25.6.1,
+ * 25.7.1): the exit carries the vector, the guest gets it by injection and
+ * EOIs it itself. Left off where the CPU does not allow it. */
+static void vmx_set_intr_intercept(struct vcpu *v, bool on)
+{
+	u32 pin = vmcs_read32(VMCS_PIN_BASED_VM_EXECUTION_CONTROLS);
+	u32 exit = vmcs_read32(VMCS_PRIMARY_VM_EXIT_CONTROLS);
+	u32 pin_ok = (u32)(rdmsr(MSR_IA32_VMX_PINBASED_CTLS) >> 32);
+	u32 exit_ok = (u32)(rdmsr(MSR_IA32_VMX_EXIT_CTLS) >> 32);
+	(void)v;
+	if (!(pin_ok & PIN_EXTERNAL_INTERRUPT_EXITING) || !(exit_ok & EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT))
+		return;
+	if (on) {
+		pin |= PIN_EXTERNAL_INTERRUPT_EXITING;
+		exit |= EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT;
+	} else {
+		pin = (pin & ~PIN_EXTERNAL_INTERRUPT_EXITING) | (vmx_caps.pin & PIN_EXTERNAL_INTERRUPT_EXITING);
+		exit = (exit & ~EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT) |
+		       (vmx_caps.exit & EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT);
+	}
+	vmcs_write32(VMCS_PIN_BASED_VM_EXECUTION_CONTROLS, pin);
+	vmcs_write32(VMCS_PRIMARY_VM_EXIT_CONTROLS, exit);
+}
+
+static void vmx_set_sti_shadow(struct vcpu *v)
+{
+	(void)v;
+	vmcs_write32(VMCS_GUEST_INTERRUPTIBILITY_STATE,
+		     vmcs_read32(VMCS_GUEST_INTERRUPTIBILITY_STATE) | VMX_INTR_BLOCKING_BY_STI);
+}
+
+static void vmx_inject_interrupt(struct vcpu *v, u8 vector)
+{
+	(void)v;
+	/* 25.8.3: type 0, external interrupt */
+	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, vector | VMX_INTR_INFO_VALID);
+}
+
+/* SYSENTER_* are guest-state fields; STAR, LSTAR, CSTAR, SFMASK and
+ * KERNEL_GS_BASE are not switched by VMX and hold the guest's values. */
+static u64 vmx_get_msr(struct vcpu *v, u32 msr)
+{
+	(void)v;
+	switch (msr) {
+	case MSR_IA32_SYSENTER_CS: return vmcs_read32(VMCS_GUEST_IA32_SYSENTER_CS);
+	case MSR_IA32_SYSENTER_ESP: return vmcs_readl(VMCS_GUEST_IA32_SYSENTER_ESP);
+	case MSR_IA32_SYSENTER_EIP: return vmcs_readl(VMCS_GUEST_IA32_SYSENTER_EIP);
+	case MSR_STAR: case MSR_LSTAR: case MSR_CSTAR: case MSR_SFMASK: case MSR_KERNEL_GS_BASE:
+		return rdmsr(msr);
+	}
+	return 0;
+}
+
+const struct hv_arch_ops vmx_ops = {
+	.name = "vmx",
+	.backend = HVTRACE_BACKEND_VMX,
+	.probe = vmx_probe,
+	.vcpu_init = vmx_vcpu_init,
+	.vcpu_run = vmx_vcpu_run,
+	.inject_exception = vmx_inject_exception,
+	.get_cpl = vmx_get_cpl,
+	.get_cr = vmx_get_cr,
+	.get_efer = vmx_get_efer,
+	.set_efer = vmx_set_efer,
+	.get_seg = vmx_get_seg,
+	.dump = vmx_dump,
+	.set_cr2 = vmx_set_cr2,
+	.get_dr = vmx_get_dr,
+	.set_dr = vmx_set_dr,
+	.set_exception_intercepts = vmx_set_exception_intercepts,
+	.set_intr_intercept = vmx_set_intr_intercept,
+	.inject_interrupt = vmx_inject_interrupt,
+	.get_msr = vmx_get_msr,
+	.set_sti_shadow = vmx_set_sti_shadow,
+};

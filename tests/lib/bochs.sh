@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Runs Bochs (Intel CPU with VMX, EPT, unrestricted guest and the monitor
+# trap flag) with OVMF on a boot disk made from a directory, time-bounded,
+# serial console to a log file. The counterpart of tests/lib/qemu.sh.
+#
+#   tests/lib/bochs.sh --dir ESPDIR --log FILE [--timeout SEC] [--cpu MODEL]
+#                      [--mem MIB] [--tee] [--until REGEX] [--keep DIR]
+#
+# --cpu: a Bochs CPU model (default tigerlake: it has the monitor trap flag;
+# corei7_skylake_x does not). --until: stop Bochs as soon as the serial log
+# matches REGEX (grep -E), for guests that never power off by themselves.
+# --keep DIR: leave the bochsrc and Bochs's own log (bochs.log) in DIR.
+#
+# COM1 goes to a local TCP listener (busybox nc) rather than Bochs's
+# `mode=file`, which is block-buffered and loses its tail when Bochs is
+# killed. A guest ends Bochs by writing "Shutdown" to port 0x8900
+# (tests/guest/guest.c does). Bochs ignores SIGTERM: it is bound with
+# SIGKILL, by PID, and its disk lock file is removed afterwards.
+# Exit status: Bochs's, 0 after --until matched, or 124 when the time bound
+# killed it.
+set -u
+dir= log= timeout=180 cpu=tigerlake mem=512 tee=0 until= keep=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--dir) dir=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--cpu) cpu=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--tee) tee=1; shift ;;
+	--until) until=$2; shift 2 ;;
+	--keep) keep=$2; shift 2 ;;
+	*) echo "bochs.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+[ -n "$dir" ] && [ -n "$log" ] || { echo "bochs.sh: --dir and --log are required" >&2; exit 2; }
+
+OVMF_FD=${OVMF_FD:-/usr/share/ovmf/OVMF.fd}
+VGABIOS=${VGABIOS:-/usr/share/vgabios/vgabios.bin}
+command -v bochs-bin >/dev/null || { echo "bochs.sh: no bochs-bin (scripts/setup-deps.sh installs bochs)" >&2; exit 2; }
+[ -r "$OVMF_FD" ] || { echo "bochs.sh: no OVMF at $OVMF_FD (scripts/setup-deps.sh installs ovmf)" >&2; exit 2; }
+
+work=$(mktemp -d)
+bpid= npid= tpid=
+cleanup() {
+	for p in $bpid $npid $tpid; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -f "$work/esp.img.lock"
+	[ -n "$keep" ] && { mkdir -p "$keep"; cp "$work/bochsrc" "$work/bochs.log" "$keep/" 2>/dev/null; }
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A FAT32 volume with no partition table (OVMF boots \EFI\BOOT\BOOTX64.EFI
+# from it), sized in whole cylinders of 16 heads x 63 sectors x 512 bytes:
+# Bochs's flat disk image derives its geometry from that.
+cyl_bytes=$((16 * 63 * 512))
+size_kb=$(du -sk "$dir" | cut -f1)
+cyls=$(( ((size_kb + 34 * 1024) * 1024 + cyl_bytes - 1) / cyl_bytes ))
+truncate -s $((cyls * cyl_bytes)) "$work/esp.img"
+mkfs.vfat -F 32 "$work/esp.img" >/dev/null || exit 2
+export MTOOLS_SKIP_CHECK=1
+(cd "$dir" && find . -mindepth 1 -type d | sed 's|^\./||' | while read -r d; do mmd -i "$work/esp.img" "::/$d"; done
+ find . -type f | sed 's|^\./||' | while read -r f; do mcopy -i "$work/esp.img" "$f" "::/$f"; done) || exit 2
+
+# The serial listener: a free local port, listening before Bochs starts.
+listening() { cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -qE "^ *[0-9]+: [0-9A-F]+:$(printf '%04X' "$1") [0-9A-F]+:0000 0A"; }
+: >"$log"
+for try in 1 2 3 4 5 6 7 8; do
+	port=$((20000 + RANDOM % 40000))
+	listening "$port" && continue
+	busybox nc -l -p "$port" >"$log" 2>/dev/null </dev/null &
+	npid=$!
+	for _ in $(seq 50); do listening "$port" && break; kill -0 "$npid" 2>/dev/null || break; sleep 0.05; done
+	listening "$port" && break
+	kill -KILL "$npid" 2>/dev/null; wait "$npid" 2>/dev/null; npid=
+done
+[ -n "$npid" ] || { echo "bochs.sh: cannot open a local port for the serial console" >&2; exit 2; }
+
+cat >"$work/bochsrc" <<EOF
+plugin_ctrl: unmapped=1, biosdev=0, speaker=0, extfpuirq=0, parallel=0, gameport=0, iodebug=0, serial=1
+config_interface: textconfig
+display_library: term
+memory: guest=$mem, host=$mem
+romimage: file=$OVMF_FD, address=0xffe00000
+vgaromimage: file=$VGABIOS
+cpu: model=$cpu, count=1, ips=2000000, reset_on_triple_fault=0
+pci: enabled=1, chipset=i440fx
+clock: sync=none, time0=local
+ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
+ata0-master: type=disk, path=$work/esp.img, mode=flat, cylinders=$cyls, heads=16, spt=63
+ata1: enabled=0
+boot: disk
+floppy_bootsig_check: disabled=1
+com1: enabled=1, mode=socket-client, dev=localhost:$port
+port_e9_hack: enabled=1
+log: $work/bochs.log
+panic: action=fatal
+error: action=report
+info: action=ignore
+debug: action=ignore
+EOF
+echo c >"$work/cmds"
+
+if [ "$tee" = 1 ]; then
+	tail -f "$log" & tpid=$!
+fi
+# The debugger build stops before the first instruction unless told `c`.
+TERM=${TERM:-xterm} timeout -s KILL "$timeout" bochs-bin -q -f "$work/bochsrc" -rc "$work/cmds" \
+	</dev/null >"$work/bochs.out" 2>&1 &
+bpid=$!
+rc=
+if [ -n "$until" ]; then
+	while kill -0 "$bpid" 2>/dev/null; do
+		if grep -qaE "$until" "$log" 2>/dev/null; then
+			sleep 0.5 # let the lines after the match arrive
+			pkill -KILL -P "$bpid" 2>/dev/null
+			kill -KILL "$bpid" 2>/dev/null
+			rc=0
+			break
+		fi
+		sleep 0.2
+	done
+fi
+wait "$bpid" 2>/dev/null
+brc=$?
+bpid=
+# Bochs ends a guest's ACPI power-off with a "panic" (status 1): a guest
+# that reached --until before powering off counts as matched
+[ -z "$rc" ] && [ -n "$until" ] && grep -qaE "$until" "$log" && rc=0
+[ -n "$rc" ] || rc=$brc
+[ "$rc" = 137 ] && rc=124
+# the listener ends when Bochs closes the connection
+for _ in $(seq 20); do kill -0 "$npid" 2>/dev/null || break; sleep 0.05; done
+exit $rc
