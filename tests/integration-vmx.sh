@@ -8,58 +8,12 @@
 #
 #   tests/integration-vmx.sh [--list] [PATTERN...]   (default: all tests)
 #
-# Environment: BUILD (default build), HVTRACE_TIME_SCALE (multiply every
-# time bound).
+# Environment: see tests/lib/runner.sh (BUILD, HVTRACE_TIME_SCALE).
 set -u
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-RUNS=$BUILD/test-runs
-SCALE=${HVTRACE_TIME_SCALE:-1}
+. tests/lib/runner.sh
 
-pass=0 fail=0
-
-# esp NAME: fresh boot volume with hvtrace.efi as the removable-media loader
-esp() {
-	local d=$RUNS/$1/esp
-	rm -rf "$RUNS/$1"
-	mkdir -p "$d/EFI/BOOT" "$d/EFI/hvtrace"
-	cp "$BUILD/hvtrace.efi" "$d/EFI/BOOT/BOOTX64.EFI"
-	echo "$d"
-}
-
-add_guest() { cp "$BUILD/tests/guest/$2.efi" "$1/EFI/hvtrace/"; }
-
-# run NAME TIMEOUT [bochs.sh options]: boots, leaves the cleaned log in $LOG
-run() {
-	local name=$1 t=$2
-	shift 2
-	LOG=$RUNS/$name/serial.log
-	local start=$(date +%s.%N)
-	tests/lib/bochs.sh --dir "$RUNS/$name/esp" --log "$LOG.raw" --timeout $((t * SCALE)) \
-		--keep "$RUNS/$name" "$@" >"$RUNS/$name/bochs.out" 2>&1
-	RC=$?
-	ELAPSED=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-	# strip the firmware's terminal escapes and carriage returns
-	tr -d '\r' <"$LOG.raw" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b[()][A-Z0-9]//g' >"$LOG"
-}
-
-REASONS=""
-expect() { grep -qaE -- "$1" "$LOG" || REASONS="$REASONS; missing: $1"; }
-reject() { grep -qaE -- "$1" "$LOG" && REASONS="$REASONS; unexpected: $(grep -aE -m1 -- "$1" "$LOG")"; }
-
-finish() {
-	local name=$1
-	if [ "${RC:-0}" = 124 ]; then REASONS="$REASONS; timed out"; fi
-	if [ -z "$REASONS" ]; then
-		printf 'PASS %-34s %6.1fs\n' "$name" "$ELAPSED"
-		pass=$((pass + 1))
-	else
-		printf 'FAIL %-34s %6.1fs%s\n     log: %s\n' "$name" "$ELAPSED" "$REASONS" "$LOG"
-		fail=$((fail + 1))
-	fi
-	REASONS=""
-	RC=0
-}
+run() { local name=$1; boot bochs "$@" --keep "$RUNS/$name"; }
 
 # --- EFI guest programs under VMX -------------------------------------------
 
@@ -130,18 +84,4 @@ t_vmx_bts_reference() { vmx_bts_with_engine reference; }
 
 ALL="t_vmx_guest_basic t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference"
 
-if [ "${1:-}" = --list ]; then
-	for t in $ALL; do echo "$t"; done
-	exit 0
-fi
-sel=""
-if [ $# -gt 0 ]; then
-	for t in $ALL; do for p in "$@"; do case "$t" in *"${p//-/_}"*) sel="$sel $t" ;; esac; done; done
-else
-	sel=$ALL
-fi
-
-mkdir -p "$RUNS"
-for t in $sel; do $t; done
-echo "integration-vmx: $pass passed, $fail failed"
-[ $fail = 0 ]
+runner_main integration-vmx "$ALL" "$@"

@@ -10,72 +10,16 @@
 # tests/lib/qemu.sh), HVTRACE_TIME_SCALE (multiply every time bound).
 set -u
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
-RUNS=$BUILD/test-runs
-SCALE=${HVTRACE_TIME_SCALE:-1}
+. tests/lib/runner.sh
 export HVTRACE_QUIET_ACCEL=1
-
-pass=0 fail=0 skip=0
 ABI_MAJOR=$(sed -nE 's/^#define HVTRACE_ABI_MAJOR ([0-9]+)/\1/p' include/hvtrace/abi.h)
 ABI_MINOR=$(sed -nE 's/^#define HVTRACE_ABI_MINOR ([0-9]+)/\1/p' include/hvtrace/abi.h)
-failed_names=""
 
 accel_note() {
 	HVTRACE_QUIET_ACCEL= tests/lib/qemu.sh --dir /nonexistent --log /dev/null 2>&1 >/dev/null | grep "using" || true
 }
 
-# esp NAME: fresh boot volume with hvtrace.efi as the removable-media loader
-esp() {
-	local d=$RUNS/$1/esp
-	rm -rf "$RUNS/$1"
-	mkdir -p "$d/EFI/BOOT" "$d/EFI/hvtrace"
-	cp "$BUILD/hvtrace.efi" "$d/EFI/BOOT/BOOTX64.EFI"
-	echo "$d"
-}
-
-add_guest() { cp "$BUILD/tests/guest/$2.efi" "$1/EFI/hvtrace/"; }
-
-add_linux() {
-	mkdir -p "$1/EFI/linux"
-	cp "$BUILD/cache/linux/vmlinuz" "$1/EFI/linux/vmlinuz"
-	cp "$BUILD/initrd.gz" "$1/EFI/linux/initrd.gz"
-}
-
-LINUX_CMDLINE='initrd=\EFI\linux\initrd.gz console=ttyS0,115200 panic=-1 quiet'
-
-# run NAME TIMEOUT [qemu.sh options]: boots, leaves the cleaned log in $LOG
-run() {
-	local name=$1 t=$2
-	shift 2
-	LOG=$RUNS/$name/serial.log
-	local start=$(date +%s.%N)
-	tests/lib/qemu.sh --dir "$RUNS/$name/esp" --log "$LOG.raw" --timeout $((t * SCALE)) "$@" \
-		>"$RUNS/$name/qemu.out" 2>&1
-	RC=$?
-	ELAPSED=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-	# strip the firmware's terminal escapes and carriage returns
-	tr -d '\r' <"$LOG.raw" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b[()][A-Z0-9]//g' >"$LOG"
-}
-
-# expectations: each failure is remembered with its reason
-REASONS=""
-expect() { grep -qaE -- "$1" "$LOG" || REASONS="$REASONS; missing: $1"; }
-reject() { grep -qaE -- "$1" "$LOG" && REASONS="$REASONS; unexpected: $(grep -aE -m1 -- "$1" "$LOG")"; }
-
-finish() {
-	local name=$1
-	if [ "${RC:-0}" = 124 ]; then REASONS="$REASONS; timed out"; fi
-	if [ -z "$REASONS" ]; then
-		printf 'PASS %-34s %6.1fs\n' "$name" "$ELAPSED"
-		pass=$((pass + 1))
-	else
-		printf 'FAIL %-34s %6.1fs%s\n     log: %s\n' "$name" "$ELAPSED" "$REASONS" "$LOG"
-		fail=$((fail + 1))
-		failed_names="$failed_names $name"
-	fi
-	REASONS=""
-	RC=0
-}
+run() { boot qemu "$@"; }
 
 # --- EFI guest programs --------------------------------------------------
 
@@ -235,19 +179,5 @@ t_linux_broken_config() {
 ALL="t_svm_guest_basic t_svm_triple_fault t_svm_mmio_high_bar t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_broken_config"
 
-if [ "${1:-}" = --list ]; then
-	for t in $ALL; do echo "$t"; done
-	exit 0
-fi
-sel=""
-if [ $# -gt 0 ]; then
-	for t in $ALL; do for p in "$@"; do case "$t" in *"${p//-/_}"*) sel="$sel $t" ;; esac; done; done
-else
-	sel=$ALL
-fi
-
-accel_note
-mkdir -p "$RUNS"
-for t in $sel; do $t; done
-echo "integration: $pass passed, $fail failed"
-[ $fail = 0 ]
+[ "${1:-}" = --list ] || accel_note
+runner_main integration "$ALL" "$@"

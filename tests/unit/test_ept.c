@@ -18,28 +18,8 @@ void *hv_pa_to_va(u64 pa) { (void)pa; return NULL; }
 void log_printf(int level, const char *func, const char *fmt, ...) { (void)level; (void)func; (void)fmt; }
 void vmx_vmcs_failed(const char *op, u32 field) { (void)op; (void)field; abort(); }
 
-#define FAKE_BASE 0x7000000000ull
 #define FAKE_PAGES 4096
-static uint8_t (*pages)[4096];
-static unsigned used;
-
-static void *fake_alloc(void *ctx, u64 *pa)
-{
-	(void)ctx;
-	if (used == FAKE_PAGES)
-		return NULL;
-	*pa = FAKE_BASE + (u64)used * 4096;
-	memset(pages[used], 0, 4096);
-	return pages[used++];
-}
-
-static void *fake_ptr(void *ctx, u64 pa)
-{
-	(void)ctx;
-	return pages[(pa - FAKE_BASE) / 4096];
-}
-
-static const struct pg_alloc fake = { fake_alloc, fake_ptr, NULL };
+#include "fake_pages.h"
 #define MT(fl) (((fl) >> 3) & 7)
 
 /* va translates to pa with R/W/X, memory type `mt`, a leaf of `leaf` bytes

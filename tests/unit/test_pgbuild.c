@@ -7,29 +7,8 @@
 #include "core/memmap.h"
 #include "core/pgbuild.h"
 
-/* Fake physical memory for tables: page i lives at FAKE_BASE + i * 4K. */
-#define FAKE_BASE 0x7000000000ull
 #define FAKE_PAGES 8192
-static uint8_t (*pages)[4096];
-static unsigned used;
-
-static void *fake_alloc(void *ctx, u64 *pa)
-{
-	(void)ctx;
-	if (used == FAKE_PAGES)
-		return NULL;
-	*pa = FAKE_BASE + (u64)used * 4096;
-	memset(pages[used], 0, 4096);
-	return pages[used++];
-}
-
-static void *fake_ptr(void *ctx, u64 pa)
-{
-	(void)ctx;
-	return pages[(pa - FAKE_BASE) / 4096];
-}
-
-static const struct pg_alloc fake = { fake_alloc, fake_ptr, NULL };
+#include "fake_pages.h"
 static const u64 F = PTE_P | PTE_RW | PTE_US;
 
 static void expect(struct pg_builder *b, u64 va, u64 want_pa, const char *what)

@@ -10,7 +10,7 @@ unit-src-test_vmx_ctls := hv/vmx/ctls.c hv/core/fmt.c
 unit-src-test_ept := hv/vmx/ept.c hv/core/pgbuild.c hv/core/memmap.c
 
 define unit_rule
-$(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h $$(wildcard hv/core/*.h hv/vmx/*.h efi-loader/*.h include/hvtrace/*.h)
+$(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/core/*.h hv/vmx/*.h efi-loader/*.h include/hvtrace/*.h)
 	@mkdir -p $$(dir $$@)
 	$$(HOSTCC) $$(UNIT_CFLAGS) -o $$@ tests/unit/$(1).c $$(unit-src-$(1))
 endef

@@ -1,0 +1,85 @@
+# Shared by the integration tiers (tests/integration.sh under QEMU,
+# tests/integration-vmx.sh under Bochs): boot volumes, time-bounded runs,
+# expectations on the serial log, PASS/FAIL lines and the closing
+# "TIER: N passed, M failed". Sourced, not run.
+#
+# Environment: BUILD (default build), HVTRACE_TIME_SCALE (multiply every
+# time bound).
+BUILD=${BUILD:-build}
+RUNS=$BUILD/test-runs
+SCALE=${HVTRACE_TIME_SCALE:-1}
+pass=0 fail=0
+REASONS=""
+LINUX_CMDLINE='initrd=\EFI\linux\initrd.gz console=ttyS0,115200 panic=-1 quiet'
+
+# esp NAME: fresh boot volume with hvtrace.efi as the removable-media loader
+esp() {
+	local d=$RUNS/$1/esp
+	rm -rf "$RUNS/$1"
+	mkdir -p "$d/EFI/BOOT" "$d/EFI/hvtrace"
+	cp "$BUILD/hvtrace.efi" "$d/EFI/BOOT/BOOTX64.EFI"
+	echo "$d"
+}
+
+add_guest() { cp "$BUILD/tests/guest/$2.efi" "$1/EFI/hvtrace/"; }
+
+add_linux() {
+	mkdir -p "$1/EFI/linux"
+	cp "$BUILD/cache/linux/vmlinuz" "$1/EFI/linux/vmlinuz"
+	cp "$BUILD/initrd.gz" "$1/EFI/linux/initrd.gz"
+}
+
+# boot EMULATOR NAME TIMEOUT [options of tests/lib/EMULATOR.sh]: boots the
+# volume esp NAME made, leaves the cleaned serial log in $LOG, the exit
+# status in $RC (124: timed out) and the seconds taken in $ELAPSED
+boot() {
+	local emu=$1 name=$2 t=$3
+	shift 3
+	LOG=$RUNS/$name/serial.log
+	local start=$(date +%s.%N)
+	tests/lib/$emu.sh --dir "$RUNS/$name/esp" --log "$LOG.raw" --timeout $((t * SCALE)) "$@" \
+		>"$RUNS/$name/$emu.out" 2>&1
+	RC=$?
+	ELAPSED=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	# strip the firmware's terminal escapes and carriage returns
+	tr -d '\r' <"$LOG.raw" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b[()][A-Z0-9]//g' >"$LOG"
+}
+
+# expectations: each failure is remembered with its reason
+expect() { grep -qaE -- "$1" "$LOG" || REASONS="$REASONS; missing: $1"; }
+reject() { grep -qaE -- "$1" "$LOG" && REASONS="$REASONS; unexpected: $(grep -aE -m1 -- "$1" "$LOG")"; }
+
+finish() {
+	local name=$1
+	if [ "${RC:-0}" = 124 ]; then REASONS="$REASONS; timed out"; fi
+	if [ -z "$REASONS" ]; then
+		printf 'PASS %-34s %6.1fs\n' "$name" "$ELAPSED"
+		pass=$((pass + 1))
+	else
+		printf 'FAIL %-34s %6.1fs%s\n     log: %s\n' "$name" "$ELAPSED" "$REASONS" "$LOG"
+		fail=$((fail + 1))
+	fi
+	REASONS=""
+	RC=0
+}
+
+# runner_main TIER "TESTS" [--list | PATTERN...]: runs the tests (shell
+# functions) whose names contain a pattern (dashes match underscores), or
+# all of them, then prints the tier's closing line.
+runner_main() {
+	local tier=$1 all=$2 sel="" t p
+	shift 2
+	if [ "${1:-}" = --list ]; then
+		for t in $all; do echo "$t"; done
+		return 0
+	fi
+	if [ $# -gt 0 ]; then
+		for t in $all; do for p in "$@"; do case "$t" in *"${p//-/_}"*) sel="$sel $t" ;; esac; done; done
+	else
+		sel=$all
+	fi
+	mkdir -p "$RUNS"
+	for t in $sel; do $t; done
+	echo "$tier: $pass passed, $fail failed"
+	[ $fail = 0 ]
+}
