@@ -20,6 +20,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_HYPERCALL] = "hypercall",
 	[HV_EV_MSR_READ] = "rdmsr",
 	[HV_EV_MSR_WRITE] = "wrmsr",
+	[HV_EV_DR_ACCESS] = "mov debug register",
 	[HV_EV_VIRT_INSN] = "virtualization instruction",
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
 	[HV_EV_NPF] = "nested page fault",
@@ -105,6 +106,9 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		if (!msr_write(v, ev->msr, val))
 			break;
 		hv_skip_insn(v, ev, 2);
+		return;
+	case HV_EV_DR_ACCESS:
+		trace_on_dr_access(v, ev);
 		return;
 	case HV_EV_EXCEPTION:
 		if (trace_on_exception(v, ev))

@@ -22,6 +22,7 @@ enum hv_event_kind {
 	HV_EV_HYPERCALL,
 	HV_EV_MSR_READ,
 	HV_EV_MSR_WRITE,
+	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
 	HV_EV_TRIPLE_FAULT,
 	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
@@ -30,6 +31,9 @@ enum hv_event_kind {
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
 	HV_EV_COUNT
 };
+
+/* Events for instructions the hypervisor emulates (and skips). */
+#define HV_EV_EMULATED_LAST HV_EV_DR_ACCESS
 
 struct hv_event {
 	enum hv_event_kind kind;
@@ -98,6 +102,8 @@ struct hv_arch_ops {
 	u64 (*get_msr)(struct vcpu *v, u32 msr);
 	/* interrupts blocked until after the next instruction (STI's shadow) */
 	void (*set_sti_shadow)(struct vcpu *v);
+	/* MOV to/from DR2, DR3, DR6, DR7 exit as HV_EV_DR_ACCESS (VMX: all DRs) */
+	void (*set_dr_intercept)(struct vcpu *v, bool on);
 	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);

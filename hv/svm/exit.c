@@ -95,12 +95,14 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 		svm_exit_handlers[code](sv, &ev);
 	else if (code >= SVM_EXIT_EXCP_BASE && code < SVM_EXIT_EXCP_BASE + 32)
 		exit_exception(sv, &ev);
+	else if (code >= SVM_EXIT_DR_BASE && code < SVM_EXIT_DR_BASE + 32)
+		ev.kind = HV_EV_DR_ACCESS;	/* core decodes the MOV itself */
 	else if (code == SVM_EXIT_NPF)
 		exit_npf(sv, &ev);
 	hv_handle_event(v, &ev);
 	/* an instruction the hypervisor emulated (and skipped) ends any
 	 * STI/MOV SS interrupt shadow; an exception exit leaves it alone */
-	if (c->event_inj == 0 && ev.kind <= HV_EV_MSR_WRITE)
+	if (c->event_inj == 0 && ev.kind <= HV_EV_EMULATED_LAST)
 		c->int_state = 0;
 }
 

@@ -240,6 +240,13 @@ static u64 svm_get_msr(struct vcpu *v, u32 msr)
 	return 0;
 }
 
+/* APM 15.11 Table 15-5: DR read intercepts in bits 0-15, writes 16-31 */
+static void svm_set_dr_intercept(struct vcpu *v, bool on)
+{
+	const u32 drs = BIT(2) | BIT(3) | BIT(6) | BIT(7);
+	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_dr = on ? drs | (drs << 16) : 0;
+}
+
 static void svm_set_sti_shadow(struct vcpu *v)
 {
 	((struct svm_vcpu *)v->arch)->vmcb->control.int_state |= 1;	/* APM 15.21.5 */
@@ -291,6 +298,7 @@ const struct hv_arch_ops svm_ops = {
 	.inject_interrupt = svm_inject_interrupt,
 	.get_msr = svm_get_msr,
 	.set_sti_shadow = svm_set_sti_shadow,
+	.set_dr_intercept = svm_set_dr_intercept,
 	.get_efer = svm_get_efer,
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,

@@ -33,6 +33,7 @@
 #define EVENTINJ_V		(1u << 31)
 
 /* Appendix C: exit codes */
+#define SVM_EXIT_DR_BASE	0x020	/* 0x20-0x2f reads, 0x30-0x3f writes */
 #define SVM_EXIT_EXCP_BASE	0x040
 #define SVM_EXIT_INTR		0x060
 #define SVM_EXIT_NMI		0x061

@@ -15,10 +15,12 @@
  *
  * Both intercept exceptions and external interrupts and follow them into
  * the guest's handler (DR3 on its first instruction), as they follow INT n,
- * INT3 and INTO. Records carry linear addresses. The engines' TF, DR3/DR7
- * and DR6 stay invisible to the guest: TF is never forced while an event is
- * delivered, PUSHF images are corrected, and the debug registers are
- * restored before the guest runs an instruction of its own. Root mode.
+ * INT3 and INTO. Records carry linear addresses. The engines' TF and debug
+ * registers stay invisible to the guest: TF is never forced while an event
+ * is delivered and PUSHF images are corrected; while tracing, the guest's
+ * DR6 is virtual (the CPU's is cleared before every entry, so each #DB's
+ * causes are exact) and its MOVs to and from DR2, DR3, DR6 and DR7 are
+ * emulated against the values the engine saved. Root mode.
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
@@ -31,6 +33,8 @@
 #define DR6_B2		(1ull << 2)
 #define DR6_B3		(1ull << 3)
 #define DR6_BS		(1ull << 14)
+#define DR6_CLEAN	0xffff0ff0ull	/* no cause: what the CPU gets while tracing */
+#define DR6_CAUSES	0x600full	/* B0-B3, BD, BS */
 #define DR7_L3		(1ull << 6)
 #define DR7_G3		(1ull << 7)
 #define DR7_RWLEN3	(0xfull << 28)
@@ -105,7 +109,6 @@ static void bp_disarm(struct vcpu *v)
 		write_dr2(bp->saved_dr2);
 	write_dr7(0x400);
 	hv.ops->set_dr(v, 7, bp->saved_dr7);
-	hv.ops->set_dr(v, 6, bp->saved_dr6);
 	bp->armed = false;
 }
 
@@ -118,7 +121,6 @@ static void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr
 	bp->saved_dr3 = read_dr3();
 	bp->saved_dr2 = addr2 ? read_dr2() : 0;
 	bp->saved_dr7 = hv.ops->get_dr(v, 7);
-	bp->saved_dr6 = v->trace.guest_dr6;
 	bp->kind = kind;
 	bp->addr = addr;
 	bp->addr2 = addr2;
@@ -155,6 +157,8 @@ static void engine_stop(struct vcpu *v)
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 		hv.ops->set_exception_intercepts(v, 0);
 		hv.ops->set_intr_intercept(v, false);
+		hv.ops->set_dr_intercept(v, false);
+		hv.ops->set_dr(v, 6, t->guest_dr6);
 	}
 	t->engine = HVTRACE_ENGINE_OFF;
 	t->step.valid = false;
@@ -176,6 +180,8 @@ void trace_update(struct vcpu *v)
 		t->pending.valid = false;
 		hv.ops->set_exception_intercepts(v, TRACE_EXCEPTIONS);
 		hv.ops->set_intr_intercept(v, true);
+		hv.ops->set_dr_intercept(v, true);
+		hv.ops->set_dr(v, 6, DR6_CLEAN);
 	} else if (!want && t->engine != HVTRACE_ENGINE_OFF) {
 		engine_stop(v);
 	}
@@ -223,6 +229,7 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	t->raw_rflags = v->rflags;
+	t->was_stepping = t->tf_forced;
 	if (t->tf_forced)
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 	else
@@ -499,24 +506,31 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	t->trace_exits++;
 
 	if (ev->vector == X86_DB) {
-		u64 dr6 = hv.ops->get_dr(v, 6);
+		/* The CPU's DR6 was clean at entry: these are this #DB's causes,
+		 * each handled on its own (one #DB may carry several). */
+		u64 causes = hv.ops->get_dr(v, 6) & DR6_CAUSES;
 		u64 at = linear_rip(v);
-		if (t->bp.armed && (((dr6 & DR6_B3) && at == t->bp.addr) ||
-				    ((dr6 & DR6_B2) && t->bp.addr2 && at == t->bp.addr2))) {
-			hv.ops->set_dr(v, 6, t->guest_dr6);
+		bool ours = t->bp.armed && (((causes & DR6_B3) && at == t->bp.addr) ||
+					    ((causes & DR6_B2) && t->bp.addr2 && at == t->bp.addr2));
+		bool guest_trap = false;
+		u64 guest_bits = causes & 3;	/* the guest's own DR0/DR1 breakpoints */
+		if (ours) {
 			if (t->bp.kind == BP_HANDLER)
 				trace_emit(v, t->bp.from, t->bp.addr, t->bp.from_cpl);
 			bp_disarm(v);
-			return true;
 		}
-		if (dr6 & DR6_BS) {
-			hv.ops->set_dr(v, 6, t->guest_dr6);
+		if (causes & DR6_BS) {
+			/* the guest's trap when its own TF was set at the start of
+			 * the instruction (SDM Vol. 3 18.3.1.4: a POPF that clears TF
+			 * still traps), or when the engine was not stepping */
+			guest_trap = t->was_stepping ? (t->step.valid && (t->step.rflags & RFLAGS_TF)) : true;
 			step_completed(v);
-			if (!t->guest_tf)
-				return true;
-			/* the guest single-steps too: it gets its #DB */
-			hv.ops->set_dr(v, 6, t->guest_dr6 | DR6_BS);
 		}
+		hv.ops->set_dr(v, 6, DR6_CLEAN);
+		if (!guest_trap && !guest_bits && (ours || (causes & DR6_BS)))
+			return true;
+		/* what the guest's DR6 now says (SDM Vol. 3 18.2.3) */
+		t->guest_dr6 |= (guest_trap ? DR6_BS : 0) | guest_bits;
 	}
 
 	/* An exception on its way to the guest: from the faulting instruction
@@ -579,6 +593,104 @@ bool trace_on_interrupt(struct vcpu *v, u8 vector)
 bool trace_guest_tf(const struct vcpu *v)
 {
 	return v->trace.tf_forced ? v->trace.guest_tf : (v->rflags & RFLAGS_TF);
+}
+
+/* --- the guest's debug registers while the engine holds some ------------- */
+
+static u64 guest_dr_read(struct vcpu *v, int n)
+{
+	struct trace_vcpu *t = &v->trace;
+	struct handler_bp *bp = &t->bp;
+	switch (n) {
+	case 0: { u64 x; asm volatile("mov %%dr0, %0" : "=r"(x)); return x; }
+	case 1: { u64 x; asm volatile("mov %%dr1, %0" : "=r"(x)); return x; }
+	case 2: return bp->armed && bp->addr2 ? bp->saved_dr2 : read_dr2();
+	case 3: return bp->armed ? bp->saved_dr3 : read_dr3();
+	case 6: return t->engine ? t->guest_dr6 : hv.ops->get_dr(v, 6);
+	default: return bp->armed ? bp->saved_dr7 : hv.ops->get_dr(v, 7);
+	}
+}
+
+static void guest_dr_write(struct vcpu *v, int n, u64 val)
+{
+	struct trace_vcpu *t = &v->trace;
+	struct handler_bp *bp = &t->bp;
+	switch (n) {
+	case 0: asm volatile("mov %0, %%dr0" ::"r"(val)); return;
+	case 1: asm volatile("mov %0, %%dr1" ::"r"(val)); return;
+	case 2:
+		if (bp->armed && bp->addr2)
+			bp->saved_dr2 = val;
+		else
+			write_dr2(val);
+		return;
+	case 3:
+		if (bp->armed)
+			bp->saved_dr3 = val;
+		else
+			write_dr3(val);
+		return;
+	case 6:
+		/* SDM Vol. 3 18.2.3: bits 4-11 and 16-31 read as 1 */
+		if (t->engine)
+			t->guest_dr6 = val | DR6_CLEAN;
+		else
+			hv.ops->set_dr(v, 6, val | DR6_CLEAN);
+		return;
+	default:
+		val = (val | 0x400) & 0xffffffffull;
+		if (bp->armed) {
+			u64 mine = hv.ops->get_dr(v, 7) & (DR7_L3 | DR7_G3 | DR7_RWLEN3 | DR7_L2 | DR7_G2 | DR7_RWLEN2);
+			u64 held = DR7_L3 | DR7_G3 | DR7_RWLEN3 | (bp->addr2 ? DR7_L2 | DR7_G2 | DR7_RWLEN2 : 0);
+			bp->saved_dr7 = val;
+			hv.ops->set_dr(v, 7, (val & ~held) | mine);
+		} else {
+			hv.ops->set_dr(v, 7, val);
+		}
+		return;
+	}
+}
+
+/* MOV to/from a debug register (0F 21 / 0F 23, SDM Vol. 2B MOV—Move to/from
+ * Debug Registers): decoded here, with its checks (#GP at CPL > 0, DR4/DR5
+ * #UD when CR4.DE is set and aliases of DR6/DR7 otherwise, DR8-15 #UD). */
+void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
+{
+	u8 b[15];
+	struct dec_insn in;
+	u64 base;
+	enum dec_mode mode = code_mode(v, &base);
+	size_t n = gmem_read_linear(v, base + v->rip, b, sizeof(b));
+
+	if (dec_decode(b, n, mode, v->rip, &in) != DEC_OK || in.encoding != DEC_ENC_LEGACY ||
+	    in.map != 1 || (in.opcode != 0x21 && in.opcode != 0x23)) {
+		/* the code changed under us (another processor): let the CPU
+		 * run whatever is there now */
+		LOG_WARN("debug-register exit at %lx is not a MOV DR", v->rip);
+		return;
+	}
+	if (hv.ops->get_cpl(v)) {
+		hv.ops->inject_exception(v, X86_GP, true, 0);
+		return;
+	}
+	int dr = ((in.modrm >> 3) & 7) | (((in.rex >> 2) & 1) << 3);
+	int gpr = (in.modrm & 7) | ((in.rex & 1) << 3);
+	if (dr == 4 || dr == 5) {
+		if (hv.ops->get_cr(v, 4) & (1ull << 3)) /* CR4.DE */
+			dr = 8;
+		else
+			dr += 2;
+	}
+	if (dr > 7) {
+		hv.ops->inject_exception(v, X86_UD, false, 0);
+		return;
+	}
+	u64 mask = mode == DEC_MODE_64 ? ~0ull : 0xffffffffull;
+	if (in.opcode == 0x21)
+		v->gpr[gpr] = guest_dr_read(v, dr) & mask;
+	else
+		guest_dr_write(v, dr, v->gpr[gpr] & mask);
+	hv_skip_insn(v, ev, 3);
 }
 
 /* --- before the guest runs again --------------------------------------------- */
@@ -647,6 +759,7 @@ void trace_before_entry(struct vcpu *v)
 
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
+	hv.ops->set_dr(v, 6, DR6_CLEAN);
 	if (t->bp.armed && t->bp.kind == BP_HANDLER)
 		return; /* an event is being delivered: no stepping, no planning */
 	bp_disarm(v);

@@ -43,7 +43,7 @@ struct handler_bp {
 	u64 addr2;		/* a second stop (DR2), 0 when unused */
 	u64 from;		/* BP_HANDLER: the record's source */
 	int from_cpl;
-	u64 saved_dr2, saved_dr3, saved_dr7, saved_dr6;
+	u64 saved_dr2, saved_dr3, saved_dr7;	/* the guest's, while the engine holds them */
 };
 
 /* Fast engine: a conditional branch it did not stop at; which of its two
@@ -68,9 +68,10 @@ struct trace_vcpu {
 	struct ds_state ds;
 	u32 engine;		/* enum hvtrace_engine now running */
 	bool guest_tf;		/* the guest's own RFLAGS.TF while we step */
-	bool tf_forced;		/* TF was set by us for the last entry */
+	bool tf_forced;		/* TF is set by us for the next entry */
+	bool was_stepping;	/* ... and was for the entry this exit ended */
 	u64 raw_rflags;		/* RFLAGS at the last exit, before TF is fixed up */
-	u64 guest_dr6;
+	u64 guest_dr6;		/* the guest's DR6: virtual while tracing */
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
 	struct step_state step;
 	struct handler_bp bp;
@@ -93,6 +94,7 @@ void trace_update(struct vcpu *v);		/* after DEBUGCTL changes */
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev); /* first on every exit */
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: handled */
 bool trace_on_interrupt(struct vcpu *v, u8 vector);			/* true: handled */
+void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev);
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
 bool trace_guest_tf(const struct vcpu *v);	/* the guest's own RFLAGS.TF */
 

@@ -303,7 +303,16 @@ static bool exit_external_interrupt(struct vcpu *v, struct vmx_vcpu *vx, struct 
 	return true;
 }
 
+static bool exit_mov_dr(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
+{
+	(void)v;
+	(void)vx;
+	ev->kind = HV_EV_DR_ACCESS;	/* core decodes the MOV itself */
+	return true;
+}
+
 static const vmx_exit_fn vmx_exit_handlers[] = {
+	[VMX_EXIT_MOV_DR] = exit_mov_dr,
 	[VMX_EXIT_EXCEPTION_OR_NMI] = exit_exception,
 	[VMX_EXIT_EXTERNAL_INTERRUPT] = exit_external_interrupt,
 	[VMX_EXIT_TRIPLE_FAULT] = exit_triple_fault,
@@ -354,7 +363,7 @@ void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason)
 	/* An emulated instruction ends any STI/MOV SS interrupt shadow; an
 	 * injected fault, or an exception or interrupt exit, leaves it as the
 	 * guest had it. */
-	bool emulated = !to_core || ev.kind <= HV_EV_MSR_WRITE;
+	bool emulated = !to_core || ev.kind <= HV_EV_EMULATED_LAST;
 	/* A single-step trap of an instruction the hypervisor emulated is
 	 * the guest's only if the guest itself has TF set (the branch
 	 * engine's TF is not the guest's): the CPU may have left it pending

@@ -632,6 +632,18 @@ static void vmx_set_intr_intercept(struct vcpu *v, bool on)
 	vmcs_write32(VMCS_PRIMARY_VM_EXIT_CONTROLS, exit);
 }
 
+/* MOV-DR exiting (25.6.2): every debug-register access exits */
+static void vmx_set_dr_intercept(struct vcpu *v, bool on)
+{
+	u32 proc = vmcs_read32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS);
+	(void)v;
+	if (on)
+		proc |= PROC_MOV_DR_EXITING;
+	else
+		proc = (proc & ~PROC_MOV_DR_EXITING) | (vmx_caps.proc & PROC_MOV_DR_EXITING);
+	vmcs_write32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS, proc);
+}
+
 static void vmx_set_sti_shadow(struct vcpu *v)
 {
 	(void)v;
@@ -682,4 +694,5 @@ const struct hv_arch_ops vmx_ops = {
 	.inject_interrupt = vmx_inject_interrupt,
 	.get_msr = vmx_get_msr,
 	.set_sti_shadow = vmx_set_sti_shadow,
+	.set_dr_intercept = vmx_set_dr_intercept,
 };

@@ -211,6 +211,42 @@ G sys_handler
 G s_jmp
 	jmp *%rcx
 
+/* void seq_guest_tf(u64 debugctl): the guest single-steps itself while
+ * BTS traces. Each step's #DB goes to db_handler (vector 1), which reads
+ * DR6 (BS must be set), clears it, counts and IRETs; the POPF that clears
+ * TF still traps (TF was set at its start). */
+G seq_guest_tf
+	ENABLE
+	pushfq
+	orq $0x100, (%rsp)
+	popfq			/* TF was clear at its start: no trap */
+G g_1
+	nop
+G g_2
+	jmp g_3
+	ud2
+G g_3
+	nop
+G g_4
+	pushfq
+G g_5
+	andq $~0x100, (%rsp)
+G g_6
+	popfq
+G g_7
+	DISABLE
+	ret
+G db_handler
+	pushq %rax
+	movq %dr6, %rax
+	andq %rax, db_dr6_and(%rip)	/* every entry saw BS? */
+	xorl %eax, %eax
+	movq %rax, %dr6
+	lock incq db_count(%rip)
+	popq %rax
+G g_iret
+	iretq
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax
@@ -239,4 +275,8 @@ G bts_scratch
 	.fill 128, 1, 0x11
 G pmi_count
 	.quad 0
+G db_count
+	.quad 0
+G db_dr6_and
+	.quad -1
 	.section .note.GNU-stack,"",@progbits

@@ -40,6 +40,10 @@ SYM(bp_handler); SYM(e_bp_iret); SYM(ud_handler); SYM(e_ud_iret); SYM(intn_handl
 SYM(e_intn_iret); SYM(pmi_handler);
 SYM(c_j1); SYM(c_t1); SYM(c_j2); SYM(c_t2); SYM(c_j3); SYM(c_t3); SYM(c_j4); SYM(c_t4);
 SYM(c_j5); SYM(c_t5); SYM(c_j6); SYM(c_t6);
+SYM(g_2); SYM(g_3); SYM(g_4); SYM(g_5); SYM(g_6); SYM(g_7); SYM(db_handler); SYM(g_iret);
+void seq_guest_tf(uint64_t debugctl);
+extern volatile uint64_t db_count __attribute__((visibility("hidden")));
+extern volatile uint64_t db_dr6_and __attribute__((visibility("hidden")));
 SYM(s_sys); SYM(s_after); SYM(sys_handler); SYM(s_jmp);
 void seq_syscall(uint64_t debugctl);
 SYM(i_after); SYM(irq_handler); SYM(i_jnz); SYM(i_jmp); SYM(i_x2); SYM(i_done); SYM(i_iret);
@@ -355,6 +359,34 @@ static void test_syscall(void)
 	check_records("bts_syscall", want, 2, used());
 }
 
+/* The guest's own single-stepping while tracing: it gets every #DB it
+ * would on hardware, with DR6.BS, and BTS records each trap and IRET. */
+static void test_guest_tf(void)
+{
+	struct gate *idt = idt_base(), saved = idt[1];
+	const struct bts_rec want[] = {
+		R(A(g_2), A(db_handler)), R(A(g_iret), A(g_2)),	/* after nop */
+		R(A(g_2), A(g_3)),				/* the jmp */
+		R(A(g_3), A(db_handler)), R(A(g_iret), A(g_3)),	/* after jmp */
+		R(A(g_4), A(db_handler)), R(A(g_iret), A(g_4)),	/* after nop */
+		R(A(g_5), A(db_handler)), R(A(g_iret), A(g_5)),	/* after pushf */
+		R(A(g_6), A(db_handler)), R(A(g_iret), A(g_6)),	/* after and */
+		R(A(g_7), A(db_handler)), R(A(g_iret), A(g_7)),	/* after popf */
+	};
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], db_handler);
+	db_count = 0;
+	db_dr6_and = ~0ull;
+	seq_guest_tf(TRACE);
+	idt[1] = saved;
+	irq_restore(f);
+	report(db_count == 6, "guest_single_step_traps", "%lu #DB, want 6", db_count);
+	report(db_dr6_and & (1 << 14), "guest_dr6_bs_on_each_trap", "DR6 AND of all entries %lx",
+	       db_dr6_and);
+	check_records("bts_guest_single_step", want, sizeof(want) / sizeof(want[0]), used());
+}
+
 static void test_filters_and_flags(void)
 {
 	/* CPL 0 code with BTS_OFF_OS: nothing stored */
@@ -421,6 +453,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_threshold();
 	test_interrupt();
 	test_syscall();
+	test_guest_tf();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);
