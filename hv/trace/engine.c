@@ -99,6 +99,18 @@ void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl)
 
 /* --- the engine's breakpoint ------------------------------------------- */
 
+/* The guest's DR0/DR1 instruction breakpoints (enabled, RW = 00), for the
+ * host's own DR7 (see bp_arm2): QEMU's TCG only honours breakpoints armed
+ * in root mode. Data breakpoints stay out: the host touches guest memory. */
+static u64 guest_exec_bps(u64 dr7)
+{
+	u64 out = 0;
+	for (int i = 0; i < 2; i++)
+		if ((dr7 & (3ull << (2 * i))) && !((dr7 >> (16 + 4 * i)) & 3))
+			out |= (dr7 & (3ull << (2 * i))) | (dr7 & (0xfull << (16 + 4 * i)));
+	return out;
+}
+
 static void bp_disarm(struct vcpu *v)
 {
 	struct handler_bp *bp = &v->trace.bp;
@@ -107,8 +119,8 @@ static void bp_disarm(struct vcpu *v)
 	write_dr3(bp->saved_dr3);
 	if (bp->addr2)
 		write_dr2(bp->saved_dr2);
-	write_dr7(0x400);
 	hv.ops->set_dr(v, 7, bp->saved_dr7);
+	write_dr7(0x400 | guest_exec_bps(bp->saved_dr7));
 	bp->armed = false;
 }
 
@@ -139,7 +151,7 @@ static void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr
 	 * env->dr[7] directly), so a breakpoint must already be armed in root
 	 * mode. On hardware #VMEXIT resets DR7, and the host never executes
 	 * guest code, so this costs nothing there. */
-	write_dr7(DR7_L3 | (addr2 ? DR7_L2 : 0) | 0x400);
+	write_dr7(DR7_L3 | (addr2 ? DR7_L2 : 0) | 0x400 | guest_exec_bps(bp->saved_dr7));
 }
 
 static void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
@@ -159,6 +171,7 @@ static void engine_stop(struct vcpu *v)
 		hv.ops->set_intr_intercept(v, false);
 		hv.ops->set_dr_intercept(v, false);
 		hv.ops->set_dr(v, 6, t->guest_dr6);
+		write_dr7(0x400);
 	}
 	t->engine = HVTRACE_ENGINE_OFF;
 	t->step.valid = false;
@@ -182,6 +195,7 @@ void trace_update(struct vcpu *v)
 		hv.ops->set_intr_intercept(v, true);
 		hv.ops->set_dr_intercept(v, true);
 		hv.ops->set_dr(v, 6, DR6_CLEAN);
+		write_dr7(0x400 | guest_exec_bps(hv.ops->get_dr(v, 7)));
 	} else if (!want && t->engine != HVTRACE_ENGINE_OFF) {
 		engine_stop(v);
 	}
@@ -514,6 +528,16 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 					    ((causes & DR6_B2) && t->bp.addr2 && at == t->bp.addr2));
 		bool guest_trap = false;
 		u64 guest_bits = causes & 3;	/* the guest's own DR0/DR1 breakpoints */
+		if (v->rflags & RFLAGS_RF) {
+			/* RF suppresses instruction breakpoints (SDM Vol. 3
+			 * 18.3.1.1); QEMU still reports their Bn with a single
+			 * step that lands on one */
+			u64 dr7 = t->bp.armed ? t->bp.saved_dr7 : hv.ops->get_dr(v, 7);
+			u64 exec = guest_exec_bps(dr7);
+			for (int i = 0; i < 2; i++)
+				if (exec & (3ull << (2 * i)))
+					guest_bits &= ~(1ull << i);
+		}
 		if (ours) {
 			if (t->bp.kind == BP_HANDLER)
 				trace_emit(v, t->bp.from, t->bp.addr, t->bp.from_cpl);
@@ -644,8 +668,10 @@ static void guest_dr_write(struct vcpu *v, int n, u64 val)
 			u64 held = DR7_L3 | DR7_G3 | DR7_RWLEN3 | (bp->addr2 ? DR7_L2 | DR7_G2 | DR7_RWLEN2 : 0);
 			bp->saved_dr7 = val;
 			hv.ops->set_dr(v, 7, (val & ~held) | mine);
+			write_dr7(DR7_L3 | (bp->addr2 ? DR7_L2 : 0) | 0x400 | guest_exec_bps(val));
 		} else {
 			hv.ops->set_dr(v, 7, val);
+			write_dr7(0x400 | guest_exec_bps(val));
 		}
 		return;
 	}

@@ -247,6 +247,28 @@ G db_handler
 G g_iret
 	iretq
 
+/* void seq_guest_bp(u64 debugctl): b_hit is the guest's own DR0
+ * instruction breakpoint; bp_db_handler sets RF in the frame so the
+ * instruction runs when it returns (SDM Vol. 3 18.3.1.1). */
+G seq_guest_bp
+	ENABLE
+	nop
+G b_hit
+	nop
+	DISABLE
+	ret
+G bp_db_handler
+	pushq %rax
+	movq %dr6, %rax
+	movq %rax, bp_dr6(%rip)
+	xorl %eax, %eax
+	movq %rax, %dr6
+	orq $0x10000, 24(%rsp)	/* RF in the pushed RFLAGS */
+	lock incq db_count(%rip)
+	popq %rax
+G b_iret
+	iretq
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax
@@ -279,4 +301,6 @@ G db_count
 	.quad 0
 G db_dr6_and
 	.quad -1
+G bp_dr6
+	.quad 0
 	.section .note.GNU-stack,"",@progbits

@@ -44,6 +44,9 @@ SYM(g_2); SYM(g_3); SYM(g_4); SYM(g_5); SYM(g_6); SYM(g_7); SYM(db_handler); SYM
 void seq_guest_tf(uint64_t debugctl);
 extern volatile uint64_t db_count __attribute__((visibility("hidden")));
 extern volatile uint64_t db_dr6_and __attribute__((visibility("hidden")));
+SYM(b_hit); SYM(bp_db_handler); SYM(b_iret);
+void seq_guest_bp(uint64_t debugctl);
+extern volatile uint64_t bp_dr6 __attribute__((visibility("hidden")));
 SYM(s_sys); SYM(s_after); SYM(sys_handler); SYM(s_jmp);
 void seq_syscall(uint64_t debugctl);
 SYM(i_after); SYM(irq_handler); SYM(i_jnz); SYM(i_jmp); SYM(i_x2); SYM(i_done); SYM(i_iret);
@@ -387,6 +390,30 @@ static void test_guest_tf(void)
 	check_records("bts_guest_single_step", want, sizeof(want) / sizeof(want[0]), used());
 }
 
+/* The guest's own instruction breakpoint (DR0) while tracing: it fires,
+ * its handler sees DR6.B0, and BTS records the fault and the IRET. */
+static void test_guest_breakpoint(void)
+{
+	struct gate *idt = idt_base(), saved = idt[1];
+	const struct bts_rec want[] = {
+		R(A(b_hit), A(bp_db_handler)),
+		R(A(b_iret), A(b_hit)),
+	};
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], bp_db_handler);
+	db_count = 0;
+	bp_dr6 = 0;
+	asm volatile("mov %0, %%dr0; mov %1, %%dr7" ::"r"(A(b_hit)), "r"(0x401ull));
+	seq_guest_bp(TRACE);
+	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
+	idt[1] = saved;
+	irq_restore(f);
+	report(db_count == 1 && (bp_dr6 & 1), "guest_breakpoint_fires", "%lu #DB, DR6 %lx", db_count,
+	       bp_dr6);
+	check_records("bts_guest_breakpoint", want, 2, used());
+}
+
 static void test_filters_and_flags(void)
 {
 	/* CPL 0 code with BTS_OFF_OS: nothing stored */
@@ -454,6 +481,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_interrupt();
 	test_syscall();
 	test_guest_tf();
+	test_guest_breakpoint();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);
