@@ -269,6 +269,54 @@ G bp_db_handler
 G b_iret
 	iretq
 
+/* void seq_user(u64 debugctl, u64 user_rsp, u64 user_cs, u64 user_ss):
+ * IRETQ to ring 3 at u_start, a few branches there, then INT 0x82 (a DPL-3
+ * gate to u_gate) back to ring 0, which turns BTS off and returns to the
+ * caller on the stack it left. */
+G seq_user
+	pushq %rbx
+	pushq %rbp
+	pushq %r12
+	pushq %r13
+	pushq %r14
+	pushq %r15
+	movq %rsp, u_saved_rsp(%rip)
+	movq %rdx, %r9		/* ENABLE clobbers RCX and RDX */
+	movq %rcx, %r10
+	ENABLE
+	pushq %r10		/* the frame for IRETQ: SS, RSP, RFLAGS, CS, RIP */
+	pushq %rsi
+	pushq $2
+	pushq %r9
+	leaq u_start(%rip), %rax
+	pushq %rax
+G u_iret
+	iretq
+G u_start
+G u_jmp
+	jmp u_t1
+	ud2
+G u_t1
+G u_call
+	call u_func
+G u_after_call
+G u_int
+	int $0x82
+	ud2
+G u_func
+G u_ret
+	ret
+G u_gate
+	DISABLE
+	movq u_saved_rsp(%rip), %rsp
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %rbp
+	popq %rbx
+	ret
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax
@@ -302,5 +350,7 @@ G db_count
 G db_dr6_and
 	.quad -1
 G bp_dr6
+	.quad 0
+G u_saved_rsp
 	.quad 0
 	.section .note.GNU-stack,"",@progbits

@@ -47,6 +47,9 @@ extern volatile uint64_t db_dr6_and __attribute__((visibility("hidden")));
 SYM(b_hit); SYM(bp_db_handler); SYM(b_iret);
 void seq_guest_bp(uint64_t debugctl);
 extern volatile uint64_t bp_dr6 __attribute__((visibility("hidden")));
+SYM(u_iret); SYM(u_start); SYM(u_jmp); SYM(u_t1); SYM(u_call); SYM(u_after_call); SYM(u_int);
+SYM(u_func); SYM(u_ret); SYM(u_gate);
+void seq_user(uint64_t debugctl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss);
 SYM(s_sys); SYM(s_after); SYM(sys_handler); SYM(s_jmp);
 void seq_syscall(uint64_t debugctl);
 SYM(i_after); SYM(irq_handler); SYM(i_jnz); SYM(i_jmp); SYM(i_x2); SYM(i_done); SYM(i_iret);
@@ -414,6 +417,93 @@ static void test_guest_breakpoint(void)
 	check_records("bts_guest_breakpoint", want, 2, used());
 }
 
+/* Ring 3 for the CPL filters: our own GDT (the firmware's, then user data
+ * and 64-bit code at DPL 3 and a TSS whose RSP0 brings INT 0x82 back to a
+ * ring-0 stack), the pages the user code touches made user-accessible. */
+static uint64_t gdt[16] __attribute__((aligned(16)));
+static uint8_t tss[104] __attribute__((aligned(16)));
+static uint8_t kstack[8192] __attribute__((aligned(16)));
+static uint8_t ustack[8192] __attribute__((aligned(4096)));
+
+/* Sets U/S on every paging-structure entry mapping `va` (4-level paging). */
+static void make_user(uint64_t va)
+{
+	uint64_t cr3, cr0;
+	asm volatile("mov %%cr3, %0; mov %%cr0, %1" : "=r"(cr3), "=r"(cr0));
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~(1ull << 16)));	/* WP off: tables may be R/O */
+	uint64_t *t = (uint64_t *)(uintptr_t)(cr3 & 0x000ffffffffff000ull);
+	for (int l = 3; l >= 0; l--) {
+		uint64_t *e = &t[(va >> (12 + 9 * l)) & 511];
+		*e |= 4;
+		if (l == 0 || (*e & 0x80))
+			break;
+		t = (uint64_t *)(uintptr_t)(*e & 0x000ffffffffff000ull);
+	}
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+}
+
+static bool user_setup(void)
+{
+	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) g;
+	asm volatile("sgdt %0" : "=m"(g));
+	if (g.limit + 1 > 9 * 8)
+		return false;
+	CopyMem(gdt, (void *)(uintptr_t)g.base, g.limit + 1);
+	gdt[9] = 0x00cff3000000ffffull;		/* 0x48: user data, DPL 3 */
+	gdt[10] = 0x00affb000000ffffull;	/* 0x50: user code, 64-bit, DPL 3 */
+	uint64_t b = A(tss);
+	gdt[11] = (sizeof(tss) - 1) | ((b & 0xffffff) << 16) | (0x89ull << 40) | (((b >> 24) & 0xff) << 56);
+	gdt[12] = b >> 32;
+	*(uint64_t *)(tss + 4) = A(kstack + sizeof(kstack));	/* RSP0 */
+	*(uint16_t *)(tss + 102) = sizeof(tss);
+	g.limit = 13 * 8 - 1;
+	g.base = A(gdt);
+	asm volatile("lgdt %0; mov $0x58, %%ax; ltr %%ax" ::"m"(g) : "rax");
+	for (uint64_t p = A(u_start) & ~0xfffull; p <= A(u_ret); p += 4096)
+		make_user(p);
+	make_user(A(ustack));
+	make_user(A(ustack) + 4096);
+	return true;
+}
+
+static void run_user(uint64_t debugctl)
+{
+	struct gate *idt = idt_base(), saved = idt[0x82];
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[0x82], u_gate);
+	idt[0x82].type = 0xee;	/* DPL 3: reachable from ring 3 */
+	seq_user(debugctl, A(ustack + sizeof(ustack)), 0x53, 0x4b);
+	idt[0x82] = saved;
+	irq_restore(f);
+}
+
+static void test_user_mode(void)
+{
+	static bool ready;
+	if (!ready && !(ready = user_setup())) {
+		report_skip("bts_user_mode", "the firmware's GDT is larger than expected");
+		return;
+	}
+	/* every branch: ring 0's IRETQ into ring 3, ring 3's jmp/call/ret and
+	 * its INT 0x82 back into ring 0 (recorded at the source's CPL) */
+	const struct bts_rec all[] = {
+		R(A(u_iret), A(u_start)),
+		R(A(u_jmp), A(u_t1)),
+		R(A(u_call), A(u_func)),
+		R(A(u_ret), A(u_after_call)),
+		R(A(u_int), A(u_gate)),
+	};
+	run_user(TRACE);
+	check_records("bts_user_mode_all", all, 5, used());
+	/* BTS_OFF_OS: only what ring 3 did */
+	run_user(TRACE | DEBUGCTL_BTS_OFF_OS);
+	check_records("bts_off_os_ring3", all + 1, 4, used());
+	/* BTS_OFF_USR: only ring 0's IRETQ */
+	run_user(TRACE | (1ull << 10));
+	check_records("bts_off_usr_ring3", all, 1, used());
+}
+
 static void test_filters_and_flags(void)
 {
 	/* CPL 0 code with BTS_OFF_OS: nothing stored */
@@ -482,6 +572,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_syscall();
 	test_guest_tf();
 	test_guest_breakpoint();
+	test_user_mode();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);
