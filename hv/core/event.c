@@ -29,19 +29,10 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_UNHANDLED] = "unhandled exit",
 };
 
-/* The guest's current code-segment mode, for the decoder. */
-static enum dec_mode code_mode(struct vcpu *v, struct hv_segment *cs)
-{
-	hv.ops->get_seg(v, SEG_CS, cs);
-	if ((cs->attr & SEG_ATTR_L) && (hv.ops->get_efer(v) & EFER_LMA))
-		return DEC_MODE_64;
-	return (cs->attr & SEG_ATTR_DB) ? DEC_MODE_32 : DEC_MODE_16;
-}
-
 void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
 {
-	struct hv_segment cs;
-	enum dec_mode mode = code_mode(v, &cs);
+	u64 base;
+	enum dec_mode mode = gmem_code_mode(v, &base);
 	u64 len = ev->insn_len;
 
 	if (!len) {
@@ -49,15 +40,12 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
 		 * the instruction that exited, prefixes and all. */
 		u8 b[15];
 		struct dec_insn insn;
-		u64 lin = (mode == DEC_MODE_64 ? 0 : cs.base) + v->rip;
-		size_t n = gmem_read_linear(v, lin, b, sizeof(b));
-		if (dec_decode(b, n, mode, v->rip, &insn) == DEC_OK) {
+		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &insn) == DEC_OK) {
 			len = insn.len;
 		} else {
 			/* the guest changed its code or mappings under us:
 			 * assume the bare opcode, as unprefixed code has it */
-			LOG_WARN("cannot decode the exiting instruction at %lx (%lu bytes readable)",
-				 v->rip, (u64)n);
+			LOG_WARN("cannot decode the exiting instruction at %lx", v->rip);
 			len = base_len;
 		}
 	}

@@ -139,6 +139,25 @@ static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, bool w
 	return done;
 }
 
+enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base)
+{
+	struct hv_segment cs;
+	hv.ops->get_seg(v, SEG_CS, &cs);
+	if ((cs.attr & SEG_ATTR_L) && (hv.ops->get_efer(v) & EFER_LMA)) {
+		*cs_base = 0;
+		return DEC_MODE_64;
+	}
+	*cs_base = cs.base;
+	return (cs.attr & SEG_ATTR_DB) ? DEC_MODE_32 : DEC_MODE_16;
+}
+
+int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
+		struct dec_insn *in)
+{
+	size_t n = gmem_read_linear(v, lin, bytes, 15);
+	return dec_decode(bytes, n, mode, rip, in);
+}
+
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 {
 	return copy_linear(v, gva, buf, len, false);

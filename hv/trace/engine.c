@@ -51,22 +51,10 @@
  * the platform's. */
 #define TRACE_EXCEPTIONS	(0xffffffffu & ~(1u << 2) & ~(1u << 18))
 
-static enum dec_mode code_mode(struct vcpu *v, u64 *cs_base)
-{
-	struct hv_segment cs;
-	hv.ops->get_seg(v, SEG_CS, &cs);
-	if ((cs.attr & SEG_ATTR_L) && (hv.ops->get_efer(v) & EFER_LMA)) {
-		*cs_base = 0;
-		return DEC_MODE_64;
-	}
-	*cs_base = cs.base;
-	return (cs.attr & SEG_ATTR_DB) ? DEC_MODE_32 : DEC_MODE_16;
-}
-
 static u64 linear_rip(struct vcpu *v)
 {
 	u64 base;
-	code_mode(v, &base);
+	gmem_code_mode(v, &base);
 	return base + v->rip;
 }
 
@@ -412,9 +400,7 @@ static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struc
 {
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
-		size_t n = gmem_read_linear(v, lin, b, sizeof(b));
-		int st = dec_decode(b, n, mode, rip, at);
-		if (st != DEC_OK) {
+		if (gmem_decode(v, lin, rip, mode, b, at) != DEC_OK) {
 			at->branch = DEC_BR_NONE;
 			return lin;
 		}
@@ -571,9 +557,8 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		u8 b[15];
 		struct dec_insn in;
 		u64 base;
-		enum dec_mode mode = code_mode(v, &base);
-		size_t n = gmem_read_linear(v, base + v->rip, b, sizeof(b));
-		if (dec_decode(b, n, mode, v->rip, &in) == DEC_OK &&
+		enum dec_mode mode = gmem_code_mode(v, &base);
+		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) == DEC_OK &&
 		    (is_legacy_op(&in, 0, 0xcc) || is_legacy_op(&in, 0, 0xce))) {
 			v->rip += in.len;
 		} else if (s->valid && s->dec == DEC_OK &&
@@ -685,10 +670,9 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 	u8 b[15];
 	struct dec_insn in;
 	u64 base;
-	enum dec_mode mode = code_mode(v, &base);
-	size_t n = gmem_read_linear(v, base + v->rip, b, sizeof(b));
+	enum dec_mode mode = gmem_code_mode(v, &base);
 
-	if (dec_decode(b, n, mode, v->rip, &in) != DEC_OK || in.encoding != DEC_ENC_LEGACY ||
+	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK || in.encoding != DEC_ENC_LEGACY ||
 	    in.map != 1 || (in.opcode != 0x21 && in.opcode != 0x23)) {
 		/* the code changed under us (another processor): let the CPU
 		 * run whatever is there now */
@@ -791,13 +775,12 @@ void trace_before_entry(struct vcpu *v)
 	bp_disarm(v);
 
 	s->rip = v->rip;
-	s->mode = code_mode(v, &base);
+	s->mode = gmem_code_mode(v, &base);
 	s->lin = base + v->rip;
 	s->rflags = v->rflags;
 	s->rcx = v->gpr[GPR_RCX];
 	s->cpl = hv.ops->get_cpl(v);
-	size_t n = gmem_read_linear(v, s->lin, bytes, sizeof(bytes));
-	s->dec = dec_decode(bytes, n, s->mode, s->rip, &s->insn);
+	s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
 	s->valid = false;
 
 	if (s->dec == DEC_OK && (follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl) ||
