@@ -46,7 +46,7 @@ GUEST_IMAGES := $(KERNEL_DIR)/vmlinuz $(BUILD)/initrd.gz
 test: deps
 	@$(MAKE) --no-print-directory test-run
 test-run: all $(GUEST_IMAGES) $(UNIT_BINS)
-	@tests/run-all.sh
+	@UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
 
 test-integration: all $(GUEST_IMAGES)
 	@tests/integration.sh
