@@ -7,6 +7,7 @@
  * holds v: the guest's GPRs are saved there and 0 is returned. An entry
  * that fails as an instruction returns 1 (VMfailValid: ZF) or 2
  * (VMfailInvalid: CF), with the guest's GPRs discarded. */
+#include "arch/x86/gprs.h"
 #define VMCS_HOST_RSP 0x6c14
 
 	.text
@@ -26,20 +27,7 @@ vmx_enter:
 
 	testb %sil, %sil	/* launched? (flags survive the MOVs below) */
 	movq 0*8(%rdi), %rax
-	movq 1*8(%rdi), %rcx
-	movq 2*8(%rdi), %rdx
-	movq 3*8(%rdi), %rbx
-	movq 5*8(%rdi), %rbp
-	movq 6*8(%rdi), %rsi
-	movq 8*8(%rdi), %r8
-	movq 9*8(%rdi), %r9
-	movq 10*8(%rdi), %r10
-	movq 11*8(%rdi), %r11
-	movq 12*8(%rdi), %r12
-	movq 13*8(%rdi), %r13
-	movq 14*8(%rdi), %r14
-	movq 15*8(%rdi), %r15
-	movq 7*8(%rdi), %rdi
+	GUEST_GPRS_LOAD
 	jnz 1f
 	vmlaunch
 	jmp 2f
@@ -57,21 +45,7 @@ vmx_enter:
 vmx_exit_entry:
 	xchgq %rdi, (%rsp)	/* rdi = v, stack top = guest rdi */
 	movq %rax, 0*8(%rdi)
-	movq %rcx, 1*8(%rdi)
-	movq %rdx, 2*8(%rdi)
-	movq %rbx, 3*8(%rdi)
-	movq %rbp, 5*8(%rdi)
-	movq %rsi, 6*8(%rdi)
-	movq %r8, 8*8(%rdi)
-	movq %r9, 9*8(%rdi)
-	movq %r10, 10*8(%rdi)
-	movq %r11, 11*8(%rdi)
-	movq %r12, 12*8(%rdi)
-	movq %r13, 13*8(%rdi)
-	movq %r14, 14*8(%rdi)
-	movq %r15, 15*8(%rdi)
-	popq %rax
-	movq %rax, 7*8(%rdi)
+	GUEST_GPRS_SAVE
 	xorl %eax, %eax
 
 5:	popq %r15
