@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 1
+#define HVTRACE_ABI_MINOR 2
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -41,7 +41,16 @@ enum hvtrace_hypercall {
 	HVTRACE_HC_STATUS = 1,	/* in: RBX = gpa of struct hvtrace_status, RCX = its size */
 	HVTRACE_HC_VCPU_STATUS = 2, /* in: RBX = gpa of struct hvtrace_vcpu_status, RCX = its
 				     * size, RDX = vCPU index (-HVTRACE_EINVAL past the last) */
+	HVTRACE_HC_TRACE_CTL = 3, /* in: RBX = enum hvtrace_trace_op, RCX = marker value;
+				   * the start/stop triggers `hypercall` (docs/config.md) */
 	HVTRACE_HC_MAX
+};
+
+enum hvtrace_trace_op {
+	HVTRACE_TRACE_START = 1,	/* start the recorder (trace.start = hypercall) */
+	HVTRACE_TRACE_STOP = 2,		/* stop it (trace.stop = hypercall) */
+	HVTRACE_TRACE_MARK = 3,		/* a MARKER record carrying RCX */
+	HVTRACE_TRACE_FREEZE = 4,	/* freeze the flight recorder now, as on a crash */
 };
 
 #define HVTRACE_EPERM	1	/* needs CPL 0 */
@@ -94,7 +103,9 @@ struct hvtrace_vcpu_status {
 	uint64_t bts_records;	/* records stored in the guest's BTS buffer */
 	uint64_t bts_dropped;	/* records not stored: buffer full (BTINT), bad DS area */
 	uint64_t bts_pmis;	/* BTS threshold interrupts raised */
-	uint64_t reserved[8];
+	uint64_t rec_records;	/* records the recorder's rings accepted (ABI 1.2) */
+	uint64_t rec_lost;	/* records its lossless rings dropped (ABI 1.2) */
+	uint64_t reserved[6];
 };
 _Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x80, "hvtrace_vcpu_status is 128 bytes");
 
@@ -108,5 +119,7 @@ _Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x80, "hvtrace_vcpu_status 
 
 /* The string at the start of the hypervisor image (never visible to a guest). */
 #define HVTRACE_IMAGE_MAGIC	"hvtrace-hypervisor-image"
+
+#include "hvtrace/record.h"
 
 #endif

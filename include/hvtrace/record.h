@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hvtrace export ABI: the trace record, the shared-memory channel the
+ * hypervisor writes its per-vCPU rings into, and the trace file the host
+ * tools write. One definition for the hypervisor, the host tools
+ * (libhvtrace) and the guest agent. Freestanding C11 (<stdint.h> only).
+ * Versioned with HVTRACE_ABI_MAJOR/MINOR (abi.h). Little-endian, as x86.
+ *
+ * Everything a reader finds in a channel or a file may have been written
+ * by a broken or hostile party: readers check every field against the
+ * rules written here before they use it (libhvtrace does).
+ */
+#ifndef HVTRACE_RECORD_H
+#define HVTRACE_RECORD_H
+
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ */
+/* The record: 32 bytes, fixed size so readers can seek.               */
+
+enum hvtrace_rec_kind {
+	HVTRACE_REC_BRANCH = 1,	/* near JMP/CALL/RET, taken Jcc/LOOP/JrCXZ: from -> to;
+				 * aux = enum hvtrace_branch_type */
+	HVTRACE_REC_INTERRUPT = 2, /* external interrupt or NMI: from = the interrupted
+				    * instruction, to = the handler; aux = vector (| NMI) */
+	HVTRACE_REC_EXCEPTION = 3, /* fault/trap, INT n/INT3/INTO/INT1: from = the
+				    * faulting (or INT) instruction, to = the handler;
+				    * aux = vector (| SOFT for INT n/INT3/INTO/INT1) */
+	HVTRACE_REC_FAR = 4,	/* far JMP/CALL/RET, IRET, SYSCALL/SYSRET, SYSENTER/SYSEXIT;
+				 * aux = enum hvtrace_branch_type */
+	HVTRACE_REC_CR3 = 5,	/* address-space switch: from = old CR3, to = new CR3;
+				 * written before the first branch made under the new CR3 */
+	HVTRACE_REC_MARKER = 6,	/* from = value, aux = enum hvtrace_marker */
+	HVTRACE_REC_LOST = 7,	/* from = number of records dropped just before this one
+				 * (exact), to = TSC of the first of them */
+	HVTRACE_REC_KIND_MAX = 7
+};
+
+/* aux of INTERRUPT and EXCEPTION records */
+#define HVTRACE_AUX_VECTOR(aux)	((aux) & 0xffu)
+#define HVTRACE_AUX_SOFT	(1u << 8)	/* INT n, INT3, INTO, INT1 */
+#define HVTRACE_AUX_NMI		(1u << 9)
+
+/* aux of BRANCH and FAR records: the instruction that branched */
+enum hvtrace_branch_type {
+	HVTRACE_BR_JCC = 1,
+	HVTRACE_BR_LOOP = 2,		/* LOOP/LOOPcc/JrCXZ */
+	HVTRACE_BR_JMP = 3,
+	HVTRACE_BR_JMP_IND = 4,
+	HVTRACE_BR_CALL = 5,
+	HVTRACE_BR_CALL_IND = 6,
+	HVTRACE_BR_RET = 7,
+	HVTRACE_BR_FAR_JMP = 8,
+	HVTRACE_BR_FAR_CALL = 9,
+	HVTRACE_BR_FAR_RET = 10,
+	HVTRACE_BR_IRET = 11,
+	HVTRACE_BR_SYSCALL = 12,
+	HVTRACE_BR_SYSRET = 13,
+	HVTRACE_BR_SYSENTER = 14,
+	HVTRACE_BR_SYSEXIT = 15,
+	HVTRACE_BR_OTHER = 16,		/* XABORT, RSM, UIRET */
+};
+
+/* MARKER codes (aux) */
+enum hvtrace_marker {
+	HVTRACE_MARK_START = 1,		/* tracing started; from = trigger address or 0 */
+	HVTRACE_MARK_STOP = 2,		/* tracing stopped */
+	HVTRACE_MARK_GUEST = 3,		/* HVTRACE_HC_TRACE_CTL MARK from the guest; from = its value */
+	HVTRACE_MARK_CRASH = 4,		/* the guest crashed; from = enum hvtrace_freeze */
+};
+
+/* info: the privilege levels on both ends of a record */
+#define HVTRACE_INFO_FROM_CPL(info)	((info) & 3u)
+#define HVTRACE_INFO_TO_CPL(info)	(((info) >> 2) & 3u)
+#define HVTRACE_INFO_MAKE(from_cpl, to_cpl) ((uint8_t)(((from_cpl) & 3) | (((to_cpl) & 3) << 2)))
+
+/* What a user-only consumer gets in place of a kernel (CPL 0) address: a
+ * non-canonical value, so never a real linear address. */
+#define HVTRACE_ADDR_KERNEL	0x8000000000000000ull
+
+struct hvtrace_rec {
+	uint64_t tsc;		/* the vCPU's TSC when the record was made */
+	uint64_t from;		/* linear addresses (see the kinds above) */
+	uint64_t to;
+	uint16_t vcpu;
+	uint8_t kind;		/* enum hvtrace_rec_kind */
+	uint8_t info;		/* HVTRACE_INFO_* */
+	uint32_t aux;
+};
+_Static_assert(sizeof(struct hvtrace_rec) == 32, "hvtrace_rec is 32 bytes");
+
+/* ------------------------------------------------------------------ */
+/* The channel: a header page, then the rings' record areas.           */
+/*
+ * Where it lives: BAR2 of a QEMU ivshmem-plain device (PCI 1af4:1110) when
+ * the loader finds one, else a range of the hypervisor's reserved RAM. In
+ * both cases the header is at a 4 KiB-aligned address, so a tool can find
+ * it by scanning a guest memory dump for HVTRACE_CHAN_MAGIC.
+ *
+ * Rings: record i (counting from 0 since the ring began) lives at
+ * offset + (i % capacity) * 32. `head` is the number of records the
+ * hypervisor has written; it writes the record, then head (x86 stores are
+ * ordered). A reader of an OVERWRITE ring copies the records it wants,
+ * then re-reads head: records it copied that head has since lapped are
+ * torn and thrown away. A LOSSLESS ring is drained by one reader, which
+ * writes `tail` (records consumed); the hypervisor never overwrites a
+ * record at or after tail: when the ring is full it waits (pausing the
+ * vCPU) up to `wait_us` for the reader, then drops records, counts them in
+ * `lost` and writes one HVTRACE_REC_LOST record when space returns. It
+ * waits only while `reader` is non-zero (a reader is attached).
+ */
+#define HVTRACE_CHAN_MAGIC	0x314e484352545648ull	/* "HVTRCHN1" */
+#define HVTRACE_CHAN_HDR_SIZE	4096u
+#define HVTRACE_CHAN_MAX_RINGS	30
+
+enum hvtrace_consumer {
+	HVTRACE_CONSUMER_FLIGHT = 1,	/* the flight recorder: last N branches */
+	HVTRACE_CONSUMER_STREAM = 2,	/* the host export stream */
+};
+
+enum hvtrace_ring_mode {
+	HVTRACE_RING_OVERWRITE = 1,	/* history ring: keeps the newest records */
+	HVTRACE_RING_LOSSLESS = 2,	/* the host drains it; the producer waits */
+};
+
+enum hvtrace_cpl_filter {
+	HVTRACE_CPL_ALL = 0,
+	HVTRACE_CPL_KERNEL = 1,		/* records with a CPL 0 end */
+	HVTRACE_CPL_USER = 2,		/* records with a CPL > 0 end; kernel addresses
+					 * replaced by HVTRACE_ADDR_KERNEL */
+};
+
+struct hvtrace_ring {
+	/* set once by the hypervisor */
+	uint32_t vcpu;
+	uint16_t consumer;	/* enum hvtrace_consumer */
+	uint16_t mode;		/* enum hvtrace_ring_mode */
+	uint64_t offset;	/* from the channel's start; 4 KiB-aligned, past the header */
+	uint64_t capacity;	/* records; a power of two, >= 2 */
+	uint32_t cpl_filter;	/* enum hvtrace_cpl_filter */
+	uint32_t wait_us;	/* LOSSLESS: how long the producer waits for the reader */
+	/* written by the hypervisor */
+	uint64_t head;		/* records written since the ring began */
+	uint64_t lost;		/* records dropped (exact) */
+	uint64_t filtered;	/* records this consumer's filter left out */
+	uint64_t waits;		/* LOSSLESS: times the producer waited for the reader */
+	/* written by the host's reader (LOSSLESS), own cache line */
+	uint64_t tail;		/* records consumed */
+	uint64_t reader;	/* non-zero while a reader drains (its pid) */
+	uint8_t pad1[48];
+};
+_Static_assert(sizeof(struct hvtrace_ring) == 128, "hvtrace_ring is 128 bytes");
+_Static_assert(__builtin_offsetof(struct hvtrace_ring, tail) == 64, "tail on its own line");
+
+enum hvtrace_chan_state {
+	HVTRACE_STATE_IDLE = 1,		/* waiting for the start trigger */
+	HVTRACE_STATE_TRACING = 2,
+	HVTRACE_STATE_STOPPED = 3,	/* stop trigger reached */
+	HVTRACE_STATE_FROZEN = 4,	/* the guest crashed: rings kept as they were */
+};
+
+enum hvtrace_freeze {
+	HVTRACE_FREEZE_NONE = 0,
+	HVTRACE_FREEZE_TRIPLE_FAULT = 1,
+	HVTRACE_FREEZE_RESET = 2,	/* the guest asked for a reset (port 0xCF9) */
+	HVTRACE_FREEZE_HYPERCALL = 3,	/* HVTRACE_TRACE_FREEZE */
+};
+
+enum hvtrace_chan_where {
+	HVTRACE_CHAN_IVSHMEM = 1,	/* BAR2 of an ivshmem-plain device */
+	HVTRACE_CHAN_RESERVED_RAM = 2,	/* the hypervisor's reserved RAM */
+};
+
+struct hvtrace_chan {
+	uint64_t magic;		/* HVTRACE_CHAN_MAGIC */
+	uint32_t abi_version;	/* HVTRACE_ABI_VERSION */
+	uint32_t rec_size;	/* sizeof(struct hvtrace_rec) */
+	uint32_t hdr_size;	/* HVTRACE_CHAN_HDR_SIZE */
+	uint32_t nr_rings;	/* <= HVTRACE_CHAN_MAX_RINGS */
+	uint64_t size;		/* bytes of the whole channel */
+	uint64_t phys_base;	/* its guest-physical address */
+	uint64_t tsc_hz;	/* 0 when unknown */
+	uint32_t where;		/* enum hvtrace_chan_where */
+	uint32_t nr_vcpus;
+	uint32_t state;		/* enum hvtrace_chan_state */
+	uint32_t freeze;	/* enum hvtrace_freeze */
+	uint64_t freeze_tsc;
+	uint64_t seq;		/* bumped on every state change */
+	uint8_t reserved[48];
+	struct hvtrace_ring rings[HVTRACE_CHAN_MAX_RINGS];
+	uint8_t pad[HVTRACE_CHAN_HDR_SIZE - 128 - HVTRACE_CHAN_MAX_RINGS * 128];
+};
+_Static_assert(sizeof(struct hvtrace_chan) == HVTRACE_CHAN_HDR_SIZE, "the channel header is one page");
+_Static_assert(__builtin_offsetof(struct hvtrace_chan, rings) == 128, "rings after 128 bytes");
+
+/* ------------------------------------------------------------------ */
+/* The trace file the host tools write (`hvtrace record`, `snapshot`).  */
+/*
+ * A 128-byte header, then records back to back. A file being written has
+ * `records` = 0 and HVTRACE_FILE_COMPLETE clear: its length says how many
+ * records it holds (a trailing partial record, left by a killed writer, is
+ * ignored). A finished file has COMPLETE set and `records` exact.
+ */
+#define HVTRACE_FILE_MAGIC	0x314c494652545648ull	/* "HVTRFIL1" */
+#define HVTRACE_FILE_COMPLETE	(1u << 0)
+#define HVTRACE_FILE_SNAPSHOT	(1u << 1)	/* from overwrite rings (per vCPU, in order) */
+#define HVTRACE_FILE_FROZEN	(1u << 2)	/* the channel was frozen by a guest crash */
+
+struct hvtrace_file_hdr {
+	uint64_t magic;		/* HVTRACE_FILE_MAGIC */
+	uint32_t abi_version;	/* HVTRACE_ABI_VERSION of the writer */
+	uint32_t rec_size;	/* sizeof(struct hvtrace_rec) */
+	uint32_t hdr_size;	/* sizeof(struct hvtrace_file_hdr) */
+	uint32_t flags;		/* HVTRACE_FILE_* */
+	uint64_t tsc_hz;
+	uint64_t records;	/* COMPLETE: the number of records */
+	uint64_t lost;		/* records the source reported lost */
+	uint32_t nr_vcpus;
+	uint32_t freeze;	/* enum hvtrace_freeze of the channel */
+	uint8_t reserved[72];
+};
+_Static_assert(sizeof(struct hvtrace_file_hdr) == 128, "hvtrace_file_hdr is 128 bytes");
+
+#endif
