@@ -88,15 +88,159 @@ static bool parse_u16(const char *s, u16 *out)
 	return true;
 }
 
-enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE, K_COUNT };
-static const char *const key_names[K_COUNT] = { "next", "cmdline", "memory", "serial", "log",
-						"enable", "engine" };
+static bool parse_u64(const char *s, u64 *out)
+{
+	u64 v = 0;
+	unsigned base = 10;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f'))
+			d = (unsigned)((*s | 0x20) - 'a' + 10);
+		else
+			return false;
+		if (v > (~0ull - d) / base)
+			return false;
+		v = v * base + d;
+	}
+	*out = v;
+	return true;
+}
+
+/* "200ms", "5s", "300us", or a bare number of milliseconds */
+static bool parse_wait_us(const char *s, u32 *out)
+{
+	char num[24];
+	size_t n = 0;
+	u64 v, mul = 1000;
+	while (s[n] >= '0' && s[n] <= '9' && n < sizeof(num) - 1) {
+		num[n] = s[n];
+		n++;
+	}
+	num[n] = 0;
+	if (!n || !parse_u64(num, &v))
+		return false;
+	const char *unit = s + n;
+	if (!*unit || (unit[0] == 'm' && unit[1] == 's' && !unit[2]))
+		mul = 1000;
+	else if (unit[0] == 'u' && unit[1] == 's' && !unit[2])
+		mul = 1;
+	else if (unit[0] == 's' && !unit[1])
+		mul = 1000000;
+	else
+		return false;
+	if (v > 60000000ull / mul)	/* at most a minute */
+		return false;
+	*out = (u32)(v * mul);
+	return true;
+}
+
+enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE,
+	       K_FLIGHT_SIZE, K_FLIGHT_CPL, K_FLIGHT_RANGE, K_FLIGHT_CR3,
+	       K_STREAM_SIZE, K_STREAM_CPL, K_STREAM_RANGE, K_STREAM_CR3, K_STREAM_WAIT,
+	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_COUNT };
+static const char *const key_names[K_COUNT] = {
+	"next", "cmdline", "memory", "serial", "log", "enable", "engine",
+	"flight.size", "flight.cpl", "flight.range", "flight.cr3",
+	"stream.size", "stream.cpl", "stream.range", "stream.cr3", "stream.wait",
+	"trace.start", "trace.stop", "channel" };
+#define KEY_LIST "next, cmdline, memory, serial, log, enable, engine, flight.size, flight.cpl, " \
+	"flight.range, flight.cr3, stream.size, stream.cpl, stream.range, stream.cr3, stream.wait, " \
+	"trace.start, trace.stop, channel"
+/* keys that may be given more than once */
+static bool key_repeats(enum cfg_key k)
+{
+	return k == K_FLIGHT_RANGE || k == K_STREAM_RANGE;
+}
+
+/* The smallest and largest ring a consumer may have (bytes per vCPU). */
+#define REC_RING_MIN	(4ull << 10)
+#define REC_RING_MAX	(512ull << 20)
+
+static void cfg_rec_size(struct hv_config *cfg, u32 line, const char *name, const char *num,
+			 u64 *out)
+{
+	u64 m;
+	if (!cfg_parse_size(num, &m))
+		cfg_err(cfg, line, "%s: '%s' is not a size (write e.g. 1M, or 0 for none)", name, num);
+	else if (m && (m < REC_RING_MIN || m > REC_RING_MAX || (m & (m - 1))))
+		cfg_err(cfg, line, "%s: '%s' must be 0 or a power of two from 4K to 512M", name, num);
+	else
+		*out = m;
+}
+
+static void cfg_rec_cpl(struct hv_config *cfg, u32 line, const char *name, const char *num,
+			size_t vlen, struct hv_rec_filter *f)
+{
+	if (streq(num, vlen, "all"))
+		f->cpl = HVTRACE_CPL_ALL;
+	else if (streq(num, vlen, "kernel"))
+		f->cpl = HVTRACE_CPL_KERNEL;
+	else if (streq(num, vlen, "user"))
+		f->cpl = HVTRACE_CPL_USER;
+	else
+		cfg_err(cfg, line, "%s: '%s' is not all, kernel or user", name, num);
+}
+
+static void cfg_rec_range(struct hv_config *cfg, u32 line, const char *name, char *num,
+			  struct hv_rec_filter *f)
+{
+	char *dash = num;
+	while (*dash && *dash != '-')
+		dash++;
+	u64 lo, hi;
+	if (!*dash) {
+		cfg_err(cfg, line, "%s: '%s' is not a range (write START-END, e.g. 0xffffffff81000000-0xffffffff81ffffff)", name, num);
+		return;
+	}
+	*dash = 0;
+	bool ok = parse_u64(num, &lo) && parse_u64(dash + 1, &hi);
+	*dash = '-';
+	if (!ok)
+		cfg_err(cfg, line, "%s: '%s' is not a range of addresses (hexadecimal 0x... or decimal)", name, num);
+	else if (hi < lo)
+		cfg_err(cfg, line, "%s: '%s' ends before it starts", name, num);
+	else if (f->nr_ranges >= HV_REC_MAX_RANGES)
+		cfg_err(cfg, line, "%s: more than %u ranges", name, HV_REC_MAX_RANGES);
+	else {
+		f->ranges[f->nr_ranges].lo = lo;
+		f->ranges[f->nr_ranges].hi = hi;
+		f->nr_ranges++;
+	}
+}
+
+static void cfg_rec_cr3(struct hv_config *cfg, u32 line, const char *name, const char *num,
+			struct hv_rec_filter *f)
+{
+	u64 v;
+	if (!parse_u64(num, &v) || !v || (v & 0xfff) || v >> 52)
+		cfg_err(cfg, line, "%s: '%s' is not a page-table root (a non-zero, 4K-aligned physical address)", name, num);
+	else
+		f->cr3 = v;
+}
+
+/* "NAME:NUMBER" */
+static bool word_arg(const char *v, const char *word, u64 *arg)
+{
+	size_t n = 0;
+	while (word[n] && v[n] == word[n])
+		n++;
+	return !word[n] && v[n] == ':' && parse_u64(v + n + 1, arg);
+}
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char *v, size_t vlen)
 {
-	char num[32];
+	char num[64];
 	const char *name = key_names[k];
+	struct hv_rec_cfg *rec = &cfg->rec;
 
 	switch (k) {
 	case K_NEXT:
@@ -131,7 +275,7 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 		break;
 	}
 
-	/* the remaining values are short words */
+	/* the remaining values are short words (a range is the longest) */
 	if (vlen >= sizeof(num)) {
 		cfg_err(cfg, line, "%s: '%.20s...' is too long", name, v);
 		return;
@@ -180,6 +324,65 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 		else
 			cfg_err(cfg, line, "engine: '%s' is not fast or reference", num);
 		return;
+	case K_FLIGHT_SIZE:
+		cfg_rec_size(cfg, line, name, num, &rec->flight_size);
+		return;
+	case K_STREAM_SIZE:
+		cfg_rec_size(cfg, line, name, num, &rec->stream_size);
+		return;
+	case K_FLIGHT_CPL:
+	case K_STREAM_CPL:
+		cfg_rec_cpl(cfg, line, name, num, vlen, k == K_FLIGHT_CPL ? &rec->flight : &rec->stream);
+		return;
+	case K_FLIGHT_RANGE:
+	case K_STREAM_RANGE:
+		cfg_rec_range(cfg, line, name, num, k == K_FLIGHT_RANGE ? &rec->flight : &rec->stream);
+		return;
+	case K_FLIGHT_CR3:
+	case K_STREAM_CR3:
+		cfg_rec_cr3(cfg, line, name, num, k == K_FLIGHT_CR3 ? &rec->flight : &rec->stream);
+		return;
+	case K_STREAM_WAIT:
+		if (!parse_wait_us(num, &rec->stream_wait_us))
+			cfg_err(cfg, line, "stream.wait: '%s' is not a time up to 60s (write e.g. 200ms, 2s or 500us)", num);
+		return;
+	case K_TRACE_START: {
+		u64 arg;
+		if (streq(num, vlen, "boot"))
+			rec->start = REC_START_BOOT;
+		else if (streq(num, vlen, "hypercall"))
+			rec->start = REC_START_HYPERCALL;
+		else if (word_arg(num, "branches", &arg)) {
+			rec->start = REC_START_BRANCHES;
+			rec->start_arg = arg;
+		} else if (num[0] == '0' && (num[1] == 'x' || num[1] == 'X') && parse_u64(num, &arg)) {
+			rec->start = REC_START_ADDR;
+			rec->start_arg = arg;
+		} else
+			cfg_err(cfg, line, "trace.start: '%s' is not boot, hypercall, branches:N or an address (0x...)", num);
+		return;
+	}
+	case K_TRACE_STOP: {
+		u64 arg;
+		if (streq(num, vlen, "never") || streq(num, vlen, "hypercall"))
+			rec->stop = REC_STOP_NONE;
+		else if (word_arg(num, "records", &arg) && arg) {
+			rec->stop = REC_STOP_RECORDS;
+			rec->stop_arg = arg;
+		} else
+			cfg_err(cfg, line, "trace.stop: '%s' is not never, hypercall or records:N (N > 0)", num);
+		return;
+	}
+	case K_CHANNEL:
+		if (streq(num, vlen, "auto"))
+			rec->channel = REC_CHAN_AUTO;
+		else if (streq(num, vlen, "ivshmem"))
+			rec->channel = REC_CHAN_IVSHMEM;
+		else if (streq(num, vlen, "ram"))
+			rec->channel = REC_CHAN_RAM;
+		else
+			cfg_err(cfg, line, "channel: '%s' is not auto, ivshmem or ram", num);
+		return;
 	default:
 		return;
 	}
@@ -197,6 +400,8 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	cfg->log_level = 2; /* info */
 	cfg->enable = true;
 	cfg->engine = HVTRACE_ENGINE_FAST;
+	cfg->rec.start = REC_START_BOOT;
+	cfg->rec.stream_wait_us = 100000;
 
 	if (len > CFG_MAX_SIZE) {
 		cfg_err(cfg, 0, "the file is larger than 64 KiB");
@@ -232,7 +437,7 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 		while (vstart < end && is_space(text[vstart]))
 			vstart++;
 
-		char key[24];
+		char key[32];
 		size_t klen = kend - start;
 		if (klen == 0 || klen >= sizeof(key)) {
 			cfg_err(cfg, line, "expected 'key = value'");
@@ -246,10 +451,10 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 			if (streq(key, klen, key_names[i]))
 				k = i;
 		if (k < 0) {
-			cfg_err(cfg, line, "unknown key '%s' (known: next, cmdline, memory, serial, log, enable, engine)", key);
+			cfg_err(cfg, line, "unknown key '%s' (known: " KEY_LIST ")", key);
 			continue;
 		}
-		if (seen[k]) {
+		if (seen[k] && !key_repeats((enum cfg_key)k)) {
 			cfg_err(cfg, line, "'%s' is given twice", key);
 			continue;
 		}
@@ -273,5 +478,21 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	}
 	if (!seen[K_NEXT])
 		cfg_err(cfg, 0, "no 'next' line: nothing to boot after the hypervisor");
+	/* a consumer's settings without the consumer are a mistake worth naming */
+	static const struct { enum cfg_key k, needs; } deps[] = {
+		{ K_FLIGHT_CPL, K_FLIGHT_SIZE }, { K_FLIGHT_RANGE, K_FLIGHT_SIZE },
+		{ K_FLIGHT_CR3, K_FLIGHT_SIZE }, { K_STREAM_CPL, K_STREAM_SIZE },
+		{ K_STREAM_RANGE, K_STREAM_SIZE }, { K_STREAM_CR3, K_STREAM_SIZE },
+		{ K_STREAM_WAIT, K_STREAM_SIZE },
+	};
+	for (u32 i = 0; i < ARRAY_SIZE(deps); i++)
+		if (seen[deps[i].k] && (!seen[deps[i].needs] ||
+					(deps[i].needs == K_FLIGHT_SIZE ? !cfg->rec.flight_size
+									: !cfg->rec.stream_size)))
+			cfg_err(cfg, 0, "'%s' is set but '%s' is not (or is 0): that consumer does not exist",
+				key_names[deps[i].k], key_names[deps[i].needs]);
+	if ((seen[K_TRACE_START] || seen[K_TRACE_STOP] || seen[K_CHANNEL]) &&
+	    !cfg->rec.flight_size && !cfg->rec.stream_size)
+		cfg_err(cfg, 0, "trace.start, trace.stop and channel need a recorder: set flight.size or stream.size");
 	return cfg->nr_errors;
 }

@@ -5,6 +5,7 @@
 #define HVTRACE_LOADER_CONFIG_H
 
 #include "core/types.h"
+#include "core/boot.h"
 
 #define CFG_PATH_MAX	256
 #define CFG_CMDLINE_MAX	2048
@@ -14,7 +15,7 @@
 
 struct cfg_error {
 	u32 line;	/* 0: about the whole file */
-	char msg[160];
+	char msg[320];
 };
 
 struct hv_config {
@@ -25,6 +26,7 @@ struct hv_config {
 	u8 log_level;			/* enum log_level */
 	bool enable;			/* false: boot `next` without the hypervisor */
 	u8 engine;			/* enum hvtrace_engine: fast (default) or reference */
+	struct hv_rec_cfg rec;		/* flight.*, stream.*, trace.*, channel */
 	u32 nr_errors;			/* errors beyond CFG_MAX_ERRORS are counted only */
 	struct cfg_error errors[CFG_MAX_ERRORS];
 };

@@ -188,6 +188,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->phys_limit = limit;
 	bp->tsc_hz = measure_tsc_hz();
 	bp->trace_engine = cfg->engine;
+	bp->rec = cfg->rec;
 	if (!collect_ram(&bp->ram)) {
 		say("the firmware's memory map has more than %u RAM ranges", HV_MAX_RANGES);
 		ret = HV_ERR_BAD_BOOT;

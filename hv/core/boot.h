@@ -22,7 +22,7 @@
 
 #define HV_IMAGE_HDR_MAGIC	0x4856494d41474531ull	/* "HVIMAGE1" */
 #define HV_BOOT_MAGIC		0x48564254424f4f54ull	/* "HVBTBOOT" */
-#define HV_BOOT_VERSION		1
+#define HV_BOOT_VERSION		2
 
 /* First bytes of the flat hypervisor image (hv/hv.ld puts it at HV_VA_BASE). */
 struct hv_image_hdr {
@@ -37,6 +37,40 @@ struct hv_image_hdr {
 struct hv_boot_guest {
 	u64 rip, rsp, cr3;	/* filled by the loader's entry trampoline */
 	u64 abort_rip;		/* loader stub: RAX = status, RDX = CR3, RSI = RSP */
+};
+
+/* The recorder's configuration (hvtrace.cfg keys flight.*, stream.*,
+ * trace.*, channel; docs/config.md), parsed by the loader. */
+#define HV_REC_MAX_RANGES 4
+struct hv_rec_filter {
+	u32 cpl;		/* enum hvtrace_cpl_filter */
+	u32 nr_ranges;		/* 0: any address */
+	u64 cr3;		/* 0: any address space; else CR3 bits 12-51 */
+	struct { u64 lo, hi; } ranges[HV_REC_MAX_RANGES];	/* [lo, hi] inclusive */
+};
+
+enum hv_rec_start {
+	REC_START_BOOT = 1,		/* as soon as the hypervisor runs */
+	REC_START_HYPERCALL = 2,	/* HVTRACE_TRACE_START */
+	REC_START_ADDR = 3,		/* the first time the guest executes start_arg */
+	REC_START_BRANCHES = 4,		/* at boot, keeping records after the first start_arg */
+};
+enum hv_rec_stop {
+	REC_STOP_NONE = 0,		/* only HVTRACE_TRACE_STOP or a crash */
+	REC_STOP_RECORDS = 1,		/* after stop_arg records */
+};
+enum hv_rec_channel { REC_CHAN_AUTO = 0, REC_CHAN_IVSHMEM = 1, REC_CHAN_RAM = 2 };
+
+struct hv_rec_cfg {
+	u64 flight_size;	/* bytes per vCPU; 0: no flight recorder */
+	u64 stream_size;	/* bytes per vCPU; 0: no host stream */
+	u32 stream_wait_us;	/* how long a full stream pauses the vCPU */
+	u32 start;		/* enum hv_rec_start */
+	u64 start_arg;
+	u32 stop;		/* enum hv_rec_stop */
+	u32 channel;		/* enum hv_rec_channel */
+	u64 stop_arg;
+	struct hv_rec_filter flight, stream;
 };
 
 struct hv_boot {
@@ -54,6 +88,7 @@ struct hv_boot {
 	struct hv_boot_guest guest;
 	u32 trace_engine;	/* enum hvtrace_engine the guest's BTS gets */
 	u32 pad3;
+	struct hv_rec_cfg rec;	/* the recorder */
 	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
 };
 int hv_entry(const struct hv_boot *bp);

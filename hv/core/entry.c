@@ -63,6 +63,11 @@ int hv_entry(const struct hv_boot *bp)
 	hv.nr_vcpus = 1;
 	ds_init(v);
 	v->trace.engine_wanted = bp->trace_engine;
+	st = rec_init();	/* the channel: before the nested page tables hide it */
+	if (st) {
+		LOG_ERR("recorder: %s", hv_status_str(st));
+		return st;
+	}
 
 	st = hv.ops->vcpu_init(v);
 	if (st) {
@@ -77,6 +82,8 @@ int hv_entry(const struct hv_boot *bp)
 	v->gpr[GPR_RSP] = bp->guest.rsp;
 	v->gpr[GPR_RAX] = HV_OK;
 	v->rflags = 0x2;
+	trace_update(v);	/* trace.start = boot: the engine runs from here */
+	trace_before_entry(v);
 	LOG_INFO("%s backend ready, %lu KiB free; entering the guest", hv.ops->name,
 		 mm_free_bytes() >> 10);
 	hv.ops->vcpu_run(v);

@@ -7,6 +7,7 @@
  * state that cannot happen: logged with a full dump). Nothing is silently
  * skipped. */
 #include "arch/x86/msr.h"
+#include "hvtrace/abi.h"
 #include "core/cpuid.h"
 #include "core/gmem.h"
 #include "core/hypercall.h"
@@ -115,6 +116,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		hv.ops->inject_exception(v, X86_UD, false, 0);
 		return;
 	case HV_EV_TRIPLE_FAULT:
+		rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
 		guest_stop(v, "guest triple fault (shutdown)");
 	case HV_EV_NPF:
 		LOG_ERR("nested page fault at gpa %016lx", ev->gpa);

@@ -28,6 +28,8 @@ s64 hc_check(const struct hc_args *a, const struct hv_memmap *guest_ram, u32 nr_
 		if (a->index >= nr_vcpus)
 			return -HVTRACE_EINVAL;
 		return check_out_buffer(a, guest_ram, sizeof(struct hvtrace_vcpu_status));
+	case HVTRACE_HC_TRACE_CTL:
+		return a->cpl != 0 ? -HVTRACE_EPERM : 0;
 	}
 	return -HVTRACE_ENOSYS;
 }

@@ -44,6 +44,8 @@ static void hc_vcpu_status(u64 gpa, u32 index)
 	st.bts_records = w->trace.ds.records;
 	st.bts_dropped = w->trace.ds.dropped;
 	st.bts_pmis = w->trace.ds.pmis;
+	st.rec_records = w->trace.rec.records;
+	st.rec_lost = w->trace.rec.lost;
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
 }
 
@@ -70,6 +72,9 @@ void hc_dispatch(struct vcpu *v)
 			break;
 		case HVTRACE_HC_VCPU_STATUS:
 			hc_vcpu_status(a.buf_gpa, (u32)a.index);
+			break;
+		case HVTRACE_HC_TRACE_CTL:
+			ret = rec_hypercall(v, v->gpr[GPR_RBX], v->gpr[GPR_RCX]);
 			break;
 		}
 	}

@@ -18,6 +18,7 @@ const char *hv_status_str(int st)
 	case HV_ERR_VMX_CONTROLS: return "the CPU does not allow the VMX controls hvtrace needs (the serial log names them)";
 	case HV_ERR_VMENTRY_FAILED: return "the first VM entry failed (the serial log has the reason and the guest state)";
 	case HV_ERR_NO_EPT: return "VMX has no usable EPT (4-level, write-back or uncacheable structures)";
+	case HV_ERR_REC_CONFIG: return "the recorder's rings do not fit (flight.size and stream.size against 'memory' or the ivshmem device's size; the serial log says which)";
 	case HV_ERR_VMX_SETUP: return "entering VMX operation failed (VMXON, VMPTRLD or VMWRITE; the serial log has the VM-instruction error)";
 	}
 	return "unknown error";

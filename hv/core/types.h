@@ -48,6 +48,7 @@ enum hv_status {
 	HV_ERR_VMENTRY_FAILED = -11,	/* first VM entry refused the guest state */
 	HV_ERR_NO_EPT = -12,		/* VMX without usable EPT */
 	HV_ERR_VMX_SETUP = -13,		/* VMXON/VMPTRLD/VMWRITE failed */
+	HV_ERR_REC_CONFIG = -14,	/* the recorder's rings do not fit */
 };
 
 const char *hv_status_str(int st);

@@ -79,10 +79,29 @@ static bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
 	return true;
 }
 
-void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl)
+void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux)
 {
 	v->trace.branches++;
 	ds_bts_store(v, from, to, cpl);
+	rec_emit(v, kind, from, to, cpl, aux);
+}
+
+/* The record kind and branch type of a decoded transfer. */
+static u8 rec_kind_of(const struct dec_insn *in, u32 *type)
+{
+	static const u8 types[] = {
+		[DEC_BR_JCC] = HVTRACE_BR_JCC, [DEC_BR_LOOP] = HVTRACE_BR_LOOP,
+		[DEC_BR_JMP] = HVTRACE_BR_JMP, [DEC_BR_JMP_IND] = HVTRACE_BR_JMP_IND,
+		[DEC_BR_CALL] = HVTRACE_BR_CALL, [DEC_BR_CALL_IND] = HVTRACE_BR_CALL_IND,
+		[DEC_BR_RET] = HVTRACE_BR_RET, [DEC_BR_JMP_FAR] = HVTRACE_BR_FAR_JMP,
+		[DEC_BR_CALL_FAR] = HVTRACE_BR_FAR_CALL, [DEC_BR_RET_FAR] = HVTRACE_BR_FAR_RET,
+		[DEC_BR_IRET] = HVTRACE_BR_IRET, [DEC_BR_SYSCALL] = HVTRACE_BR_SYSCALL,
+		[DEC_BR_SYSRET] = HVTRACE_BR_SYSRET, [DEC_BR_SYSENTER] = HVTRACE_BR_SYSENTER,
+		[DEC_BR_SYSEXIT] = HVTRACE_BR_SYSEXIT,
+	};
+	u32 t = in->branch < ARRAY_SIZE(types) ? types[in->branch] : 0;
+	*type = t ? t : HVTRACE_BR_OTHER;
+	return t && t <= HVTRACE_BR_RET ? HVTRACE_REC_BRANCH : HVTRACE_REC_FAR;
 }
 
 /* --- the engine's breakpoint ------------------------------------------- */
@@ -147,6 +166,15 @@ static void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from,
 	bp_arm2(v, kind, addr, 0, from, cpl);
 }
 
+/* Follows an event into its handler at `addr`: the record (`kind`, `aux`)
+ * is made when the handler's first instruction is reached. */
+static void bp_arm_handler(struct vcpu *v, u64 addr, u64 from, int cpl, u8 kind, u32 aux)
+{
+	bp_arm(v, BP_HANDLER, addr, from, cpl);
+	v->trace.bp.rec_kind = kind;
+	v->trace.bp.rec_aux = aux;
+}
+
 /* --- start and stop ------------------------------------------------------ */
 
 static void engine_stop(struct vcpu *v)
@@ -168,11 +196,51 @@ static void engine_stop(struct vcpu *v)
 	t->tf_forced = false;
 }
 
+/* While the recorder waits for its start address and the engine is off,
+ * DR3 holds an execute breakpoint there (the guest's DR accesses are
+ * emulated against its own values, as while tracing). */
+static void trigger_update(struct vcpu *v)
+{
+	struct handler_bp *bp = &v->trace.bp;
+	u64 addr = rec_trigger_addr();
+	bool armed = bp->armed && bp->kind == BP_TRIGGER;
+	if (addr && !armed) {
+		hv.ops->set_exception_intercepts(v, 1u << X86_DB);
+		hv.ops->set_dr_intercept(v, true);
+		bp_arm(v, BP_TRIGGER, addr, 0, 0);
+	} else if (!addr && armed) {
+		bp_disarm(v);
+		hv.ops->set_exception_intercepts(v, 0);
+		hv.ops->set_dr_intercept(v, false);
+	}
+}
+
+/* The #DB of the start trigger, engine off: tracing starts at the
+ * instruction (an instruction breakpoint is a fault: it has not run). */
+static bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
+{
+	struct handler_bp *bp = &v->trace.bp;
+	if (ev->vector != X86_DB || !bp->armed || bp->kind != BP_TRIGGER)
+		return false;
+	u64 dr6 = hv.ops->get_dr(v, 6);
+	if (!(dr6 & DR6_B3) || linear_rip(v) != bp->addr)
+		return false;
+	hv.ops->set_dr(v, 6, dr6 & ~DR6_B3);
+	bp_disarm(v);
+	rec_trigger_hit(v);
+	trace_update(v);
+	/* a cause of the guest's own at the same time goes to the guest */
+	return !(dr6 & DR6_CAUSES & ~DR6_B3);
+}
+
 void trace_update(struct vcpu *v)
 {
 	struct trace_vcpu *t = &v->trace;
-	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS);
+	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS) ||
+		    rec_tracing();
 
+	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
+		bp_disarm(v);
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {
 		t->engine = t->engine_wanted ? t->engine_wanted : HVTRACE_ENGINE_FAST;
 		t->guest_tf = v->rflags & RFLAGS_TF;
@@ -187,6 +255,8 @@ void trace_update(struct vcpu *v)
 	} else if (!want && t->engine != HVTRACE_ENGINE_OFF) {
 		engine_stop(v);
 	}
+	if (!want)
+		trigger_update(v);
 }
 
 /* --- every exit ----------------------------------------------------------- */
@@ -205,7 +275,7 @@ static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 		return;
 	if (at_branch && ev->kind == HV_EV_INTR && p->to != p->from_lin)
 		return;
-	trace_emit(v, p->from_lin, p->to, p->cpl);
+	trace_emit(v, p->from_lin, p->to, p->cpl, HVTRACE_REC_BRANCH, p->type);
 }
 
 /* Which way the conditional branch the fast engine did not stop at went:
@@ -222,7 +292,7 @@ static void cond_settle(struct vcpu *v)
 	bool taken = at >= c->target && at <= c->stop_taken;
 	bool fall = at >= c->fall && at <= c->stop_fall;
 	if (taken && !fall)
-		trace_emit(v, c->from, c->target, c->cpl);
+		trace_emit(v, c->from, c->target, c->cpl, HVTRACE_REC_BRANCH, c->type);
 }
 
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
@@ -230,6 +300,7 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 	struct trace_vcpu *t = &v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
+	rec_exit_begin(v);
 	t->raw_rflags = v->rflags;
 	t->was_stepping = t->tf_forced;
 	if (t->tf_forced)
@@ -429,7 +500,9 @@ static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, i
 		u64 s_f = find_stop(v, fall, fall - base, mode, &a);
 		u64 s_t = find_stop(v, target, x.target, mode, &b);
 		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur) {
-			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl };
+			u32 type;
+			rec_kind_of(&x, &type);
+			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl, (u8)type };
 			bp_arm2(v, BP_STOP, s_t, s_f, 0, 0);
 			return;
 		}
@@ -454,6 +527,8 @@ static void step_completed(struct vcpu *v)
 		return;
 	}
 	s->valid = false;
+	u32 type;
+	u8 kind = rec_kind_of(&s->insn, &type);
 	switch (s->insn.branch) {
 	case DEC_BR_NONE:
 	case DEC_BR_XBEGIN:	/* not a branch for BTS unless it aborts */
@@ -480,7 +555,7 @@ static void step_completed(struct vcpu *v)
 	case DEC_BR_JCC:
 	case DEC_BR_LOOP:
 		if (branch_taken(&s->insn, s->rflags, s->rcx))
-			trace_emit(v, s->lin, to, s->cpl);
+			trace_emit(v, s->lin, to, s->cpl, kind, type);
 		return;
 	case DEC_BR_IRET:
 	case DEC_BR_SYSRET:
@@ -488,10 +563,10 @@ static void step_completed(struct vcpu *v)
 		/* the popped flags are the guest's */
 		t->guest_tf = t->raw_rflags & RFLAGS_TF;
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->raw_rflags & RFLAGS_TF);
-		trace_emit(v, s->lin, to, s->cpl);
+		trace_emit(v, s->lin, to, s->cpl, kind, type);
 		return;
 	default:
-		trace_emit(v, s->lin, to, s->cpl);
+		trace_emit(v, s->lin, to, s->cpl, kind, type);
 		return;
 	}
 }
@@ -502,7 +577,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = &v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
-		return false;
+		return trigger_hit(v, ev);
 	t->trace_exits++;
 
 	if (ev->vector == X86_DB) {
@@ -526,7 +601,8 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		}
 		if (ours) {
 			if (t->bp.kind == BP_HANDLER)
-				trace_emit(v, t->bp.from, t->bp.addr, t->bp.from_cpl);
+				trace_emit(v, t->bp.from, t->bp.addr, t->bp.from_cpl, t->bp.rec_kind,
+					   t->bp.rec_aux);
 			bp_disarm(v);
 		}
 		if (causes & DR6_BS) {
@@ -573,7 +649,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 
 	u64 handler;
 	if (idt_handler(v, ev->vector, &handler))
-		bp_arm(v, BP_HANDLER, handler, from, cpl);
+		bp_arm_handler(v, handler, from, cpl, HVTRACE_REC_EXCEPTION, ev->vector);
 	else
 		bp_disarm(v);
 	return true;
@@ -592,7 +668,7 @@ bool trace_on_interrupt(struct vcpu *v, u8 vector)
 	t->step.valid = false;
 	hv.ops->inject_interrupt(v, vector);
 	if (idt_handler(v, vector, &handler))
-		bp_arm(v, BP_HANDLER, handler, linear_rip(v), hv.ops->get_cpl(v));
+		bp_arm_handler(v, handler, linear_rip(v), hv.ops->get_cpl(v), HVTRACE_REC_INTERRUPT, vector);
 	else
 		bp_disarm(v);
 	return true;
@@ -723,7 +799,7 @@ static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 
 	u64 handler;
 	if (vec < 0 || !idt_handler(v, (u8)vec, &handler))
 		return false;
-	bp_arm(v, BP_HANDLER, handler, lin, cpl);
+	bp_arm_handler(v, handler, lin, cpl, HVTRACE_REC_EXCEPTION, (u32)vec | HVTRACE_AUX_SOFT);
 	return true;
 }
 
@@ -749,7 +825,9 @@ static bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_m
 	} else {
 		return false;
 	}
-	bp_arm(v, BP_HANDLER, to, lin, cpl);
+	u32 type;
+	bp_arm_handler(v, to, lin, cpl, rec_kind_of(in, &type), 0);
+	v->trace.bp.rec_aux = type;
 	return true;
 }
 
@@ -767,6 +845,8 @@ void trace_before_entry(struct vcpu *v)
 	u8 bytes[15];
 	u64 base;
 
+	if (rec_take_changed())
+		trace_update(v);	/* the recorder started or stopped */
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	hv.ops->set_dr(v, 6, DR6_CLEAN);
@@ -796,12 +876,15 @@ void trace_before_entry(struct vcpu *v)
 	if (ends_block(&s->insn)) {
 		bool taken;
 		u64 to;
+		u32 type;
 		if (!resolve_near(v, &s->insn, s->mode, base, &taken, &to)) {
 			step_arm(v, s);	/* far, IRET, SYSCALL...: one step */
 			return;
 		}
-		if (taken)
-			t->pending = (struct pending_branch){ true, s->rip, s->lin, to, s->cpl };
+		if (taken) {
+			rec_kind_of(&s->insn, &type);
+			t->pending = (struct pending_branch){ true, s->rip, s->lin, to, s->cpl, (u8)type };
+		}
 		next = to;
 	}
 	plan_block(v, next, base, s->mode, s->cpl, s->lin);

@@ -6,6 +6,7 @@
 
 #include "core/types.h"
 #include "trace/decode.h"
+#include "trace/rec.h"
 
 struct vcpu;
 struct hv_event;
@@ -35,7 +36,7 @@ struct step_state {
 /* The engine's own breakpoint (DR3, execute): on the first instruction of
  * a handler an event is being delivered to (the record is made when it is
  * reached), or, for the fast engine, on the next control transfer. */
-enum engine_bp_kind { BP_HANDLER, BP_STOP };
+enum engine_bp_kind { BP_HANDLER, BP_STOP, BP_TRIGGER /* the recorder's start address */ };
 struct handler_bp {
 	bool armed;
 	enum engine_bp_kind kind;
@@ -43,6 +44,8 @@ struct handler_bp {
 	u64 addr2;		/* a second stop (DR2), 0 when unused */
 	u64 from;		/* BP_HANDLER: the record's source */
 	int from_cpl;
+	u8 rec_kind;		/* BP_HANDLER: enum hvtrace_rec_kind of the record */
+	u32 rec_aux;
 	u64 saved_dr2, saved_dr3, saved_dr7;	/* the guest's, while the engine holds them */
 };
 
@@ -54,6 +57,7 @@ struct cond_branch {
 	u64 target, fall;	/* the two successors */
 	u64 stop_taken, stop_fall;
 	int cpl;
+	u8 type;		/* enum hvtrace_branch_type */
 };
 
 /* Fast engine: a branch resolved before it ran, recorded once the next
@@ -62,6 +66,7 @@ struct pending_branch {
 	bool valid;
 	u64 from_rip, from_lin, to;
 	int cpl;
+	u8 type;		/* enum hvtrace_branch_type */
 };
 
 struct trace_vcpu {
@@ -78,6 +83,7 @@ struct trace_vcpu {
 	struct pending_branch pending;
 	struct cond_branch cond;
 	u64 trace_exits, branches;
+	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
 };
 
 /* MSRs the tracing code owns: 1 handled, 0 not ours, -1 #GP. */
@@ -85,8 +91,9 @@ int ds_msr_read(struct vcpu *v, u32 msr, u64 *val);
 int ds_msr_write(struct vcpu *v, u32 msr, u64 val);
 void ds_init(struct vcpu *v);
 
-/* A branch record from the engine to every consumer (today: the guest's BTS). */
-void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl);
+/* A record from the engine to every consumer: the guest's BTS (transfers
+ * only) and the recorder (kind: enum hvtrace_rec_kind, aux per record.h). */
+void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux);
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
 
 /* Engine hooks, called by core/event.c. */

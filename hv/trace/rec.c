@@ -1,0 +1,389 @@
+/*
+ * The recorder: the hypervisor's own consumers of the branch engine's
+ * record stream, independent of whatever the guest programs for its BTS.
+ * Two consumers, each with its filter and a ring per vCPU:
+ *
+ *  - the flight recorder (flight.*): an OVERWRITE ring holding the newest
+ *    records, frozen when the guest crashes;
+ *  - the host stream (stream.*): a LOSSLESS ring the host drains; when it
+ *    is full the vCPU waits (bounded by stream.wait) for the reader, then
+ *    records are dropped, counted exactly, and announced by a LOST record.
+ *
+ * The rings live in the channel (include/hvtrace/record.h): BAR2 of an
+ * ivshmem device the loader found, or pages of the hypervisor's reserve.
+ * Triggers (trace.start, trace.stop, the trace-control hypercall, a crash)
+ * move the recorder between IDLE, TRACING, STOPPED and FROZEN; the engine
+ * runs while it traces (trace_update). docs/recorder.md. Root mode.
+ */
+#include "hvtrace/abi.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/paging.h"
+#include "core/gmem.h"
+#include "core/lib.h"
+#include "core/log.h"
+#include "core/mm.h"
+#include "core/vcpu.h"
+#include "trace/rec.h"
+
+#define CR3_ADDR_MASK	0x000ffffffffff000ull
+
+static struct {
+	struct hvtrace_chan *chan;	/* NULL: no consumer configured */
+	const struct hv_rec_cfg *cfg;
+	u32 state;			/* enum hvtrace_chan_state */
+	bool changed;
+	u64 made;			/* records made since tracing started */
+	u64 skip;			/* REC_START_BRANCHES: still to skip */
+} rec;
+
+static void set_state(u32 state)
+{
+	rec.state = state;
+	rec.changed = true;
+	if (rec.chan) {
+		rec.chan->state = state;
+		rec.chan->seq++;
+	}
+}
+
+/* --- layout ----------------------------------------------------------- */
+
+static u64 ring_records(u64 bytes)
+{
+	return bytes / sizeof(struct hvtrace_rec);
+}
+
+static void ring_setup(struct vcpu *v, struct hvtrace_chan *c, u64 *off, u16 consumer, u64 bytes,
+		       const struct hv_rec_filter *f, u32 wait_us)
+{
+	struct rec_vcpu *r = &v->trace.rec;
+	struct hvtrace_ring *g = &c->rings[c->nr_rings++];
+	struct rec_ring *ring = &r->ring[r->nr_rings++];
+
+	g->vcpu = v->id;
+	g->consumer = consumer;
+	g->mode = consumer == HVTRACE_CONSUMER_STREAM ? HVTRACE_RING_LOSSLESS : HVTRACE_RING_OVERWRITE;
+	g->offset = *off;
+	g->capacity = ring_records(bytes);
+	g->cpl_filter = f->cpl;
+	g->wait_us = consumer == HVTRACE_CONSUMER_STREAM ? wait_us : 0;
+	ring->g = g;
+	ring->recs = (struct hvtrace_rec *)((u8 *)c + *off);
+	ring->mask = g->capacity - 1;
+	ring->f = f;
+	ring->mode = g->mode;
+	*off += bytes;
+}
+
+/* Where the channel goes: an ivshmem device's BAR2 when the loader found
+ * one (and channel is not `ram`), else the reserve. */
+static struct hvtrace_chan *chan_place(u64 bytes, u64 *pa, u32 *where)
+{
+	const struct hv_rec_cfg *cfg = &hv.boot.rec;
+	(void)cfg;
+	void *p = mm_alloc_pages(bytes / PAGE_SIZE, pa);
+	*where = HVTRACE_CHAN_RESERVED_RAM;
+	if (!p)
+		LOG_ERR("recorder: %lu KiB of rings do not fit in the reserve (%lu KiB free): raise "
+			"'memory' or lower flight.size/stream.size", bytes >> 10, mm_free_bytes() >> 10);
+	return p;
+}
+
+int rec_init(void)
+{
+	const struct hv_rec_cfg *cfg = &hv.boot.rec;
+	rec.cfg = cfg;
+	if (!cfg->flight_size && !cfg->stream_size)
+		return HV_OK;
+
+	u64 per_vcpu = cfg->flight_size + cfg->stream_size, pa;
+	u32 where;
+	if (hv.nr_vcpus * (u32)(!!cfg->flight_size + !!cfg->stream_size) > HVTRACE_CHAN_MAX_RINGS)
+		return HV_ERR_REC_CONFIG;
+	struct hvtrace_chan *c = chan_place(HVTRACE_CHAN_HDR_SIZE + per_vcpu * hv.nr_vcpus, &pa, &where);
+	if (!c)
+		return HV_ERR_REC_CONFIG;
+
+	memset(c, 0, HVTRACE_CHAN_HDR_SIZE);
+	u64 off = HVTRACE_CHAN_HDR_SIZE;
+	for (u32 i = 0; i < hv.nr_vcpus; i++) {
+		struct vcpu *v = hv.vcpus[i];
+		if (cfg->flight_size)
+			ring_setup(v, c, &off, HVTRACE_CONSUMER_FLIGHT, cfg->flight_size, &cfg->flight, 0);
+		if (cfg->stream_size)
+			ring_setup(v, c, &off, HVTRACE_CONSUMER_STREAM, cfg->stream_size, &cfg->stream,
+				   cfg->stream_wait_us);
+	}
+	c->abi_version = HVTRACE_ABI_VERSION;
+	c->rec_size = sizeof(struct hvtrace_rec);
+	c->hdr_size = HVTRACE_CHAN_HDR_SIZE;
+	c->size = off;
+	c->phys_base = pa;
+	c->tsc_hz = hv.boot.tsc_hz;
+	c->where = where;
+	c->nr_vcpus = hv.nr_vcpus;
+	rec.chan = c;
+	rec.skip = cfg->start == REC_START_BRANCHES ? cfg->start_arg : 0;
+	set_state(cfg->start == REC_START_BOOT || cfg->start == REC_START_BRANCHES ? HVTRACE_STATE_TRACING
+									       : HVTRACE_STATE_IDLE);
+	/* the magic last: a reader scanning memory never sees half a header */
+	asm volatile("" ::: "memory");
+	c->magic = HVTRACE_CHAN_MAGIC;
+	LOG_INFO("recorder: channel at %016lx (%s, %lu KiB): flight %lu KiB, stream %lu KiB per vCPU; "
+		 "%s", pa, where == HVTRACE_CHAN_IVSHMEM ? "ivshmem" : "reserved RAM", off >> 10,
+		 cfg->flight_size >> 10, cfg->stream_size >> 10,
+		 rec.state == HVTRACE_STATE_TRACING ? "tracing from boot" : "waiting for the start trigger");
+	return HV_OK;
+}
+
+/* --- state -------------------------------------------------------------- */
+
+bool rec_tracing(void)
+{
+	return rec.state == HVTRACE_STATE_TRACING;
+}
+
+u64 rec_trigger_addr(void)
+{
+	return rec.chan && rec.state == HVTRACE_STATE_IDLE && rec.cfg->start == REC_START_ADDR
+		       ? rec.cfg->start_arg
+		       : 0;
+}
+
+bool rec_take_changed(void)
+{
+	bool c = rec.changed;
+	rec.changed = false;
+	return c;
+}
+
+static int vcpu_cpl(struct vcpu *v)
+{
+	return hv.ops->get_cpl(v);
+}
+
+static u64 vcpu_lin_rip(struct vcpu *v)
+{
+	u64 base;
+	gmem_code_mode(v, &base);
+	return base + v->rip;
+}
+
+static void mark(struct vcpu *v, u32 code, u64 from, u64 to)
+{
+	int cpl = vcpu_cpl(v);
+	rec_emit(v, HVTRACE_REC_MARKER, from, to, cpl, code);
+}
+
+static void start(struct vcpu *v, u64 at)
+{
+	set_state(HVTRACE_STATE_TRACING);
+	rec.made = 0;
+	v->trace.rec.cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
+	mark(v, HVTRACE_MARK_START, at, v->trace.rec.cr3);
+	LOG_INFO("recorder: tracing starts at %016lx", at);
+}
+
+static void stop(struct vcpu *v, const char *why)
+{
+	mark(v, HVTRACE_MARK_STOP, vcpu_lin_rip(v), rec.made);
+	set_state(HVTRACE_STATE_STOPPED);
+	LOG_INFO("recorder: tracing stopped (%s) after %lu records", why, rec.made);
+}
+
+void rec_trigger_hit(struct vcpu *v)
+{
+	if (rec_trigger_addr())
+		start(v, rec.cfg->start_arg);
+}
+
+/* --- records ------------------------------------------------------------ */
+
+/* Does this consumer keep the record, and with which addresses? */
+static bool filter(const struct hv_rec_filter *f, struct hvtrace_rec *r, u64 cr3)
+{
+	int fc = HVTRACE_INFO_FROM_CPL(r->info), tc = HVTRACE_INFO_TO_CPL(r->info);
+	if (r->kind == HVTRACE_REC_MARKER || r->kind == HVTRACE_REC_LOST || r->kind == HVTRACE_REC_CR3)
+		return true;
+	if (f->cr3 && cr3 != (f->cr3 & CR3_ADDR_MASK))
+		return false;
+	if (f->nr_ranges) {
+		bool in = false;
+		for (u32 i = 0; i < f->nr_ranges && !in; i++)
+			in = (r->from >= f->ranges[i].lo && r->from <= f->ranges[i].hi) ||
+			     (r->to >= f->ranges[i].lo && r->to <= f->ranges[i].hi);
+		if (!in)
+			return false;
+	}
+	switch (f->cpl) {
+	case HVTRACE_CPL_KERNEL:
+		return fc == 0 || tc == 0;
+	case HVTRACE_CPL_USER:
+		if (fc == 0 && tc == 0)
+			return false;
+		/* a user-only consumer never sees a kernel address */
+		if (fc == 0)
+			r->from = HVTRACE_ADDR_KERNEL;
+		if (tc == 0)
+			r->to = HVTRACE_ADDR_KERNEL;
+		return true;
+	}
+	return true;
+}
+
+static void ring_write(struct rec_ring *ring, const struct hvtrace_rec *r)
+{
+	ring->recs[ring->head & ring->mask] = *r;
+	asm volatile("" ::: "memory");	/* the record before head (x86 orders stores) */
+	ring->head++;
+	*(volatile u64 *)&ring->g->head = ring->head;
+}
+
+/* Free slots of a lossless ring, from the reader's tail. A tail the
+ * hypervisor cannot believe (ahead of head, or more than a ring behind)
+ * counts as no reader progress at all: nothing is overwritten. */
+static u64 ring_room(const struct rec_ring *ring)
+{
+	u64 tail = *(volatile u64 *)&ring->g->tail;
+	u64 used = ring->head - tail;
+	if (tail > ring->head || used > ring->mask + 1)
+		return 0;
+	return ring->mask + 1 - used;
+}
+
+/* Waits up to the ring's bound for `need` free slots; true when they came. */
+static bool ring_wait(struct rec_ring *ring, u64 need)
+{
+	if (ring_room(ring) >= need)
+		return true;
+	if (ring->dropping || !*(volatile u64 *)&ring->g->reader)
+		return false;
+	ring->g->waits++;
+	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * ring->g->wait_us
+						    : (u64)ring->g->wait_us * 1000;
+	while (rdtsc() - t0 < limit) {
+		if (ring_room(ring) >= need)
+			return true;
+		cpu_relax();
+	}
+	return false;
+}
+
+static void ring_put(struct vcpu *v, struct rec_ring *ring, const struct hvtrace_rec *r)
+{
+	struct rec_vcpu *rv = &v->trace.rec;
+	if (ring->mode == HVTRACE_RING_LOSSLESS) {
+		if (!ring_wait(ring, ring->pending_lost ? 2 : 1)) {
+			/* dropped: counted exactly, told by a LOST record later */
+			if (!ring->pending_lost)
+				ring->first_lost_tsc = r->tsc;
+			ring->pending_lost++;
+			ring->dropping = true;
+			ring->g->lost++;
+			rv->lost++;
+			return;
+		}
+		ring->dropping = false;
+		if (ring->pending_lost) {
+			struct hvtrace_rec lost = { .tsc = r->tsc, .from = ring->pending_lost,
+						    .to = ring->first_lost_tsc, .vcpu = r->vcpu,
+						    .kind = HVTRACE_REC_LOST, .info = r->info };
+			ring_write(ring, &lost);
+			ring->pending_lost = 0;
+		}
+	}
+	ring_write(ring, r);
+	rv->records++;
+}
+
+static void deliver(struct vcpu *v, const struct hvtrace_rec *r, u64 cr3)
+{
+	struct rec_vcpu *rv = &v->trace.rec;
+	for (u32 i = 0; i < rv->nr_rings; i++) {
+		struct rec_ring *ring = &rv->ring[i];
+		struct hvtrace_rec copy = *r;
+		if (filter(ring->f, &copy, cr3))
+			ring_put(v, ring, &copy);
+		else
+			ring->g->filtered++;
+	}
+}
+
+void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
+{
+	if (!rec.chan || (rec.state != HVTRACE_STATE_TRACING &&
+			  !(kind == HVTRACE_REC_MARKER && rec.state != HVTRACE_STATE_FROZEN)))
+		return;
+	bool counted = kind != HVTRACE_REC_MARKER && kind != HVTRACE_REC_CR3;
+	if (counted && rec.skip) {
+		rec.skip--;
+		return;
+	}
+	/* near branches stay at their CPL; the others end where the vCPU is */
+	int to_cpl = kind == HVTRACE_REC_BRANCH ? from_cpl : vcpu_cpl(v);
+	struct hvtrace_rec r = { .tsc = rdtsc(), .from = from, .to = to, .vcpu = (u16)v->id,
+				 .kind = kind, .info = HVTRACE_INFO_MAKE(from_cpl, to_cpl), .aux = aux };
+	deliver(v, &r, v->trace.rec.cr3);
+	if (counted && ++rec.made == rec.cfg->stop_arg && rec.cfg->stop == REC_STOP_RECORDS)
+		stop(v, "trace.stop records reached");
+}
+
+void rec_exit_begin(struct vcpu *v)
+{
+	struct rec_vcpu *rv = &v->trace.rec;
+	if (!rec.chan || rec.state != HVTRACE_STATE_TRACING)
+		return;
+	u64 cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
+	if (cr3 == rv->cr3)
+		return;
+	u64 old = rv->cr3;
+	rv->cr3 = cr3;
+	int cpl = vcpu_cpl(v);
+	struct hvtrace_rec r = { .tsc = rdtsc(), .from = old, .to = cr3, .vcpu = (u16)v->id,
+				 .kind = HVTRACE_REC_CR3, .info = HVTRACE_INFO_MAKE(cpl, cpl) };
+	deliver(v, &r, cr3);
+}
+
+/* --- triggers from the guest ---------------------------------------------- */
+
+s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
+{
+	if (!rec.chan)
+		return -HVTRACE_ENOSYS;	/* no recorder configured */
+	if (rec.state == HVTRACE_STATE_FROZEN)
+		return -HVTRACE_EPERM;
+	switch (op) {
+	case HVTRACE_TRACE_START:
+		if (rec.state != HVTRACE_STATE_TRACING)
+			start(v, vcpu_lin_rip(v));
+		return 0;
+	case HVTRACE_TRACE_STOP:
+		if (rec.state == HVTRACE_STATE_TRACING)
+			stop(v, "hypercall");
+		return 0;
+	case HVTRACE_TRACE_MARK:
+		mark(v, HVTRACE_MARK_GUEST, arg, vcpu_lin_rip(v));
+		return 0;
+	case HVTRACE_TRACE_FREEZE:
+		rec_freeze(HVTRACE_FREEZE_HYPERCALL);
+		return 0;
+	}
+	return -HVTRACE_EINVAL;
+}
+
+void rec_freeze(u32 why)
+{
+	if (!rec.chan || rec.state == HVTRACE_STATE_FROZEN)
+		return;
+	for (u32 i = 0; i < hv.nr_vcpus; i++) {
+		struct vcpu *v = hv.vcpus[i];
+		mark(v, HVTRACE_MARK_CRASH, vcpu_lin_rip(v), why);
+	}
+	rec.chan->freeze = why;
+	rec.chan->freeze_tsc = rdtsc();
+	set_state(HVTRACE_STATE_FROZEN);
+	LOG_WARN("recorder: flight recorder frozen (%s); the host can take it with 'hvtrace snapshot'",
+		 why == HVTRACE_FREEZE_TRIPLE_FAULT ? "triple fault"
+		 : why == HVTRACE_FREEZE_RESET	     ? "reset request"
+						     : "hypercall");
+}

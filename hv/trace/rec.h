@@ -1,0 +1,66 @@
+/* hv/trace: the recorder. The engine's record stream split to the
+ * hypervisor's own consumers (the flight recorder and the host stream),
+ * each with its filter and its per-vCPU ring in the channel the host reads
+ * (include/hvtrace/record.h, docs/recorder.md). Root mode. */
+#ifndef HV_TRACE_REC_H
+#define HV_TRACE_REC_H
+
+#include "core/types.h"
+
+struct vcpu;
+struct hvtrace_ring;
+struct hvtrace_rec;
+struct hv_rec_filter;
+
+/* One consumer's ring on one vCPU: the hypervisor's private view (the
+ * shared header fields are written, never trusted). */
+struct rec_ring {
+	struct hvtrace_ring *g;		/* in the channel header */
+	struct hvtrace_rec *recs;
+	u64 mask;			/* capacity - 1 */
+	u64 head;
+	const struct hv_rec_filter *f;
+	u16 mode;			/* enum hvtrace_ring_mode */
+	bool dropping;			/* LOSSLESS: full, dropping until space returns */
+	u64 pending_lost;		/* dropped, not yet told by a LOST record */
+	u64 first_lost_tsc;
+};
+
+#define REC_MAX_CONSUMERS 2
+
+struct rec_vcpu {
+	struct rec_ring ring[REC_MAX_CONSUMERS];
+	u32 nr_rings;
+	u64 cr3;			/* the address space of the last record */
+	u64 records, lost;		/* accepted by / dropped from its rings */
+};
+
+/* Lays out the channel (ivshmem BAR2 or reserved RAM) and the rings of
+ * every vCPU; HV_OK or an enum hv_status. Before the guest first runs. */
+int rec_init(void);
+
+/* True while the recorder wants the engine running. */
+bool rec_tracing(void);
+/* The start trigger's address while the recorder waits for it, else 0. */
+u64 rec_trigger_addr(void);
+/* The trigger address was reached: tracing starts. */
+void rec_trigger_hit(struct vcpu *v);
+/* Set when the recorder's state changed: the engine re-reads it before
+ * the guest runs again (trace_update). Cleared by the call. */
+bool rec_take_changed(void);
+
+/* One record of the engine's stream to every consumer (kind: enum
+ * hvtrace_rec_kind; aux as record.h says). */
+void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux);
+/* First thing on an exit while tracing: an address-space switch since the
+ * last exit becomes a CR3 record. */
+void rec_exit_begin(struct vcpu *v);
+
+/* HVTRACE_HC_TRACE_CTL: 0 or a negative HVTRACE_E* code. */
+s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg);
+
+/* The guest crashed (enum hvtrace_freeze): a CRASH marker, then the rings
+ * are kept as they are for the host. */
+void rec_freeze(u32 why);
+
+#endif
