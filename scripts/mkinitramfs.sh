@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the guest's initramfs: busybox-static, hvtrace-agent and an /init
 # that prints markers the tests look for, runs the workload named on the
-# kernel command line (hvtrace.workload=md5:MIB), then powers off.
+# kernel command line (hvtrace.workload=md5:MIB; hvtrace.kallsyms prints
+# the kernel's text symbols), then powers off.
 # Usage: scripts/mkinitramfs.sh AGENT OUT.cpio.gz
 set -eu
 agent=${1:?usage: mkinitramfs.sh AGENT OUT}
@@ -37,6 +38,13 @@ for arg in $(cat /proc/cmdline); do
 		sum=$(dd if=/dev/zero bs=1048576 count="$mib" 2>/dev/null | md5sum)
 		t1=$(cut -d' ' -f1 /proc/uptime)
 		echo "HVTRACE-GUEST: workload md5 ${mib} MiB: $t0 $t1 ${sum%% *}"
+		;;
+	hvtrace.kallsyms)
+		# the kernel's text symbols as a System.map (Debian ships only a
+		# placeholder one): gzip, base64, between two marker lines
+		echo "HVTRACE-KSYMS-BEGIN"
+		grep ' [tTwW] ' /proc/kallsyms | gzip -9 | base64
+		echo "HVTRACE-KSYMS-END"
 		;;
 	esac
 done

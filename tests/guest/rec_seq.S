@@ -1,0 +1,70 @@
+/*
+ * Hand-written sequences for t_rec: the recorder started and stopped by
+ * the trace-control hypercall around code whose branches are known
+ * exactly. Interrupts are off inside, so no timer handler adds records.
+ * Each sequence exists twice: VMMCALL (AMD) and VMCALL (Intel).
+ */
+	.text
+	.code64
+
+/* RAX = HVTRACE_HC_TRACE_CTL (3), RBX = op */
+.macro TRACE_CTL op, insn
+	mov	$3, %eax
+	mov	$\op, %ebx
+	\insn
+.endm
+
+/* uint64_t rec_loop_*(uint64_t n): START, n turns of DEC/JNZ (n - 1
+ * taken branches), STOP. Returns the STOP hypercall's RAX. */
+.macro LOOP name, insn
+	.globl \name
+\name:
+	push	%rbx
+	pushfq
+	cli
+	mov	%rdi, %r8
+	TRACE_CTL 1, \insn
+	mov	%r8, %rcx
+1:	dec	%rcx
+	jnz	1b
+	TRACE_CTL 2, \insn
+	popfq
+	pop	%rbx
+	ret
+.endm
+LOOP rec_loop_svm, vmmcall
+LOOP rec_loop_vmx, vmcall
+
+/* void rec_crash_*(void): START, then JMP, CALL, CALL, JMP, and a #UD
+ * with an empty IDT: a triple fault. Never returns. */
+.macro CRASH name, insn
+	.globl \name
+\name:
+	cli
+	TRACE_CTL 1, \insn
+	.globl \name\()_jmp
+\name\()_jmp:
+	jmp	rec_crash_body
+.endm
+CRASH rec_crash_svm, vmmcall
+CRASH rec_crash_vmx, vmcall
+
+	.globl rec_crash_body, rec_crash_a, rec_crash_b, rec_crash_c, rec_crash_fault
+rec_crash_body:
+	call	rec_crash_a
+rec_crash_a:
+	call	rec_crash_b
+rec_crash_b:
+	jmp	rec_crash_c
+	int3
+rec_crash_c:
+	lidt	rec_empty_idt(%rip)
+rec_crash_fault:
+	ud2
+
+	.data
+rec_empty_idt:
+	.word	0
+	.quad	0
+
+	.section .note.GNU-stack,"",@progbits

@@ -1,0 +1,118 @@
+/*
+ * t_rec: the recorder seen from the guest (docs/recorder.md). Load
+ * options pick the mode:
+ *   (none)   the trace-control hypercall and exact record counts around a
+ *            known loop (hvtrace.cfg: a flight recorder, trace.start =
+ *            hypercall);
+ *   lN       lossless: a loop of N turns (N - 1 taken branches) for the
+ *            host to drain; prints REC-EXPECT with the count;
+ *   c        crash: a known JMP/CALL/CALL/JMP path, then a triple fault;
+ *            prints the addresses for the host to find in the snapshot.
+ */
+#include "guest.h"
+#include "hvtrace/abi.h"
+
+uint64_t rec_loop_svm(uint64_t n);
+uint64_t rec_loop_vmx(uint64_t n);
+void rec_crash_svm(void) __attribute__((noreturn));
+void rec_crash_vmx(void) __attribute__((noreturn));
+extern const char rec_crash_svm_jmp[], rec_crash_vmx_jmp[], rec_crash_body[], rec_crash_a[],
+	rec_crash_b[], rec_crash_c[], rec_crash_fault[];
+
+static uint64_t rec_loop(uint64_t n)
+{
+	return cpu_is_amd() ? rec_loop_svm(n) : rec_loop_vmx(n);
+}
+
+static bool vcpu_status(struct hvtrace_vcpu_status *st)
+{
+	uint64_t b = (uint64_t)(uintptr_t)st, c = sizeof(*st);
+	SetMem(st, sizeof(*st), 0);
+	return hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c) == 0;
+}
+
+static int64_t trace_ctl(uint64_t op, uint64_t val)
+{
+	return hypercall(HVTRACE_HC_TRACE_CTL, &op, &val);
+}
+
+static uint64_t u(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
+
+static void basic(void)
+{
+	struct hvtrace_vcpu_status a, b;
+	uint64_t bb = 0, cc = 0;
+
+	int64_t vret = hypercall(HVTRACE_HC_VERSION, &bb, &cc);
+	report(vret == 0 && bb >= ((1u << 16) | 2), "abi_1_2", "version %lx", bb);
+	report(trace_ctl(99, 0) == -HVTRACE_EINVAL, "trace_ctl_bad_op", NULL);
+
+	for (uint64_t n = 1; n <= 1000; n *= 10) {
+		char name[32];
+		if (!vcpu_status(&a))
+			break;
+		int64_t ret = rec_loop(n);
+		vcpu_status(&b);
+		/* START marker, n - 1 taken branches, STOP marker */
+		hv_snprintf(name, sizeof(name), "loop_%lu_records", n);
+		report(ret == 0 && b.rec_records - a.rec_records == n + 1 && b.rec_lost == a.rec_lost,
+		       name, "ret %ld records %lu (want %lu) lost %lu", ret,
+		       b.rec_records - a.rec_records, n + 1, b.rec_lost - a.rec_lost);
+	}
+	vcpu_status(&a);
+	report(trace_ctl(HVTRACE_TRACE_MARK, 0x1234) == 0, "mark_while_stopped", NULL);
+	vcpu_status(&b);
+	report(b.rec_records - a.rec_records == 1, "mark_recorded", "%lu records",
+	       b.rec_records - a.rec_records);
+	report(trace_ctl(HVTRACE_TRACE_STOP, 0) == 0, "stop_when_stopped", NULL);
+	report(b.engine == HVTRACE_ENGINE_OFF, "engine_off_after_stop", "engine %u", b.engine);
+}
+
+static uint64_t parse_u64(const CHAR16 *s, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	return v;
+}
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	EFI_LOADED_IMAGE *li = NULL;
+	guest_init(image, systab, "t_rec");
+	uefi_call_wrapper(BS->HandleProtocol, 3, image, &LoadedImageProtocol, (void **)&li);
+	const CHAR16 *opt = li && li->LoadOptionsSize >= 2 ? li->LoadOptions : L"";
+	size_t optlen = li ? li->LoadOptionsSize / 2 : 0;
+
+	if (!under_hvtrace()) {
+		report(false, "under_hvtrace", NULL);
+		report_done();
+	}
+	if (opt[0] == 'l') {
+		uint64_t n = parse_u64(opt + 1, optlen - 1);
+		struct hvtrace_vcpu_status a, b;
+		/* give the host's reader time to attach before the stream fills */
+		uefi_call_wrapper(BS->Stall, 1, 1500000);
+		vcpu_status(&a);
+		int64_t ret = rec_loop(n);
+		vcpu_status(&b);
+		report_info("REC-EXPECT: branches=%lu accepted=%lu lost=%lu", n - 1,
+			    b.rec_records - a.rec_records, b.rec_lost - a.rec_lost);
+		report(ret == 0 && n > 1, "lossless_loop", "ret %ld n %lu", ret, n);
+	} else if (opt[0] == 'c') {
+		bool amd = cpu_is_amd();
+		report_info("REC-CRASH: jmp=%lx body=%lx a=%lx b=%lx c=%lx fault=%lx",
+			    u(amd ? rec_crash_svm_jmp : rec_crash_vmx_jmp), u(rec_crash_body),
+			    u(rec_crash_a), u(rec_crash_b), u(rec_crash_c), u(rec_crash_fault));
+		report_info("about to triple-fault with the flight recorder on");
+		if (amd)
+			rec_crash_svm();
+		rec_crash_vmx();
+	} else {
+		basic();
+	}
+	report_done();
+}
