@@ -82,6 +82,20 @@ vmx_bts_with_engine() {
 t_vmx_bts_fast() { vmx_bts_with_engine fast; }
 t_vmx_bts_reference() { vmx_bts_with_engine reference; }
 
-ALL="t_vmx_guest_basic t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference"
+# The recorder under VMX: the trace-control hypercall (VMCALL) and exact
+# record counts seen from the guest, as under SVM.
+t_vmx_rec_basic() {
+	local d=$(esp vmx-rec-basic)
+	add_guest "$d" t_rec
+	printf 'next = \\EFI\\hvtrace\\t_rec.efi\nflight.size = 64K\ntrace.start = hypercall\n' \
+		>"$d/EFI/hvtrace/hvtrace.cfg"
+	run vmx-rec-basic 200 --until 'SUMMARY: t_rec'
+	expect 'hvtrace: recorder: channel at [0-9a-f]+ \(reserved RAM'
+	expect 'GUEST-TEST: PASS: loop_1000_records'
+	expect 'SUMMARY: t_rec: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'hvtrace: error'
+	finish vmx-rec-basic
+}
+ALL="t_vmx_guest_basic t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic"
 
 runner_main integration-vmx "$ALL" "$@"

@@ -39,6 +39,7 @@ if [ -f tests/unit/decode.mk ]; then
 	tier "unit/decode" make --no-print-directory -s test-decode
 fi
 tier integration tests/integration.sh
+tier integration-rec tests/integration-rec.sh
 tier integration-vmx tests/integration-vmx.sh
 
 echo
