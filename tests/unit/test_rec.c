@@ -1,0 +1,230 @@
+/* The recorder (hv/trace/rec.c) on the host, with the backend faked: ring
+ * arithmetic, lossless drops counted exactly, LOST records, filters with
+ * the user pseudo-address, and the start/stop/freeze triggers. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "unit.h"
+#include "hvtrace/abi.h"
+#include "core/gmem.h"
+#include "core/log.h"
+#include "core/mm.h"
+#include "core/vcpu.h"
+#include "trace/rec.h"
+
+struct hv hv;
+static struct vcpu vcpu0;
+static int fake_cpl;
+static u64 fake_cr3 = 0x1000;
+
+void log_printf(int level, const char *fn, const char *fmt, ...)
+{
+	(void)level, (void)fn, (void)fmt;
+}
+/* the reserve: one arena, reused by each setup() */
+static u8 arena[64 * 4096] __attribute__((aligned(4096)));
+static u64 arena_used;
+void *mm_alloc_pages(u64 n, u64 *pa)
+{
+	if ((arena_used + n) * 4096 > sizeof(arena))
+		return NULL;
+	void *p = arena + arena_used * 4096;
+	arena_used += n;
+	memset(p, 0, n * 4096);
+	if (pa)
+		*pa = (u64)(uintptr_t)p;
+	return p;
+}
+u64 mm_free_bytes(void) { return 1ull << 30; }
+enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base)
+{
+	(void)v;
+	*cs_base = 0;
+	return DEC_MODE_64;
+}
+static int get_cpl(struct vcpu *v) { (void)v; return fake_cpl; }
+static u64 get_cr(struct vcpu *v, int n) { (void)v; return n == 3 ? fake_cr3 : 0; }
+static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr };
+
+static struct hvtrace_chan *chan;
+
+static void setup(const struct hv_rec_cfg *cfg)
+{
+	memset(&vcpu0, 0, sizeof(vcpu0));
+	memset(&hv, 0, sizeof(hv));
+	hv.ops = &ops;
+	hv.boot.rec = *cfg;
+	hv.boot.tsc_hz = 1000000000;
+	hv.vcpus[0] = &vcpu0;
+	hv.nr_vcpus = 1;
+	fake_cpl = 0;
+	arena_used = 0;
+	CHECK(rec_init() == HV_OK, "rec_init");
+	rec_take_changed();
+	chan = (struct hvtrace_chan *)(uintptr_t)(vcpu0.trace.rec.ring[0].g->offset ?
+		(u64)(uintptr_t)vcpu0.trace.rec.ring[0].recs - vcpu0.trace.rec.ring[0].g->offset : 0);
+}
+
+static struct hvtrace_rec *slot(int ring, u64 i)
+{
+	struct rec_ring *r = &vcpu0.trace.rec.ring[ring];
+	return &r->recs[i & r->mask];
+}
+
+static void branch(u64 from, u64 to)
+{
+	rec_emit(&vcpu0, HVTRACE_REC_BRANCH, from, to, fake_cpl, HVTRACE_BR_JMP);
+}
+
+int main(void)
+{
+	struct hv_rec_cfg cfg;
+
+	/* --- overwrite ring, start at boot ------------------------------ */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flight_size = 4096;	/* 128 records */
+	cfg.start = REC_START_BOOT;
+	setup(&cfg);
+	CHECK(chan->magic == HVTRACE_CHAN_MAGIC && chan->nr_rings == 1 && chan->size == 8192,
+	      "header: magic %llx rings %u size %llu", (unsigned long long)chan->magic, chan->nr_rings,
+	      (unsigned long long)chan->size);
+	CHECK(chan->rings[0].capacity == 128 && chan->rings[0].offset == 4096 &&
+	      chan->rings[0].mode == HVTRACE_RING_OVERWRITE && chan->state == HVTRACE_STATE_TRACING,
+	      "ring 0");
+	CHECK(rec_tracing() && !rec_trigger_addr(), "tracing from boot");
+	for (u64 i = 0; i < 300; i++)
+		branch(0x1000 + i, 0x2000 + i);
+	CHECK(chan->rings[0].head == 300, "head %llu", (unsigned long long)chan->rings[0].head);
+	CHECK(slot(0, 299)->from == 0x1000 + 299 && slot(0, 172)->from == 0x1000 + 172 &&
+	      slot(0, 299)->kind == HVTRACE_REC_BRANCH && slot(0, 299)->aux == HVTRACE_BR_JMP,
+	      "newest 128 kept");
+	CHECK(slot(0, 299)->tsc >= slot(0, 172)->tsc && slot(0, 299)->tsc, "TSC on");
+
+	/* CR3 switch: one record, before the next branch (from boot, the
+	 * first one names the address space, from 0) */
+	fake_cr3 = 0x5000;
+	rec_exit_begin(&vcpu0);
+	rec_exit_begin(&vcpu0);
+	branch(1, 2);
+	CHECK(chan->rings[0].head == 302 && slot(0, 300)->kind == HVTRACE_REC_CR3 &&
+	      slot(0, 300)->from == 0 && slot(0, 300)->to == 0x5000, "cr3 record");
+
+	/* stop by hypercall, then markers only; freeze ends everything */
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_STOP, 0) == 0 && !rec_tracing() &&
+	      chan->state == HVTRACE_STATE_STOPPED && rec_take_changed(), "stop");
+	CHECK(slot(0, 302)->kind == HVTRACE_REC_MARKER && slot(0, 302)->aux == HVTRACE_MARK_STOP &&
+	      slot(0, 302)->to == 301, "stop marker counts records made: %llu",
+	      (unsigned long long)slot(0, 302)->to);
+	branch(3, 4);
+	CHECK(chan->rings[0].head == 303, "nothing while stopped");
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_MARK, 0x77) == 0 && chan->rings[0].head == 304 &&
+	      slot(0, 303)->from == 0x77 && slot(0, 303)->aux == HVTRACE_MARK_GUEST, "guest mark");
+	CHECK(rec_hypercall(&vcpu0, 9, 0) == -HVTRACE_EINVAL, "bad op");
+	rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
+	CHECK(chan->state == HVTRACE_STATE_FROZEN && chan->freeze == HVTRACE_FREEZE_TRIPLE_FAULT &&
+	      slot(0, 304)->aux == HVTRACE_MARK_CRASH && slot(0, 304)->to == HVTRACE_FREEZE_TRIPLE_FAULT,
+	      "freeze with a crash marker");
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_START, 0) == -HVTRACE_EPERM, "no start once frozen");
+	rec_hypercall(&vcpu0, HVTRACE_TRACE_MARK, 1);
+	CHECK(chan->rings[0].head == 305, "frozen: nothing written");
+
+	/* --- triggers: address, branches:N, records:N ------------------- */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flight_size = 4096;
+	cfg.start = REC_START_ADDR;
+	cfg.start_arg = 0xffffffff81000000ull;
+	cfg.stop = REC_STOP_RECORDS;
+	cfg.stop_arg = 10;
+	setup(&cfg);
+	CHECK(!rec_tracing() && rec_trigger_addr() == 0xffffffff81000000ull &&
+	      chan->state == HVTRACE_STATE_IDLE, "waiting for the address");
+	branch(1, 2);
+	CHECK(chan->rings[0].head == 0, "nothing before the trigger");
+	rec_trigger_hit(&vcpu0);
+	CHECK(rec_tracing() && !rec_trigger_addr() && rec_take_changed(), "trigger starts");
+	CHECK(slot(0, 0)->aux == HVTRACE_MARK_START && slot(0, 0)->from == 0xffffffff81000000ull,
+	      "start marker");
+	for (int i = 0; i < 15; i++)
+		branch(0x100 + i, 0x200);
+	CHECK(!rec_tracing() && chan->rings[0].head == 12 && slot(0, 10)->from == 0x100 + 9 &&
+	      slot(0, 11)->aux == HVTRACE_MARK_STOP, "records:10 stops after 10: head %llu",
+	      (unsigned long long)chan->rings[0].head);
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flight_size = 4096;
+	cfg.start = REC_START_BRANCHES;
+	cfg.start_arg = 5;
+	setup(&cfg);
+	for (int i = 0; i < 8; i++)
+		branch(0x100 + i, 0x200);
+	CHECK(chan->rings[0].head == 3 && slot(0, 0)->from == 0x105, "branches:5 skips 5");
+
+	/* --- filters ---------------------------------------------------- */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flight_size = 4096;
+	cfg.stream_size = 4096;
+	cfg.flight.cpl = HVTRACE_CPL_USER;
+	cfg.stream.nr_ranges = 1;
+	cfg.stream.ranges[0].lo = 0x400000;
+	cfg.stream.ranges[0].hi = 0x4fffff;
+	cfg.start = REC_START_BOOT;
+	setup(&cfg);
+	fake_cpl = 0;
+	branch(0xffffffff81000000ull, 0xffffffff81000010ull);	/* kernel only */
+	fake_cpl = 3;
+	branch(0x401000, 0x402000);				/* user, in range */
+	/* SYSCALL from user: lands at CPL 0 */
+	fake_cpl = 0;
+	rec_emit(&vcpu0, HVTRACE_REC_FAR, 0x401100, 0xffffffff81800000ull, 3, HVTRACE_BR_SYSCALL);
+	struct hvtrace_ring *fl = &chan->rings[0], *st = &chan->rings[1];
+	CHECK(fl->head == 2 && fl->filtered == 1, "user filter: head %llu filtered %llu",
+	      (unsigned long long)fl->head, (unsigned long long)fl->filtered);
+	CHECK(slot(0, 1)->from == 0x401100 && slot(0, 1)->to == HVTRACE_ADDR_KERNEL &&
+	      HVTRACE_INFO_FROM_CPL(slot(0, 1)->info) == 3 && HVTRACE_INFO_TO_CPL(slot(0, 1)->info) == 0,
+	      "kernel end hidden: to %llx", (unsigned long long)slot(0, 1)->to);
+	CHECK(st->head == 2 && st->filtered == 1 && slot(1, 1)->to == 0xffffffff81800000ull,
+	      "range filter keeps either end; stream sees kernel addresses");
+
+	/* --- lossless: drops counted exactly, one LOST record ----------- */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.stream_size = 4096;		/* 128 records */
+	cfg.stream_wait_us = 100;
+	cfg.start = REC_START_BOOT;
+	setup(&cfg);
+	st = &chan->rings[0];
+	CHECK(st->mode == HVTRACE_RING_LOSSLESS && st->wait_us == 100, "lossless ring");
+	for (int i = 0; i < 200; i++)
+		branch(0x1000 + i, 0);
+	CHECK(st->head == 128 && st->lost == 72 && st->waits == 0,
+	      "no reader: full ring keeps the oldest, drops 72 without waiting (head %llu lost %llu)",
+	      (unsigned long long)st->head, (unsigned long long)st->lost);
+	st->reader = 1;
+	st->tail = 100;		/* the reader consumed 100 */
+	branch(0x9000, 0);
+	CHECK(st->head == 130 && slot(0, 128)->kind == HVTRACE_REC_LOST && slot(0, 128)->from == 72 &&
+	      slot(0, 129)->from == 0x9000, "LOST record with the exact count, then the record");
+	for (int i = 0; i < 100; i++)
+		branch(0xa000 + i, 0);
+	CHECK(st->head == 228 && st->lost == 72 + 2 && st->waits == 1,
+	      "reader attached, stalled: one bounded wait per overflow (head %llu lost %llu waits %llu)",
+	      (unsigned long long)st->head, (unsigned long long)st->lost, (unsigned long long)st->waits);
+	u64 total = 0, lost_told = 0;
+	st->tail = st->head;
+	branch(0xb000, 0);
+	for (u64 i = 0; i < st->head; i++) {
+		if (i < st->head - 128)
+			continue;
+		if (slot(0, i)->kind == HVTRACE_REC_LOST)
+			lost_told += slot(0, i)->from;
+		else
+			total++;
+	}
+	CHECK(lost_told == 74 && total == 126, "every drop told exactly: %llu lost, %llu records",
+	      (unsigned long long)lost_told, (unsigned long long)total);
+	st->tail = st->head + 5;	/* a broken reader: tail ahead of head */
+	branch(0xc000, 0);
+	CHECK(st->lost == 75, "an unbelievable tail: no room, nothing overwritten (lost %llu)",
+	      (unsigned long long)st->lost);
+	CHECK(vcpu0.trace.rec.lost == 75, "per-vCPU lost for the status hypercall");
+	return unit_done("test_rec");
+}
