@@ -1,6 +1,6 @@
 # The hypervisor: a freestanding flat image linked at HV_VA_BASE.
 # Objects per directory and per backend (Kbuild's obj-y idea).
-hv-core-y := core/entry.o core/event.o core/cpuid.o core/msr.o core/hypercall.o \
+hv-core-y := core/entry.o core/event.o core/cpuid.o core/msr.o core/hypercall.o core/exc.o \
 	core/hc_check.o core/gmem.o core/mm.o core/memmap.o core/pgbuild.o \
 	core/integrity.o core/log.o core/lib.o core/fmt.o core/status.o core/image.o
 hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o

@@ -42,6 +42,56 @@ rec_basic() {
 t_svm_rec_basic_fast() { rec_basic fast; }
 t_svm_rec_basic_reference() { rec_basic reference; }
 
+# --- the flight recorder after a crash -------------------------------------
+
+# json_field LINE NAME: a string or number field of one `hvtrace dump --json` line
+json_field() { printf '%s' "$1" | sed -nE "s/.*\"$2\":\"?([^\",}]*)\"?.*/\1/p"; }
+
+# A guest runs a known JMP/CALL/CALL/JMP path with the recorder on and
+# triple-faults. Its RAM is a file (what QEMU's pmemsave would write):
+# `hvtrace snapshot --dump` finds the frozen channel in it, and the
+# snapshot ends with that path and the crash, in order.
+t_svm_rec_crash() {
+	local name=svm-rec-crash
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = c' 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ram'
+	local ram=$RUNS/$name/ram.img
+	run $name 90 --until 'svm_dump:   gdtr' -- \
+		-object memory-backend-file,id=ram,share=on,mem-path="$ram",size=512M -machine memory-backend=ram
+	expect 'GUEST-TEST: INFO: about to triple-fault with the flight recorder on'
+	expect 'recorder: flight recorder frozen \(triple fault\)'
+	local addrs=$(sed -nE 's/.*REC-CRASH: (.*)/\1/p' "$LOG")
+	local snap=$RUNS/$name/snap.trace
+	if [ -z "$addrs" ]; then
+		REASONS="$REASONS; no REC-CRASH line"
+	elif ! "$HVTRACE" snapshot --dump "$ram" -o "$snap" >"$RUNS/$name/snapshot.out" 2>&1; then
+		REASONS="$REASONS; hvtrace snapshot failed: $(head -2 "$RUNS/$name/snapshot.out")"
+	else
+		local jmp body a b c fault kv
+		for kv in $addrs; do eval "${kv%%=*}=0x${kv#*=}"; done
+		"$HVTRACE" dump "$snap" --json >"$RUNS/$name/dump.json" 2>&1
+		"$HVTRACE" status --dump "$ram" >"$RUNS/$name/status.txt" 2>&1 ||
+			REASONS="$REASONS; hvtrace status --dump failed"
+		grep -qi 'frozen' "$RUNS/$name/status.txt" || REASONS="$REASONS; status does not say frozen"
+		# the last five records: jmp, call, call, jmp, then the crash marker
+		local want="branch:jmp:$jmp:$body branch:call:$body:$a branch:call:$a:$b branch:jmp:$b:$c marker:crash:$fault:" got="" line
+		while read -r line; do
+			if [ "$(json_field "$line" kind)" = marker ]; then
+				got="$got marker:$(json_field "$line" marker):$(json_field "$line" value):"
+			else
+				got="$got $(json_field "$line" kind):$(json_field "$line" type):$(json_field "$line" from):$(json_field "$line" to)"
+			fi
+		done < <(tail -5 "$RUNS/$name/dump.json")
+		[ "$got" = " $want" ] || REASONS="$REASONS; the snapshot ends with [$got ], want [ $want ]"
+		head -1 "$RUNS/$name/dump.json" | grep -q '"marker":"start"' ||
+			REASONS="$REASONS; the snapshot does not begin with the start marker"
+	fi
+	rm -f "$ram"
+	finish $name
+}
+
 # --- Debian's kernel traced from start_kernel ------------------------------
 
 # The kernel's text symbols, as a System.map: Debian's package ships a
@@ -113,5 +163,5 @@ t_linux_rec_start_kernel() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_linux_rec_start_kernel"
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_linux_rec_start_kernel"
 runner_main integration-rec "$ALL" "$@"

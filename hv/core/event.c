@@ -99,14 +99,33 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 	case HV_EV_DR_ACCESS:
 		trace_on_dr_access(v, ev);
 		return;
-	case HV_EV_EXCEPTION:
-		if (trace_on_exception(v, ev))
+	case HV_EV_EXCEPTION: {
+		struct hv_event e = *ev;
+		/* raised while another exception was being delivered: what the
+		 * CPU would have made of the two (SDM Vol. 3 Table 6-5) */
+		if (ev->vectoring && ev->vec_type == HV_VEC_EXCEPTION) {
+			switch (exc_combine(ev->vec_vector, ev->vector)) {
+			case EXC_TRIPLE_FAULT:
+				LOG_INFO("exception %u while delivering a double fault: shutdown", ev->vector);
+				rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
+				guest_stop(v, "guest triple fault (shutdown)");
+			case EXC_DOUBLE_FAULT:
+				e.vector = X86_DF;
+				e.has_error = true;
+				e.error_code = 0;
+				break;
+			case EXC_DELIVER_SECOND:
+				break;
+			}
+		}
+		if (trace_on_exception(v, &e))
 			return;
 		/* not the engine's: deliver it as it was going to be */
-		if (ev->vector == X86_PF)
-			hv.ops->set_cr2(v, ev->fault_addr);
-		hv.ops->inject_exception(v, ev->vector, ev->has_error, ev->error_code);
+		if (e.vector == X86_PF)
+			hv.ops->set_cr2(v, e.fault_addr);
+		hv.ops->inject_exception(v, e.vector, e.has_error, e.error_code);
 		return;
+	}
 	case HV_EV_INTR:
 		if (ev->vector && !trace_on_interrupt(v, ev->vector))
 			hv.ops->inject_interrupt(v, ev->vector);

@@ -45,7 +45,20 @@ struct hv_event {
 	bool has_error;
 	u32 error_code;
 	u64 fault_addr;		/* #PF: the linear address (CR2 to be) */
+	/* the event whose delivery this exit interrupted (SVM EXITINTINFO,
+	 * VMX IDT-vectoring information) */
+	bool vectoring;
+	u8 vec_vector;
+	u8 vec_type;		/* enum hv_vec_type */
 };
+
+enum hv_vec_type { HV_VEC_EXT_INT = 0, HV_VEC_NMI = 2, HV_VEC_EXCEPTION = 3, HV_VEC_SOFT = 4 };
+
+/* What an exception raised while delivering exception `first` becomes
+ * (SDM Vol. 3 Table 6-5 "Conditions for Generating a Double Fault", APM
+ * Vol. 2 8.2.9): core/exc.c, host-tested. */
+enum exc_outcome { EXC_DELIVER_SECOND, EXC_DOUBLE_FAULT, EXC_TRIPLE_FAULT };
+enum exc_outcome exc_combine(u8 first, u8 second);
 
 struct hv_segment {
 	u16 sel;
@@ -135,6 +148,7 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
 #define X86_NMI 2
 #define X86_BP 3
 #define X86_UD 6
+#define X86_DF 8
 #define X86_GP 13
 #define X86_PF 14
 

@@ -90,6 +90,13 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 	if ((hv.caps & HV_CAP_NRIP) && c->next_rip > v->rip && c->next_rip - v->rip <= 15)
 		ev.insn_len = (u8)(c->next_rip - v->rip);
 	c->event_inj = 0;
+	/* APM 15.7.2: the event this exit interrupted the delivery of */
+	u64 vec = c->exit_int_info;
+	if (vec & EVENTINJ_V) {
+		ev.vectoring = true;
+		ev.vec_vector = (u8)vec;
+		ev.vec_type = (u8)((vec >> 8) & 7);
+	}
 
 	if (code < ARRAY_SIZE(svm_exit_handlers) && svm_exit_handlers[code])
 		svm_exit_handlers[code](sv, &ev);
@@ -100,6 +107,14 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 	else if (code == SVM_EXIT_NPF)
 		exit_npf(sv, &ev);
 	hv_handle_event(v, &ev);
+	/* an event cut short by an exit that is not its own exception (an
+	 * interrupt, an intercepted instruction cannot be): delivered again,
+	 * unless core injects something itself (EXITINTINFO has EVENTINJ's
+	 * format, APM 15.7.2). A software interrupt is not: its instruction
+	 * runs again. */
+	if (ev.vectoring && ev.vec_type != HV_VEC_SOFT && ev.kind != HV_EV_EXCEPTION &&
+	    c->event_inj == 0)
+		c->event_inj = vec;
 	/* an instruction the hypervisor emulated (and skipped) ends any
 	 * STI/MOV SS interrupt shadow; an exception exit leaves it alone */
 	if (c->event_inj == 0 && ev.kind <= HV_EV_EMULATED_LAST)

@@ -353,6 +353,15 @@ void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason)
 	 * the only events core advances RIP for */
 	if (len >= 1 && len <= 15)
 		ev.insn_len = (u8)len;
+	/* 27.2.4: the event this exit interrupted the delivery of (types 4-6,
+	 * software interrupts and exceptions, count as software) */
+	u32 vec = vmcs_read32(VMCS_IDT_VECTORING_INFORMATION);
+	if (vec & VMX_INTR_INFO_VALID) {
+		u8 type = (u8)((vec >> 8) & 7);
+		ev.vectoring = true;
+		ev.vec_vector = (u8)vec;
+		ev.vec_type = type >= 4 ? HV_VEC_SOFT : type;
+	}
 
 	if (basic < ARRAY_SIZE(vmx_exit_handlers) && vmx_exit_handlers[basic])
 		to_core = vmx_exit_handlers[basic](v, vx, &ev);
