@@ -92,6 +92,71 @@ t_svm_rec_crash() {
 	finish $name
 }
 
+# --- the lossless stream drained by `hvtrace record` ----------------------
+
+LOOP_N=200000	# t_rec's loop: LOOP_N - 1 taken branches
+
+# rec_stream NAME RATE WAIT: t_rec's loop with the host stream in an
+# ivshmem channel, drained by `hvtrace record` (RATE records/s, 0: as fast
+# as it can) while the guest runs; the stream pauses the vCPU up to WAIT.
+rec_stream() {
+	local name=$1 rate=$2 wait=$3
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' "cmdline = l$LOOP_N" 'stream.size = 1M' \
+		"stream.wait = $wait" 'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm out=$RUNS/$name/stream.trace
+	truncate -s 4M "$shm"
+	run $name 180 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$! i
+	# the reader attaches once the hypervisor has laid out the channel
+	for i in $(seq 600); do
+		[ "$(head -c 8 "$shm" 2>/dev/null)" = HVTRCHN1 ] && break
+		sleep 0.1
+	done
+	local ropt=""
+	[ "$rate" = 0 ] || ropt="--rate $rate"
+	timeout 170 "$HVTRACE" record --shm "$shm" -o "$out" --idle-exit 60 $ropt \
+		>"$RUNS/$name/record.out" 2>&1
+	local rrc=$?
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'recorder: channel at [0-9a-f]+ \(ivshmem'
+	expect 'SUMMARY: t_rec: 1 passed, 0 failed'
+	[ $rrc = 0 ] || REASONS="$REASONS; hvtrace record exited $rrc: $(tail -2 "$RUNS/$name/record.out")"
+	"$HVTRACE" dump "$out" --json >"$RUNS/$name/dump.json" 2>"$RUNS/$name/dump.err" ||
+		REASONS="$REASONS; hvtrace dump failed: $(head -2 "$RUNS/$name/dump.err")"
+	BRANCHES=$(grep -c '"kind":"branch"' "$RUNS/$name/dump.json")
+	LOST=$(sed -nE 's/.*"kind":"lost".*"count":([0-9]+).*/\1/p' "$RUNS/$name/dump.json" | awk '{ s += $1 } END { print s + 0 }')
+	GUEST_LOST=$(sed -nE 's/.*REC-EXPECT: .* lost=([0-9]+).*/\1/p' "$LOG")
+	# every branch record is the loop's JNZ back to its top: nothing torn
+	local kinds=$(grep '"kind":"branch"' "$RUNS/$name/dump.json" | sed -E 's/.*"from":"([^"]*)","to":"([^"]*)".*/\1 \2/' | sort -u | wc -l)
+	[ "$kinds" = 1 ] || REASONS="$REASONS; $kinds different branch records (want 1: the loop's JNZ)"
+	rm -f "$shm"
+}
+
+t_svm_rec_lossless() {
+	SECONDS=0
+	rec_stream svm-rec-lossless 0 2s
+	[ "$BRANCHES" = $((LOOP_N - 1)) ] || REASONS="$REASONS; $BRANCHES branch records, want $((LOOP_N - 1))"
+	[ "$LOST" = 0 ] && [ "$GUEST_LOST" = 0 ] || REASONS="$REASONS; lost $LOST (guest says $GUEST_LOST), want 0"
+	finish svm-rec-lossless
+}
+
+# A reader slower than the guest: the vCPU waits, then records are
+# dropped; what arrives plus what the LOST records count is exactly what
+# the guest made, and the count matches the hypervisor's.
+t_svm_rec_slow_reader() {
+	SECONDS=0
+	rec_stream svm-rec-slow-reader 20000 5ms
+	[ "$LOST" -gt 0 ] 2>/dev/null || REASONS="$REASONS; no records lost behind a slow reader"
+	[ $((BRANCHES + LOST)) = $((LOOP_N - 1)) ] ||
+		REASONS="$REASONS; $BRANCHES received + $LOST lost != $((LOOP_N - 1)) made"
+	[ "$LOST" = "$GUEST_LOST" ] || REASONS="$REASONS; lost records told $LOST, the hypervisor counted $GUEST_LOST"
+	finish svm-rec-slow-reader
+}
+
 # --- Debian's kernel traced from start_kernel ------------------------------
 
 # The kernel's text symbols, as a System.map: Debian's package ships a
@@ -163,5 +228,6 @@ t_linux_rec_start_kernel() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_linux_rec_start_kernel"
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_svm_rec_lossless t_svm_rec_slow_reader
+t_linux_rec_start_kernel"
 runner_main integration-rec "$ALL" "$@"

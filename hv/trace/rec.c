@@ -251,12 +251,14 @@ static u64 ring_room(const struct rec_ring *ring)
 	return ring->mask + 1 - used;
 }
 
-/* Waits up to the ring's bound for `need` free slots; true when they came. */
-static bool ring_wait(struct rec_ring *ring, u64 need)
+/* Waits up to the ring's bound for `need` free slots; true when they came.
+ * While dropping it waits only for a marker: a stop or crash marker (with
+ * the LOST record before it) gets its chance to tell the reader the end. */
+static bool ring_wait(struct rec_ring *ring, u64 need, bool marker)
 {
 	if (ring_room(ring) >= need)
 		return true;
-	if (ring->dropping || !*(volatile u64 *)&ring->g->reader)
+	if ((ring->dropping && !marker) || !*(volatile u64 *)&ring->g->reader)
 		return false;
 	ring->g->waits++;
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * ring->g->wait_us
@@ -273,7 +275,7 @@ static void ring_put(struct vcpu *v, struct rec_ring *ring, const struct hvtrace
 {
 	struct rec_vcpu *rv = &v->trace.rec;
 	if (ring->mode == HVTRACE_RING_LOSSLESS) {
-		if (!ring_wait(ring, ring->pending_lost ? 2 : 1)) {
+		if (!ring_wait(ring, ring->pending_lost ? 2 : 1, r->kind == HVTRACE_REC_MARKER)) {
 			/* dropped: counted exactly, told by a LOST record later */
 			if (!ring->pending_lost)
 				ring->first_lost_tsc = r->tsc;
