@@ -28,8 +28,7 @@ u64 hv_enter(struct hv_boot *bp, u64 host_cr3, u64 entry, u64 stack_top)
 static EFI_HANDLE self;
 static EFI_LOADED_IMAGE *self_image;
 
-static void say(const char *fmt, ...) __printf(1, 2);
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -188,6 +187,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->phys_limit = limit;
 	bp->tsc_hz = measure_tsc_hz();
 	bp->trace_engine = cfg->engine;
+	pci_find_ivshmem(&bp->ivshmem);
 	if (!collect_ram(&bp->ram)) {
 		say("the firmware's memory map has more than %u RAM ranges", HV_MAX_RANGES);
 		ret = HV_ERR_BAD_BOOT;
