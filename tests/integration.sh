@@ -54,10 +54,15 @@ t_svm_mmio_high_bar() {
 	local d=$(esp svm-mmio-high-bar)
 	add_guest "$d" t_mmio
 	printf 'next = \\EFI\\hvtrace\\t_mmio.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
-	local shm=$RUNS/svm-mmio-high-bar/ivshmem.bin
-	truncate -s 4M "$shm"
-	run svm-mmio-high-bar 60 -- -object memory-backend-file,id=hm,share=on,mem-path="$shm",size=4M \
-		-device ivshmem-plain,memdev=hm
+	local shm=$RUNS/svm-mmio-high-bar/ivshmem.bin chan=$RUNS/svm-mmio-high-bar/chan.bin
+	truncate -s 4M "$shm" "$chan"
+	# the first ivshmem (lowest slot) becomes the hidden host channel; the
+	# test's device is a second one, which the guest must still reach
+	run svm-mmio-high-bar 60 -- -object memory-backend-file,id=hc,share=on,mem-path="$chan",size=4M \
+		-device ivshmem-plain,memdev=hc,addr=0x2 \
+		-object memory-backend-file,id=hm,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hm,addr=0x3
+	expect 'hvtrace: ivshmem channel 0000:00:02.0'
 	expect 'hvtrace: hypervisor running'
 	expect 'SUMMARY: t_mmio: [1-9][0-9]* passed, 0 failed, 0 skipped'
 	reject 'GUEST-TEST: FAIL'
