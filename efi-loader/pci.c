@@ -4,8 +4,8 @@
  * among the firmware's EFI_PCI_IO_PROTOCOL instances (UEFI 2.x 14.4), its
  * BAR0 (registers) and BAR2 (shared memory, 64-bit prefetchable) as the
  * firmware programmed them, with memory decode turned on, and the ECAM
- * base of its segment from the ACPI MCFG table (ACPI 6.x 5.2.5 RSDP, 5.2.8
- * XSDT; PCI Firmware 3.2 4.1.2 MCFG). Boot services, before hv_enter().
+ * base of its segment from the ACPI MCFG table (efi-loader/acpi.c; PCI
+ * Firmware 3.2 4.1.2). Boot services, before hv_enter().
  */
 #include <efi.h>
 #include <efilib.h>
@@ -13,26 +13,8 @@
 #include "arch/x86/paging.h"
 #include "core/boot.h"
 #include "core/pcicfg.h"
+#include "acpi.h"
 #include "loader.h"
-
-struct acpi_sdt_hdr { /* ACPI 6.x Table 5-29 */
-	char sig[4];
-	u32 length;
-	u8 revision, checksum;
-	char oem_id[6], oem_table_id[8];
-	u32 oem_revision, creator_id, creator_revision;
-} __packed;
-
-struct acpi_rsdp { /* ACPI 6.x Table 5-27 */
-	char sig[8];
-	u8 checksum;
-	char oem_id[6];
-	u8 revision;
-	u32 rsdt;
-	u32 length;
-	u64 xsdt;
-	u8 ext_checksum, reserved[3];
-} __packed;
 
 struct qword_desc { /* ACPI 6.x 6.4.3.5.1: what GetBarAttributes returns */
 	u8 tag;
@@ -42,34 +24,6 @@ struct qword_desc { /* ACPI 6.x 6.4.3.5.1: what GetBarAttributes returns */
 } __packed;
 
 #define ACPI_QWORD_DESC_TAG 0x8a
-
-static EFI_GUID acpi20_guid = ACPI_20_TABLE_GUID;
-
-/* The MCFG table from the XSDT the firmware published, or NULL. */
-static const struct acpi_sdt_hdr *find_mcfg(void)
-{
-	const struct acpi_rsdp *rsdp = NULL;
-	for (UINTN i = 0; i < ST->NumberOfTableEntries; i++) {
-		EFI_CONFIGURATION_TABLE *t = &ST->ConfigurationTable[i];
-		if (!CompareMem(&t->VendorGuid, &acpi20_guid, sizeof(EFI_GUID)))
-			rsdp = t->VendorTable;
-	}
-	if (!rsdp || CompareMem(rsdp->sig, "RSD PTR ", 8) || rsdp->revision < 2 || !rsdp->xsdt)
-		return NULL;
-	const struct acpi_sdt_hdr *xsdt = (const void *)(uintptr_t)rsdp->xsdt;
-	if (CompareMem(xsdt->sig, "XSDT", 4) || xsdt->length < sizeof(*xsdt))
-		return NULL;
-	u32 n = (xsdt->length - sizeof(*xsdt)) / 8;
-	const u8 *entries = (const u8 *)(xsdt + 1);
-	for (u32 i = 0; i < n; i++) {
-		u64 pa;
-		CopyMem(&pa, (void *)(entries + 8 * i), 8); /* unaligned in the XSDT */
-		const struct acpi_sdt_hdr *t = (const void *)(uintptr_t)pa;
-		if (t && !CompareMem(t->sig, "MCFG", 4))
-			return t;
-	}
-	return NULL;
-}
 
 static bool bar_range(EFI_PCI_IO_PROTOCOL *pio, u8 bar, u64 *base, u64 *size)
 {
@@ -177,7 +131,7 @@ void pci_find_ivshmem(struct hv_boot_ivshmem *iv)
 		goto out;
 	}
 
-	const struct acpi_sdt_hdr *mcfg = find_mcfg();
+	const struct acpi_sdt_hdr *mcfg = acpi_find_table("MCFG");
 	if (!mcfg || !acpi_mcfg_find(mcfg, mcfg->length, iv->segment, iv->bus, &iv->ecam_pa,
 				     &iv->ecam_bus_start, &iv->ecam_bus_end))
 		iv->ecam_pa = 0;

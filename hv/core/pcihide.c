@@ -26,6 +26,7 @@
 static struct pci_hide_fn hide_fn;
 static u32 guest_cf8;		/* the guest's CONFIG_ADDRESS */
 static bool string_io_logged;
+static u64 io_exits, io_hidden;	/* logged (debug) at powers of two, then every 8192 */
 
 static bool hide_range(const char *what, u64 base, u64 size)
 {
@@ -106,6 +107,11 @@ void pcihide_io(struct vcpu *v, const struct hv_event *ev)
 	u32 mask = size == 4 ? ~0u : (1u << (8 * size)) - 1;
 	u32 val = (u32)v->gpr[GPR_RAX] & mask;
 	struct pci_io_decision d = pci_io_decide(&hide_fn, &guest_cf8, ev->io_port, size, in, val);
+
+	io_hidden += d.hide;
+	io_exits++;
+	if (!(io_exits & (io_exits - 1)) || !(io_exits % 8192))
+		LOG_DEBUG("%lu port I/O exits, %lu of them hidden accesses", io_exits, io_hidden);
 
 	if (d.reset) {
 		LOG_INFO("the guest resets the machine (port %x <- %x)", ev->io_port, val);
