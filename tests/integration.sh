@@ -93,6 +93,8 @@ t_svm_chan_hidden() {
 	expect 'hvtrace: ivshmem channel 0000:00:01.0: BAR0 [0-9a-f]+ \(256 bytes\), BAR2 [0-9a-f]+ \(16384 KiB\)'
 	expect 'hvtrace: ivshmem 0000:00:01.0 hidden; ports cf8-cff intercepted'
 	expect 'hvtrace: hypervisor running'
+	expect 'GUEST-TEST: PASS: cf8_finds_host_bridge \(8086:29c0\)'
+	expect 'GUEST-TEST: PASS: ecam_finds_host_bridge \(8086:29c0\)'
 	expect 'GUEST-TEST: PASS: cf8_ivshmem_hidden'
 	expect 'GUEST-TEST: PASS: ecam_ivshmem_hidden'
 	expect 'GUEST-TEST: PASS: ecam_page_all_ones'

@@ -1,8 +1,9 @@
 /*
  * t_chan: the host channel (QEMU ivshmem-plain, 1af4:1110) is invisible to
  * the guest. Scans every bus through configuration mechanism #1 (ports
- * 0xCF8/0xCFC) and through ECAM (base from ACPI MCFG): the q35 host bridge
- * (8086:29c0) must show up both ways, the ivshmem device in neither. Then
+ * 0xCF8/0xCFC) and through ECAM (base from ACPI MCFG): the host bridge at
+ * 00:00.0 (8086:29c0 on q35) must show up both ways, the ivshmem device in
+ * neither. Then
  * takes BAR2's address from the firmware's PciIo instance (enumerated
  * before the hypervisor started: the guest "knows" it), reads it (must not
  * be the host's data) and writes "GUESTWRT" over its first pages (the
@@ -15,7 +16,7 @@
 #include "core/pcicfg.h"
 
 #define IVSHMEM_ID	0x11101af4u
-#define Q35_HOST_BRIDGE	0x29c08086u
+#define CLASS_HOST_BRIDGE 0x060000u	/* PCI Code and ID Assignment 1.x: 06/00/00 */
 #define WRITE_PAGES	4
 #define HOST_PATTERN	"HOSTDATA"	/* what the runner filled the file with */
 static const char guest_pattern[8] = "GUESTWRT";
@@ -56,7 +57,8 @@ static uint32_t ecam_read(unsigned bus, unsigned dev, unsigned fn, unsigned reg)
 struct scan {
 	unsigned functions;
 	uint64_t reads;
-	bool host_bridge, ivshmem;
+	uint32_t host_bridge;	/* the id of 00:00.0 when it is a host bridge */
+	bool ivshmem;
 	unsigned ivs_bus, ivs_dev, ivs_fn;
 };
 
@@ -76,8 +78,9 @@ static void scan(uint32_t (*rd)(unsigned, unsigned, unsigned, unsigned), unsigne
 					continue;
 				}
 				s->functions++;
-				if (id == Q35_HOST_BRIDGE && bus == 0 && dev == 0 && fn == 0)
-					s->host_bridge = true;
+				if (bus == 0 && dev == 0 && fn == 0 &&
+				    rd(0, 0, 0, 8) >> 8 == CLASS_HOST_BRIDGE)
+					s->host_bridge = id;
 				if (id == IVSHMEM_ID) {
 					s->ivshmem = true;
 					s->ivs_bus = bus, s->ivs_dev = dev, s->ivs_fn = fn;
@@ -151,7 +154,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	uint64_t per_ms = (s1 - s0) / 10 ? (s1 - s0) / 10 : 1;
 	report_info("CF8/CFC scan: %u functions, %lu config reads, %lu ms (%lu ns per read)",
 		    c.functions, c.reads, (t1 - t0) / per_ms, (t1 - t0) * 1000000 / per_ms / c.reads);
-	report(c.host_bridge, "cf8_finds_host_bridge", "8086:29c0 at 00:00.0");
+	report(c.host_bridge, "cf8_finds_host_bridge", "%04x:%04x", c.host_bridge & 0xffff,
+	       c.host_bridge >> 16);
 	if (hv)
 		report(!c.ivshmem, "cf8_ivshmem_hidden", c.ivshmem ? "seen at %02x:%02x.%x" : NULL,
 		       c.ivs_bus, c.ivs_dev, c.ivs_fn);
@@ -176,12 +180,13 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	const struct acpi_sdt_hdr *mcfg = acpi_find_table("MCFG");
 	struct scan e = { 0 };
 	if (!mcfg || !acpi_mcfg_find(mcfg, mcfg->length, 0, 0, &ecam_base, &ecam_start, &ecam_end)) {
-		report(false, "mcfg_found", "no MCFG entry for segment 0");
+		report_skip("ecam", "no MCFG entry for segment 0");
 	} else {
 		report_info("ECAM at %lx, buses %u-%u", ecam_base, ecam_start, ecam_end);
 		scan(ecam_read, ecam_start, ecam_end, &e);
 		report_info("ECAM scan: %u functions", e.functions);
-		report(e.host_bridge, "ecam_finds_host_bridge", "8086:29c0 at 00:00.0");
+		report(e.host_bridge, "ecam_finds_host_bridge", "%04x:%04x", e.host_bridge & 0xffff,
+		       e.host_bridge >> 16);
 		if (hv)
 			report(!e.ivshmem, "ecam_ivshmem_hidden", e.ivshmem ? "seen at %02x:%02x.%x" : NULL,
 			       e.ivs_bus, e.ivs_dev, e.ivs_fn);
@@ -196,7 +201,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	uint32_t id_now = 0;
 	EFI_PCI_IO_PROTOCOL *pio = find_channel(&b, &d, &f, &id_now);
 	if (!pio) {
-		report(false, "firmware_knows_channel", "no PciIo instance reads as ivshmem or as nothing");
+		report_skip("channel", "no PciIo instance reads as ivshmem or as nothing");
 		report_done();
 	}
 	report_info("the firmware's PciIo for %02lx:%02lx.%lx; its config now reads %x", (uint64_t)b,
