@@ -14,6 +14,17 @@ struct acpi_sdt_hdr { /* ACPI 6.x Table 5-29 */
 } __packed;
 _Static_assert(sizeof(struct acpi_sdt_hdr) == 36, "ACPI table header");
 
+/* ACPI 6.x 6.4.3.5.1: QWORD Address Space Descriptor (what PciIo's
+ * GetBarAttributes returns for a BAR) */
+struct acpi_qword_desc {
+	u8 tag;
+	u16 len;
+	u8 type, gflags, tflags;
+	u64 gran, min, max, xlat, length;
+} __packed;
+#define ACPI_QWORD_DESC_TAG	0x8a
+#define ACPI_QWORD_TYPE_MEMORY	0
+
 /* The table with this signature ("MCFG"...) that the XSDT lists, or NULL. */
 const struct acpi_sdt_hdr *acpi_find_table(const char *sig);
 

@@ -16,22 +16,13 @@
 #include "acpi.h"
 #include "loader.h"
 
-struct qword_desc { /* ACPI 6.x 6.4.3.5.1: what GetBarAttributes returns */
-	u8 tag;
-	u16 len;
-	u8 type, gflags, tflags;
-	u64 gran, min, max, xlat, length;
-} __packed;
-
-#define ACPI_QWORD_DESC_TAG 0x8a
-
 static bool bar_range(EFI_PCI_IO_PROTOCOL *pio, u8 bar, u64 *base, u64 *size)
 {
-	struct qword_desc *d = NULL;
+	struct acpi_qword_desc *d = NULL;
 	EFI_STATUS st = uefi_call_wrapper(pio->GetBarAttributes, 4, pio, bar, NULL, (void **)&d);
 	if (EFI_ERROR(st) || !d)
 		return false;
-	bool ok = d->tag == ACPI_QWORD_DESC_TAG && d->type == 0 /* memory */ && d->length;
+	bool ok = d->tag == ACPI_QWORD_DESC_TAG && d->type == ACPI_QWORD_TYPE_MEMORY && d->length;
 	*base = ok ? d->min : 0;
 	*size = ok ? d->length : 0;
 	FreePool(d);

@@ -21,13 +21,6 @@
 #define HOST_PATTERN	"HOSTDATA"	/* what the runner filled the file with */
 static const char guest_pattern[8] = "GUESTWRT";
 
-struct qword_desc { /* ACPI 6.x 6.4.3.5.1: QWORD Address Space Descriptor */
-	uint8_t tag;
-	uint16_t len;
-	uint8_t type, gflags, tflags;
-	uint64_t gran, min, max, xlat, length;
-} __attribute__((packed));
-
 static inline void outl_(uint16_t port, uint32_t v) { asm volatile("outl %0, %1" ::"a"(v), "Nd"(port)); }
 static inline uint32_t inl_(uint16_t port) { uint32_t v; asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port)); return v; }
 static inline uint16_t inw_(uint16_t port) { uint16_t v; asm volatile("inw %1, %0" : "=a"(v) : "Nd"(port)); return v; }
@@ -95,6 +88,18 @@ static void scan(uint32_t (*rd)(unsigned, unsigned, unsigned, unsigned), unsigne
 	}
 }
 
+/* WAY_finds_host_bridge, and WAY_ivshmem_hidden (under hvtrace) or
+ * WAY_ivshmem_visible (without) */
+static void report_scan(const char *way, const struct scan *s, bool hv)
+{
+	char name[40];
+	hv_snprintf(name, sizeof(name), "%s_finds_host_bridge", way);
+	report(s->host_bridge, name, "%04x:%04x", s->host_bridge & 0xffff, s->host_bridge >> 16);
+	hv_snprintf(name, sizeof(name), "%s_ivshmem_%s", way, hv ? "hidden" : "visible");
+	report(s->ivshmem != hv, name, s->ivshmem ? "seen at %02x:%02x.%x" : "not seen",
+	       s->ivs_bus, s->ivs_dev, s->ivs_fn);
+}
+
 /* The PciIo instance of the channel device: the lowest-located one whose
  * configuration space reads as ivshmem, or as nothing at all (a function
  * the firmware enumerated that has vanished since: the hidden device). */
@@ -154,13 +159,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	uint64_t per_ms = (s1 - s0) / 10 ? (s1 - s0) / 10 : 1;
 	report_info("CF8/CFC scan: %u functions, %lu config reads, %lu ms (%lu ns per read)",
 		    c.functions, c.reads, (t1 - t0) / per_ms, (t1 - t0) * 1000000 / per_ms / c.reads);
-	report(c.host_bridge, "cf8_finds_host_bridge", "%04x:%04x", c.host_bridge & 0xffff,
-	       c.host_bridge >> 16);
-	if (hv)
-		report(!c.ivshmem, "cf8_ivshmem_hidden", c.ivshmem ? "seen at %02x:%02x.%x" : NULL,
-		       c.ivs_bus, c.ivs_dev, c.ivs_fn);
-	else
-		report(c.ivshmem, "cf8_ivshmem_visible", NULL);
+	report_scan("cf8", &c, hv);
 	/* byte and word reads of a hidden function read all-ones too */
 	if (c.ivshmem || hv) {
 		UINTN b = 0, d = 0, f = 0;
@@ -185,13 +184,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_info("ECAM at %lx, buses %u-%u", ecam_base, ecam_start, ecam_end);
 		scan(ecam_read, ecam_start, ecam_end, &e);
 		report_info("ECAM scan: %u functions", e.functions);
-		report(e.host_bridge, "ecam_finds_host_bridge", "%04x:%04x", e.host_bridge & 0xffff,
-		       e.host_bridge >> 16);
-		if (hv)
-			report(!e.ivshmem, "ecam_ivshmem_hidden", e.ivshmem ? "seen at %02x:%02x.%x" : NULL,
-			       e.ivs_bus, e.ivs_dev, e.ivs_fn);
-		else
-			report(e.ivshmem, "ecam_ivshmem_visible", NULL);
+		report_scan("ecam", &e, hv);
 		report(e.functions == c.functions, "cf8_and_ecam_agree", "%u vs %u functions",
 		       c.functions, e.functions);
 	}
@@ -216,9 +209,9 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 			report(id == IVSHMEM_ID, "ecam_page_is_device", "id %x", id);
 	}
 
-	struct qword_desc *q = NULL;
+	struct acpi_qword_desc *q = NULL;
 	EFI_STATUS st = uefi_call_wrapper(pio->GetBarAttributes, 4, pio, 2, NULL, (void **)&q);
-	if (EFI_ERROR(st) || !q || q->tag != 0x8a) {
+	if (EFI_ERROR(st) || !q || q->tag != ACPI_QWORD_DESC_TAG) {
 		report(false, "bar2_known", "GetBarAttributes: %lx", (uint64_t)st);
 		report_done();
 	}
