@@ -43,8 +43,9 @@ static const char *const entry_names[32] = {
 /*
  * What hvtrace needs and what it uses when offered. No interrupt, NMI or HLT
  * exiting: the guest takes its own interrupts through its own IDT, as on
- * SVM; I/O exits only for the ports core/pcihide.c watches (I/O bitmaps). EPT and unrestricted guest let the firmware run exactly as it
- * was; the MSR bitmap keeps MSR exits to the few MSRs hvtrace owns. RDTSCP,
+ * SVM; I/O exits only for the ports core/pcihide.c watches (I/O bitmaps).
+ * EPT and unrestricted guest let the firmware run exactly as it was; the
+ * MSR bitmap keeps MSR exits to the few MSRs hvtrace owns. RDTSCP,
  * INVPCID, XSAVES and the user-wait instructions #UD in the guest unless
  * enabled (25.6.2), so they are turned on wherever the CPU allows them.
  */
