@@ -11,4 +11,12 @@ bool efi_type_is_ram(u32 type);
 const char *efi_status_str(u64 status);
 
 int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+
+/* main.c: one line on the console, "hvtrace: " first */
+void say(const char *fmt, ...) __printf(1, 2);
+
+/* pci.c: the ivshmem-plain device the host channel uses (found = 0: none),
+ * said on the console either way */
+struct hv_boot_ivshmem;
+void pci_find_ivshmem(struct hv_boot_ivshmem *iv);
 #endif

@@ -28,8 +28,7 @@ u64 hv_enter(struct hv_boot *bp, u64 host_cr3, u64 entry, u64 stack_top)
 static EFI_HANDLE self;
 static EFI_LOADED_IMAGE *self_image;
 
-static void say(const char *fmt, ...) __printf(1, 2);
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -189,6 +188,10 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->tsc_hz = measure_tsc_hz();
 	bp->trace_engine = cfg->engine;
 	bp->rec = cfg->rec;
+	/* the recorder's channel: an ivshmem device, found (and so hidden from
+	 * the guest) only when a recorder is configured and may use one */
+	if ((cfg->rec.flight_size || cfg->rec.stream_size) && cfg->rec.channel != REC_CHAN_RAM)
+		pci_find_ivshmem(&bp->ivshmem);
 	if (!collect_ram(&bp->ram)) {
 		say("the firmware's memory map has more than %u RAM ranges", HV_MAX_RANGES);
 		ret = HV_ERR_BAD_BOOT;

@@ -56,16 +56,70 @@ t_svm_mmio_high_bar() {
 	printf 'next = \\EFI\\hvtrace\\t_mmio.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
 	local shm=$RUNS/svm-mmio-high-bar/ivshmem.bin
 	truncate -s 4M "$shm"
+	# no recorder configured: the device is the guest's, not a channel
 	run svm-mmio-high-bar 60 -- -object memory-backend-file,id=hm,share=on,mem-path="$shm",size=4M \
 		-device ivshmem-plain,memdev=hm
 	expect 'hvtrace: hypervisor running'
 	expect 'SUMMARY: t_mmio: [1-9][0-9]* passed, 0 failed, 0 skipped'
 	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: ivshmem channel'
 	# the pattern went through the nested page tables to the device: at the
 	# BAR's start and end
 	[ "$(head -c 25 "$shm")" = HVTRACE-MMIO-TEST-PATTERN ] || REASONS="$REASONS; pattern not at the start of the host file"
 	[ "$(tail -c 64 "$shm" | head -c 25)" = HVTRACE-MMIO-TEST-PATTERN ] || REASONS="$REASONS; pattern not at the end of the host file"
 	finish svm-mmio-high-bar
+}
+
+# The host channel (ivshmem-plain): t_chan probes for it through CF8/CFC,
+# ECAM and BAR2. chan_run NAME ENABLE: a 16 MiB backing file filled with
+# "HOSTDATA", the device on it, t_chan with `enable = ENABLE`.
+chan_run() {
+	local name=$1 d=$(esp $1)
+	add_guest "$d" t_chan
+	# a recorder configured: the loader takes the device as its channel
+	printf 'next = \\EFI\\hvtrace\\t_chan.efi\nenable = %s\nflight.size = 64K\ntrace.start = hypercall\n' "$2" \
+		>"$d/EFI/hvtrace/hvtrace.cfg"
+	CHAN=$RUNS/$name/chan.bin
+	yes HOSTDATA | tr -d '\n' | head -c 16M >"$CHAN"
+	run $name 60 -- -object memory-backend-file,id=hvt,share=on,mem-path="$CHAN",size=16M \
+		-device ivshmem-plain,memdev=hvt
+	expect 'SUMMARY: t_chan: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+}
+
+t_svm_chan_hidden() {
+	chan_run svm-chan-hidden yes
+	expect 'hvtrace: ivshmem channel 0000:00:01.0: BAR0 [0-9a-f]+ \(256 bytes\), BAR2 [0-9a-f]+ \(16384 KiB\)'
+	expect 'hvtrace: ivshmem 0000:00:01.0 hidden; ports cf8-cff intercepted'
+	expect 'hvtrace: hypervisor running'
+	expect 'GUEST-TEST: PASS: cf8_finds_host_bridge \(8086:29c0\)'
+	expect 'GUEST-TEST: PASS: ecam_finds_host_bridge \(8086:29c0\)'
+	expect 'GUEST-TEST: PASS: cf8_ivshmem_hidden'
+	expect 'GUEST-TEST: PASS: ecam_ivshmem_hidden'
+	expect 'GUEST-TEST: PASS: ecam_page_all_ones'
+	expect 'GUEST-TEST: PASS: bar2_host_data_unreadable'
+	reject 'hvtrace: error'
+	# the guest wrote GUESTWRT over BAR2: none of it reached the host
+	grep -qa GUESTWRT "$CHAN" && REASONS="$REASONS; the guest's pattern reached the host file"
+	expect 'hvtrace: recorder: channel at [0-9a-f]+ \(ivshmem'
+	[ "$(head -c 8 "$CHAN")" = HVTRCHN1 ] || REASONS="$REASONS; no channel header at the start of the host file"
+	# past the channel's header page (the rings are written only as records
+	# are made: none here) the host's data is as it was
+	[ "$(tail -c +4097 "$CHAN" | head -c 8)" = HOSTDATA ] &&
+		[ "$(tail -c +4097 "$CHAN" | tr -d HOSTDA | wc -c)" = 0 ] || REASONS="$REASONS; the host's data changed"
+	finish svm-chan-hidden
+}
+
+# The same probes without the hypervisor find the device: they can fail.
+t_svm_chan_visible_without_hv() {
+	chan_run chan-visible-without-hv no
+	expect "hvtrace: 'enable = no'"
+	expect 'GUEST-TEST: PASS: cf8_ivshmem_visible'
+	expect 'GUEST-TEST: PASS: ecam_ivshmem_visible'
+	expect 'GUEST-TEST: PASS: ecam_page_is_device'
+	expect 'GUEST-TEST: PASS: bar2_host_data_readable'
+	grep -qa GUESTWRT "$CHAN" || REASONS="$REASONS; the guest's pattern did not reach the host file"
+	finish chan-visible-without-hv
 }
 
 # t_bts under one engine: ENGINE = reference | fast
@@ -159,6 +213,30 @@ t_linux_boot() {
 	finish linux-boot
 }
 
+# Linux probes PCI through CF8/CFC (and ECAM above register 0xff): with the
+# channel hidden it boots, enumerates the host bridge and never sees
+# 1af4:1110. Kernel log at loglevel 7 for the enumeration lines; the
+# hypervisor's debug log counts the port I/O exits (the cost).
+t_linux_chan_hidden() {
+	local d=$(esp linux-chan-hidden) chan=$RUNS/linux-chan-hidden/chan.bin
+	add_linux "$d"
+	printf 'next = \\EFI\\linux\\vmlinuz\ncmdline = %s\nlog = debug\nflight.size = 64K\ntrace.start = hypercall\n' \
+		"${LINUX_CMDLINE/quiet/loglevel=7}" \
+		>"$d/EFI/hvtrace/hvtrace.cfg"
+	truncate -s 16M "$chan"
+	run linux-chan-hidden 150 --cpu-flags -hypervisor -- \
+		-object memory-backend-file,id=hvt,share=on,mem-path="$chan",size=16M \
+		-device ivshmem-plain,memdev=hvt
+	expect 'hvtrace: ivshmem 0000:00:01.0 hidden; ports cf8-cff intercepted'
+	expect 'pci 0000:00:00.0: \[8086:29c0\]'
+	expect 'HVTRACE-GUEST: init reached'
+	expect 'HVTRACE-GUEST: done'
+	reject '\[1af4:1110\]'
+	reject 'hvtrace: error'
+	reject 'Kernel panic'
+	finish linux-chan-hidden
+}
+
 t_linux_broken_config() {
 	local d=$(esp linux-broken-config)
 	add_linux "$d"
@@ -176,8 +254,8 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_triple_fault t_svm_mmio_high_bar t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
-t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_broken_config"
+ALL="t_svm_guest_basic t_svm_triple_fault t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
+t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note
 runner_main integration "$ALL" "$@"

@@ -73,6 +73,21 @@ struct hv_rec_cfg {
 	struct hv_rec_filter flight, stream;
 };
 
+/* An ivshmem-plain device (PCI 1af4:1110) the loader found before the
+ * hypervisor started: BAR2 is the host channel, hidden from the guest
+ * (hv/core/pcihide.c, docs/channel.md). Config-space values as the firmware
+ * programmed them. */
+struct hv_boot_ivshmem {
+	u8 found;		/* 0: none (everything below is 0) */
+	u8 bus, dev, fn;
+	u16 segment;
+	u8 ecam_bus_start;	/* the MCFG entry covering the device */
+	u8 ecam_bus_end;
+	u64 bar0_pa, bar0_size;	/* registers (32-bit memory BAR) */
+	u64 bar2_pa, bar2_size;	/* the shared memory (64-bit prefetchable) */
+	u64 ecam_pa;		/* ECAM base of the segment; 0: no MCFG entry */
+};
+
 struct hv_boot {
 	u64 magic;		/* HV_BOOT_MAGIC */
 	u32 version;		/* HV_BOOT_VERSION */
@@ -90,6 +105,7 @@ struct hv_boot {
 	u32 pad3;
 	struct hv_rec_cfg rec;	/* the recorder */
 	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
+	struct hv_boot_ivshmem ivshmem;
 };
 int hv_entry(const struct hv_boot *bp);
 

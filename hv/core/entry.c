@@ -10,6 +10,7 @@
 #include "core/lib.h"
 #include "core/log.h"
 #include "core/mm.h"
+#include "core/pcihide.h"
 #include "core/vcpu.h"
 
 struct hv hv;
@@ -55,6 +56,9 @@ int hv_entry(const struct hv_boot *bp)
 	hv.guest_ram = bp->ram;
 	memmap_add(&hv.hidden, bp->reserve_pa, bp->reserve_size);
 	memmap_remove(&hv.guest_ram, bp->reserve_pa, bp->reserve_size);
+	st = pcihide_init(&bp->ivshmem);	/* more of hv.hidden, before the nested tables */
+	if (st)
+		return st;
 
 	struct vcpu *v = mm_alloc_pages(1, NULL);
 	if (!v)

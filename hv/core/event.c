@@ -13,6 +13,7 @@
 #include "core/hypercall.h"
 #include "core/log.h"
 #include "core/msr.h"
+#include "core/pcihide.h"
 #include "core/vcpu.h"
 #include "trace/decode.h"
 
@@ -21,6 +22,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_HYPERCALL] = "hypercall",
 	[HV_EV_MSR_READ] = "rdmsr",
 	[HV_EV_MSR_WRITE] = "wrmsr",
+	[HV_EV_IO] = "port i/o",
 	[HV_EV_DR_ACCESS] = "mov debug register",
 	[HV_EV_VIRT_INSN] = "virtualization instruction",
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
@@ -95,6 +97,9 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		if (!msr_write(v, ev->msr, val))
 			break;
 		hv_skip_insn(v, ev, 2);
+		return;
+	case HV_EV_IO:
+		pcihide_io(v, ev);
 		return;
 	case HV_EV_DR_ACCESS:
 		trace_on_dr_access(v, ev);

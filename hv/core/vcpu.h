@@ -22,6 +22,7 @@ enum hv_event_kind {
 	HV_EV_HYPERCALL,
 	HV_EV_MSR_READ,
 	HV_EV_MSR_WRITE,
+	HV_EV_IO,		/* IN/OUT/INS/OUTS to a port the backend intercepts */
 	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
 	HV_EV_TRIPLE_FAULT,
@@ -50,7 +51,13 @@ struct hv_event {
 	bool vectoring;
 	u8 vec_vector;
 	u8 vec_type;		/* enum hv_vec_type */
+	u16 io_port;		/* HV_EV_IO: the (first) port */
+	u8 io_size;		/* HV_EV_IO: 1, 2 or 4 bytes */
+	u8 io_flags;		/* HV_EV_IO: HV_IO_* */
 };
+#define HV_IO_IN	BIT(0)	/* IN/INS (else OUT/OUTS) */
+#define HV_IO_STRING	BIT(1)	/* INS/OUTS */
+#define HV_IO_REP	BIT(2)	/* with a REP prefix */
 
 enum hv_vec_type { HV_VEC_EXT_INT = 0, HV_VEC_NMI = 2, HV_VEC_EXCEPTION = 3, HV_VEC_SOFT = 4 };
 

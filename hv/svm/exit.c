@@ -46,6 +46,22 @@ static void exit_intr(struct svm_vcpu *sv, struct hv_event *ev)
 	}
 }
 
+/* APM 15.10.2: port, size and form in EXITINFO1, the next RIP in EXITINFO2
+ * (also without NRIP save: QEMU's TCG fills it) */
+static void exit_ioio(struct svm_vcpu *sv, struct hv_event *ev)
+{
+	u64 info1 = sv->vmcb->control.exit_info1, next = sv->vmcb->control.exit_info2;
+	u64 rip = sv->vmcb->save.rip;
+
+	ev->kind = HV_EV_IO;
+	ev->io_port = IOIO_PORT(info1);
+	ev->io_size = (info1 & IOIO_SZ32) ? 4 : (info1 & IOIO_SZ16) ? 2 : (info1 & IOIO_SZ8) ? 1 : 0;
+	ev->io_flags = ((info1 & IOIO_TYPE_IN) ? HV_IO_IN : 0) | ((info1 & IOIO_STR) ? HV_IO_STRING : 0) |
+		       ((info1 & IOIO_REP) ? HV_IO_REP : 0);
+	if (next > rip && next - rip <= 15)
+		ev->insn_len = (u8)(next - rip);
+}
+
 static void exit_npf(struct svm_vcpu *sv, struct hv_event *ev)
 {
 	ev->kind = HV_EV_NPF;
@@ -63,6 +79,7 @@ SIMPLE(exit_shutdown, HV_EV_TRIPLE_FAULT)
 static const svm_exit_fn svm_exit_handlers[] = {
 	[SVM_EXIT_INTR] = exit_intr,
 	[SVM_EXIT_CPUID] = exit_cpuid,
+	[SVM_EXIT_IOIO] = exit_ioio,
 	[SVM_EXIT_MSR] = exit_msr,
 	[SVM_EXIT_SHUTDOWN] = exit_shutdown,
 	[SVM_EXIT_VMMCALL] = exit_vmmcall,

@@ -1,7 +1,10 @@
 /* MSR and I/O permission maps (AMD APM Vol. 2 15.10, 15.11): two bits per
- * MSR (read, write) in three 2 KiB blocks; the I/O map stays empty. */
+ * MSR (read, write) in three 2 KiB blocks; one bit per port in the I/O map,
+ * set only for the ports core/pcihide.c watches (an access exits when any
+ * of the ports it covers has its bit set, 15.10.1). */
 #include "core/mm.h"
 #include "core/msr.h"
+#include "core/pcihide.h"
 #include "svm/svm.h"
 
 static void msrpm_intercept(u8 *pm, u32 msr)
@@ -18,9 +21,12 @@ static void msrpm_intercept(u8 *pm, u32 msr)
 
 int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa)
 {
-	u8 *pm = mm_alloc_pages(2, msrpm_pa);
-	if (!pm || !mm_alloc_pages(3, iopm_pa))
+	u8 *pm = mm_alloc_pages(2, msrpm_pa), *io;
+	if (!pm || !(io = mm_alloc_pages(3, iopm_pa)))
 		return HV_ERR_NO_MEMORY;
+	u16 port;
+	for (u32 n = pcihide_io_ports(&port); n; n--, port++)
+		io[port / 8] |= 1u << (port % 8);
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
 		msrpm_intercept(pm, hv_owned_msrs[i]);
 	return HV_OK;

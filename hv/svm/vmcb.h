@@ -32,6 +32,16 @@
 #define EVENTINJ_EV		(1u << 11)
 #define EVENTINJ_V		(1u << 31)
 
+/* APM 15.10.2 Figure 15-2: EXITINFO1 of an IOIO intercept (EXITINFO2 is
+ * the RIP of the next instruction, with or without NRIP save) */
+#define IOIO_TYPE_IN		BIT(0)
+#define IOIO_STR		BIT(2)
+#define IOIO_REP		BIT(3)
+#define IOIO_SZ8		BIT(4)
+#define IOIO_SZ16		BIT(5)
+#define IOIO_SZ32		BIT(6)
+#define IOIO_PORT(info1)	((u16)((info1) >> 16))
+
 /* Appendix C: exit codes */
 #define SVM_EXIT_DR_BASE	0x020	/* 0x20-0x2f reads, 0x30-0x3f writes */
 #define SVM_EXIT_EXCP_BASE	0x040

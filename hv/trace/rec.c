@@ -76,11 +76,29 @@ static void ring_setup(struct vcpu *v, struct hvtrace_chan *c, u64 *off, u16 con
 }
 
 /* Where the channel goes: an ivshmem device's BAR2 when the loader found
- * one (and channel is not `ram`), else the reserve. */
+ * one (it looks only when `channel` is not `ram`), else the reserve. */
 static struct hvtrace_chan *chan_place(u64 bytes, u64 *pa, u32 *where)
 {
 	const struct hv_rec_cfg *cfg = &hv.boot.rec;
-	(void)cfg;
+	const struct hv_boot_ivshmem *iv = &hv.boot.ivshmem;
+	if (iv->found) {
+		if (iv->bar2_size < bytes) {
+			LOG_ERR("recorder: %lu KiB of rings do not fit in the ivshmem device's %lu KiB: "
+				"give it more memory (size=) or lower flight.size/stream.size",
+				bytes >> 10, iv->bar2_size >> 10);
+			return NULL;
+		}
+		*pa = iv->bar2_pa;
+		*where = HVTRACE_CHAN_IVSHMEM;
+		/* the host may have left anything there: only the header is
+		 * cleared, the rings are written before they are read */
+		return guest_pa_ptr(iv->bar2_pa);
+	}
+	if (cfg->channel == REC_CHAN_IVSHMEM) {
+		LOG_ERR("recorder: 'channel = ivshmem' but the loader found no ivshmem-plain device "
+			"(QEMU: -device ivshmem-plain,memdev=...)");
+		return NULL;
+	}
 	void *p = mm_alloc_pages(bytes / PAGE_SIZE, pa);
 	*where = HVTRACE_CHAN_RESERVED_RAM;
 	if (!p)

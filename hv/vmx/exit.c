@@ -137,6 +137,19 @@ static bool exit_ept_violation(struct vcpu *v, struct vmx_vcpu *vx, struct hv_ev
 	return true;
 }
 
+/* 28.2.1 Table 28-5: port, size and form in the qualification; the length
+ * of the instruction comes with every instruction exit (28.2.5) */
+static bool exit_io(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
+{
+	u64 q = vmcs_readl(VMCS_EXIT_QUALIFICATION);
+	ev->kind = HV_EV_IO;
+	ev->io_port = VMX_IO_QUAL_PORT(q);
+	ev->io_size = (u8)VMX_IO_QUAL_SIZE(q);
+	ev->io_flags = ((q & VMX_IO_QUAL_IN) ? HV_IO_IN : 0) | ((q & VMX_IO_QUAL_STRING) ? HV_IO_STRING : 0) |
+		       ((q & VMX_IO_QUAL_REP) ? HV_IO_REP : 0);
+	return true;
+}
+
 #define SIMPLE(name, k) \
 	static bool name(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev) { ev->kind = k; return true; }
 SIMPLE(exit_cpuid, HV_EV_CPUID)
@@ -328,6 +341,7 @@ static const vmx_exit_fn vmx_exit_handlers[] = {
 	[VMX_EXIT_VMXOFF] = exit_virt_insn,
 	[VMX_EXIT_VMXON] = exit_virt_insn,
 	[VMX_EXIT_CONTROL_REGISTER_ACCESS] = exit_cr_access,
+	[VMX_EXIT_IO_INSTRUCTION] = exit_io,
 	[VMX_EXIT_RDMSR] = exit_rdmsr,
 	[VMX_EXIT_WRMSR] = exit_wrmsr,
 	[VMX_EXIT_EPT_VIOLATION] = exit_ept_violation,

@@ -2,10 +2,12 @@
  * (read low, read high, write low, write high) of one bit per MSR for
  * 0x0-0x1fff and 0xc0000000-0xc0001fff. A set bit makes RDMSR/WRMSR exit;
  * MSRs outside both ranges always exit (26.1.3), which is how the SVM MSRs
- * (VM_CR, VM_HSAVE_PA...) reach core/msr.c and get #GP as on the SVM side. */
+ * (VM_CR, VM_HSAVE_PA...) reach core/msr.c and get #GP as on the SVM side.
+ * Also the I/O bitmaps (25.6.4), the counterpart of the SVM I/O map. */
 #include "arch/x86/msr.h"
 #include "core/mm.h"
 #include "core/msr.h"
+#include "core/pcihide.h"
 #include "vmx/vmx.h"
 
 #define BITMAP_READ_LOW		0x000
@@ -45,5 +47,19 @@ int vmx_msr_bitmap_build(u64 *bitmap_pa)
 	/* and every MSR core owns: EFER, the Debug Store MSRs (hv/trace/ds.c) */
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
 		msr_bitmap_intercept(bm, hv_owned_msrs[i]);
+	return HV_OK;
+}
+
+/* I/O bitmaps A (ports 0-0x7fff) and B (0x8000-0xffff), SDM Vol. 3
+ * 25.6.4: one bit per port, set only for the ports core/pcihide.c watches
+ * (an access exits when any port it covers has its bit set, 26.1.3). */
+int vmx_io_bitmap_build(u64 *bitmaps_pa)
+{
+	u8 *bm = mm_alloc_pages(2, bitmaps_pa);
+	u16 port;
+	if (!bm)
+		return HV_ERR_NO_MEMORY;
+	for (u32 n = pcihide_io_ports(&port); n; n--, port++)
+		bm[port / 8] |= (u8)(1u << (port % 8));
 	return HV_OK;
 }

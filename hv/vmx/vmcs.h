@@ -167,6 +167,8 @@ _Static_assert(VMCS_WIDTH(VMCS_HOST_RIP) == VMCS_WIDTH_NATURAL, "B.4");
 #define PROC_CR3_LOAD_EXITING		BIT(15)
 #define PROC_CR3_STORE_EXITING		BIT(16)
 #define PROC_MOV_DR_EXITING		BIT(23)
+#define PROC_UNCONDITIONAL_IO_EXITING	BIT(24)
+#define PROC_USE_IO_BITMAPS		BIT(25)
 #define PROC_MONITOR_TRAP_FLAG		BIT(27)
 #define PROC_USE_MSR_BITMAPS		BIT(28)
 #define PROC_ACTIVATE_SECONDARY_CONTROLS BIT(31)
@@ -262,6 +264,13 @@ enum vmx_exit_reason {
 #define VMX_CR_QUAL_ACCESS(q)		(((q) >> 4) & 3)
 #define VMX_CR_ACCESS_MOV_TO_CR		0
 #define VMX_CR_QUAL_GPR(q)		(((q) >> 8) & 0xf)
+
+/* 28.2.1 Table 28-5: exit qualification for I/O instructions */
+#define VMX_IO_QUAL_SIZE(q)		(((q) & 7) + 1)	/* 0: 1 byte, 1: 2, 3: 4 */
+#define VMX_IO_QUAL_IN			BIT(3)
+#define VMX_IO_QUAL_STRING		BIT(4)
+#define VMX_IO_QUAL_REP			BIT(5)
+#define VMX_IO_QUAL_PORT(q)		((u16)((q) >> 16))
 
 /* 27.8: exit qualification of a VM-entry failure due to invalid guest state */
 #define VMX_ENTRY_FAIL_QUAL_PDPTE	2

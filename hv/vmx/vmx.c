@@ -22,7 +22,7 @@ static const char *const pin_names[32] = {
 };
 static const char *const proc_names[32] = {
 	[7] = "HLT exiting", [15] = "CR3-load exiting", [16] = "CR3-store exiting",
-	[27] = "monitor trap flag", [28] = "use MSR bitmaps",
+	[25] = "use I/O bitmaps", [27] = "monitor trap flag", [28] = "use MSR bitmaps",
 	[31] = "activate secondary controls",
 };
 static const char *const proc2_names[32] = {
@@ -41,10 +41,11 @@ static const char *const entry_names[32] = {
 };
 
 /*
- * What hvtrace needs and what it uses when offered. No interrupt, NMI, HLT
- * or I/O exiting: the guest takes its own interrupts through its own IDT,
- * as on SVM. EPT and unrestricted guest let the firmware run exactly as it
- * was; the MSR bitmap keeps MSR exits to the few MSRs hvtrace owns. RDTSCP,
+ * What hvtrace needs and what it uses when offered. No interrupt, NMI or HLT
+ * exiting: the guest takes its own interrupts through its own IDT, as on
+ * SVM; I/O exits only for the ports core/pcihide.c watches (I/O bitmaps).
+ * EPT and unrestricted guest let the firmware run exactly as it was; the
+ * MSR bitmap keeps MSR exits to the few MSRs hvtrace owns. RDTSCP,
  * INVPCID, XSAVES and the user-wait instructions #UD in the guest unless
  * enabled (25.6.2), so they are turned on wherever the CPU allows them.
  */
@@ -53,7 +54,7 @@ static const struct vmx_ctl_word want_pin = {
 };
 static const struct vmx_ctl_word want_proc = {
 	"primary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS",
-	PROC_USE_MSR_BITMAPS | PROC_ACTIVATE_SECONDARY_CONTROLS, 0, proc_names,
+	PROC_USE_MSR_BITMAPS | PROC_USE_IO_BITMAPS | PROC_ACTIVATE_SECONDARY_CONTROLS, 0, proc_names,
 };
 static const struct vmx_ctl_word want_proc2 = {
 	"secondary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS2",
@@ -287,6 +288,8 @@ static void vmcs_setup_controls(struct vmx_vcpu *vx)
 	vmcs_write32(VMCS_VM_ENTRY_MSR_LOAD_COUNT, 0);
 	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, 0);
 	vmcs_write64(VMCS_MSR_BITMAPS, vx->msr_bitmap_pa);
+	vmcs_write64(VMCS_IO_BITMAP_A, vx->io_bitmap_pa);
+	vmcs_write64(VMCS_IO_BITMAP_B, vx->io_bitmap_pa + PAGE_SIZE);
 	vmcs_write64(VMCS_EPT_POINTER, vx->eptp);
 }
 
@@ -350,7 +353,8 @@ static int vmx_vcpu_init(struct vcpu *v)
 	if (!vx || !(vmxon_region = mm_alloc_pages(1, &vx->vmxon_pa)) ||
 	    !(vmcs = mm_alloc_pages(1, &vx->vmcs_pa)))
 		return HV_ERR_NO_MEMORY;
-	if ((st = vmx_ept_build(&vx->eptp)) || (st = vmx_msr_bitmap_build(&vx->msr_bitmap_pa)))
+	if ((st = vmx_ept_build(&vx->eptp)) || (st = vmx_msr_bitmap_build(&vx->msr_bitmap_pa)) ||
+	    (st = vmx_io_bitmap_build(&vx->io_bitmap_pa)))
 		return st;
 	v->arch = vx;
 

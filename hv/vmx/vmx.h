@@ -20,6 +20,7 @@ extern struct vmx_caps vmx_caps;
 
 struct vmx_vcpu {
 	u64 vmxon_pa, vmcs_pa, msr_bitmap_pa, eptp;
+	u64 io_bitmap_pa;		/* A, then B in the next page */
 	u64 cr0_mask, cr4_mask;		/* guest/host masks (25.6.6) */
 	u64 cr0_before, cr4_before;	/* the processor's before VMXON (abort path) */
 	bool launched;
@@ -37,6 +38,7 @@ extern const char vmx_exit_entry[];	/* HOST_RIP */
 
 int vmx_ept_build(u64 *eptp);
 int vmx_msr_bitmap_build(u64 *bitmap_pa);
+int vmx_io_bitmap_build(u64 *bitmaps_pa);
 void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason);
 void vmx_dump(struct vcpu *v);
 const char *vmx_insn_error_str(u32 err);

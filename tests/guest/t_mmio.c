@@ -5,16 +5,10 @@
  * pattern reached the host file behind the device.
  */
 #include "guest.h"
+#include "acpi.h"
 
 #define IVSHMEM_ID 0x11101af4u
 static const char pattern[] = "HVTRACE-MMIO-TEST-PATTERN";
-
-struct qword_desc { /* ACPI 6.x 6.4.3.5.1: QWORD Address Space Descriptor */
-	uint8_t tag;
-	uint16_t len;
-	uint8_t type, gflags, tflags;
-	uint64_t gran, min, max, xlat, length;
-} __attribute__((packed));
 
 static EFI_PCI_IO_PROTOCOL *find_ivshmem(void)
 {
@@ -48,9 +42,9 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report(false, "ivshmem_found", "no 1af4:1110 device");
 		report_done();
 	}
-	struct qword_desc *d = NULL;
+	struct acpi_qword_desc *d = NULL;
 	EFI_STATUS st = uefi_call_wrapper(pio->GetBarAttributes, 4, pio, 2, NULL, (void **)&d);
-	report(!EFI_ERROR(st) && d && d->tag == 0x8a, "bar2_described", "status %lx", (uint64_t)st);
+	report(!EFI_ERROR(st) && d && d->tag == ACPI_QWORD_DESC_TAG, "bar2_described", "status %lx", (uint64_t)st);
 	if (EFI_ERROR(st) || !d)
 		report_done();
 	uint64_t base = d->min, len = d->length;

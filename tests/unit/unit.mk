@@ -1,7 +1,7 @@
 # Host unit tests of pure logic shared with the hypervisor and the loader.
 UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -Ihv -Iinclude -Iefi-loader -Itests/unit
-UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_rec test_exc
+UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_rec test_exc test_pcicfg
 
 unit-src-test_config := efi-loader/config.c hv/core/fmt.c
 unit-src-test_pgbuild := hv/core/pgbuild.c hv/core/memmap.c
@@ -10,6 +10,7 @@ unit-src-test_vmx_ctls := hv/vmx/ctls.c hv/core/fmt.c
 unit-src-test_ept := hv/vmx/ept.c hv/core/pgbuild.c hv/core/memmap.c
 unit-src-test_rec := hv/trace/rec.c
 unit-src-test_exc := hv/core/exc.c
+unit-src-test_pcicfg := hv/core/pcicfg.c
 
 define unit_rule
 $(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/core/*.h hv/vmx/*.h hv/trace/*.h efi-loader/*.h include/hvtrace/*.h)
