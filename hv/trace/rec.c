@@ -21,6 +21,7 @@
 #include "core/gmem.h"
 #include "core/lib.h"
 #include "core/log.h"
+#include "core/memmap.h"
 #include "core/mm.h"
 #include "core/vcpu.h"
 #include "trace/rec.h"
@@ -34,6 +35,8 @@ static struct {
 	bool changed;
 	u64 made;			/* records made since tracing started */
 	u64 skip;			/* REC_START_BRANCHES: still to skip */
+	/* each consumer's filter: hvtrace.cfg's, or the trace_ctl filter's */
+	struct hv_rec_filter filter[REC_MAX_CONSUMERS];
 } rec;
 
 static void set_state(u32 state)
@@ -124,12 +127,14 @@ int rec_init(void)
 
 	memset(c, 0, HVTRACE_CHAN_HDR_SIZE);
 	u64 off = HVTRACE_CHAN_HDR_SIZE;
+	rec.filter[0] = cfg->flight;
+	rec.filter[1] = cfg->stream;
 	for (u32 i = 0; i < hv.nr_vcpus; i++) {
 		struct vcpu *v = hv.vcpus[i];
 		if (cfg->flight_size)
-			ring_setup(v, c, &off, HVTRACE_CONSUMER_FLIGHT, cfg->flight_size, &cfg->flight, 0);
+			ring_setup(v, c, &off, HVTRACE_CONSUMER_FLIGHT, cfg->flight_size, &rec.filter[0], 0);
 		if (cfg->stream_size)
-			ring_setup(v, c, &off, HVTRACE_CONSUMER_STREAM, cfg->stream_size, &cfg->stream,
+			ring_setup(v, c, &off, HVTRACE_CONSUMER_STREAM, cfg->stream_size, &rec.filter[1],
 				   cfg->stream_wait_us);
 	}
 	c->abi_version = HVTRACE_ABI_VERSION;
@@ -366,6 +371,37 @@ void rec_exit_begin(struct vcpu *v)
 
 /* --- triggers from the guest ---------------------------------------------- */
 
+/* HVTRACE_TRACE_FILTER: a new filter for one consumer, from a structure in
+ * guest RAM, checked as hvtrace.cfg's values are. */
+static s64 set_filter(u64 gpa, u64 size)
+{
+	struct hvtrace_filter f;
+	if (size < sizeof(f))
+		return -HVTRACE_EINVAL;
+	if (!memmap_contains(&hv.guest_ram, gpa, sizeof(f)))
+		return -HVTRACE_EFAULT;
+	memcpy(&f, guest_pa_ptr(gpa), sizeof(f));
+	if ((f.consumer != HVTRACE_CONSUMER_FLIGHT && f.consumer != HVTRACE_CONSUMER_STREAM) ||
+	    f.cpl > HVTRACE_CPL_USER || f.nr_ranges > HVTRACE_FILTER_MAX_RANGES || f.reserved ||
+	    (f.cr3 & 0xfff) || (f.cr3 >> 52))
+		return -HVTRACE_EINVAL;
+	for (u32 i = 0; i < f.nr_ranges; i++)
+		if (f.ranges[i].hi < f.ranges[i].lo)
+			return -HVTRACE_EINVAL;
+	struct hv_rec_filter *h = &rec.filter[f.consumer - 1];
+	h->cpl = f.cpl;
+	h->nr_ranges = f.nr_ranges;
+	h->cr3 = f.cr3;
+	for (u32 i = 0; i < f.nr_ranges; i++) {
+		h->ranges[i].lo = f.ranges[i].lo;
+		h->ranges[i].hi = f.ranges[i].hi;
+	}
+	for (u32 i = 0; i < rec.chan->nr_rings; i++)
+		if (rec.chan->rings[i].consumer == f.consumer)
+			rec.chan->rings[i].cpl_filter = f.cpl;
+	return 0;
+}
+
 s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 {
 	if (!rec.chan)
@@ -387,6 +423,8 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 	case HVTRACE_TRACE_FREEZE:
 		rec_freeze(HVTRACE_FREEZE_HYPERCALL);
 		return 0;
+	case HVTRACE_TRACE_FILTER:
+		return set_filter(arg, v->gpr[GPR_RDX]);
 	}
 	return -HVTRACE_EINVAL;
 }

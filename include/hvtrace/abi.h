@@ -51,7 +51,21 @@ enum hvtrace_trace_op {
 	HVTRACE_TRACE_STOP = 2,		/* stop it (trace.stop = hypercall) */
 	HVTRACE_TRACE_MARK = 3,		/* a MARKER record carrying RCX */
 	HVTRACE_TRACE_FREEZE = 4,	/* freeze the flight recorder now, as on a crash */
+	HVTRACE_TRACE_FILTER = 5,	/* RCX = gpa of a struct hvtrace_filter, RDX = its size */
 };
+
+/* A consumer's filter, replacing the one hvtrace.cfg gave it
+ * (HVTRACE_TRACE_FILTER; docs/recorder.md "Filters"). */
+#define HVTRACE_FILTER_MAX_RANGES 4
+struct hvtrace_filter {
+	uint32_t consumer;	/* enum hvtrace_consumer */
+	uint32_t cpl;		/* enum hvtrace_cpl_filter */
+	uint32_t nr_ranges;	/* 0: any address; else <= HVTRACE_FILTER_MAX_RANGES */
+	uint32_t reserved;	/* 0 */
+	uint64_t cr3;		/* 0: any address space; else a 4 KiB-aligned root */
+	struct { uint64_t lo, hi; } ranges[HVTRACE_FILTER_MAX_RANGES];	/* inclusive */
+};
+_Static_assert(sizeof(struct hvtrace_filter) == 88, "hvtrace_filter is 88 bytes");
 
 #define HVTRACE_EPERM	1	/* needs CPL 0 */
 #define HVTRACE_EFAULT	14	/* buffer not wholly in guest RAM */

@@ -125,12 +125,18 @@ bool cpu_is_amd(void)
 	return v.b == 0x68747541 || v.b == 0x6f677948; /* AuthenticAMD, HygonGenuine */
 }
 
+int64_t hypercall3(uint64_t nr, uint64_t *b, uint64_t *c, uint64_t *d)
+{
+	uint64_t a = nr;
+	if (cpu_is_amd())
+		asm volatile("vmmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(*d) :: "memory");
+	else
+		asm volatile("vmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(*d) :: "memory");
+	return (int64_t)a;
+}
+
 int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c)
 {
-	uint64_t a = nr, d = 0;
-	if (cpu_is_amd())
-		asm volatile("vmmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(d) :: "memory");
-	else
-		asm volatile("vmcall" : "+a"(a), "+b"(*b), "+c"(*c), "+d"(d) :: "memory");
-	return (int64_t)a;
+	uint64_t d = 0;
+	return hypercall3(nr, b, c, &d);
 }

@@ -45,5 +45,7 @@ bool under_hvtrace(void);
 bool cpu_is_amd(void);
 /* VMMCALL on AMD, VMCALL on Intel; returns RAX and updates b, c. */
 int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c);
+/* ... and with RDX as a third argument */
+int64_t hypercall3(uint64_t nr, uint64_t *b, uint64_t *c, uint64_t *d);
 
 #endif

@@ -41,6 +41,12 @@ static uint64_t u(const void *p)
 	return (uint64_t)(uintptr_t)p;
 }
 
+static int64_t set_filter(const struct hvtrace_filter *f)
+{
+	uint64_t op = HVTRACE_TRACE_FILTER, gpa = u(f), size = sizeof(*f);
+	return hypercall3(HVTRACE_HC_TRACE_CTL, &op, &gpa, &size);
+}
+
 static void basic(void)
 {
 	struct hvtrace_vcpu_status a, b;
@@ -62,6 +68,33 @@ static void basic(void)
 		       name, "ret %ld records %lu (want %lu) lost %lu", ret,
 		       b.rec_records - a.rec_records, n + 1, b.rec_lost - a.rec_lost);
 	}
+	/* filters by hypercall: the loop runs at CPL 0 in this program */
+	static struct hvtrace_filter f;
+	struct { const char *name; uint32_t cpl; uint64_t lo, hi; uint64_t want; } fc[] = {
+		{ "filter_user_drops_kernel", HVTRACE_CPL_USER, 0, 0, 2 },
+		{ "filter_range_elsewhere", HVTRACE_CPL_ALL, 0x1000, 0x1fff, 2 },
+		{ "filter_range_around_loop", HVTRACE_CPL_ALL, u(rec_loop_svm) & ~0xfffull,
+		  (u(rec_loop_vmx) | 0xfff) + 0x1000, 101 },
+		{ "filter_back_to_all", HVTRACE_CPL_ALL, 1, 0, 101 },
+	};
+	for (unsigned i = 0; i < sizeof(fc) / sizeof(fc[0]); i++) {
+		f = (struct hvtrace_filter){ .consumer = HVTRACE_CONSUMER_FLIGHT, .cpl = fc[i].cpl };
+		if (fc[i].lo <= fc[i].hi) {
+			f.nr_ranges = 1;
+			f.ranges[0].lo = fc[i].lo;
+			f.ranges[0].hi = fc[i].hi;
+		}
+		int64_t r = set_filter(&f);
+		vcpu_status(&a);
+		rec_loop(100);
+		vcpu_status(&b);
+		report(r == 0 && b.rec_records - a.rec_records == fc[i].want, fc[i].name,
+		       "ret %ld records %lu want %lu", r, b.rec_records - a.rec_records, fc[i].want);
+	}
+	f.consumer = 7;
+	int64_t r = set_filter(&f);
+	report(r == -HVTRACE_EINVAL, "filter_bad_consumer", "ret %ld", r);
+
 	vcpu_status(&a);
 	report(trace_ctl(HVTRACE_TRACE_MARK, 0x1234) == 0, "mark_while_stopped", NULL);
 	vcpu_status(&b);

@@ -8,6 +8,7 @@
 #include "hvtrace/abi.h"
 #include "core/gmem.h"
 #include "core/log.h"
+#include "core/memmap.h"
 #include "core/mm.h"
 #include "core/vcpu.h"
 #include "trace/rec.h"
@@ -184,6 +185,31 @@ int main(void)
 	      "kernel end hidden: to %llx", (unsigned long long)slot(0, 1)->to);
 	CHECK(st->head == 2 && st->filtered == 1 && slot(1, 1)->to == 0xffffffff81800000ull,
 	      "range filter keeps either end; stream sees kernel addresses");
+
+	/* a new filter by hypercall, checked like the config's */
+	static struct hvtrace_filter nf;
+	memset(&hv.guest_ram, 0, sizeof(hv.guest_ram));
+	memmap_add(&hv.guest_ram, (u64)(uintptr_t)&nf & ~0xfffull, 8192);
+	u64 gpa = (u64)(uintptr_t)&nf;
+	nf = (struct hvtrace_filter){ .consumer = HVTRACE_CONSUMER_FLIGHT, .cpl = HVTRACE_CPL_KERNEL };
+	vcpu0.gpr[GPR_RDX] = sizeof(nf);
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == 0 && fl->cpl_filter == HVTRACE_CPL_KERNEL,
+	      "filter hypercall");
+	fake_cpl = 0;
+	branch(0xffffffff81000000ull, 0xffffffff81000010ull);
+	CHECK(fl->head == 3 && slot(0, 2)->from == 0xffffffff81000000ull, "kernel now kept");
+	vcpu0.gpr[GPR_RDX] = sizeof(nf) - 1;
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == -HVTRACE_EINVAL, "short");
+	vcpu0.gpr[GPR_RDX] = sizeof(nf);
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, 0x10) == -HVTRACE_EFAULT, "not RAM");
+	nf.consumer = 3;
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == -HVTRACE_EINVAL, "bad consumer");
+	nf = (struct hvtrace_filter){ .consumer = 2, .nr_ranges = 5 };
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == -HVTRACE_EINVAL, "too many ranges");
+	nf = (struct hvtrace_filter){ .consumer = 2, .nr_ranges = 1, .ranges = { { 5, 4 } } };
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == -HVTRACE_EINVAL, "backwards range");
+	nf = (struct hvtrace_filter){ .consumer = 2, .cr3 = 0x1001 };
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == -HVTRACE_EINVAL, "bad cr3");
 
 	/* --- lossless: drops counted exactly, one LOST record ----------- */
 	memset(&cfg, 0, sizeof(cfg));

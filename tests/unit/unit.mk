@@ -8,7 +8,7 @@ unit-src-test_pgbuild := hv/core/pgbuild.c hv/core/memmap.c
 unit-src-test_memmap := hv/core/memmap.c hv/core/hc_check.c efi-loader/efimisc.c
 unit-src-test_vmx_ctls := hv/vmx/ctls.c hv/core/fmt.c
 unit-src-test_ept := hv/vmx/ept.c hv/core/pgbuild.c hv/core/memmap.c
-unit-src-test_rec := hv/trace/rec.c
+unit-src-test_rec := hv/trace/rec.c hv/core/memmap.c
 unit-src-test_exc := hv/core/exc.c
 unit-src-test_pcicfg := hv/core/pcicfg.c
 
