@@ -17,6 +17,7 @@ include guest-agent/agent.mk
 include tests/guest/guest.mk
 include tests/unit/unit.mk
 include tests/unit/decode.mk
+include host-tools/tools.mk
 
 guest-tests: $(GUEST_EFIS)
 
