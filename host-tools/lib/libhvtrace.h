@@ -190,6 +190,9 @@ int hvt_producer_flush_lost(struct hvt_producer *p, unsigned r, uint64_t timeout
 void hvt_synth_rec(uint32_t vcpu, uint64_t i, unsigned nfuncs, struct hvtrace_rec *r);
 uint64_t hvt_synth_func_addr(unsigned k);
 const char *hvt_synth_func_name(unsigned k, char *buf, size_t len);
+/* A guest memory dump as an ELF core (dump-guest-memory's layout: PT_LOAD
+ * [0, at) and [at, end) of mem); malloc'd, *len bytes. */
+void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *len);
 
 /* ---------------------------------------------------------------- */
 /* Trace files. */

@@ -8,7 +8,9 @@
  * waited on again until a record goes in, so a stuck reader cannot stall
  * the producer record after record.
  */
+#include <elf.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -259,4 +261,40 @@ void hvt_synth_rec(uint32_t vcpu, uint64_t i, unsigned nfuncs, struct hvtrace_re
 			r->aux = HVTRACE_BR_JMP;
 		}
 	}
+}
+
+/* An ELF core as dump-guest-memory writes one: two PT_LOAD segments,
+ * [0, at) and [at, end) of mem, at file offsets unlike their p_paddr. */
+void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *len)
+{
+	uint64_t off1 = 0x1000, off2 = (off1 + at + 0x1fff) & ~0xfffull;
+	uint8_t *f;
+	Elf64_Ehdr *e;
+	Elf64_Phdr *ph;
+
+	*len = off2 + (end - at);
+	f = calloc(1, *len);
+	if (!f)
+		return NULL;
+	e = (Elf64_Ehdr *)f;
+	ph = (Elf64_Phdr *)(f + sizeof(*e));
+	memcpy(e->e_ident, ELFMAG, SELFMAG);
+	e->e_ident[EI_CLASS] = ELFCLASS64;
+	e->e_ident[EI_DATA] = ELFDATA2LSB;
+	e->e_ident[EI_VERSION] = EV_CURRENT;
+	e->e_type = ET_CORE;
+	e->e_machine = EM_X86_64;
+	e->e_version = EV_CURRENT;
+	e->e_phoff = sizeof(*e);
+	e->e_ehsize = sizeof(*e);
+	e->e_phentsize = sizeof(*ph);
+	e->e_phnum = 2;
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off1, .p_vaddr = 0xffff888000000000ull,
+			      .p_paddr = 0, .p_filesz = at, .p_memsz = at, .p_align = 0x1000 };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off2,
+			      .p_vaddr = 0xffff888000000000ull + at, .p_paddr = at,
+			      .p_filesz = end - at, .p_memsz = end - at, .p_align = 0x1000 };
+	memcpy(f + off1, mem, at);
+	memcpy(f + off2, mem + at, end - at);
+	return f;
 }

@@ -5,7 +5,6 @@
  * files and symbol maps, and produces records into a live channel's
  * lossless ring as the hypervisor would. Records come from hvt_synth_rec.
  */
-#include <elf.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -190,38 +189,13 @@ static int write_file(const char *path, const void *buf, size_t len)
 	return k == (ssize_t)len ? 0 : fail(path, "cannot write");
 }
 
-/* An ELF core as dump-guest-memory writes one: two PT_LOAD segments,
- * [0, at) and [at, end), at file offsets unlike their p_paddr. */
-static int write_elf_core(const char *path, const uint8_t *mem, uint64_t at, uint64_t end)
+static int write_elf(const char *path, const uint8_t *mem, uint64_t at, uint64_t end)
 {
-	uint64_t off1 = 0x1000, off2 = (off1 + at + 0x1fff) & ~0xfffull;
-	size_t len = off2 + (end - at);
-	uint8_t *f = calloc(1, len);
-	Elf64_Ehdr *e = (Elf64_Ehdr *)f;
-	Elf64_Phdr *ph = (Elf64_Phdr *)(f + sizeof(*e));
-	int rc;
+	size_t len;
+	void *elf = hvt_elf_core_image(mem, at, end, &len);
+	int rc = elf ? write_file(path, elf, len) : fail("synth", "out of memory");
 
-	if (!f)
-		return fail("synth", "out of memory");
-	memcpy(e->e_ident, ELFMAG, SELFMAG);
-	e->e_ident[EI_CLASS] = ELFCLASS64;
-	e->e_ident[EI_DATA] = ELFDATA2LSB;
-	e->e_ident[EI_VERSION] = EV_CURRENT;
-	e->e_type = ET_CORE;
-	e->e_machine = EM_X86_64;
-	e->e_version = EV_CURRENT;
-	e->e_phoff = sizeof(*e);
-	e->e_ehsize = sizeof(*e);
-	e->e_phentsize = sizeof(*ph);
-	e->e_phnum = 2;
-	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off1, .p_vaddr = 0xffff888000000000ull,
-			      .p_paddr = 0, .p_filesz = at, .p_memsz = at, .p_align = 0x1000 };
-	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off2, .p_vaddr = 0xffff888000000000ull + at,
-			      .p_paddr = at, .p_filesz = end - at, .p_memsz = end - at, .p_align = 0x1000 };
-	memcpy(f + off1, mem, at);
-	memcpy(f + off2, mem + at, end - at);
-	rc = write_file(path, f, len);
-	free(f);
+	free(elf);
 	return rc;
 }
 
@@ -254,7 +228,7 @@ static int synth_chan(struct synth *s)
 			if (!strcmp(s->dump, "raw"))
 				rc = write_file(s->out, mem, end);
 			else if (!strcmp(s->dump, "elf"))
-				rc = write_elf_core(s->out, mem, s->at, end);
+				rc = write_elf(s->out, mem, s->at, end);
 			else
 				rc = usage_error("synth", "--dump takes raw or elf");
 		}
