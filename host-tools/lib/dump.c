@@ -46,9 +46,10 @@ static int read_phys(const struct phys *p, uint64_t pa, void *out, uint64_t len,
 
 				if (k > len)
 					k = len;
-				if (copy)
+				if (copy) {
 					memcpy(out, r->data + (pa - r->paddr), k);
-				out = (uint8_t *)out + k;
+					out = (uint8_t *)out + k;
+				}
 				pa += k;
 				len -= k;
 				found = 1;
