@@ -62,6 +62,7 @@ bench: deps
 bench-run: all $(GUEST_IMAGES)
 	@bench/run.sh
 	@bench/engine.sh
+	@$(MAKE) --no-print-directory bench-host
 
 clean:
 	rm -rf $(BUILD)

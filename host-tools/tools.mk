@@ -61,3 +61,12 @@ $(HT_DIR)/fuzz/fuzz_%: host-tools/fuzz/fuzz_%.c $(HT_LIB_SRCS) $(HT_HDRS)
 
 fuzz: $(HT_FUZZ_BINS)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) host-tools/fuzz/run.sh $(HT_DIR)/fuzz $(HT_FUZZ_TARGETS)
+
+# The host benchmark's drain program (bench/host.sh runs it).
+HT_BENCH := $(HT_DIR)/hvtrace-bench-drain
+$(HT_BENCH): host-tools/bench/bench_drain.c $(HT_LIB) $(HT_HDRS)
+	$(HOSTCC) $(HT_CFLAGS) -o $@ $< $(HT_LIB) $(HT_LIBS) -lpthread
+
+.PHONY: bench-host
+bench-host: $(HT_BIN) $(HT_BENCH)
+	@bench/host.sh
