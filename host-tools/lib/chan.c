@@ -6,12 +6,10 @@
  * a ring. head/tail are re-read (and re-checked) on every access.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "libhvtrace.h"
@@ -345,33 +343,18 @@ int64_t hvt_ring_drain(struct hvt_chan *ch, unsigned ring, struct hvtrace_rec *o
 
 int hvt_chan_open_shm(struct hvt_chan *ch, const char *path, struct hvt_err *err)
 {
-	struct stat st;
-	void *map;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	size_t len;
+	void *map = hvt_map_file(path, 1, HVTRACE_CHAN_HDR_SIZE, &len, err);
 
-	if (fd < 0) {
-		hvt_seterr(err, "%s: %s", path, strerror(errno));
+	if (!map)
 		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < HVTRACE_CHAN_HDR_SIZE) {
-		hvt_seterr(err, "%s: not a channel (%lld bytes; needs a regular file of at least %u)", path,
-			   (long long)st.st_size, HVTRACE_CHAN_HDR_SIZE);
-		close(fd);
-		return -1;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		hvt_seterr(err, "%s: mmap: %s", path, strerror(errno));
-		return -1;
-	}
-	if (hvt_chan_validate(ch, map, (uint64_t)st.st_size, err)) {
-		munmap(map, (size_t)st.st_size);
+	if (hvt_chan_validate(ch, map, len, err)) {
+		munmap(map, len);
 		return -1;
 	}
 	ch->source = HVT_SRC_SHM;
 	ch->map = map;
-	ch->map_len = (size_t)st.st_size;
+	ch->map_len = len;
 	return 0;
 }
 

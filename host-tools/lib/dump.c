@@ -7,15 +7,11 @@
  * sits at a 4 KiB-aligned guest-physical address (record.h), so only
  * those are scanned for HVTRACE_CHAN_MAGIC.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "libhvtrace.h"
 
@@ -214,31 +210,13 @@ int hvt_chan_open_dump_mem(struct hvt_chan *ch, const void *buf, size_t len, str
 
 int hvt_chan_open_dump(struct hvt_chan *ch, const char *path, struct hvt_err *err)
 {
-	struct stat st;
-	void *map;
-	int rc, fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len;
+	void *map = hvt_map_file(path, 0, 1, &len, err);
+	int rc;
 
-	if (fd < 0) {
-		hvt_seterr(err, "%s: %s", path, strerror(errno));
+	if (!map)
 		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		hvt_seterr(err, "%s: not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_size == 0) {
-		hvt_seterr(err, "%s: empty file", path);
-		close(fd);
-		return -1;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		hvt_seterr(err, "%s: mmap: %s", path, strerror(errno));
-		return -1;
-	}
-	rc = hvt_chan_open_dump_mem(ch, map, (size_t)st.st_size, err);
-	munmap(map, (size_t)st.st_size);
+	rc = hvt_chan_open_dump_mem(ch, map, len, err);
+	munmap(map, len);
 	return rc;
 }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "libhvtrace.h"
@@ -172,39 +171,20 @@ int hvt_file_open_mem(struct hvt_file *f, const void *buf, size_t len, struct hv
 
 int hvt_file_open(struct hvt_file *f, const char *path, struct hvt_err *err)
 {
-	struct stat st;
-	void *map;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len;
+	void *map = hvt_map_file(path, 0, 1, &len, err);
 
-	if (fd < 0) {
-		hvt_seterr(err, "%s: %s", path, strerror(errno));
+	if (!map)
 		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		hvt_seterr(err, "%s: not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_size == 0) {
-		close(fd);
-		hvt_seterr(err, "%s: empty file", path);
-		return -1;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		hvt_seterr(err, "%s: mmap: %s", path, strerror(errno));
-		return -1;
-	}
-	if (hvt_file_open_mem(f, map, (size_t)st.st_size, err)) {
+	if (hvt_file_open_mem(f, map, len, err)) {
 		struct hvt_err inner = *err;
 
 		hvt_seterr(err, "%s: %s", path, inner.msg);
-		munmap(map, (size_t)st.st_size);
+		munmap(map, len);
 		return -1;
 	}
 	f->map = map;
-	f->map_len = (size_t)st.st_size;
+	f->map_len = len;
 	return 0;
 }
 

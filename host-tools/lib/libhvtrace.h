@@ -256,5 +256,8 @@ void hvt_syms_free(struct hvt_syms *s);
 
 /* Reads a whole file into memory (NUL-terminated); for the parsers. */
 void *hvt_read_file(const char *path, size_t *len, struct hvt_err *err);
+/* Maps a whole regular file of at least min (> 0) bytes: shared read/write,
+ * or private read-only. munmap(map, *len) when done. */
+void *hvt_map_file(const char *path, int writable, size_t min, size_t *len, struct hvt_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -214,4 +215,38 @@ void *hvt_read_file(const char *path, size_t *len, struct hvt_err *err)
 	buf[got] = 0;
 	*len = got;
 	return buf;
+}
+
+void *hvt_map_file(const char *path, int writable, size_t min, size_t *len, struct hvt_err *err)
+{
+	struct stat st;
+	void *map;
+	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+
+	if (fd < 0) {
+		hvt_seterr(err, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		hvt_seterr(err, "%s: not a regular file", path);
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size == 0 || (size_t)st.st_size < min) {
+		if (st.st_size == 0)
+			hvt_seterr(err, "%s: empty file", path);
+		else
+			hvt_seterr(err, "%s: %lld bytes, shorter than %zu", path, (long long)st.st_size, min);
+		close(fd);
+		return NULL;
+	}
+	map = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+		   writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		hvt_seterr(err, "%s: mmap: %s", path, strerror(errno));
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	return map;
 }

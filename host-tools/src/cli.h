@@ -15,6 +15,12 @@ int fail(const char *what, const char *fmt, ...) __attribute__((format(printf, 2
 /* "hvtrace CMD: why" and a pointer to --help on stderr; returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void warn(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define OPT_HELP 'h'
+struct option;
+/* getopt_long over a subcommand's argv (optind reset by the caller);
+ * unknown options and missing values become usage errors in *rc. */
+int next_opt(int argc, char **argv, const char *cmd, const char *shortopts,
+	     const struct option *lo, int *rc);
 /* Whole unsigned numbers (decimal, 0x hex); -1 when s is not one. */
 int parse_u64(const char *s, uint64_t *v);
 /* The index of name in names[0..n) (NULL entries skipped), or -1. */

@@ -10,26 +10,12 @@
 
 #include "cli.h"
 
-#define OPT_HELP 'h'
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* getopt_long over a subcommand's argv; '?' and ':' become usage errors. */
-static int next_opt(int argc, char **argv, const char *cmd, const struct option *lo, int *rc)
-{
-	int c = getopt_long(argc, argv, ":ho:", lo, NULL);
-
-	if (c == '?')
-		*rc = usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	else if (c == ':')
-		*rc = usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-	return c;
 }
 
 /* ---------------------------------------------------------------- */
@@ -135,7 +121,7 @@ int cmd_status(int argc, char **argv)
 	unsigned i;
 
 	optind = 1;
-	while ((opt = next_opt(argc, argv, "status", lo, &rc)) != -1) {
+	while ((opt = next_opt(argc, argv, "status", ":ho:", lo, &rc)) != -1) {
 		switch (opt) {
 		case 's': shm = optarg; break;
 		case 'd': dump = optarg; break;
@@ -268,7 +254,7 @@ static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int 
 		}
 		got = budget ? drain_pass(r, budget, &err) : 0;
 		if (got < 0)
-			return fail(r->ch.source == HVT_SRC_SHM ? "record" : "record", "%s", err.msg);
+			return fail("record", "%s", err.msg);
 		drained += (uint64_t)got;
 		if (got)
 			last_new = now;
@@ -313,7 +299,7 @@ int cmd_record(int argc, char **argv)
 	unsigned i;
 
 	optind = 1;
-	while ((opt = next_opt(argc, argv, "record", lo, &rc)) != -1) {
+	while ((opt = next_opt(argc, argv, "record", ":ho:", lo, &rc)) != -1) {
 		switch (opt) {
 		case 's': shm = optarg; break;
 		case 'o': out = optarg; break;
@@ -409,7 +395,7 @@ int cmd_snapshot(int argc, char **argv)
 	int opt, rc = 0, live;
 
 	optind = 1;
-	while ((opt = next_opt(argc, argv, "snapshot", lo, &rc)) != -1) {
+	while ((opt = next_opt(argc, argv, "snapshot", ":ho:", lo, &rc)) != -1) {
 		switch (opt) {
 		case 's': shm = optarg; break;
 		case 'd': dump = optarg; break;

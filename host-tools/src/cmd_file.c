@@ -6,19 +6,6 @@
 
 #include "cli.h"
 
-#define OPT_HELP 'h'
-
-static int next_opt(int argc, char **argv, const char *cmd, const struct option *lo, int *rc)
-{
-	int c = getopt_long(argc, argv, ":h", lo, NULL);
-
-	if (c == '?')
-		*rc = usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	else if (c == ':')
-		*rc = usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-	return c;
-}
-
 /* The one positional FILE of dump/report/export. */
 static int one_file(int argc, char **argv, const char *cmd, const char **file)
 {
@@ -87,7 +74,7 @@ int cmd_dump(int argc, char **argv)
 	uint64_t i;
 
 	optind = 1;
-	while ((opt = next_opt(argc, argv, "dump", lo, &rc)) != -1) {
+	while ((opt = next_opt(argc, argv, "dump", ":h", lo, &rc)) != -1) {
 		switch (opt) {
 		case 'j': json = 1; break;
 		case 's': symfile = optarg; break;
@@ -279,7 +266,7 @@ int cmd_report(int argc, char **argv)
 	uint64_t i;
 
 	optind = 1;
-	while ((opt = next_opt(argc, argv, "report", lo, &rc)) != -1) {
+	while ((opt = next_opt(argc, argv, "report", ":h", lo, &rc)) != -1) {
 		switch (opt) {
 		case 's': symfile = optarg; break;
 		case 'c': calls = 1; break;
@@ -427,7 +414,7 @@ int cmd_export(int argc, char **argv)
 	FILE *o;
 
 	optind = 1;
-	while ((opt = next_opt(argc, argv, "export", lo, &rc)) != -1) {
+	while ((opt = next_opt(argc, argv, "export", ":h", lo, &rc)) != -1) {
 		switch (opt) {
 		case 'p': out = optarg; break;
 		case 's': symfile = optarg; break;

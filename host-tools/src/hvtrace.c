@@ -6,6 +6,7 @@
  * printing a record.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,20 @@ int usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n(try `hvtrace %s --help`)\n", cmd);
 	return EXIT_USAGE;
+}
+
+int next_opt(int argc, char **argv, const char *cmd, const char *shortopts,
+	     const struct option *lo, int *rc)
+{
+	int c;
+
+	opterr = 0;
+	c = getopt_long(argc, argv, shortopts, lo, NULL);
+	if (c == '?')
+		*rc = usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	else if (c == ':')
+		*rc = usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+	return c;
 }
 
 int parse_u64(const char *s, uint64_t *v)

@@ -270,8 +270,10 @@ check "record: SIGINT, all 1000" test "$("$H" dump "$T/int.hvt" | wc -l)" = 1000
 rp=$!
 "$H" synth produce --shm "$L" --ring 0 --count 5000 --wait-reader 10 >/dev/null
 sleep 0.3
-kill -KILL "$rp"
-wait "$rp" 2>/dev/null
+{
+	kill -KILL "$rp"
+	wait "$rp"
+} 2>/dev/null
 run 0 "dump of a killed recorder's file" "$H" dump "$T/kill.hvt"
 check "killed recorder: warning" has "$T/err" "not finalized"
 read -r data lost < <(tally "$T/kill.hvt")
