@@ -180,34 +180,46 @@ int hvt_recs_sort_tsc(struct hvtrace_rec *r, uint64_t n)
 	return 0;
 }
 
+/* Reads to EOF rather than trusting st_size: /proc/kallsyms says 0 bytes. */
 void *hvt_read_file(const char *path, size_t *len, struct hvt_err *err)
 {
-	struct stat st;
-	char *buf;
-	size_t got = 0;
+	const size_t max = (size_t)1 << 30;
+	size_t cap = 1 << 16, got = 0;
+	char *buf = malloc(cap + 1);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0) {
-		hvt_seterr(err, "%s: %s", path, strerror(errno));
+	if (fd < 0 || !buf) {
+		hvt_seterr(err, "%s: %s", path, fd < 0 ? strerror(errno) : "out of memory");
+		if (fd >= 0)
+			close(fd);
+		free(buf);
 		return NULL;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		hvt_seterr(err, "%s: not a regular file", path);
-		close(fd);
-		return NULL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		hvt_seterr(err, "%s: out of memory (%lld bytes)", path, (long long)st.st_size);
-		close(fd);
-		return NULL;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
+	for (;;) {
+		ssize_t k;
 
+		if (got == cap) {
+			char *n = cap < max ? realloc(buf, cap * 2 + 1) : NULL;
+
+			if (!n) {
+				hvt_seterr(err, "%s: larger than %zu MiB, or out of memory", path, max >> 20);
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = n;
+			cap *= 2;
+		}
+		k = read(fd, buf + got, cap - got);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k <= 0)
+		if (k < 0) {
+			hvt_seterr(err, "%s: %s", path, strerror(errno));
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (!k)
 			break;
 		got += (size_t)k;
 	}

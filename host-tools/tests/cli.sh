@@ -176,6 +176,10 @@ run 0 "report (all sections), --vcpu 1" "$H" report "$T/two.hvt" --symbols "$T/S
 check "report --vcpu 1: only vcpu 1" test "$(grep -c 'function-call history' "$T/out")" = 1
 check "report --vcpu 1: its history" has "$T/out" "^vcpu 1 function-call history:$"
 check "report: all three sections" has "$T/out" "^hot branches:"
+# /proc/kallsyms reports 0 bytes in stat: read to EOF (root sees addresses)
+if [ -r /proc/kallsyms ] && grep -qm1 -v '^0000000000000000 ' /proc/kallsyms; then
+	run 0 "report with /proc/kallsyms" "$H" report "$T/one.hvt" --symbols /proc/kallsyms --calls
+fi
 # an ELF symbol file, built now
 cat >"$T/tiny.c" <<'EOF'
 void f(void) { __asm__ volatile("nop"); }
