@@ -430,6 +430,24 @@ static void test_symbols(void)
 /* ---------------------------------------------------------------- */
 /* Corrupted inputs: each must be refused, the error naming the field. */
 
+/* The channel the tables start from: ring 0 overwrite 256 records (2
+ * pages), ring 1 lossless 64 (1 page), 16 KiB in all. */
+static void *make_two_rings(uint64_t *size)
+{
+	static const struct hvt_ring_spec rs[] = {
+		{ .vcpu = 0, .mode = HVTRACE_RING_OVERWRITE, .capacity = 256 },
+		{ .vcpu = 1, .mode = HVTRACE_RING_LOSSLESS, .capacity = 64 },
+	};
+
+	return make_chan(rs, 2, 2, size);
+}
+
+static void expect_refused(const char *name, int rc, const struct hvt_err *err, const char *expect)
+{
+	CHECK(rc < 0 && strstr(err->msg, expect), "%s: rc %d, error '%s' (wanted '%s')", name, rc,
+	      err->msg, expect);
+}
+
 struct chan_case {
 	const char *name, *expect;
 	void (*mutate)(struct hvtrace_chan *h);
@@ -498,13 +516,8 @@ static const struct chan_case chan_cases[] = {
 
 static void test_corrupt_channels(void)
 {
-	/* ring 0: overwrite 256 (2 pages), ring 1: lossless 64 (1 page) */
-	struct hvt_ring_spec rs[] = {
-		{ .vcpu = 0, .mode = HVTRACE_RING_OVERWRITE, .capacity = 256 },
-		{ .vcpu = 1, .mode = HVTRACE_RING_LOSSLESS, .capacity = 64 },
-	};
 	uint64_t size;
-	void *good = make_chan(rs, 2, 2, &size), *buf;
+	void *good = make_two_rings(&size), *buf;
 	struct hvt_chan ch;
 	struct hvt_err err;
 	size_t i;
@@ -521,8 +534,7 @@ static void test_corrupt_channels(void)
 			c->mutate(buf);
 		err.msg[0] = 0;
 		rc = hvt_chan_validate(&ch, buf, size - c->avail_cut, &err);
-		CHECK(rc < 0 && strstr(err.msg, c->expect), "%s: rc %d, error '%s' (wanted '%s')", c->name,
-		      rc, err.msg, c->expect);
+		expect_refused(c->name, rc, &err, c->expect);
 	}
 	free(buf);
 	free(good);
@@ -586,12 +598,8 @@ static const struct dump_case dump_cases[] = {
 
 static void test_dumps(void)
 {
-	struct hvt_ring_spec rs[] = {
-		{ .vcpu = 0, .mode = HVTRACE_RING_OVERWRITE, .capacity = 256 },
-		{ .vcpu = 1, .mode = HVTRACE_RING_LOSSLESS, .capacity = 64 },
-	};
 	uint64_t size;
-	void *chan = make_chan(rs, 2, 2, &size);
+	void *chan = make_two_rings(&size);
 	uint8_t *mem = malloc(DUMP_LEN), *elf;
 	struct hvt_chan ch;
 	struct hvt_err err;
@@ -643,8 +651,7 @@ static void test_dumps(void)
 		} else {
 			rc = hvt_chan_open_dump_mem(&ch, mem, DUMP_LEN, &err);
 		}
-		CHECK(rc < 0 && strstr(err.msg, c->expect), "%s: rc %d, error '%s' (wanted '%s')", c->name,
-		      rc, err.msg, c->expect);
+		expect_refused(c->name, rc, &err, c->expect);
 		if (!rc)
 			hvt_chan_close(&ch);
 	}
@@ -722,8 +729,7 @@ static void test_corrupt_files(void)
 		rc = hvt_file_open_mem(&f, buf, l, &err);
 		if (!rc && c->records)
 			rc = hvt_file_check_records(&f, &err);
-		CHECK(rc < 0 && strstr(err.msg, c->expect), "%s: rc %d, error '%s' (wanted '%s')", c->name,
-		      rc, err.msg, c->expect);
+		expect_refused(c->name, rc, &err, c->expect);
 	}
 	/* not COMPLETE: the length decides, a partial record is ignored */
 	memcpy(buf, good, len);
@@ -762,8 +768,7 @@ static void test_corrupt_syms(void)
 
 		err.msg[0] = 0;
 		rc = hvt_syms_load_mem(&s, c->text, strlen(c->text), &err);
-		CHECK(rc < 0 && strstr(err.msg, c->expect), "%s: rc %d, error '%s' (wanted '%s')", c->name,
-		      rc, err.msg, c->expect);
+		expect_refused(c->name, rc, &err, c->expect);
 		if (!rc)
 			hvt_syms_free(&s);
 	}
