@@ -237,7 +237,7 @@ check "record: detached on exit" has "$T/out" " none$"
 "$H" record --shm "$L" -o "$T/slow.hvt" --rate 5000 2>"$T/slow.err" &
 rp=$!
 pids+=("$rp")
-"$H" synth produce --shm "$L" --ring 0 --count 40000 --pace-us 1000 --batch 40 --wait-reader 10 --stop >"$T/prod.out"
+"$H" synth produce --shm "$L" --ring 0 --count 40000 --pace-us 2000 --batch 40 --wait-reader 10 --stop >"$T/prod.out"
 wait "$rp"
 check "record --rate: exit 0" test $? = 0
 read -r data lost < <(tally "$T/slow.hvt")
