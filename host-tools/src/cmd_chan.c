@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* hvtrace status, record and snapshot: the commands that read a channel. */
 #include <getopt.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,39 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A channel file that shrinks under its mapping faults (SIGBUS) on the
+ * next access: turn that into an error instead of a crash. */
+static sigjmp_buf bus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_jmp, 1);
+}
+
+static const char *bus_what, *bus_out;
+static struct hvt_fwriter *bus_writer;
+
+/* Runs a subcommand with SIGBUS caught; a recording keeps what it wrote. */
+static int guarded(int (*fn)(int, char **), int argc, char **argv)
+{
+	struct sigaction sa = { 0 };
+	struct hvt_err err;
+
+	if (sigsetjmp(bus_jmp, 1)) {
+		const char *why = "the channel's file shrank under its mapping (SIGBUS)";
+
+		if (!bus_writer || bus_writer->fd < 0)
+			return fail(bus_what ? bus_what : "channel", "%s", why);
+		hvt_fwriter_finish(bus_writer, 0, &err);
+		return fail(bus_what, "%s; %llu records kept in %s", why,
+			    (unsigned long long)bus_writer->records, bus_out);
+	}
+	sa.sa_handler = on_sigbus;
+	sigaction(SIGBUS, &sa, NULL);
+	return fn(argc, argv);
 }
 
 /* ---------------------------------------------------------------- */
@@ -106,7 +140,7 @@ static void status_json(const struct hvt_chan *ch, const char *path,
 	printf("]}\n");
 }
 
-int cmd_status(int argc, char **argv)
+static int status_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "shm", required_argument, NULL, 's' }, { "dump", required_argument, NULL, 'd' },
@@ -132,6 +166,7 @@ int cmd_status(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("status", "unexpected argument '%s'", argv[optind]);
+	bus_what = shm ? shm : dump;
 	if ((rc = open_channel(&ch, "status", shm, dump)))
 		return rc;
 	for (i = 0; i < ch.nr_rings; i++)
@@ -282,7 +317,7 @@ static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int 
 	}
 }
 
-int cmd_record(int argc, char **argv)
+static int record_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "shm", required_argument, NULL, 's' },	{ "output", required_argument, NULL, 'o' },
@@ -292,7 +327,7 @@ int cmd_record(int argc, char **argv)
 	};
 	const char *shm = NULL, *out = NULL;
 	uint64_t rate = 0, idle = 0;
-	struct recorder r = { 0 };
+	static struct recorder r;	/* static: the SIGBUS path finishes r.w */
 	struct sigaction sa = { 0 };
 	struct hvt_err err;
 	int opt, quiet = 0, rc = 0, loop_rc;
@@ -321,6 +356,10 @@ int cmd_record(int argc, char **argv)
 		return usage_error("record", "unexpected argument '%s'", argv[optind]);
 	if (!shm || !out)
 		return usage_error("record", "--shm PATH and -o FILE are required");
+	r.w.fd = -1;
+	bus_what = shm;
+	bus_writer = &r.w;
+	bus_out = out;
 	if (hvt_chan_open_shm(&r.ch, shm, &err))
 		return fail(shm, "%s", err.msg);
 	for (i = 0; i < r.ch.nr_rings; i++)
@@ -377,7 +416,7 @@ static const char snapshot_help[] =
 	"records of all vCPUs merged by TSC (stable). Records a live producer lapped\n"
 	"while they were copied are thrown away.\n";
 
-int cmd_snapshot(int argc, char **argv)
+static int snapshot_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "shm", required_argument, NULL, 's' },   { "dump", required_argument, NULL, 'd' },
@@ -408,6 +447,7 @@ int cmd_snapshot(int argc, char **argv)
 		return usage_error("snapshot", "unexpected argument '%s'", argv[optind]);
 	if (!out)
 		return usage_error("snapshot", "-o FILE is required");
+	bus_what = shm ? shm : dump;
 	if ((rc = open_channel(&ch, "snapshot", shm, dump)))
 		return rc;
 	state = hvt_chan_state(&ch);
@@ -463,4 +503,19 @@ int cmd_snapshot(int argc, char **argv)
 	free(all);
 	hvt_chan_close(&ch);
 	return 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	return guarded(status_main, argc, argv);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	return guarded(record_main, argc, argv);
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	return guarded(snapshot_main, argc, argv);
 }

@@ -283,6 +283,16 @@ check "killed recorder: warning" has "$T/err" "not finalized"
 read -r data lost < <(tally "$T/kill.hvt")
 check "killed recorder: received + lost == 5000 ($data + $lost)" test "$((data + lost))" = 5000
 run 0 "record after a killed reader (stale pid taken over)" "$H" record --shm "$L" -o "$T/after.hvt" --idle-exit 1 --quiet
+# the channel's file cut under a running recorder: an error, not a crash
+"$H" record --shm "$L" -o "$T/bus.hvt" --quiet 2>"$T/bus.err" &
+rp=$!
+for _ in $(seq 100); do "$H" status --shm "$L" | grep -q " pid " && break; sleep 0.05; done
+truncate -s 0 "$L"
+wait "$rp"
+check "record: a shrunk channel file exits 1" test $? = 1
+check "record: a shrunk channel file, message" has "$T/bus.err" "shrank under its mapping"
+run 0 "record: the file kept after SIGBUS" "$H" dump "$T/bus.hvt"
+run 1 "status of an emptied channel file" "$H" status --shm "$L"
 "$H" synth chan -o "$L" --ring 0:overwrite:64:0 --state tracing
 run 1 "record: only overwrite rings" "$H" record --shm "$L" -o "$T/x.hvt"
 check "only overwrite: message" has "$T/err" "no lossless ring"
