@@ -274,7 +274,11 @@ static uint64_t sum_lost(struct recorder *r)
 
 static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int quiet)
 {
-	uint64_t t0 = now_ns(), last_new = t0, last_progress = t0, drained = 0, at_progress = 0;
+	uint64_t t0 = now_ns(), last_new = t0, last_progress = t0, last_fill = t0, drained = 0,
+		 at_progress = 0;
+	/* --rate: a token bucket holding at most a tenth of a second's worth,
+	 * so an idle spell does not turn into a burst */
+	double tokens = 0, burst = rate / 10.0 > 1 ? rate / 10.0 : 1;
 	struct hvt_err err;
 
 	for (;;) {
@@ -283,13 +287,16 @@ static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int 
 		int64_t got;
 
 		if (rate) {
-			uint64_t allowed = (uint64_t)((double)rate * (double)(now - t0) / 1e9);
-
-			budget = allowed > drained ? allowed - drained : 0;
+			tokens += (double)rate * (double)(now - last_fill) / 1e9;
+			if (tokens > burst)
+				tokens = burst;
+			last_fill = now;
+			budget = (uint64_t)tokens;
 		}
 		got = budget ? drain_pass(r, budget, &err) : 0;
 		if (got < 0)
 			return fail("record", "%s", err.msg);
+		tokens -= (double)got;
 		drained += (uint64_t)got;
 		if (got)
 			last_new = now;

@@ -264,7 +264,7 @@ for _ in $(seq 100); do "$H" status --shm "$L" | grep -q " pid " && break; sleep
 run 1 "record: a second reader is refused" "$H" record --shm "$L" -o "$T/second.hvt"
 check "second reader: message" has "$T/err" "attached already"
 "$H" synth produce --shm "$L" --ring 0 --count 1000 >/dev/null
-sleep 0.3
+for _ in $(seq 200); do "$H" status --shm "$L" --json | grep -q '"fill":0,"head":1000' && break; sleep 0.05; done
 kill -INT "$rp"
 wait "$rp"
 check "record: SIGINT exits 0" test $? = 0
