@@ -17,6 +17,7 @@ include guest-agent/agent.mk
 include tests/guest/guest.mk
 include tests/unit/unit.mk
 include tests/unit/decode.mk
+include host-tools/tools.mk
 
 guest-tests: $(GUEST_EFIS)
 
@@ -61,6 +62,7 @@ bench: deps
 bench-run: all $(GUEST_IMAGES)
 	@bench/run.sh
 	@bench/engine.sh
+	@$(MAKE) --no-print-directory bench-host
 
 clean:
 	rm -rf $(BUILD)

@@ -5,7 +5,8 @@
 set -eu
 
 PKGS="build-essential gnu-efi qemu-system-x86 ovmf busybox-static mtools dosfstools \
-cpio libzydis-dev libelf-dev libdw-dev bochs bochsbios vgabios bochs-term"
+cpio libzydis-dev libelf-dev libdw-dev bochs bochsbios vgabios bochs-term \
+python3 clang libclang-rt-14-dev"
 
 missing=""
 for p in $PKGS; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test tier that `make test` covers and sums their closing
 # "N passed, M failed" lines into one. Tiers: host unit tests, the decoder's
-# differential test (bounded sample), QEMU integration tests, Bochs (VMX)
-# integration tests.
+# differential test (bounded sample), the host tools (libhvtrace, hvtrace),
+# QEMU integration tests, Bochs (VMX) integration tests.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -38,6 +38,8 @@ done
 if [ -f tests/unit/decode.mk ]; then
 	tier "unit/decode" make --no-print-directory -s test-decode
 fi
+# libhvtrace unit tests and the hvtrace CLI script (host-tools/tools.mk)
+tier host-tools make --no-print-directory -s test-host-tools
 tier integration tests/integration.sh
 tier integration-rec tests/integration-rec.sh
 tier integration-vmx tests/integration-vmx.sh

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make fuzz: runs each libFuzzer harness for FUZZ_SECONDS (default 60), seeded
+# with synthetic inputs from `hvtrace synth`. Corpora and crash artifacts stay
+# in DIR/corpus-NAME and DIR/artifacts-NAME. Usage: run.sh DIR NAME...
+set -u
+cd "$(dirname "$0")/../.."
+dir=$1
+shift
+H=${HVTRACE:-build/host-tools/hvtrace}
+secs=${FUZZ_SECONDS:-60}
+seeds=$dir/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds"/{chan,dump,file,sym}
+# seeds: a channel, dumps (raw, ELF), trace files, symbol maps, a tiny ELF
+"$H" synth chan -o "$seeds/chan/two-rings" --vcpus 2 --ring 0:overwrite:8:20 --ring 1:lossless:4:3 --state frozen --freeze reset
+"$H" synth chan -o "$seeds/chan/three" --vcpus 3 --ring 0:overwrite:2:1 --ring 2:lossless:2:5 --ring 1:overwrite:4:0
+"$H" synth chan -o "$seeds/dump/raw" --dump raw --at 0x2000 --decoy --ring 0:overwrite:4:9
+"$H" synth chan -o "$seeds/dump/elf" --dump elf --at 0x2000 --ring 0:overwrite:4:9
+"$H" synth file -o "$seeds/file/done" --records 12 --vcpus 2 --tsc-hz 1000
+"$H" synth file -o "$seeds/file/partial" --records 3 --partial
+"$H" synth sysmap -o "$seeds/sym/map" --funcs 12
+printf 'int f(void){return 1;}\nvoid _start(void){f();for(;;);}\n' >"$seeds/tiny.c"
+cc -O1 -nostdlib -static -s -Wl,--strip-debug -o "$seeds/sym/elf-stripped" "$seeds/tiny.c" 2>/dev/null
+cc -O1 -nostdlib -static -o "$seeds/sym/elf" "$seeds/tiny.c" 2>/dev/null
+rm -f "$seeds/tiny.c"
+
+crashed=""
+for t in "$@"; do
+	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
+	echo "== fuzz_$t: ${secs}s"
+	if ! "$dir/fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
+		-artifact_prefix="$dir/artifacts-$t/" "$dir/corpus-$t" "$seeds/$t" \
+		>"$dir/fuzz_$t.log" 2>&1; then
+		crashed="$crashed $t"
+		tail -40 "$dir/fuzz_$t.log"
+	fi
+	grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$dir/fuzz_$t.log" | tr '\n' ' '
+	echo
+done
+if [ -n "$crashed" ]; then
+	echo "fuzz: crashes in:$crashed (inputs in $dir/artifacts-*)"
+	exit 1
+fi
+echo "fuzz: $# targets, ${secs}s each, no crash"

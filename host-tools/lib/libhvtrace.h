@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace: the host side of the export ABI (include/hvtrace/record.h).
+ * Opens a channel (an ivshmem backing file, or a guest memory dump), reads
+ * its rings, writes and reads trace files, symbolizes addresses. Plain C11
+ * on a POSIX host; every byte read from a channel, a dump or a file is
+ * treated as hostile and checked before use.
+ *
+ * Errors: functions that can fail take a struct hvt_err * and return a
+ * negative value (or NULL); err->msg then names the field and its value.
+ */
+#ifndef LIBHVTRACE_H
+#define LIBHVTRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hvtrace/abi.h"
+
+struct hvt_err {
+	char msg[256];
+};
+
+void hvt_seterr(struct hvt_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A head (or lost count) beyond this is garbage: 2^56 records take more
+ * than two years at a billion records a second. */
+#define HVT_COUNT_MAX (1ull << 56)
+
+/* ---------------------------------------------------------------- */
+/* Names of the ABI's enums ("branch", "call", "start", ...); NULL when
+ * the value is not one of them. */
+const char *hvt_kind_name(unsigned kind);
+const char *hvt_branch_type_name(unsigned type);
+const char *hvt_marker_name(unsigned marker);
+const char *hvt_state_name(unsigned state);
+const char *hvt_freeze_name(unsigned freeze);
+const char *hvt_consumer_name(unsigned consumer);
+const char *hvt_mode_name(unsigned mode);
+const char *hvt_cpl_filter_name(unsigned filter);
+const char *hvt_where_name(unsigned where);
+
+/* A record's fields against record.h: kind in range, branch type known for
+ * BRANCH/FAR, marker code known. 0 or -1. */
+int hvt_rec_check(const struct hvtrace_rec *r, struct hvt_err *err);
+
+/* ---------------------------------------------------------------- */
+/* The channel. */
+
+/* What a validated header promised about one ring: copied once, so a
+ * later change in shared memory cannot move a ring under the reader. */
+struct hvt_ring_desc {
+	uint32_t vcpu;
+	uint16_t consumer;
+	uint16_t mode;
+	uint64_t offset;
+	uint64_t capacity;
+	uint32_t cpl_filter;
+	uint32_t wait_us;
+};
+
+enum hvt_source {
+	HVT_SRC_MEM = 1,	/* a caller's buffer */
+	HVT_SRC_SHM = 2,	/* an ivshmem backing file, mapped shared */
+	HVT_SRC_DUMP = 3,	/* a copy out of a guest memory dump */
+};
+
+struct hvt_chan {
+	struct hvtrace_chan *hdr;	/* the live header (shared memory) */
+	uint8_t *base;			/* == (uint8_t *)hdr */
+	uint64_t avail;			/* bytes readable at base */
+	uint64_t size;			/* the header's size, validated */
+	uint32_t nr_rings;
+	uint64_t tsc_hz;
+	uint32_t nr_vcpus;
+	struct hvt_ring_desc ring[HVTRACE_CHAN_MAX_RINGS];
+	enum hvt_source source;
+	uint64_t found_at;		/* dumps: guest-physical address of the header */
+	const char *dump_format;	/* dumps: "raw" or "elf" */
+	/* private */
+	void *map;
+	size_t map_len;
+	int owns_copy;
+};
+
+/* Checks a header (and every ring descriptor) at base, avail bytes long.
+ * Fills ch (pointing into base) on success. */
+int hvt_chan_validate(struct hvt_chan *ch, void *base, uint64_t avail, struct hvt_err *err);
+
+/* Attach to an ivshmem backing file, mapped shared read/write. */
+int hvt_chan_open_shm(struct hvt_chan *ch, const char *path, struct hvt_err *err);
+/* Find the channel in a guest memory dump (raw pmemsave image or an ELF
+ * core from dump-guest-memory) and copy it out. */
+int hvt_chan_open_dump(struct hvt_chan *ch, const char *path, struct hvt_err *err);
+int hvt_chan_open_dump_mem(struct hvt_chan *ch, const void *buf, size_t len, struct hvt_err *err);
+void hvt_chan_close(struct hvt_chan *ch);
+
+/* The live state fields (volatile reads). */
+uint32_t hvt_chan_state(const struct hvt_chan *ch);
+uint32_t hvt_chan_freeze(const struct hvt_chan *ch);
+
+/* One ring's counters, read once and checked: head and lost below
+ * HVT_COUNT_MAX; for LOSSLESS rings tail <= head <= tail + capacity. */
+struct hvt_ring_counters {
+	uint64_t head, lost, filtered, waits, tail, reader;
+};
+int hvt_ring_counters(const struct hvt_chan *ch, unsigned ring, struct hvt_ring_counters *c,
+		      struct hvt_err *err);
+/* Records a ring holds now: min(head, capacity) (OVERWRITE), head - tail (LOSSLESS). */
+uint64_t hvt_ring_fill(const struct hvt_chan *ch, unsigned ring, const struct hvt_ring_counters *c);
+
+/* Snapshot of an OVERWRITE ring: copies its newest min(head, capacity)
+ * records into out (room for capacity records), oldest first, re-reads
+ * head and drops the ones the producer has lapped meanwhile. `live`: a
+ * producer may be writing (then the oldest slot of a full ring counts as
+ * torn, it may be the one being overwritten). Returns the number kept. */
+int64_t hvt_ring_snapshot(const struct hvt_chan *ch, unsigned ring, int live,
+			  struct hvtrace_rec *out, uint64_t *torn, struct hvt_err *err);
+
+/* LOSSLESS rings. attach sets `reader` to pid (refused while another live
+ * process is attached); detach clears it. read copies up to max records
+ * from tail towards head without consuming them; consume advances tail by
+ * n (release store); drain is both. */
+int hvt_ring_attach(struct hvt_chan *ch, unsigned ring, uint64_t pid, struct hvt_err *err);
+void hvt_ring_detach(struct hvt_chan *ch, unsigned ring, uint64_t pid);
+int64_t hvt_ring_read(const struct hvt_chan *ch, unsigned ring, struct hvtrace_rec *out,
+		      uint64_t max, struct hvt_err *err);
+void hvt_ring_consume(struct hvt_chan *ch, unsigned ring, uint64_t n);
+int64_t hvt_ring_drain(struct hvt_chan *ch, unsigned ring, struct hvtrace_rec *out, uint64_t max,
+		       struct hvt_err *err);
+
+/* Drops the records hvt_rec_check refuses, keeping the order; returns
+ * how many remain (*bad += how many went). */
+uint64_t hvt_recs_filter(struct hvtrace_rec *r, uint64_t n, uint64_t *bad);
+
+/* Stable merge of records by TSC (ties keep their order). */
+int hvt_recs_sort_tsc(struct hvtrace_rec *r, uint64_t n);
+
+/* ---------------------------------------------------------------- */
+/* The channel writer: lays out a channel and produces records as the
+ * hypervisor does (record, then head). For tests and benchmarks. */
+
+struct hvt_ring_spec {
+	uint32_t vcpu;
+	uint16_t mode;		/* HVTRACE_RING_* (consumer follows: FLIGHT/STREAM) */
+	uint64_t capacity;
+	uint32_t cpl_filter;
+	uint32_t wait_us;
+};
+
+/* Bytes a channel with these rings needs (header + 4 KiB-rounded rings). */
+uint64_t hvt_chan_layout_size(const struct hvt_ring_spec *rs, unsigned n);
+/* Lays out the header and rings in buf (size bytes, zeroed here). */
+int hvt_chan_layout(void *buf, uint64_t size, const struct hvt_ring_spec *rs, unsigned n,
+		    uint32_t nr_vcpus, uint64_t tsc_hz, struct hvt_err *err);
+void hvt_chan_set_state(void *buf, uint32_t state, uint32_t freeze, uint64_t freeze_tsc);
+
+struct hvt_producer {
+	struct hvtrace_chan *hdr;
+	uint8_t *base;
+	struct {
+		uint64_t pending;	/* dropped, not yet told by a LOST record */
+		uint64_t first_tsc;	/* TSC of the first of them */
+		uint64_t free;		/* LOSSLESS: slots known free (cached) */
+		int waiting;		/* this full spell already counted in waits */
+	} st[HVTRACE_CHAN_MAX_RINGS];
+};
+
+enum hvt_put { HVT_PUT_OK = 0, HVT_PUT_DROPPED = 1 };
+
+void hvt_producer_init(struct hvt_producer *p, void *chan_buf);
+/* One record into ring r. OVERWRITE: always written. LOSSLESS: when full,
+ * waits (if a reader is attached) up to wait_us for it, then drops; a
+ * LOST record precedes the first record written after drops. */
+enum hvt_put hvt_producer_put(struct hvt_producer *p, unsigned r, const struct hvtrace_rec *rec);
+/* Batch form for LOSSLESS rings without waiting: writes as many of the n
+ * records as fit, publishes head once; returns how many went in. */
+uint64_t hvt_producer_put_batch(struct hvt_producer *p, unsigned r, const struct hvtrace_rec *recs,
+				uint64_t n);
+/* Writes the pending LOST record of ring r once space allows, waiting at
+ * most timeout_us; 0 when nothing is pending any more. */
+int hvt_producer_flush_lost(struct hvt_producer *p, unsigned r, uint64_t timeout_us);
+
+/* A deterministic synthetic workload: record i of vCPU v (a small call
+ * tree: calls, a conditional, an indirect call, returns, interrupts).
+ * nfuncs > 5 spreads it over that many functions (hvt_synth_func_addr). */
+#define HVT_SYNTH_TEXT 0xffffffff81000000ull
+void hvt_synth_rec(uint32_t vcpu, uint64_t i, unsigned nfuncs, struct hvtrace_rec *r);
+uint64_t hvt_synth_func_addr(unsigned k);
+const char *hvt_synth_func_name(unsigned k, char *buf, size_t len);
+/* A guest memory dump as an ELF core (dump-guest-memory's layout: PT_LOAD
+ * [0, at) and [at, end) of mem); malloc'd, *len bytes. */
+void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *len);
+
+/* ---------------------------------------------------------------- */
+/* Trace files. */
+
+struct hvt_fwriter {
+	int fd;
+	uint64_t records;
+	struct hvtrace_file_hdr hdr;
+};
+
+/* Creates path with a header (COMPLETE clear, records 0). */
+int hvt_fwriter_open(struct hvt_fwriter *w, const char *path, uint32_t flags, uint64_t tsc_hz,
+		     uint32_t nr_vcpus, uint32_t freeze, struct hvt_err *err);
+int hvt_fwriter_put(struct hvt_fwriter *w, const struct hvtrace_rec *r, uint64_t n, struct hvt_err *err);
+/* Writes the final header: COMPLETE, records, lost. Closes the file. */
+int hvt_fwriter_finish(struct hvt_fwriter *w, uint64_t lost, struct hvt_err *err);
+void hvt_fwriter_abort(struct hvt_fwriter *w);
+
+struct hvt_file {
+	struct hvtrace_file_hdr hdr;	/* validated copy */
+	const struct hvtrace_rec *recs;
+	uint64_t nr;			/* records */
+	int partial;			/* a trailing partial record was ignored */
+	void *map;
+	size_t map_len;
+};
+
+int hvt_file_open(struct hvt_file *f, const char *path, struct hvt_err *err);
+int hvt_file_open_mem(struct hvt_file *f, const void *buf, size_t len, struct hvt_err *err);
+/* Checks every record (hvt_rec_check); names the first bad one. */
+int hvt_file_check_records(const struct hvt_file *f, struct hvt_err *err);
+void hvt_file_close(struct hvt_file *f);
+
+/* ---------------------------------------------------------------- */
+/* Symbols: an ELF with a symbol table (libelf), or a System.map /
+ * /proc/kallsyms text map (text symbols t, T, w, W). */
+
+struct hvt_sym {
+	uint64_t addr;
+	uint64_t size;		/* 0: unknown (text maps) */
+	const char *name;
+};
+
+struct hvt_syms {
+	struct hvt_sym *v;
+	size_t n;
+	char *strings;		/* owns the names */
+	size_t strings_len;
+};
+
+int hvt_syms_load(struct hvt_syms *s, const char *path, struct hvt_err *err);
+int hvt_syms_load_mem(struct hvt_syms *s, const void *buf, size_t len, struct hvt_err *err);
+int hvt_syms_parse_map(struct hvt_syms *s, const char *text, size_t len, struct hvt_err *err);
+int hvt_syms_parse_elf(struct hvt_syms *s, const void *buf, size_t len, struct hvt_err *err);
+/* The function holding addr (nearest symbol <= addr, within its size when
+ * known); NULL if none. *off = addr - sym->addr. */
+const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, uint64_t *off);
+/* "name+0xoff", or "0xaddr" when unknown. */
+const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, size_t len);
+void hvt_syms_free(struct hvt_syms *s);
+
+/* Reads a whole file into memory (NUL-terminated); for the parsers. */
+void *hvt_read_file(const char *path, size_t *len, struct hvt_err *err);
+/* Maps a whole regular file of at least min (> 0) bytes: shared read/write,
+ * or private read-only. munmap(map, *len) when done. */
+void *hvt_map_file(const char *path, int writable, size_t min, size_t *len, struct hvt_err *err);
+
+#endif

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace: symbols for addresses. Sources: an ELF's symbol table
+ * (.symtab, else .dynsym; read with libelf: STT_FUNC/STT_GNU_IFUNC
+ * symbols), or a text map as System.map and /proc/kallsyms write it
+ * (`ADDR TYPE NAME [[module]]`; text symbols t, T, w, W). The function
+ * holding an address is the nearest symbol at or below it, and within its
+ * size when the ELF gives one.
+ */
+#include <ctype.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libhvtrace.h"
+
+struct build {
+	struct hvt_sym *v;
+	size_t *name_off;	/* names live in strings until they stop moving */
+	size_t n, cap;
+	char *strings;
+	size_t len, scap;
+};
+
+static int add(struct build *b, uint64_t addr, uint64_t size, const char *name, size_t nlen)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		void *v = realloc(b->v, cap * sizeof(*b->v)), *o;
+
+		if (!v)
+			return -1;
+		b->v = v;
+		o = realloc(b->name_off, cap * sizeof(*b->name_off));
+		if (!o)
+			return -1;
+		b->name_off = o;
+		b->cap = cap;
+	}
+	if (b->len + nlen + 1 > b->scap) {
+		size_t cap = (b->scap ? b->scap * 2 : 16384) + nlen + 1;
+		char *s = realloc(b->strings, cap);
+
+		if (!s)
+			return -1;
+		b->strings = s;
+		b->scap = cap;
+	}
+	memcpy(b->strings + b->len, name, nlen);
+	b->strings[b->len + nlen] = 0;
+	b->v[b->n] = (struct hvt_sym){ addr, size, NULL };
+	b->name_off[b->n++] = b->len;
+	b->len += nlen + 1;
+	return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct hvt_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* same address: the first one read wins (its name pointer is smaller) */
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Names to pointers, sort, one symbol per address. */
+static int finish(struct hvt_syms *s, struct build *b, const char *what, struct hvt_err *err)
+{
+	size_t i, k = 0;
+
+	if (!b->n) {
+		hvt_seterr(err, "%s: no function symbols", what);
+		free(b->v);
+		free(b->name_off);
+		free(b->strings);
+		return -1;
+	}
+	for (i = 0; i < b->n; i++)
+		b->v[i].name = b->strings + b->name_off[i];
+	free(b->name_off);
+	qsort(b->v, b->n, sizeof(*b->v), cmp_sym);
+	for (i = 0; i < b->n; i++)
+		if (!k || b->v[k - 1].addr != b->v[i].addr)
+			b->v[k++] = b->v[i];
+	s->v = b->v;
+	s->n = k;
+	s->strings = b->strings;
+	s->strings_len = b->len;
+	return 0;
+}
+
+static void build_free(struct build *b)
+{
+	free(b->v);
+	free(b->name_off);
+	free(b->strings);
+}
+
+int hvt_syms_parse_map(struct hvt_syms *s, const char *text, size_t len, struct hvt_err *err)
+{
+	struct build b = { 0 };
+	const char *p = text, *end = text + len;
+	unsigned long line = 0;
+
+	memset(s, 0, sizeof(*s));
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *q = p, *name;
+		uint64_t addr = 0;
+		unsigned digits = 0;
+		char type;
+
+		if (!eol)
+			eol = end;
+		line++;
+		while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+			q++;
+		if (q == eol) {
+			p = eol + 1;
+			continue;
+		}
+		while (q < eol && isxdigit((unsigned char)*q)) {
+			if (++digits > 16)
+				break;
+			addr = addr << 4 | (uint64_t)(isdigit((unsigned char)*q) ? *q - '0'
+									 : (tolower((unsigned char)*q) - 'a' + 10));
+			q++;
+		}
+		if (!digits || digits > 16 || q == eol || (*q != ' ' && *q != '\t'))
+			goto bad;
+		while (q < eol && (*q == ' ' || *q == '\t'))
+			q++;
+		if (q == eol)
+			goto bad;
+		type = *q++;
+		if (q == eol || (*q != ' ' && *q != '\t'))
+			goto bad;
+		while (q < eol && (*q == ' ' || *q == '\t'))
+			q++;
+		name = q;
+		while (q < eol && !isspace((unsigned char)*q))
+			q++;
+		if (q == name)
+			goto bad;
+		if ((type == 't' || type == 'T' || type == 'w' || type == 'W') && addr &&
+		    add(&b, addr, 0, name, (size_t)(q - name))) {
+			hvt_seterr(err, "symbol map: out of memory");
+			build_free(&b);
+			return -1;
+		}
+		p = eol + 1;
+	}
+	return finish(s, &b, "symbol map", err);
+bad:
+	hvt_seterr(err, "symbol map: line %lu is not `ADDR TYPE NAME`", line);
+	build_free(&b);
+	return -1;
+}
+
+int hvt_syms_parse_elf(struct hvt_syms *s, const void *buf, size_t len, struct hvt_err *err)
+{
+	struct build b = { 0 };
+	Elf *e;
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	GElf_Shdr sh;
+	Elf_Data *data;
+	size_t i, n;
+
+	memset(s, 0, sizeof(*s));
+	elf_version(EV_CURRENT);
+	e = elf_memory((char *)buf, len);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		hvt_seterr(err, "ELF: unreadable: %s", elf_errmsg(-1));
+		if (e)
+			elf_end(e);
+		return -1;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && !symtab)
+			symtab = scn;
+		if (sh.sh_type == SHT_DYNSYM && !dynsym)
+			dynsym = scn;
+	}
+	scn = symtab ? symtab : dynsym;
+	if (!scn || !gelf_getshdr(scn, &sh) || !(data = elf_getdata(scn, NULL)) || !sh.sh_entsize) {
+		hvt_seterr(err, "ELF: no symbol table (.symtab or .dynsym)%s%s", elf_errmsg(0) ? ": " : "",
+			   elf_errmsg(0) ? elf_errmsg(0) : "");
+		elf_end(e);
+		return -1;
+	}
+	n = data->d_size / sh.sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !sym.st_value ||
+		    sym.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(e, sh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (add(&b, sym.st_value, sym.st_size, name, strlen(name))) {
+			hvt_seterr(err, "ELF: out of memory");
+			build_free(&b);
+			elf_end(e);
+			return -1;
+		}
+	}
+	elf_end(e);
+	return finish(s, &b, "ELF symbol table", err);
+}
+
+int hvt_syms_load_mem(struct hvt_syms *s, const void *buf, size_t len, struct hvt_err *err)
+{
+	if (len >= SELFMAG && !memcmp(buf, ELFMAG, SELFMAG))
+		return hvt_syms_parse_elf(s, buf, len, err);
+	return hvt_syms_parse_map(s, buf, len, err);
+}
+
+int hvt_syms_load(struct hvt_syms *s, const char *path, struct hvt_err *err)
+{
+	size_t len;
+	char *buf = hvt_read_file(path, &len, err);
+	int rc;
+
+	if (!buf)
+		return -1;
+	rc = hvt_syms_load_mem(s, buf, len, err);
+	free(buf);
+	if (rc) {
+		struct hvt_err inner = *err;
+
+		hvt_seterr(err, "%s: %s", path, inner.msg);
+	}
+	return rc;
+}
+
+const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, uint64_t *off)
+{
+	size_t lo = 0, hi = s->n;
+
+	/* the last symbol with sym.addr <= addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	if (s->v[lo - 1].size && addr - s->v[lo - 1].addr >= s->v[lo - 1].size)
+		return NULL;
+	*off = addr - s->v[lo - 1].addr;
+	return &s->v[lo - 1];
+}
+
+const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, size_t len)
+{
+	uint64_t off = 0;
+	const struct hvt_sym *sym = s ? hvt_syms_lookup(s, addr, &off) : NULL;
+
+	if (!sym)
+		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
+	else if (off)
+		snprintf(buf, len, "%s+0x%llx", sym->name, (unsigned long long)off);
+	else
+		snprintf(buf, len, "%s", sym->name);
+	return buf;
+}
+
+void hvt_syms_free(struct hvt_syms *s)
+{
+	free(s->v);
+	free(s->strings);
+	memset(s, 0, sizeof(*s));
+}

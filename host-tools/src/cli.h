@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* hvtrace: what the subcommands share (exit codes, messages, printing). */
+#ifndef HVTRACE_CLI_H
+#define HVTRACE_CLI_H
+
+#include <stdio.h>
+
+#include "libhvtrace.h"
+
+#define EXIT_DATA 1	/* bad input or data: "hvtrace: <what>: <why>" */
+#define EXIT_USAGE 2
+
+/* "hvtrace: what: why" on stderr; returns EXIT_DATA. */
+int fail(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "hvtrace CMD: why" and a pointer to --help on stderr; returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void warn(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define OPT_HELP 'h'
+struct option;
+/* getopt_long over a subcommand's argv (optind reset by the caller);
+ * unknown options and missing values become usage errors in *rc. */
+int next_opt(int argc, char **argv, const char *cmd, const char *shortopts,
+	     const struct option *lo, int *rc);
+/* Whole unsigned numbers (decimal, 0x hex); -1 when s is not one. */
+int parse_u64(const char *s, uint64_t *v);
+/* The index of name in names[0..n) (NULL entries skipped), or -1. */
+int parse_name(const char *s, const char *(*name)(unsigned), unsigned n);
+
+/* --shm PATH or --dump FILE (exactly one). */
+int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump);
+/* A trace file with every record checked; warns about an unfinished one. */
+int open_trace(struct hvt_file *f, const char *path);
+int load_symbols(struct hvt_syms *s, const char *path);
+
+void json_str(FILE *out, const char *s);
+/* One record, as `hvtrace dump` prints it. syms may be NULL. */
+void print_rec_text(FILE *out, const struct hvtrace_rec *r, const struct hvt_syms *syms);
+void print_rec_json(FILE *out, const struct hvtrace_rec *r, const struct hvt_syms *syms);
+
+int cmd_status(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+
+#endif

@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: MIT */
+/* hvtrace status, record and snapshot: the commands that read a channel. */
+#include <getopt.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A channel file that shrinks under its mapping faults (SIGBUS) on the
+ * next access: turn that into an error instead of a crash. */
+static sigjmp_buf bus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_jmp, 1);
+}
+
+static const char *bus_what, *bus_out;
+static struct hvt_fwriter *bus_writer;
+
+/* Runs a subcommand with SIGBUS caught; a recording keeps what it wrote. */
+static int guarded(int (*fn)(int, char **), int argc, char **argv)
+{
+	struct sigaction sa = { 0 };
+	struct hvt_err err;
+
+	if (sigsetjmp(bus_jmp, 1)) {
+		const char *why = "the channel's file shrank under its mapping (SIGBUS)";
+
+		if (!bus_writer || bus_writer->fd < 0)
+			return fail(bus_what ? bus_what : "channel", "%s", why);
+		hvt_fwriter_finish(bus_writer, 0, &err);
+		return fail(bus_what, "%s; %llu records kept in %s", why,
+			    (unsigned long long)bus_writer->records, bus_out);
+	}
+	sa.sa_handler = on_sigbus;
+	sigaction(SIGBUS, &sa, NULL);
+	return fn(argc, argv);
+}
+
+/* ---------------------------------------------------------------- */
+
+static const char status_help[] =
+	"usage: hvtrace status (--shm PATH | --dump FILE) [--json]\n"
+	"Shows the channel: where it is, its state and freeze reason, tsc_hz, and per\n"
+	"ring: vcpu, consumer, mode, capacity, fill (records held), head, lost,\n"
+	"filtered, waits, and whether a reader is attached.\n"
+	"  --shm PATH    an ivshmem backing file (memory-backend-file mem-path)\n"
+	"  --dump FILE   a guest memory dump: raw pmemsave image or dump-guest-memory ELF\n"
+	"  --json        one JSON object\n";
+
+static void status_text(const struct hvt_chan *ch, const char *path,
+			const struct hvt_ring_counters *c)
+{
+	const struct hvtrace_chan *h = ch->hdr;
+	unsigned i;
+
+	if (ch->source == HVT_SRC_DUMP)
+		printf("channel: %s (%s dump), header at guest-physical 0x%llx\n", path, ch->dump_format,
+		       (unsigned long long)ch->found_at);
+	else
+		printf("channel: %s (shared memory)\n", path);
+	printf("abi: %u.%u, %llu bytes, where %s, phys_base 0x%llx\n", h->abi_version >> 16,
+	       h->abi_version & 0xffff, (unsigned long long)ch->size, hvt_where_name(h->where),
+	       (unsigned long long)h->phys_base);
+	printf("state: %s (seq %llu)\n", hvt_state_name(hvt_chan_state(ch)), (unsigned long long)h->seq);
+	printf("freeze: %s", hvt_freeze_name(hvt_chan_freeze(ch)));
+	if (hvt_chan_freeze(ch))
+		printf(" at tsc %llu", (unsigned long long)h->freeze_tsc);
+	printf("\ntsc_hz: %llu%s\n", (unsigned long long)ch->tsc_hz, ch->tsc_hz ? "" : " (unknown)");
+	printf("vcpus: %u, rings: %u\n", ch->nr_vcpus, ch->nr_rings);
+	if (!ch->nr_rings)
+		return;
+	printf("%4s %5s %-8s %-9s %-6s %10s %10s %12s %10s %10s %8s %s\n", "ring", "vcpu", "consumer",
+	       "mode", "cpl", "capacity", "fill", "head", "lost", "filtered", "waits", "reader");
+	for (i = 0; i < ch->nr_rings; i++) {
+		const struct hvt_ring_desc *d = &ch->ring[i];
+		char reader[32] = "-";
+
+		if (d->mode == HVTRACE_RING_LOSSLESS)
+			snprintf(reader, sizeof(reader), c[i].reader ? "pid %llu" : "none",
+				 (unsigned long long)c[i].reader);
+		printf("%4u %5u %-8s %-9s %-6s %10llu %10llu %12llu %10llu %10llu %8llu %s\n", i, d->vcpu,
+		       hvt_consumer_name(d->consumer), hvt_mode_name(d->mode),
+		       hvt_cpl_filter_name(d->cpl_filter), (unsigned long long)d->capacity,
+		       (unsigned long long)hvt_ring_fill(ch, i, &c[i]), (unsigned long long)c[i].head,
+		       (unsigned long long)c[i].lost, (unsigned long long)c[i].filtered,
+		       (unsigned long long)c[i].waits, reader);
+	}
+}
+
+static void status_json(const struct hvt_chan *ch, const char *path,
+			const struct hvt_ring_counters *c)
+{
+	const struct hvtrace_chan *h = ch->hdr;
+	unsigned i;
+
+	printf("{\"source\":\"%s\",\"path\":", ch->source == HVT_SRC_DUMP ? "dump" : "shm");
+	json_str(stdout, path);
+	if (ch->source == HVT_SRC_DUMP)
+		printf(",\"dump_format\":\"%s\",\"found_at\":\"0x%llx\"", ch->dump_format,
+		       (unsigned long long)ch->found_at);
+	printf(",\"abi\":\"%u.%u\",\"size\":%llu,\"where\":\"%s\",\"phys_base\":\"0x%llx\"",
+	       h->abi_version >> 16, h->abi_version & 0xffff, (unsigned long long)ch->size,
+	       hvt_where_name(h->where), (unsigned long long)h->phys_base);
+	printf(",\"state\":\"%s\",\"seq\":%llu,\"freeze\":\"%s\",\"freeze_tsc\":%llu,\"tsc_hz\":%llu",
+	       hvt_state_name(hvt_chan_state(ch)), (unsigned long long)h->seq,
+	       hvt_freeze_name(hvt_chan_freeze(ch)), (unsigned long long)h->freeze_tsc,
+	       (unsigned long long)ch->tsc_hz);
+	printf(",\"nr_vcpus\":%u,\"rings\":[", ch->nr_vcpus);
+	for (i = 0; i < ch->nr_rings; i++) {
+		const struct hvt_ring_desc *d = &ch->ring[i];
+
+		printf("%s{\"index\":%u,\"vcpu\":%u,\"consumer\":\"%s\",\"mode\":\"%s\",\"cpl_filter\":\"%s\","
+		       "\"capacity\":%llu,\"wait_us\":%u,\"fill\":%llu,\"head\":%llu,\"tail\":%llu,"
+		       "\"lost\":%llu,\"filtered\":%llu,\"waits\":%llu,\"reader\":%llu,"
+		       "\"reader_attached\":%s}",
+		       i ? "," : "", i, d->vcpu, hvt_consumer_name(d->consumer), hvt_mode_name(d->mode),
+		       hvt_cpl_filter_name(d->cpl_filter), (unsigned long long)d->capacity, d->wait_us,
+		       (unsigned long long)hvt_ring_fill(ch, i, &c[i]), (unsigned long long)c[i].head,
+		       (unsigned long long)c[i].tail, (unsigned long long)c[i].lost,
+		       (unsigned long long)c[i].filtered, (unsigned long long)c[i].waits,
+		       (unsigned long long)c[i].reader,
+		       d->mode == HVTRACE_RING_LOSSLESS && c[i].reader ? "true" : "false");
+	}
+	printf("]}\n");
+}
+
+static int status_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "shm", required_argument, NULL, 's' }, { "dump", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },	 { "help", no_argument, NULL, OPT_HELP },
+		{ 0 },
+	};
+	const char *shm = NULL, *dump = NULL;
+	struct hvt_ring_counters c[HVTRACE_CHAN_MAX_RINGS];
+	struct hvt_chan ch;
+	struct hvt_err err;
+	int opt, json = 0, rc = 0;
+	unsigned i;
+
+	optind = 1;
+	while ((opt = next_opt(argc, argv, "status", ":ho:", lo, &rc)) != -1) {
+		switch (opt) {
+		case 's': shm = optarg; break;
+		case 'd': dump = optarg; break;
+		case 'j': json = 1; break;
+		case OPT_HELP: fputs(status_help, stdout); return 0;
+		default: return rc ? rc : usage_error("status", "unexpected option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("status", "unexpected argument '%s'", argv[optind]);
+	bus_what = shm ? shm : dump;
+	if ((rc = open_channel(&ch, "status", shm, dump)))
+		return rc;
+	for (i = 0; i < ch.nr_rings; i++)
+		if (hvt_ring_counters(&ch, i, &c[i], &err)) {
+			hvt_chan_close(&ch);
+			return fail(shm ? shm : dump, "%s", err.msg);
+		}
+	if (json)
+		status_json(&ch, shm ? shm : dump, c);
+	else
+		status_text(&ch, shm ? shm : dump, c);
+	hvt_chan_close(&ch);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- */
+
+static const char record_help[] =
+	"usage: hvtrace record --shm PATH -o FILE [--rate N] [--idle-exit SEC] [--quiet]\n"
+	"Attaches to every LOSSLESS ring of the channel and drains it into FILE until\n"
+	"SIGINT/SIGTERM, until the channel is STOPPED or FROZEN and drained, or until\n"
+	"--idle-exit SEC seconds pass without a new record. The file is valid at any\n"
+	"moment (a killed recorder leaves one readers accept); LOST records are kept,\n"
+	"and the header's lost is the sum of the rings' lost.\n"
+	"  -o FILE          the trace file to write\n"
+	"  --rate N         drain at most N records/s (a deliberately slow reader)\n"
+	"  --idle-exit SEC  stop after SEC seconds without a new record\n"
+	"  --quiet          no progress line\n";
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+#define DRAIN_MAX 65536u	/* records per ring per step */
+
+struct recorder {
+	struct hvt_chan ch;
+	struct hvt_fwriter w;
+	unsigned ring[HVTRACE_CHAN_MAX_RINGS], n;
+	uint64_t pid, bad, lost;
+	struct hvtrace_rec *buf;
+};
+
+static void detach_all(struct recorder *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->n; i++)
+		hvt_ring_detach(&r->ch, r->ring[i], r->pid);
+}
+
+/* One pass over the rings; returns records drained, -1 on a data error. */
+static int64_t drain_pass(struct recorder *r, uint64_t budget, struct hvt_err *err)
+{
+	int64_t total = 0;
+	unsigned i;
+
+	for (i = 0; i < r->n && budget; i++) {
+		uint64_t max = budget < DRAIN_MAX ? budget : DRAIN_MAX, keep;
+		int64_t got = hvt_ring_read(&r->ch, r->ring[i], r->buf, max, err);
+
+		if (got < 0)
+			return -1;
+		if (!got)
+			continue;
+		/* to the file before the slots go back to the producer: a
+		 * recorder killed in between loses nothing it had consumed */
+		keep = hvt_recs_filter(r->buf, (uint64_t)got, &r->bad);
+		if (hvt_fwriter_put(&r->w, r->buf, keep, err))
+			return -1;
+		hvt_ring_consume(&r->ch, r->ring[i], (uint64_t)got);
+		total += got;
+		budget -= (uint64_t)got;
+	}
+	return total;
+}
+
+static int all_drained(struct recorder *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->n; i++) {
+		const struct hvtrace_ring *ring = &r->ch.hdr->rings[r->ring[i]];
+
+		if (__atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) !=
+		    __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE))
+			return 0;
+	}
+	return 1;
+}
+
+static uint64_t sum_lost(struct recorder *r)
+{
+	uint64_t lost = 0;
+	unsigned i;
+
+	for (i = 0; i < r->n; i++)
+		lost += __atomic_load_n(&r->ch.hdr->rings[r->ring[i]].lost, __ATOMIC_ACQUIRE);
+	return lost;
+}
+
+static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int quiet)
+{
+	uint64_t t0 = now_ns(), last_new = t0, last_progress = t0, last_fill = t0, drained = 0,
+		 at_progress = 0;
+	/* --rate: a token bucket holding at most a tenth of a second's worth,
+	 * so an idle spell does not turn into a burst */
+	double tokens = 0, burst = rate / 10.0 > 1 ? rate / 10.0 : 1;
+	struct hvt_err err;
+
+	for (;;) {
+		uint32_t state = hvt_chan_state(&r->ch);
+		uint64_t now = now_ns(), budget = UINT64_MAX;
+		int64_t got;
+
+		if (rate) {
+			tokens += (double)rate * (double)(now - last_fill) / 1e9;
+			if (tokens > burst)
+				tokens = burst;
+			last_fill = now;
+			budget = (uint64_t)tokens;
+		}
+		got = budget ? drain_pass(r, budget, &err) : 0;
+		if (got < 0)
+			return fail("record", "%s", err.msg);
+		tokens -= (double)got;
+		drained += (uint64_t)got;
+		if (got)
+			last_new = now;
+		if (stop_requested)
+			return 0;
+		if ((state == HVTRACE_STATE_STOPPED || state == HVTRACE_STATE_FROZEN) && all_drained(r))
+			return 0;
+		if (idle_ns && now - last_new >= idle_ns)
+			return 0;
+		if (!quiet && now - last_progress >= 1000000000u) {
+			double s = (double)(now - last_progress) / 1e9;
+
+			fprintf(stderr, "hvtrace record: %.0f records/s, %llu records, %.2f MiB, %llu lost\n",
+				(double)(drained - at_progress) / s, (unsigned long long)r->w.records,
+				(double)(r->w.records * 32 + 128) / 1048576.0,
+				(unsigned long long)sum_lost(r));
+			last_progress = now;
+			at_progress = drained;
+		}
+		if (!got) {
+			struct timespec ts = { 0, 500000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+static int record_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "shm", required_argument, NULL, 's' },	{ "output", required_argument, NULL, 'o' },
+		{ "rate", required_argument, NULL, 'r' },	{ "idle-exit", required_argument, NULL, 'i' },
+		{ "quiet", no_argument, NULL, 'q' },		{ "help", no_argument, NULL, OPT_HELP },
+		{ 0 },
+	};
+	const char *shm = NULL, *out = NULL;
+	uint64_t rate = 0, idle = 0;
+	static struct recorder r;	/* static: the SIGBUS path finishes r.w */
+	struct sigaction sa = { 0 };
+	struct hvt_err err;
+	int opt, quiet = 0, rc = 0, loop_rc;
+	unsigned i;
+
+	optind = 1;
+	while ((opt = next_opt(argc, argv, "record", ":ho:", lo, &rc)) != -1) {
+		switch (opt) {
+		case 's': shm = optarg; break;
+		case 'o': out = optarg; break;
+		case 'r':
+			if (parse_u64(optarg, &rate) || !rate)
+				return usage_error("record", "--rate takes a whole number > 0, not '%s'", optarg);
+			break;
+		case 'i':
+			if (parse_u64(optarg, &idle) || !idle || idle > 1000000)
+				return usage_error("record", "--idle-exit takes seconds (1..1000000), not '%s'",
+						   optarg);
+			break;
+		case 'q': quiet = 1; break;
+		case OPT_HELP: fputs(record_help, stdout); return 0;
+		default: return rc ? rc : usage_error("record", "unexpected option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("record", "unexpected argument '%s'", argv[optind]);
+	if (!shm || !out)
+		return usage_error("record", "--shm PATH and -o FILE are required");
+	r.w.fd = -1;
+	bus_what = shm;
+	bus_writer = &r.w;
+	bus_out = out;
+	if (hvt_chan_open_shm(&r.ch, shm, &err))
+		return fail(shm, "%s", err.msg);
+	for (i = 0; i < r.ch.nr_rings; i++)
+		if (r.ch.ring[i].mode == HVTRACE_RING_LOSSLESS)
+			r.ring[r.n++] = i;
+	if (!r.n) {
+		hvt_chan_close(&r.ch);
+		return fail(shm, "no lossless ring to record (%u rings, all overwrite)", r.ch.nr_rings);
+	}
+	r.pid = (uint64_t)getpid();
+	for (i = 0; i < r.n; i++)
+		if (hvt_ring_attach(&r.ch, r.ring[i], r.pid, &err)) {
+			r.n = i;
+			detach_all(&r);
+			hvt_chan_close(&r.ch);
+			return fail(shm, "%s", err.msg);
+		}
+	r.buf = malloc(DRAIN_MAX * sizeof(*r.buf));
+	if (!r.buf || hvt_fwriter_open(&r.w, out, 0, r.ch.tsc_hz, r.ch.nr_vcpus,
+				       hvt_chan_freeze(&r.ch), &err)) {
+		detach_all(&r);
+		hvt_chan_close(&r.ch);
+		free(r.buf);
+		return fail(out, "%s", r.buf ? err.msg : "out of memory");
+	}
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	loop_rc = record_loop(&r, rate, idle * 1000000000u, quiet);
+	detach_all(&r);
+	if (hvt_chan_state(&r.ch) == HVTRACE_STATE_FROZEN)
+		r.w.hdr.flags |= HVTRACE_FILE_FROZEN;
+	r.w.hdr.freeze = hvt_chan_freeze(&r.ch);
+	r.lost = sum_lost(&r);
+	if (hvt_fwriter_finish(&r.w, r.lost, &err))
+		loop_rc = fail(out, "%s", err.msg);
+	if (r.bad)
+		warn(shm, "%llu records with an invalid kind, type or marker left out",
+		     (unsigned long long)r.bad);
+	fprintf(stderr, "hvtrace record: %llu records, %llu lost, %.2f MiB -> %s\n",
+		(unsigned long long)r.w.records, (unsigned long long)r.lost,
+		(double)(r.w.records * 32 + 128) / 1048576.0, out);
+	free(r.buf);
+	hvt_chan_close(&r.ch);
+	return loop_rc;
+}
+
+/* ---------------------------------------------------------------- */
+
+static const char snapshot_help[] =
+	"usage: hvtrace snapshot (--shm PATH | --dump FILE) -o FILE\n"
+	"Copies the flight recorder (every OVERWRITE ring) into a trace file flagged\n"
+	"SNAPSHOT (and FROZEN when the channel was frozen by a guest crash), the\n"
+	"records of all vCPUs merged by TSC (stable). Records a live producer lapped\n"
+	"while they were copied are thrown away.\n";
+
+static int snapshot_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "shm", required_argument, NULL, 's' },   { "dump", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, OPT_HELP },
+		{ 0 },
+	};
+	const char *shm = NULL, *dump = NULL, *out = NULL;
+	struct hvtrace_rec *all;
+	uint64_t total_cap = 0, n = 0, torn = 0, bad = 0, lost = 0;
+	struct hvt_fwriter w;
+	struct hvt_chan ch;
+	struct hvt_err err;
+	uint32_t state;
+	unsigned i, rings = 0;
+	int opt, rc = 0, live;
+
+	optind = 1;
+	while ((opt = next_opt(argc, argv, "snapshot", ":ho:", lo, &rc)) != -1) {
+		switch (opt) {
+		case 's': shm = optarg; break;
+		case 'd': dump = optarg; break;
+		case 'o': out = optarg; break;
+		case OPT_HELP: fputs(snapshot_help, stdout); return 0;
+		default: return rc ? rc : usage_error("snapshot", "unexpected option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("snapshot", "unexpected argument '%s'", argv[optind]);
+	if (!out)
+		return usage_error("snapshot", "-o FILE is required");
+	bus_what = shm ? shm : dump;
+	if ((rc = open_channel(&ch, "snapshot", shm, dump)))
+		return rc;
+	state = hvt_chan_state(&ch);
+	live = ch.source == HVT_SRC_SHM &&
+	       (state == HVTRACE_STATE_IDLE || state == HVTRACE_STATE_TRACING);
+	for (i = 0; i < ch.nr_rings; i++)
+		if (ch.ring[i].mode == HVTRACE_RING_OVERWRITE)
+			total_cap += ch.ring[i].capacity;
+	all = malloc((total_cap ? total_cap : 1) * sizeof(*all));
+	if (!all) {
+		hvt_chan_close(&ch);
+		return fail("snapshot", "out of memory for %llu records", (unsigned long long)total_cap);
+	}
+	for (i = 0; i < ch.nr_rings; i++) {
+		uint64_t t;
+		int64_t got;
+
+		if (ch.ring[i].mode != HVTRACE_RING_OVERWRITE)
+			continue;
+		got = hvt_ring_snapshot(&ch, i, live, all + n, &t, &err);
+		if (got < 0) {
+			free(all);
+			hvt_chan_close(&ch);
+			return fail(shm ? shm : dump, "%s", err.msg);
+		}
+		n += hvt_recs_filter(all + n, (uint64_t)got, &bad);
+		torn += t;
+		lost += __atomic_load_n(&ch.hdr->rings[i].lost, __ATOMIC_ACQUIRE);
+		rings++;
+	}
+	if (!rings) {
+		free(all);
+		hvt_chan_close(&ch);
+		return fail(shm ? shm : dump, "no overwrite (flight recorder) ring in the channel");
+	}
+	if (hvt_recs_sort_tsc(all, n) ||
+	    hvt_fwriter_open(&w, out, HVTRACE_FILE_SNAPSHOT |
+					      (state == HVTRACE_STATE_FROZEN ? HVTRACE_FILE_FROZEN : 0),
+			     ch.tsc_hz, ch.nr_vcpus, hvt_chan_freeze(&ch), &err) ||
+	    hvt_fwriter_put(&w, all, n, &err) || hvt_fwriter_finish(&w, lost, &err)) {
+		free(all);
+		hvt_chan_close(&ch);
+		return fail(out, "%s", err.msg);
+	}
+	if (torn)
+		warn("snapshot", "%llu records lapped by the producer while copied, thrown away",
+		     (unsigned long long)torn);
+	if (bad)
+		warn("snapshot", "%llu records with an invalid kind, type or marker left out",
+		     (unsigned long long)bad);
+	printf("hvtrace snapshot: %llu records from %u rings (state %s) -> %s\n", (unsigned long long)n,
+	       rings, hvt_state_name(state), out);
+	free(all);
+	hvt_chan_close(&ch);
+	return 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	return guarded(status_main, argc, argv);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	return guarded(record_main, argc, argv);
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	return guarded(snapshot_main, argc, argv);
+}

@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# CLI tests of `hvtrace` on synthetic channels, dumps and trace files made by
+# its hidden `hvtrace synth`: every subcommand, exit codes (0 ok, 1 data
+# error, 2 usage), and exact record counts while `hvtrace record` drains a
+# ring another process is producing into. Prints "cli: N passed, M failed".
+# HVTRACE=path/to/hvtrace (default build/host-tools/hvtrace).
+set -u
+cd "$(dirname "$0")/../.."
+H=${HVTRACE:-build/host-tools/hvtrace}
+[ -x "$H" ] || { echo "cli.sh: $H not built" >&2; echo "cli: 0 passed, 1 failed"; exit 1; }
+T=$(mktemp -d /tmp/hvt-cli-XXXXXX)
+SHM=$T
+[ -d /dev/shm ] && [ -w /dev/shm ] && SHM=$(mktemp -d /dev/shm/hvt-cli-XXXXXX)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	rm -rf "$T" "$SHM"
+}
+trap cleanup EXIT
+pass=0 failn=0
+
+ok() { pass=$((pass + 1)); }
+bad() { failn=$((failn + 1)); echo "FAIL: $*" >&2; }
+check() { # check DESC CONDITION...
+	local d=$1
+	shift
+	if "$@"; then ok; else bad "$d"; fi
+}
+# run RC DESC CMD...: runs CMD, output in $T/out and $T/err, expects exit RC
+run() {
+	local want=$1 d=$2 rc
+	shift 2
+	"$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	if [ "$rc" = "$want" ]; then ok; else bad "$d: exit $rc, wanted $want; stderr: $(head -c 400 "$T/err")"; fi
+}
+has() { grep -qE -- "$2" "$1"; }
+# data records and the sum of LOST counts in a trace file
+tally() {
+	"$H" dump "$1" 2>/dev/null | awk '$3 == "lost" {l += $4; next} {d++} END {printf "%d %d\n", d, l}'
+}
+hdr_lost() { # the header's lost field (offset 40)
+	od -An -tu8 -j40 -N8 "$1" | tr -d ' '
+}
+json_ok() { python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
+
+# ---------------------------------------------------------------- usage
+run 0 "--help" "$H" --help
+check "--help lists the commands" has "$T/out" "snapshot"
+run 2 "no command" "$H"
+run 2 "unknown command" "$H" frobnicate
+for c in status record snapshot dump report export; do
+	run 0 "$c --help" "$H" "$c" --help
+	check "$c --help shows usage" has "$T/out" "usage: hvtrace $c"
+	run 2 "$c with an unknown option" "$H" "$c" --bogus
+	check "$c usage error names the command" has "$T/err" "^hvtrace $c: "
+done
+run 2 "status without a source" "$H" status
+run 2 "status with both sources" "$H" status --shm a --dump b
+run 2 "record without -o" "$H" record --shm x
+run 2 "report without --symbols" "$H" report x
+run 2 "dump without FILE" "$H" dump
+run 2 "dump with two files" "$H" dump a b
+run 2 "record --rate 0" "$H" record --shm x -o y --rate 0
+run 2 "report --hot x" "$H" report f --symbols s --hot x
+
+# ---------------------------------------------------------------- status, snapshot
+C=$SHM/frozen.shm
+run 0 "synth a frozen flight recorder" "$H" synth chan -o "$C" --vcpus 2 --tsc-hz 1000000000 \
+	--ring 0:overwrite:64:100 --ring 1:overwrite:64:30 --ring 0:lossless:1024:0 \
+	--state frozen --freeze triple-fault
+run 0 "status" "$H" status --shm "$C"
+check "status: state" has "$T/out" "^state: frozen"
+check "status: freeze reason" has "$T/out" "^freeze: triple-fault"
+check "status: tsc_hz" has "$T/out" "^tsc_hz: 1000000000"
+check "status: ring 0 full" has "$T/out" "^ +0 +0 flight +overwrite +all +64 +64 +100 "
+check "status: ring 1 partly" has "$T/out" "^ +1 +1 flight +overwrite +all +64 +30 +30 "
+check "status: ring 2 no reader" has "$T/out" "^ +2 +0 stream +lossless .* none$"
+run 0 "status --json" "$H" status --shm "$C" --json
+if command -v python3 >/dev/null; then
+	check "status --json parses, fields right" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+r = s["rings"]
+assert s["state"] == "frozen" and s["freeze"] == "triple-fault" and s["tsc_hz"] == 10**9
+assert [x["fill"] for x in r] == [64, 30, 0] and r[0]["head"] == 100 and r[2]["mode"] == "lossless"
+assert r[2]["reader_attached"] is False
+' "$T/out"
+fi
+run 0 "snapshot --shm" "$H" snapshot --shm "$C" -o "$T/snap.hvt"
+check "snapshot line" has "$T/out" "^hvtrace snapshot: 94 records from 2 rings \(state frozen\) -> $T/snap.hvt$"
+"$H" dump "$T/snap.hvt" >"$T/snap.txt" 2>/dev/null
+check "snapshot: merged by TSC" sort -n -c -k1,1 "$T/snap.txt"
+check "snapshot: both vCPUs" test "$(awk '{print $2}' "$T/snap.txt" | sort -u | tr '\n' ' ')" = "0 1 "
+check "snapshot: SNAPSHOT|FROZEN|COMPLETE flags" test "$(od -An -tu4 -j20 -N4 "$T/snap.hvt" | tr -d ' ')" = 7
+check "snapshot: ring 0 newest 64 (from record 36)" has "$T/snap.txt" "^4600 0 "
+check "snapshot: record 35 gone" test "$(grep -c '^4500 0 ' "$T/snap.txt")" = 0
+for f in raw elf; do
+	"$H" synth chan -o "$T/mem.$f" --dump $f --at 0x20000 --decoy --vcpus 2 --tsc-hz 1000000000 \
+		--ring 0:overwrite:64:100 --ring 1:overwrite:64:30 --state frozen --freeze triple-fault
+	run 0 "status --dump ($f)" "$H" status --dump "$T/mem.$f"
+	check "status --dump ($f): where found" has "$T/out" "$f dump\), header at guest-physical 0x20000"
+	run 0 "snapshot --dump ($f)" "$H" snapshot --dump "$T/mem.$f" -o "$T/snap.$f"
+	"$H" dump "$T/snap.$f" >"$T/snap.$f.txt" 2>/dev/null
+	check "snapshot from a $f dump == from shm" cmp -s "$T/snap.txt" "$T/snap.$f.txt"
+done
+head -c 1048576 /dev/zero >"$T/zero.img"
+run 1 "snapshot --dump without a channel" "$H" snapshot --dump "$T/zero.img" -o "$T/x.hvt"
+check "no channel: message" has "$T/err" "^hvtrace: $T/zero.img: dump: no channel"
+run 0 "synth tracing-only lossless" "$H" synth chan -o "$SHM/ll.shm" --ring 0:lossless:64:0
+run 1 "snapshot with no overwrite ring" "$H" snapshot --shm "$SHM/ll.shm" -o "$T/x.hvt"
+check "no overwrite ring: message" has "$T/err" "no overwrite"
+
+# corrupted channels through the CLI
+cp "$C" "$SHM/bad.shm"
+printf 'X' | dd of="$SHM/bad.shm" bs=1 seek=0 conv=notrunc status=none
+run 1 "status: bad magic" "$H" status --shm "$SHM/bad.shm"
+check "bad magic: message" has "$T/err" "^hvtrace: $SHM/bad.shm: channel: magic 0x"
+cp "$C" "$SHM/bad.shm"
+printf '\003\000\000\000\000\000\000\000' | dd of="$SHM/bad.shm" bs=1 seek=$((128 + 16)) conv=notrunc status=none
+run 1 "status: capacity 3" "$H" status --shm "$SHM/bad.shm"
+check "capacity 3: message" has "$T/err" "ring 0: capacity 3 not a power of two"
+run 1 "status: missing file" "$H" status --shm "$T/nonexistent"
+
+# ---------------------------------------------------------------- dump
+run 0 "synth sysmap" "$H" synth sysmap -o "$T/System.map"
+"$H" synth file -o "$T/two.hvt" --records 64 --vcpus 2 --tsc-hz 2000000000
+run 0 "dump" "$H" dump "$T/two.hvt"
+check "dump: 64 lines" test "$(wc -l <"$T/out")" = 64
+check "dump: a call" has "$T/out" "^1000 0 branch 0xffffffff81000010 -> 0xffffffff81001000 cpl 0->0 call$"
+check "dump: an interrupt" has "$T/out" " 1 interrupt 0xffffffff81000020 -> 0xffffffff81004000 cpl 0->0 vector 0x20$"
+run 0 "dump --symbols" "$H" dump "$T/two.hvt" --symbols "$T/System.map"
+check "dump --symbols: func+off" has "$T/out" "^1200 0 branch f1\+0x30 -> f2 cpl 0->0 call$"
+run 0 "dump --json" "$H" dump --json "$T/two.hvt" --symbols "$T/System.map"
+check "dump --json: a line" has "$T/out" '^\{"tsc":1000,"vcpu":0,"kind":"branch","type":"call","from":"0xffffffff81000010","to":"0xffffffff81001000",.*"to_sym":"f1"\}$'
+if command -v python3 >/dev/null; then
+	check "dump --json: every line parses" python3 -c '
+import json, sys
+n = sum(1 for l in open(sys.argv[1]) if json.loads(l)["kind"])
+assert n == 64
+' "$T/out"
+fi
+run 0 "synth unfinished file" "$H" synth file -o "$T/partial.hvt" --records 10 --partial
+run 0 "dump of an unfinished file" "$H" dump "$T/partial.hvt"
+check "unfinished: 10 records" test "$(wc -l <"$T/out")" = 10
+check "unfinished: warning" has "$T/err" "not finalized.*partial record ignored"
+cp "$T/two.hvt" "$T/cut.hvt"
+truncate -s 300 "$T/cut.hvt"
+run 1 "dump of a truncated file" "$H" dump "$T/cut.hvt"
+check "truncated: message" has "$T/err" "^hvtrace: trace file: $T/cut.hvt: truncated"
+: >"$T/empty.hvt"
+run 1 "dump of an empty file" "$H" dump "$T/empty.hvt"
+check "empty: message" has "$T/err" "empty file"
+cp "$T/two.hvt" "$T/kind.hvt"
+printf '\011' | dd of="$T/kind.hvt" bs=1 seek=$((128 + 5 * 32 + 26)) conv=notrunc status=none
+run 1 "dump: record kind 9" "$H" dump "$T/kind.hvt"
+check "bad kind: message" has "$T/err" "record 5: kind 9 out of range"
+run 1 "dump: bad symbol file" "$H" dump "$T/two.hvt" --symbols "$T/two.hvt"
+check "bad symbol file: message" has "$T/err" "^hvtrace: symbols: "
+
+# ---------------------------------------------------------------- report
+"$H" synth file -o "$T/one.hvt" --records 24
+run 0 "report --calls" "$H" report "$T/one.hvt" --symbols "$T/System.map" --calls
+printf '%s\n' "vcpu 0 function-call history:" "     1  main" "     2    f1" "     3      f2" \
+	"     4        f3" "     5    f1" "     6      f2" "     7        f3" "     8    f1" \
+	"     9      f2" "    10        f3" >"$T/calls.want"
+check "report --calls: exact history" cmp -s "$T/out" "$T/calls.want"
+run 0 "report --hot 2" "$H" report "$T/one.hvt" --symbols "$T/System.map" --hot 2
+check "report --hot: header" has "$T/out" "^hot branches: top 2 of 8 distinct from -> to pairs \(24 branch records\)$"
+check "report --hot: top pair" has "$T/out" "^         3  0xffffffff81000010 main\+0x10 -> 0xffffffff81001000 f1$"
+run 0 "report --last 2" "$H" report "$T/one.hvt" --symbols "$T/System.map" --last 2
+check "report --last: two, ending with the last" test "$(tail -1 "$T/out")" = "3300 0 branch main+0x20 -> main+0x8 cpl 0->0 jmp"
+check "report --last: header" has "$T/out" "^vcpu 0 last 2 records:$"
+run 0 "report (all sections), --vcpu 1" "$H" report "$T/two.hvt" --symbols "$T/System.map" --vcpu 1
+check "report --vcpu 1: only vcpu 1" test "$(grep -c 'function-call history' "$T/out")" = 1
+check "report --vcpu 1: its history" has "$T/out" "^vcpu 1 function-call history:$"
+check "report: all three sections" has "$T/out" "^hot branches:"
+# /proc/kallsyms reports 0 bytes in stat: read to EOF (root sees addresses)
+if [ -r /proc/kallsyms ] && grep -qm1 -v '^0000000000000000 ' /proc/kallsyms; then
+	run 0 "report with /proc/kallsyms" "$H" report "$T/one.hvt" --symbols /proc/kallsyms --calls
+fi
+# an ELF symbol file, built now
+cat >"$T/tiny.c" <<'EOF'
+void f(void) { __asm__ volatile("nop"); }
+void _start(void) { f(); for (;;); }
+EOF
+if cc -O1 -nostdlib -static -o "$T/tiny.elf" "$T/tiny.c" 2>/dev/null; then
+	run 0 "report with ELF symbols" "$H" report "$T/one.hvt" --symbols "$T/tiny.elf" --calls
+	run 0 "dump with ELF symbols" "$H" dump "$T/one.hvt" --symbols "$T/tiny.elf"
+fi
+
+# ---------------------------------------------------------------- export
+run 0 "export --perfetto" "$H" export "$T/two.hvt" --perfetto "$T/trace.json" --symbols "$T/System.map"
+if command -v python3 >/dev/null; then
+	check "export: JSON, B/E balanced per vCPU, µs timestamps" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+for tid in (0, 1):
+    b = [e for e in ev if e.get("tid") == tid and e["ph"] == "B"]
+    e = [e for e in ev if e.get("tid") == tid and e["ph"] == "E"]
+    assert len(b) == len(e) == 12, (tid, len(b), len(e))
+    assert b[0]["name"] == "f1" and b[1]["name"] == "f2" and b[2]["name"] == "f3"
+assert any(e["ph"] == "i" and e["name"] == "interrupt 0x20" for e in ev)
+ts = [e["ts"] for e in ev if "ts" in e]
+assert max(ts) == (31 * 100 + 10) / 2000.0, max(ts)
+' "$T/trace.json"
+fi
+"$H" synth file -o "$T/nohz.hvt" --records 20
+run 0 "export with tsc_hz 0" "$H" export "$T/nohz.hvt" --perfetto "$T/nohz.json"
+check "export tsc_hz 0: a note" has "$T/err" "tsc_hz is 0"
+command -v python3 >/dev/null && check "export tsc_hz 0: JSON" json_ok "$T/nohz.json"
+run 2 "export without --perfetto" "$H" export "$T/nohz.hvt"
+
+# ---------------------------------------------------------------- record
+# an exact count: a producer in another process, a reader fast enough
+L=$SHM/live.shm
+"$H" synth chan -o "$L" --ring 0:overwrite:64:0 --ring 0:lossless:1024:0:1000 --state tracing
+"$H" record --shm "$L" -o "$T/rec.hvt" --quiet 2>"$T/rec.err" &
+rp=$!
+pids+=("$rp")
+"$H" synth produce --shm "$L" --ring 1 --count 200000 --wait-reader 10 --stop >"$T/prod.out"
+wait "$rp"
+check "record: exit 0 on STOPPED" test $? = 0
+read -r data lost < <(tally "$T/rec.hvt")
+plost=$(sed -nE 's/.*: ([0-9]+) lost.*/\1/p' "$T/prod.out")
+check "record: received + lost == produced ($data + $lost)" test "$((data + lost))" = 200000
+check "record: LOST records == producer's drops ($lost, $plost)" test "$lost" = "$plost"
+check "record: header lost == LOST records" test "$(hdr_lost "$T/rec.hvt")" = "$lost"
+check "record: final line" has "$T/rec.err" "^hvtrace record: [0-9]+ records, $lost lost, [0-9.]+ MiB -> $T/rec.hvt$"
+"$H" status --shm "$L" >"$T/out"
+check "record: detached on exit" has "$T/out" " none$"
+
+# a slow reader (--rate): the producer waits, then drops; counts still exact
+"$H" synth chan -o "$L" --ring 0:lossless:256:0:200 --state tracing
+"$H" record --shm "$L" -o "$T/slow.hvt" --rate 5000 2>"$T/slow.err" &
+rp=$!
+pids+=("$rp")
+"$H" synth produce --shm "$L" --ring 0 --count 40000 --pace-us 2000 --batch 40 --wait-reader 10 --stop >"$T/prod.out"
+wait "$rp"
+check "record --rate: exit 0" test $? = 0
+read -r data lost < <(tally "$T/slow.hvt")
+plost=$(sed -nE 's/.*: ([0-9]+) lost.*/\1/p' "$T/prod.out")
+pwaits=$(sed -nE 's/.* ([0-9]+) waits.*/\1/p' "$T/prod.out")
+check "record --rate: some lost ($lost)" test "$lost" -gt 0
+check "record --rate: received + lost == produced ($data + $lost)" test "$((data + lost))" = 40000
+check "record --rate: LOST records == producer's drops ($lost, $plost)" test "$lost" = "$plost"
+check "record --rate: header lost ($(hdr_lost "$T/slow.hvt")) == $lost" test "$(hdr_lost "$T/slow.hvt")" = "$lost"
+check "record --rate: the producer waited ($pwaits)" test "$pwaits" -gt 0
+check "record --rate: progress lines" has "$T/slow.err" "^hvtrace record: [0-9]+ records/s, "
+
+# idle exit, a second reader refused, SIGINT, SIGKILL
+"$H" synth chan -o "$L" --ring 0:lossless:256:0 --state tracing
+start=$(date +%s)
+run 0 "record --idle-exit 1" "$H" record --shm "$L" -o "$T/idle.hvt" --idle-exit 1 --quiet
+check "record --idle-exit: stopped in time" test $(($(date +%s) - start)) -le 4
+check "record --idle-exit: empty, valid file" has "$T/err" "^hvtrace record: 0 records, 0 lost"
+run 0 "dump of an empty recording" "$H" dump "$T/idle.hvt"
+"$H" record --shm "$L" -o "$T/int.hvt" --quiet 2>/dev/null &
+rp=$!
+pids+=("$rp")
+for _ in $(seq 100); do "$H" status --shm "$L" | grep -q " pid " && break; sleep 0.05; done
+run 1 "record: a second reader is refused" "$H" record --shm "$L" -o "$T/second.hvt"
+check "second reader: message" has "$T/err" "attached already"
+"$H" synth produce --shm "$L" --ring 0 --count 1000 >/dev/null
+for _ in $(seq 200); do "$H" status --shm "$L" --json | grep -q '"fill":0,"head":1000' && break; sleep 0.05; done
+kill -INT "$rp"
+wait "$rp"
+check "record: SIGINT exits 0" test $? = 0
+check "record: SIGINT leaves a COMPLETE file" test "$(od -An -tu4 -j20 -N4 "$T/int.hvt" | tr -d ' ')" = 1
+check "record: SIGINT, all 1000" test "$("$H" dump "$T/int.hvt" | wc -l)" = 1000
+"$H" record --shm "$L" -o "$T/kill.hvt" --quiet 2>/dev/null &
+rp=$!
+"$H" synth produce --shm "$L" --ring 0 --count 5000 --wait-reader 10 >/dev/null
+sleep 0.3
+{
+	kill -KILL "$rp"
+	wait "$rp"
+} 2>/dev/null
+run 0 "dump of a killed recorder's file" "$H" dump "$T/kill.hvt"
+check "killed recorder: warning" has "$T/err" "not finalized"
+read -r data lost < <(tally "$T/kill.hvt")
+check "killed recorder: received + lost == 5000 ($data + $lost)" test "$((data + lost))" = 5000
+run 0 "record after a killed reader (stale pid taken over)" "$H" record --shm "$L" -o "$T/after.hvt" --idle-exit 1 --quiet
+# the channel's file cut under a running recorder: an error, not a crash
+"$H" record --shm "$L" -o "$T/bus.hvt" --quiet 2>"$T/bus.err" &
+rp=$!
+for _ in $(seq 100); do "$H" status --shm "$L" | grep -q " pid " && break; sleep 0.05; done
+truncate -s 0 "$L"
+wait "$rp"
+check "record: a shrunk channel file exits 1" test $? = 1
+check "record: a shrunk channel file, message" has "$T/bus.err" "shrank under its mapping"
+run 0 "record: the file kept after SIGBUS" "$H" dump "$T/bus.hvt"
+run 1 "status of an emptied channel file" "$H" status --shm "$L"
+"$H" synth chan -o "$L" --ring 0:overwrite:64:0 --state tracing
+run 1 "record: only overwrite rings" "$H" record --shm "$L" -o "$T/x.hvt"
+check "only overwrite: message" has "$T/err" "no lossless ring"
+
+echo "cli: $pass passed, $failn failed"
+[ "$failn" = 0 ]
