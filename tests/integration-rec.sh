@@ -112,7 +112,7 @@ rec_stream() {
 	local qpid=$! i
 	# the reader attaches once the hypervisor has laid out the channel
 	for i in $(seq 600); do
-		[ "$(head -c 8 "$shm" 2>/dev/null)" = HVTRCHN1 ] && break
+		[ "$(head -c 8 "$shm" 2>/dev/null | tr -d "\\0")" = HVTRCHN1 ] && break
 		sleep 0.1
 	done
 	local ropt=""
@@ -149,7 +149,7 @@ t_svm_rec_lossless() {
 # the guest made, and the count matches the hypervisor's.
 t_svm_rec_slow_reader() {
 	SECONDS=0
-	rec_stream svm-rec-slow-reader 20000 5ms
+	rec_stream svm-rec-slow-reader 20000 20us
 	[ "$LOST" -gt 0 ] 2>/dev/null || REASONS="$REASONS; no records lost behind a slow reader"
 	[ $((BRANCHES + LOST)) = $((LOOP_N - 1)) ] ||
 		REASONS="$REASONS; $BRANCHES received + $LOST lost != $((LOOP_N - 1)) made"

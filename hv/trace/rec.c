@@ -276,7 +276,8 @@ static u64 ring_room(const struct rec_ring *ring)
 
 /* Waits up to the ring's bound for `need` free slots; true when they came.
  * While dropping it waits only for a marker: a stop or crash marker (with
- * the LOST record before it) gets its chance to tell the reader the end. */
+ * the LOST record before it) gets its chance, at least 10 ms, to tell the
+ * reader how the stream ended. */
 static bool ring_wait(struct rec_ring *ring, u64 need, bool marker)
 {
 	if (ring_room(ring) >= need)
@@ -284,8 +285,9 @@ static bool ring_wait(struct rec_ring *ring, u64 need, bool marker)
 	if ((ring->dropping && !marker) || !*(volatile u64 *)&ring->g->reader)
 		return false;
 	ring->g->waits++;
-	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * ring->g->wait_us
-						    : (u64)ring->g->wait_us * 1000;
+	/* a marker waits at least 10 ms: the end of a stream is worth it */
+	u64 us = marker ? MAX(ring->g->wait_us, 10000u) : ring->g->wait_us;
+	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * us : us * 1000;
 	while (rdtsc() - t0 < limit) {
 		if (ring_room(ring) >= need)
 			return true;
