@@ -63,10 +63,10 @@ enum hvtrace_branch_type {
 
 /* MARKER codes (aux) */
 enum hvtrace_marker {
-	HVTRACE_MARK_START = 1,		/* tracing started; from = trigger address or 0 */
-	HVTRACE_MARK_STOP = 2,		/* tracing stopped */
-	HVTRACE_MARK_GUEST = 3,		/* HVTRACE_HC_TRACE_CTL MARK from the guest; from = its value */
-	HVTRACE_MARK_CRASH = 4,		/* the guest crashed; from = enum hvtrace_freeze */
+	HVTRACE_MARK_START = 1,		/* tracing started; from = where, to = CR3 */
+	HVTRACE_MARK_STOP = 2,		/* tracing stopped; from = RIP, to = records made */
+	HVTRACE_MARK_GUEST = 3,		/* trace_ctl MARK; from = the guest's value, to = RIP */
+	HVTRACE_MARK_CRASH = 4,		/* the guest crashed; from = RIP, to = enum hvtrace_freeze */
 };
 
 /* info: the privilege levels on both ends of a record */
@@ -102,12 +102,18 @@ _Static_assert(sizeof(struct hvtrace_rec) == 32, "hvtrace_rec is 32 bytes");
  * hypervisor has written; it writes the record, then head (x86 stores are
  * ordered). A reader of an OVERWRITE ring copies the records it wants,
  * then re-reads head: records it copied that head has since lapped are
- * torn and thrown away. A LOSSLESS ring is drained by one reader, which
+ * torn and thrown away. While the ring is live, the slot of record
+ * head - capacity is the one the next record goes into: a live reader
+ * keeps at most the newest capacity - 1 records (a stopped or frozen ring,
+ * or a dump, all capacity). A LOSSLESS ring is drained by one reader, which
  * writes `tail` (records consumed); the hypervisor never overwrites a
  * record at or after tail: when the ring is full it waits (pausing the
  * vCPU) up to `wait_us` for the reader, then drops records, counts them in
- * `lost` and writes one HVTRACE_REC_LOST record when space returns. It
- * waits only while `reader` is non-zero (a reader is attached).
+ * `lost` and writes one HVTRACE_REC_LOST record when space returns (room
+ * for it and the record after it: two slots). It waits once per overflow
+ * (`waits` counts those spells), not again while it drops, and only while
+ * `reader` is non-zero (a reader is attached); a marker waits at least
+ * 10 ms.
  */
 #define HVTRACE_CHAN_MAGIC	0x314e484352545648ull	/* "HVTRCHN1" */
 #define HVTRACE_CHAN_HDR_SIZE	4096u
