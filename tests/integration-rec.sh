@@ -92,6 +92,33 @@ t_svm_rec_crash() {
 	finish $name
 }
 
+# The same crash, the flight recorder taken from an ELF core that QEMU's
+# own `dump-guest-memory` wrote through its monitor while the guest sat
+# stopped (no file-backed RAM, no ivshmem).
+t_svm_rec_crash_elf_dump() {
+	local name=svm-rec-crash-elf-dump
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = c' 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ram'
+	local core=$RUNS/$name/guest.core port=$((20000 + RANDOM % 20000))
+	run $name 120 --until 'svm_dump:   gdtr' --then "tests/lib/hmp.sh $port 60 dump-guest-memory $core" -- \
+		-monitor tcp:127.0.0.1:$port,server=on,wait=off
+	expect 'recorder: flight recorder frozen \(triple fault\)'
+	local fault=0x$(sed -nE 's/.*REC-CRASH: .*fault=([0-9a-f]+).*/\1/p' "$LOG")
+	if [ "$(head -c 4 "$core" 2>/dev/null | tail -c 3)" != ELF ]; then
+		REASONS="$REASONS; no ELF core from dump-guest-memory ($core)"
+	elif ! "$HVTRACE" snapshot --dump "$core" -o "$RUNS/$name/snap.trace" >"$RUNS/$name/snapshot.out" 2>&1; then
+		REASONS="$REASONS; hvtrace snapshot failed: $(head -2 "$RUNS/$name/snapshot.out")"
+	else
+		local last=$("$HVTRACE" dump "$RUNS/$name/snap.trace" --json | tail -1)
+		[ "$(json_field "$last" marker):$(json_field "$last" value)" = "crash:$fault" ] ||
+			REASONS="$REASONS; the snapshot does not end with the crash at $fault: $last"
+	fi
+	rm -f "$core"
+	finish $name
+}
+
 # --- the lossless stream drained by `hvtrace record` ----------------------
 
 LOOP_N=200000	# t_rec's loop: LOOP_N - 1 taken branches
@@ -228,6 +255,6 @@ t_linux_rec_start_kernel() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_svm_rec_lossless t_svm_rec_slow_reader
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_lossless t_svm_rec_slow_reader
 t_linux_rec_start_kernel"
 runner_main integration-rec "$ALL" "$@"

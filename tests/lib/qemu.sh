@@ -4,20 +4,22 @@
 #
 #   tests/lib/qemu.sh --dir ESPDIR --log FILE [--timeout SEC] [--cpu MODEL]
 #                     [--smp N] [--mem MIB] [--tee] [--until REGEX]
-#                     [--cpu-flags FLAGS]
+#                     [--cpu-flags FLAGS] [--then CMD]
 #                     [-- EXTRA QEMU ARGS]
 #
 # --cpu-flags: appended to the CPU model (e.g. -hypervisor: QEMU itself sets
 # CPUID.1:ECX[31] for its guests, which would mask hvtrace's own).
 # --until: stop QEMU as soon as the serial log matches REGEX (grep -E), for
 # guests that never power off by themselves (a stopped guest, say).
+# --then: a shell command run once --until matched, while QEMU still runs
+# (to take a memory dump through a monitor, say), before QEMU is killed.
 #
 # Acceleration: HVTRACE_ACCEL=tcg|kvm|auto (default auto). auto picks KVM
 # only when the host offers nested virtualization (kvm_amd nested=1 or
 # kvm_intel nested=Y) and /dev/kvm is usable; otherwise TCG, and says why.
 # Exit status: QEMU's, or 124 when the time bound killed it.
 set -u
-dir= log= timeout=120 cpu= cpuflags= smp=1 mem=512 tee=0 until=
+dir= log= timeout=120 cpu= cpuflags= smp=1 mem=512 tee=0 until= then=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dir) dir=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
 	--mem) mem=$2; shift 2 ;;
 	--tee) tee=1; shift ;;
 	--until) until=$2; shift 2 ;;
+	--then) then=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "qemu.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -90,6 +93,7 @@ if [ -n "$until" ]; then
 	while kill -0 "$qpid" 2>/dev/null; do
 		if grep -qaE "$until" "$log" 2>/dev/null; then
 			sleep 0.3 # let the lines after the match arrive
+			[ -n "$then" ] && bash -c "$then"
 			pkill -KILL -P "$qpid" 2>/dev/null
 			kill -KILL "$qpid" 2>/dev/null
 			wait "$qpid" 2>/dev/null
