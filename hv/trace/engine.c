@@ -482,6 +482,13 @@ static void step_completed(struct vcpu *v)
 		if (branch_taken(&s->insn, s->rflags, s->rcx))
 			trace_emit(v, s->lin, to, s->cpl);
 		return;
+	case DEC_BR_INT:
+		/* INTO with OF clear does nothing (SDM Vol. 2A INT n/INTO/INT3/
+		 * INT1); the taken ones are followed, not stepped */
+		if (is_legacy_op(&s->insn, 0, 0xce) && !(s->rflags & RFLAGS_OF))
+			return;
+		trace_emit(v, s->lin, to, s->cpl);
+		return;
 	case DEC_BR_IRET:
 	case DEC_BR_SYSRET:
 	case DEC_BR_UIRET:
@@ -505,10 +512,12 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		return false;
 	t->trace_exits++;
 
+	u64 causes = 0;
 	if (ev->vector == X86_DB) {
 		/* The CPU's DR6 was clean at entry: these are this #DB's causes,
-		 * each handled on its own (one #DB may carry several). */
-		u64 causes = hv.ops->get_dr(v, 6) & DR6_CAUSES;
+		 * each handled on its own (one #DB may carry several). None:
+		 * INT1, whose #DB sets no DR6 bit. */
+		causes = hv.ops->get_dr(v, 6) & DR6_CAUSES;
 		u64 at = linear_rip(v);
 		bool ours = t->bp.armed && (((causes & DR6_B3) && at == t->bp.addr) ||
 					    ((causes & DR6_B2) && t->bp.addr2 && at == t->bp.addr2));
@@ -549,20 +558,19 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	u64 from = linear_rip(v);
 	int cpl = hv.ops->get_cpl(v);
 	struct step_state *s = &t->step;
-	if (ev->vector == X86_BP || ev->vector == 4) {
-		/* INT3/INTO are traps, but an intercepted one is reported at the
-		 * instruction (VMX 27.2.2; SVM likewise): the guest's frame must
-		 * return after it. Where the CPU already moved past it, the step
-		 * state still names the instruction. */
+	if (ev->vector == X86_BP || ev->vector == 4 || (ev->vector == X86_DB && !causes)) {
+		/* INT3/INTO/INT1 are traps, but an intercepted one is reported
+		 * at the instruction (VMX 27.2.2; SVM likewise): the guest's
+		 * frame must return after it. Where the CPU already moved past
+		 * it, the step state still names the instruction. */
 		u8 b[15];
 		struct dec_insn in;
 		u64 base;
 		enum dec_mode mode = gmem_code_mode(v, &base);
-		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) == DEC_OK &&
-		    (is_legacy_op(&in, 0, 0xcc) || is_legacy_op(&in, 0, 0xce))) {
+		u8 op = ev->vector == X86_BP ? 0xcc : ev->vector == 4 ? 0xce : 0xf1;
+		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) == DEC_OK && is_legacy_op(&in, 0, op)) {
 			v->rip += in.len;
-		} else if (s->valid && s->dec == DEC_OK &&
-			   (is_legacy_op(&s->insn, 0, 0xcc) || is_legacy_op(&s->insn, 0, 0xce))) {
+		} else if (s->dec == DEC_OK && is_legacy_op(&s->insn, 0, op) && s->lin + s->insn.len == from) {
 			from = s->lin;
 		}
 	}
@@ -705,8 +713,8 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 
 /* --- before the guest runs again --------------------------------------------- */
 
-/* INT n, INT3 and INTO (when OF is set) deliver through the IDT and clear
- * TF: follow them into the handler (a #GP or #NP on the way exits first).
+/* INT n, INT3, INT1 and INTO (when OF is set) deliver through the IDT and
+ * clear TF: follow them into the handler (a #GP or #NP on the way exits first).
  * On AMD hardware INT3/INTO also hit the #BP/#OF intercept, which records
  * the same; QEMU's TCG raises them as software interrupts no exception
  * intercept sees. */
@@ -720,6 +728,8 @@ static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 
 		vec = X86_BP;
 	else if (is_legacy_op(in, 0, 0xce) && (v->rflags & RFLAGS_OF))
 		vec = 4;
+	else if (is_legacy_op(in, 0, 0xf1))
+		vec = X86_DB;	/* INT1 (ICEBP) */
 	u64 handler;
 	if (vec < 0 || !idt_handler(v, (u8)vec, &handler))
 		return false;
@@ -728,7 +738,8 @@ static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 
 }
 
 /* SYSCALL and SYSENTER jump to an MSR's address and may clear TF through
- * SFMASK (Linux's does): follow them there like INT n (SDM Vol. 2B SYSCALL:
+ * SFMASK (Linux's does), SYSRET replaces RFLAGS: follow them there like
+ * INT n (SDM Vol. 2B SYSCALL:
  * LSTAR in 64-bit mode, CSTAR in compatibility mode on AMD; SYSENTER:
  * SYSENTER_EIP). A #UD on the way (SCE clear, SYSENTER on AMD in long mode)
  * exits first and is followed instead. */
@@ -746,6 +757,12 @@ static bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_m
 		to = hv.ops->get_msr(v, MSR_IA32_SYSENTER_EIP);
 		if (!(hv.ops->get_efer(v) & EFER_LMA))
 			to &= 0xffffffffull;
+	} else if (in->branch == DEC_BR_SYSRET) {
+		/* SYSRET loads RFLAGS from R11 and the CPU checks that TF, not
+		 * ours, after it (QEMU's TCG and AMD alike): a step would not
+		 * trap. It returns to RCX (REX.W) or ECX, CS base 0 (SDM Vol. 2B
+		 * SYSRET); at CPL > 0 or outside long mode the #GP/#UD exits first. */
+		to = (in->rex & 8) ? v->gpr[GPR_RCX] : (u32)v->gpr[GPR_RCX];
 	} else {
 		return false;
 	}
@@ -786,7 +803,11 @@ void trace_before_entry(struct vcpu *v)
 	if (s->dec == DEC_OK && (follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl) ||
 				 follow_syscall(v, &s->insn, s->mode, s->lin, s->cpl)))
 		return;
-	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK) {
+	/* Code in a segment whose base is not 0 (16- and 32-bit code) is
+	 * stepped by the fast engine too: QEMU's TCG matches a breakpoint's
+	 * linear address against EIP alone and, when they differ, stops with
+	 * its internal debug exception (a crash without a gdbstub). */
+	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK || base) {
 		step_arm(v, s);
 		return;
 	}

@@ -300,12 +300,24 @@ G u_t1
 G u_call
 	call u_func
 G u_after_call
+G u_sys
+	syscall			/* to u_sysret (LSTAR), which returns here */
+G u_after_sys
+	movq %rsp, %rcx		/* SYSEXIT's RSP and RIP */
+	leaq u_after_sysenter(%rip), %rdx
+G u_sysenter
+	sysenter		/* Intel: to u_sysexit; AMD: #UD in long mode */
+G u_after_sysenter
 G u_int
 	int $0x82
 	ud2
 G u_func
 G u_ret
 	ret
+G u_sysret
+	sysretq			/* RCX, R11: back to u_after_sys in ring 3 */
+G u_sysexit
+	sysexitq		/* RDX, RCX: back to u_after_sysenter in ring 3 */
 G u_gate
 	DISABLE
 	movq u_saved_rsp(%rip), %rsp
@@ -316,6 +328,112 @@ G u_gate
 	popq %rbp
 	popq %rbx
 	ret
+
+/* void seq_far(u64 debugctl, u64 cs): far JMP, CALL and RET between two
+ * 64-bit code selectors, a 32-bit compatibility-mode segment (branches,
+ * INTO taken and not) and a 16-bit one; t_bts fills the far pointers and
+ * the 16-bit segment's base (c16_base) in its GDT. Back to `cs` at the end. */
+G seq_far
+	movq %rsi, %r8
+	movw %ss, %r9w		/* a null SS or DS (ring 3 leaves them so) */
+	movw %ds, %r10w		/* faults in compatibility mode: use 0x88 */
+	movw %es, %r11w
+	movl $0x88, %eax
+	movw %ax, %ss
+	movw %ax, %ds
+	movw %ax, %es
+	ENABLE
+G f_ljmp
+	ljmpl *far_jmp(%rip)	/* m16:32: to f_t1 in the second 64-bit selector */
+	ud2
+G f_t1
+G f_lcall
+	lcalll *far_call32(%rip) /* to c32_entry, 32-bit code */
+G f_after_call
+	pushq %r8
+	leaq f_back(%rip), %rax
+	pushq %rax
+G f_lret
+	lretq			/* back to the caller's selector */
+	ud2
+G f_back
+	DISABLE
+	movw %r9w, %ss
+	movw %r10w, %ds
+	movw %r11w, %es
+	ret
+
+	.code32
+G c32_entry
+	jmp c32_t1
+	ud2
+G c32_t1
+	xorl %eax, %eax
+G c32_jz
+	jz c32_t2
+	ud2
+G c32_t2
+G c32_call
+	call c32_func
+G c32_after_call
+	movl $0x7fffffff, %eax
+	addl $1, %eax		/* OF set */
+G c32_into
+	into			/* taken: to of_handler (vector 4) */
+G c32_after_into
+	xorl %eax, %eax		/* OF clear */
+	into			/* not taken: no record */
+G c32_lcall
+	lcall $0x78, $(c16_entry - c16_base)
+G c32_after16
+G c32_lret
+	lret			/* to f_after_call, 64-bit */
+G c32_func
+G c32_ret
+	ret
+
+	.code16
+G c16_base
+	ud2
+G c16_entry
+	jmp c16_t1
+	ud2
+G c16_t1
+G c16_call
+	call c16_func
+G c16_after_call
+	xorw %ax, %ax
+	jnz c16_entry		/* not taken */
+G c16_lret
+	lretl			/* 32-bit far return to c32_after16 */
+G c16_func
+G c16_ret
+	ret
+	.code64
+
+G of_handler
+G of_iret
+	iretq
+
+/* void seq_int1(u64 debugctl): INT1 (ICEBP, F1) delivers #DB through
+ * vector 1 like INT n; QEMU 7.2's TCG raises #UD for it instead, which
+ * x_ud_handler (vector 6) skips */
+G seq_int1
+	ENABLE
+G x_int1
+	.byte 0xf1
+G x_after_int1
+	DISABLE
+	ret
+G int1_handler
+	lock incq int1_count(%rip)
+G x_int1_iret
+	iretq
+G x_ud_handler
+	lock incq int1_ud_count(%rip)
+	incq (%rsp)
+G x_ud_iret
+	iretq
 
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
@@ -353,4 +471,14 @@ G bp_dr6
 	.quad 0
 G u_saved_rsp
 	.quad 0
+G int1_count
+	.quad 0
+G int1_ud_count
+	.quad 0
+G far_jmp			/* m16:32 far pointers, filled by t_bts */
+	.long 0
+	.word 0
+G far_call32
+	.long 0
+	.word 0
 	.section .note.GNU-stack,"",@progbits

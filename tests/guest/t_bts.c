@@ -48,7 +48,22 @@ SYM(b_hit); SYM(bp_db_handler); SYM(b_iret);
 void seq_guest_bp(uint64_t debugctl);
 extern volatile uint64_t bp_dr6 __attribute__((visibility("hidden")));
 SYM(u_iret); SYM(u_start); SYM(u_jmp); SYM(u_t1); SYM(u_call); SYM(u_after_call); SYM(u_int);
-SYM(u_func); SYM(u_ret); SYM(u_gate);
+SYM(u_func); SYM(u_ret); SYM(u_gate); SYM(u_sys); SYM(u_after_sys); SYM(u_sysenter);
+SYM(u_after_sysenter); SYM(u_sysret); SYM(u_sysexit);
+SYM(f_ljmp); SYM(f_t1); SYM(f_lcall); SYM(f_after_call); SYM(f_lret); SYM(f_back);
+SYM(c32_entry); SYM(c32_t1); SYM(c32_jz); SYM(c32_t2); SYM(c32_call); SYM(c32_after_call);
+SYM(c32_into); SYM(c32_after_into); SYM(c32_lcall); SYM(c32_after16); SYM(c32_lret); SYM(c32_func);
+SYM(c32_ret); SYM(c16_base); SYM(c16_entry); SYM(c16_t1); SYM(c16_call); SYM(c16_after_call);
+SYM(c16_lret); SYM(c16_func); SYM(c16_ret); SYM(of_handler); SYM(of_iret);
+void seq_far(uint64_t debugctl, uint64_t cs);
+struct far32 { uint32_t off; uint16_t sel; } __attribute__((packed));
+extern struct far32 far_jmp __attribute__((visibility("hidden")));
+extern struct far32 far_call32 __attribute__((visibility("hidden")));
+SYM(x_int1); SYM(x_after_int1); SYM(int1_handler); SYM(x_int1_iret); SYM(x_ud_handler);
+SYM(x_ud_iret);
+extern volatile uint64_t int1_count __attribute__((visibility("hidden")));
+extern volatile uint64_t int1_ud_count __attribute__((visibility("hidden")));
+void seq_int1(uint64_t debugctl);
 void seq_user(uint64_t debugctl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss);
 SYM(s_sys); SYM(s_after); SYM(sys_handler); SYM(s_jmp);
 void seq_syscall(uint64_t debugctl);
@@ -65,6 +80,9 @@ static struct bts_rec buf[64] __attribute__((aligned(64)));
 
 #define A(x) ((uint64_t)(uintptr_t)(x))
 #define R(f, t) { (f), (t), 0 }
+/* an expected record whose source runs in ring 3 (flags is not compared:
+ * it only says which CPL filter drops the record) */
+#define R3(f, t) { (f), (t), 3 }
 
 static uint64_t rdmsr(uint32_t msr)
 {
@@ -417,10 +435,19 @@ static void test_guest_breakpoint(void)
 	check_records("bts_guest_breakpoint", want, 2, used());
 }
 
-/* Ring 3 for the CPL filters: our own GDT (the firmware's, then user data
- * and 64-bit code at DPL 3 and a TSS whose RSP0 brings INT 0x82 back to a
- * ring-0 stack), the pages the user code touches made user-accessible. */
-static uint64_t gdt[16] __attribute__((aligned(16)));
+/* Our own GDT for ring 3 and the far transfers: the firmware's, then
+ * user data and 64-bit code at DPL 3, a TSS whose RSP0 brings INT 0x82
+ * back to a ring-0 stack, a second 64-bit, a 32-bit and a 16-bit code
+ * segment at DPL 0, and the four SYSENTER/SYSEXIT take from SYSENTER_CS.
+ * The pages the user code touches are made user-accessible. */
+#define SEL_UDATA	0x48
+#define SEL_UCODE	0x50
+#define SEL_TSS		0x58
+#define SEL_CODE64B	0x68
+#define SEL_CODE32	0x70
+#define SEL_CODE16	0x78	/* bts_seq.S names it too */
+#define SEL_SYSENTER	0x80	/* +8 its SS, +32/+40 SYSEXIT's 64-bit CS/SS */
+static uint64_t gdt[22] __attribute__((aligned(16)));
 static uint8_t tss[104] __attribute__((aligned(16)));
 static uint8_t kstack[8192] __attribute__((aligned(16)));
 static uint8_t ustack[8192] __attribute__((aligned(4096)));
@@ -442,66 +469,186 @@ static void make_user(uint64_t va)
 	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
 }
 
-static bool user_setup(void)
+static bool gdt_setup(void)
 {
+	static int ready;
 	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) g;
+	if (ready)
+		return ready > 0;
 	asm volatile("sgdt %0" : "=m"(g));
-	if (g.limit + 1 > 9 * 8)
+	if (g.limit + 1 > 9 * 8) {
+		ready = -1;
 		return false;
+	}
 	CopyMem(gdt, (void *)(uintptr_t)g.base, g.limit + 1);
-	gdt[9] = 0x00cff3000000ffffull;		/* 0x48: user data, DPL 3 */
-	gdt[10] = 0x00affb000000ffffull;	/* 0x50: user code, 64-bit, DPL 3 */
+	gdt[SEL_UDATA / 8] = 0x00cff3000000ffffull;
+	gdt[SEL_UCODE / 8] = 0x00affb000000ffffull;	/* L=1 */
 	uint64_t b = A(tss);
-	gdt[11] = (sizeof(tss) - 1) | ((b & 0xffffff) << 16) | (0x89ull << 40) | (((b >> 24) & 0xff) << 56);
-	gdt[12] = b >> 32;
+	gdt[SEL_TSS / 8] = (sizeof(tss) - 1) | ((b & 0xffffff) << 16) | (0x89ull << 40) | (((b >> 24) & 0xff) << 56);
+	gdt[SEL_TSS / 8 + 1] = b >> 32;
+	gdt[SEL_CODE64B / 8] = 0x00af9b000000ffffull;
+	gdt[SEL_CODE32 / 8] = 0x00cf9b000000ffffull;	/* D=1, L=0 */
+	b = A(c16_base);				/* 16-bit: D=0, L=0, byte limit 0xffff */
+	gdt[SEL_CODE16 / 8] = 0xffff | ((b & 0xffffff) << 16) | (0x9bull << 40) | (((b >> 24) & 0xff) << 56);
+	gdt[SEL_SYSENTER / 8] = 0x00af9b000000ffffull;
+	gdt[SEL_SYSENTER / 8 + 1] = 0x00cf93000000ffffull;
+	gdt[SEL_SYSENTER / 8 + 4] = 0x00affb000000ffffull;
+	gdt[SEL_SYSENTER / 8 + 5] = 0x00cff3000000ffffull;
 	*(uint64_t *)(tss + 4) = A(kstack + sizeof(kstack));	/* RSP0 */
 	*(uint16_t *)(tss + 102) = sizeof(tss);
-	g.limit = 13 * 8 - 1;
+	g.limit = sizeof(gdt) - 1;
 	g.base = A(gdt);
-	asm volatile("lgdt %0; mov $0x58, %%ax; ltr %%ax" ::"m"(g) : "rax");
-	for (uint64_t p = A(u_start) & ~0xfffull; p <= A(u_ret); p += 4096)
+	asm volatile("lgdt %0; ltr %w1" ::"m"(g), "r"(SEL_TSS));
+	for (uint64_t p = A(u_start) & ~0xfffull; p <= A(u_gate); p += 4096)
 		make_user(p);
 	make_user(A(ustack));
 	make_user(A(ustack) + 4096);
+	ready = 1;
 	return true;
 }
 
-static void run_user(uint64_t debugctl)
+/* The records of `all` that BTS_OFF_OS / BTS_OFF_USR keep (flags: the CPL) */
+static unsigned cpl_filter(const struct bts_rec *all, unsigned n, uint64_t debugctl, struct bts_rec *out)
 {
-	struct gate *idt = idt_base(), saved = idt[0x82];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!(all[i].flags == 0 && (debugctl & DEBUGCTL_BTS_OFF_OS)) &&
+		    !(all[i].flags == 3 && (debugctl & (1ull << 10))))
+			out[k++] = all[i];
+	return k;
+}
+
+/* Ring 3 entered by IRETQ: its branches, SYSCALL to a handler that SYSRETs,
+ * SYSENTER (Intel: to a handler that SYSEXITs; AMD: #UD in long mode, to a
+ * #UD handler that skips it) and INT 0x82 back to ring 0; under each CPL
+ * filter. */
+static void run_user(const char *name, uint64_t debugctl)
+{
+	struct gate *idt = idt_base(), saved[2] = { idt[0x82], idt[6] };
+	const uint64_t efer = rdmsr(0xc0000080), star = rdmsr(0xc0000081), lstar = rdmsr(0xc0000082),
+		       fmask = rdmsr(0xc0000084), se_cs = rdmsr(0x174), se_esp = rdmsr(0x175),
+		       se_eip = rdmsr(0x176);
+	uint16_t cs;
+	bool amd = cpu_is_amd();
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	const struct bts_rec all[] = {
+		R(A(u_iret), A(u_start)),
+		R3(A(u_jmp), A(u_t1)),
+		R3(A(u_call), A(u_func)),
+		R3(A(u_ret), A(u_after_call)),
+		R3(A(u_sys), A(u_sysret)),
+		R(A(u_sysret), A(u_after_sys)),
+		R3(A(u_sysenter), amd ? A(ud_handler) : A(u_sysexit)),
+		R(amd ? A(e_ud_iret) : A(u_sysexit), A(u_after_sysenter)),
+		R3(A(u_int), A(u_gate)),
+	};
+	struct bts_rec want[9];
+	unsigned n = cpl_filter(all, 9, debugctl, want);
+
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
 	set_gate(&idt[0x82], u_gate);
 	idt[0x82].type = 0xee;	/* DPL 3: reachable from ring 3 */
-	seq_user(debugctl, A(ustack + sizeof(ustack)), 0x53, 0x4b);
-	idt[0x82] = saved;
+	set_gate(&idt[6], ud_handler);
+	wrmsr(0xc0000080, efer | 1);	/* SCE */
+	/* SYSCALL: our CS; SYSRET: CS = 0x40 + 16, SS = 0x40 + 8 (RPL 3) */
+	wrmsr(0xc0000081, ((uint64_t)(SEL_UDATA - 8) << 48) | ((uint64_t)cs << 32));
+	wrmsr(0xc0000082, A(u_sysret));
+	wrmsr(0xc0000084, 0x700);
+	wrmsr(0x174, SEL_SYSENTER);
+	wrmsr(0x175, A(kstack + sizeof(kstack)));
+	wrmsr(0x176, A(u_sysexit));
+	seq_user(debugctl, A(ustack + sizeof(ustack)), SEL_UCODE | 3, SEL_UDATA | 3);
+	wrmsr(0x176, se_eip);
+	wrmsr(0x175, se_esp);
+	wrmsr(0x174, se_cs);
+	wrmsr(0xc0000084, fmask);
+	wrmsr(0xc0000082, lstar);
+	wrmsr(0xc0000081, star);
+	wrmsr(0xc0000080, efer);
+	idt[0x82] = saved[0];
+	idt[6] = saved[1];
 	irq_restore(f);
+	check_records(name, want, n, used());
 }
 
 static void test_user_mode(void)
 {
-	static bool ready;
-	if (!ready && !(ready = user_setup())) {
+	if (!gdt_setup()) {
 		report_skip("bts_user_mode", "the firmware's GDT is larger than expected");
 		return;
 	}
-	/* every branch: ring 0's IRETQ into ring 3, ring 3's jmp/call/ret and
-	 * its INT 0x82 back into ring 0 (recorded at the source's CPL) */
-	const struct bts_rec all[] = {
-		R(A(u_iret), A(u_start)),
-		R(A(u_jmp), A(u_t1)),
-		R(A(u_call), A(u_func)),
-		R(A(u_ret), A(u_after_call)),
-		R(A(u_int), A(u_gate)),
+	report_info("ring 3: SYSENTER %s", cpu_is_amd() ? "#UD (AMD, long mode)" : "to its handler");
+	run_user("bts_user_mode_all", TRACE);
+	run_user("bts_off_os_ring3", TRACE | DEBUGCTL_BTS_OFF_OS);
+	run_user("bts_off_usr_ring3", TRACE | (1ull << 10));
+}
+
+/* Far JMP/CALL/RET between 64-bit selectors, into 32-bit compatibility
+ * mode (near branches, INTO taken and not taken: no record) and from there
+ * into 16-bit code and back; linear addresses (the 16-bit segment's base
+ * is c16_base). */
+static void test_far(void)
+{
+	if (!gdt_setup()) {
+		report_skip("bts_far_compat_16bit", "the firmware's GDT is larger than expected");
+		return;
+	}
+	struct gate *idt = idt_base(), saved = idt[4];
+	uint16_t cs;
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	const struct bts_rec want[] = {
+		R(A(f_ljmp), A(f_t1)),
+		R(A(f_lcall), A(c32_entry)),
+		R(A(c32_entry), A(c32_t1)),
+		R(A(c32_jz), A(c32_t2)),
+		R(A(c32_call), A(c32_func)),
+		R(A(c32_ret), A(c32_after_call)),
+		R(A(c32_into), A(of_handler)),
+		R(A(of_iret), A(c32_after_into)),
+		R(A(c32_lcall), A(c16_entry)),
+		R(A(c16_entry), A(c16_t1)),
+		R(A(c16_call), A(c16_func)),
+		R(A(c16_ret), A(c16_after_call)),
+		R(A(c16_lret), A(c32_after16)),
+		R(A(c32_lret), A(f_after_call)),
+		R(A(f_lret), A(f_back)),
 	};
-	run_user(TRACE);
-	check_records("bts_user_mode_all", all, 5, used());
-	/* BTS_OFF_OS: only what ring 3 did */
-	run_user(TRACE | DEBUGCTL_BTS_OFF_OS);
-	check_records("bts_off_os_ring3", all + 1, 4, used());
-	/* BTS_OFF_USR: only ring 0's IRETQ */
-	run_user(TRACE | (1ull << 10));
-	check_records("bts_off_usr_ring3", all, 1, used());
+	far_jmp = (struct far32){ (uint32_t)A(f_t1), SEL_CODE64B };
+	far_call32 = (struct far32){ (uint32_t)A(c32_entry), SEL_CODE32 };
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[4], of_handler);
+	seq_far(TRACE, cs);
+	idt[4] = saved;
+	irq_restore(f);
+	check_records("bts_far_compat_16bit", want, sizeof(want) / sizeof(want[0]), used());
+}
+
+/* INT1 (ICEBP) is delivered like INT n through vector 1 (QEMU 7.2's TCG
+ * raises #UD instead: then that fault is the record) */
+static void test_int1(void)
+{
+	struct gate *idt = idt_base(), saved[2] = { idt[1], idt[6] };
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], int1_handler);
+	set_gate(&idt[6], x_ud_handler);
+	int1_count = int1_ud_count = 0;
+	seq_int1(TRACE);
+	idt[1] = saved[0];
+	idt[6] = saved[1];
+	irq_restore(f);
+	bool ud = int1_ud_count;
+	const struct bts_rec want[] = {
+		R(A(x_int1), ud ? A(x_ud_handler) : A(int1_handler)),
+		R(ud ? A(x_ud_iret) : A(x_int1_iret), A(x_after_int1)),
+	};
+	if (ud)
+		report_info("INT1 raised #UD on this CPU");
+	report(int1_count + int1_ud_count == 1, "int1_delivered_once", "#DB %lu, #UD %lu", int1_count,
+	       int1_ud_count);
+	check_records("bts_int1", want, 2, used());
 }
 
 static void test_filters_and_flags(void)
@@ -573,6 +720,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_guest_tf();
 	test_guest_breakpoint();
 	test_user_mode();
+	test_far();
+	test_int1();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);
