@@ -171,7 +171,11 @@ static void engine_stop(struct vcpu *v)
 void trace_update(struct vcpu *v)
 {
 	struct trace_vcpu *t = &v->trace;
-	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS);
+	/* BTF alone runs the engine too: it knows every branch the guest
+	 * takes, which single-stepping on branches needs (records are stored
+	 * only while TR and BTS are set) */
+	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS) ||
+		    (t->ds.debugctl & DEBUGCTL_BTF);
 
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {
 		t->engine = t->engine_wanted ? t->engine_wanted : HVTRACE_ENGINE_FAST;
@@ -424,7 +428,10 @@ static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, i
 	struct dec_insn x, a, b;
 	u64 stop = find_stop(v, next, next - base, mode, &x);
 
-	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target) {
+	/* not with BTF: the guest's TF set inside the block must find every
+	 * branch stepped (bts_btf_step) */
+	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target &&
+	    !(t->ds.debugctl & DEBUGCTL_BTF)) {
 		u64 fall = stop + x.len, target = base + x.target;
 		u64 s_f = find_stop(v, fall, fall - base, mode, &a);
 		u64 s_t = find_stop(v, target, x.target, mode, &b);
@@ -503,6 +510,28 @@ static void step_completed(struct vcpu *v)
 	}
 }
 
+/* Whether the stepped instruction `s` transferred control (BTF: SDM Vol. 3
+ * 18.4.3 "Single-Stepping on Branches"): a taken conditional, any other
+ * branch kind, not a not-taken INTO. */
+static bool step_branched(const struct step_state *s)
+{
+	if (!s->valid || s->dec != DEC_OK)
+		return false;
+	switch (s->insn.branch) {
+	case DEC_BR_NONE:
+	case DEC_BR_XBEGIN:
+	case DEC_BR_UD:
+		return false;
+	case DEC_BR_JCC:
+	case DEC_BR_LOOP:
+		return branch_taken(&s->insn, s->rflags, s->rcx);
+	case DEC_BR_INT:
+		return !is_legacy_op(&s->insn, 0, 0xce) || (s->rflags & RFLAGS_OF);
+	default:
+		return true;
+	}
+}
+
 /* --- events ----------------------------------------------------------------- */
 
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
@@ -543,6 +572,11 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 			 * the instruction (SDM Vol. 3 18.3.1.4: a POPF that clears TF
 			 * still traps), or when the engine was not stepping */
 			guest_trap = t->was_stepping ? (t->step.valid && (t->step.rflags & RFLAGS_TF)) : true;
+			/* with BTF only after a branch the engine stepped: while the
+			 * guest's TF and BTF are set every instruction is stepped,
+			 * so a trap the engine did not step follows no branch */
+			if (t->ds.debugctl & DEBUGCTL_BTF)
+				guest_trap = guest_trap && t->was_stepping && step_branched(&t->step);
 			step_completed(v);
 		}
 		hv.ops->set_dr(v, 6, DR6_CLEAN);
@@ -806,8 +840,10 @@ void trace_before_entry(struct vcpu *v)
 	/* Code in a segment whose base is not 0 (16- and 32-bit code) is
 	 * stepped by the fast engine too: QEMU's TCG matches a breakpoint's
 	 * linear address against EIP alone and, when they differ, stops with
-	 * its internal debug exception (a crash without a gdbstub). */
-	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK || base) {
+	 * its internal debug exception (a crash without a gdbstub). So is
+	 * everything while the guest single-steps on branches (BTF and TF). */
+	bool btf_step = (t->ds.debugctl & DEBUGCTL_BTF) && (v->rflags & RFLAGS_TF);
+	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK || base || btf_step) {
 		step_arm(v, s);
 		return;
 	}

@@ -435,6 +435,53 @@ G x_ud_handler
 G x_ud_iret
 	iretq
 
+/* void seq_btf(u64 debugctl): the guest single-steps on branches
+ * (DEBUGCTL.BTF and TF): btf_db_handler (vector 1) logs each #DB's return
+ * RIP in btf_log and ANDs DR6 into db_dr6_and; a #DB only after the jmp,
+ * the call and the ret (not after the nop, the not-taken jnz, the popf) */
+G seq_btf
+	ENABLE
+	pushfq
+	orq $0x100, (%rsp)
+	popfq			/* TF from the next instruction on */
+	nop
+G t_jmp
+	jmp t_1
+	ud2
+G t_1
+	xorl %eax, %eax
+	jnz t_1			/* not taken */
+G t_call
+	call t_func
+G t_after
+	pushfq
+	andq $~0x100, (%rsp)
+	popfq
+	DISABLE
+	ret
+G t_func
+	nop
+G t_ret
+	ret
+G btf_db_handler
+	pushq %rax
+	pushq %rcx
+	movq %dr6, %rax
+	andq %rax, db_dr6_and(%rip)
+	xorl %eax, %eax
+	movq %rax, %dr6
+	movq btf_n(%rip), %rcx
+	andl $7, %ecx
+	leaq btf_log(%rip), %rax
+	leaq (%rax,%rcx,8), %rcx
+	movq 16(%rsp), %rax	/* the frame's RIP */
+	movq %rax, (%rcx)
+	incq btf_n(%rip)
+	popq %rcx
+	popq %rax
+G btf_iret
+	iretq
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax
@@ -475,6 +522,10 @@ G int1_count
 	.quad 0
 G int1_ud_count
 	.quad 0
+G btf_n
+	.quad 0
+G btf_log
+	.fill 8, 8, 0
 G far_jmp			/* m16:32 far pointers, filled by t_bts */
 	.long 0
 	.word 0

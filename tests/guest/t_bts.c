@@ -61,6 +61,11 @@ extern struct far32 far_jmp __attribute__((visibility("hidden")));
 extern struct far32 far_call32 __attribute__((visibility("hidden")));
 SYM(x_int1); SYM(x_after_int1); SYM(int1_handler); SYM(x_int1_iret); SYM(x_ud_handler);
 SYM(x_ud_iret);
+SYM(t_jmp); SYM(t_1); SYM(t_call); SYM(t_after); SYM(t_func); SYM(t_ret); SYM(btf_db_handler);
+SYM(btf_iret);
+void seq_btf(uint64_t debugctl);
+extern volatile uint64_t btf_n __attribute__((visibility("hidden")));
+extern volatile uint64_t btf_log[8] __attribute__((visibility("hidden")));
 extern volatile uint64_t int1_count __attribute__((visibility("hidden")));
 extern volatile uint64_t int1_ud_count __attribute__((visibility("hidden")));
 void seq_int1(uint64_t debugctl);
@@ -651,6 +656,42 @@ static void test_int1(void)
 	check_records("bts_int1", want, 2, used());
 }
 
+/* DEBUGCTL.BTF with TF: #DB only after taken branches (SDM Vol. 3 18.4.3),
+ * with DR6.BS; traced (each #DB and IRET recorded too) and not traced */
+static void run_btf(const char *name, uint64_t debugctl)
+{
+	struct gate *idt = idt_base(), saved = idt[1];
+	const uint64_t rips[] = { A(t_1), A(t_func), A(t_after) };
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], btf_db_handler);
+	btf_n = 0;
+	db_dr6_and = ~0ull;
+	seq_btf(debugctl);
+	idt[1] = saved;
+	irq_restore(f);
+	unsigned bad = 0;
+	for (unsigned i = 0; i < 3 && i < btf_n; i++)
+		bad += btf_log[i] != rips[i];
+	for (unsigned i = 0; i < btf_n && i < 8; i++)
+		report_info("%s #DB %u at %lx", name, i, btf_log[i]);
+	report(btf_n == 3 && !bad && (db_dr6_and & (1 << 14)), name,
+	       "%lu #DB, want 3 (at the jmp's, call's and ret's targets); %u elsewhere; DR6 AND %lx", btf_n,
+	       bad, db_dr6_and);
+}
+
+static void test_btf(void)
+{
+	run_btf("btf_step_on_branches", 1ull << 1);
+	run_btf("btf_step_on_branches_traced", TRACE | (1ull << 1));
+	const struct bts_rec want[] = {
+		R(A(t_jmp), A(t_1)), R(A(t_1), A(btf_db_handler)), R(A(btf_iret), A(t_1)),
+		R(A(t_call), A(t_func)), R(A(t_func), A(btf_db_handler)), R(A(btf_iret), A(t_func)),
+		R(A(t_ret), A(t_after)), R(A(t_after), A(btf_db_handler)), R(A(btf_iret), A(t_after)),
+	};
+	check_records("bts_btf_step", want, sizeof(want) / sizeof(want[0]), used());
+}
+
 static void test_filters_and_flags(void)
 {
 	/* CPL 0 code with BTS_OFF_OS: nothing stored */
@@ -722,6 +763,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_user_mode();
 	test_far();
 	test_int1();
+	test_btf();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);
