@@ -160,12 +160,15 @@ static void engine_stop(struct vcpu *v)
 		hv.ops->set_dr_intercept(v, false);
 		hv.ops->set_dr(v, 6, t->guest_dr6);
 		write_dr7(0x400);
+		if (t->nmi_pending)	/* the guest may still block it: best effort */
+			hv.ops->inject_nmi(v);
 	}
 	t->engine = HVTRACE_ENGINE_OFF;
 	t->step.valid = false;
 	t->pending.valid = false;
 	t->cond.valid = false;
 	t->tf_forced = false;
+	t->nmi_blocked = t->nmi_pending = false;
 }
 
 void trace_update(struct vcpu *v)
@@ -207,7 +210,7 @@ static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 	bool at_branch = v->rip == p->from_rip;
 	if (at_branch && ev->kind == HV_EV_EXCEPTION && ev->vector != X86_DB)
 		return;
-	if (at_branch && ev->kind == HV_EV_INTR && p->to != p->from_lin)
+	if (at_branch && (ev->kind == HV_EV_INTR || ev->kind == HV_EV_NMI) && p->to != p->from_lin)
 		return;
 	trace_emit(v, p->from_lin, p->to, p->cpl);
 }
@@ -497,6 +500,8 @@ static void step_completed(struct vcpu *v)
 		trace_emit(v, s->lin, to, s->cpl);
 		return;
 	case DEC_BR_IRET:
+		t->nmi_blocked = false;	/* SDM Vol. 3 6.7.1 */
+		/* fall through */
 	case DEC_BR_SYSRET:
 	case DEC_BR_UIRET:
 		/* the popped flags are the guest's */
@@ -621,22 +626,55 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	return true;
 }
 
+/* Follows an event injected at the guest's RIP to its IDT handler, where
+ * the record from that RIP is made. */
+static void follow_event(struct vcpu *v, u8 vector)
+{
+	u64 handler;
+	if (idt_handler(v, vector, &handler))
+		bp_arm(v, BP_HANDLER, handler, linear_rip(v), hv.ops->get_cpl(v));
+	else
+		bp_disarm(v);
+}
+
 /* An external interrupt, acknowledged by the backend, on its way to the
  * guest: recorded from the instruction it interrupts (the address the
  * guest's frame returns to) to the guest's handler, and followed there. */
 bool trace_on_interrupt(struct vcpu *v, u8 vector)
 {
 	struct trace_vcpu *t = &v->trace;
-	u64 handler;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return false;
 	t->trace_exits++;
 	t->step.valid = false;
 	hv.ops->inject_interrupt(v, vector);
-	if (idt_handler(v, vector, &handler))
-		bp_arm(v, BP_HANDLER, handler, linear_rip(v), hv.ops->get_cpl(v));
+	follow_event(v, vector);
+	return true;
+}
+
+static void nmi_deliver(struct vcpu *v)
+{
+	v->trace.nmi_blocked = true;
+	hv.ops->inject_nmi(v);
+	follow_event(v, X86_NMI);
+}
+
+/* An NMI, intercepted while tracing, recorded like an external interrupt
+ * to the guest's vector-2 handler (SDM Vol. 3 6.7). NMIs stay blocked from
+ * its delivery to the next IRET (6.7.1): one that comes meanwhile waits
+ * for that IRET, which the engines always step (SVM injects regardless of
+ * the guest's blocking; VMX without virtual NMIs blocks NMIs itself). */
+bool trace_on_nmi(struct vcpu *v)
+{
+	struct trace_vcpu *t = &v->trace;
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		return false;
+	t->trace_exits++;
+	t->step.valid = false;
+	if (t->nmi_blocked)
+		t->nmi_pending = true;
 	else
-		bp_disarm(v);
+		nmi_deliver(v);
 	return true;
 }
 
@@ -823,6 +861,11 @@ void trace_before_entry(struct vcpu *v)
 	hv.ops->set_dr(v, 6, DR6_CLEAN);
 	if (t->bp.armed && t->bp.kind == BP_HANDLER)
 		return; /* an event is being delivered: no stepping, no planning */
+	if (t->nmi_pending && !t->nmi_blocked) {
+		t->nmi_pending = false;	/* the NMI that waited for an IRET */
+		nmi_deliver(v);
+		return;
+	}
 	bp_disarm(v);
 
 	s->rip = v->rip;

@@ -482,6 +482,50 @@ G btf_db_handler
 G btf_iret
 	iretq
 
+/* void seq_nmi(u64 debugctl, u64 icr, u64 value): the guest sends itself
+ * an NMI through its local APIC's ICR (icr: the xAPIC ICR's address, 0 for
+ * x2APIC's MSR) and takes it before the jmp at nm_x / nm_x2 (the write
+ * ends QEMU's translation block there: a stop or the MSR write) */
+G seq_nmi
+	movq %rsi, %r8
+	movq %rdx, %r9
+	testq %r8, %r8
+	jz 1f
+	ENABLE
+	movl %r9d, (%r8)
+G nm_x
+	jmp nm_done
+1:	ENABLE
+	movl $0x830, %ecx
+	movl %r9d, %eax
+	movq %r9, %rdx
+	shrq $32, %rdx
+	wrmsr
+G nm_x2
+	jmp nm_done
+	ud2
+G nm_done
+	DISABLE
+	ret
+G nmi_handler
+	lock incq nmi_count(%rip)
+G nm_iret
+	iretq
+
+/* void self_iret(void): an IRET to the next instruction (unblocks NMIs) */
+G self_iret
+	movl %ss, %eax
+	pushq %rax
+	pushq %rsp
+	addq $8, (%rsp)
+	pushfq
+	movl %cs, %eax
+	pushq %rax
+	leaq 1f(%rip), %rax
+	pushq %rax
+	iretq
+1:	ret
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax
@@ -521,6 +565,8 @@ G u_saved_rsp
 G int1_count
 	.quad 0
 G int1_ud_count
+	.quad 0
+G nmi_count
 	.quad 0
 G btf_n
 	.quad 0

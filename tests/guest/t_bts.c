@@ -66,6 +66,10 @@ SYM(btf_iret);
 void seq_btf(uint64_t debugctl);
 extern volatile uint64_t btf_n __attribute__((visibility("hidden")));
 extern volatile uint64_t btf_log[8] __attribute__((visibility("hidden")));
+SYM(nm_x); SYM(nm_x2); SYM(nm_done); SYM(nmi_handler); SYM(nm_iret);
+void seq_nmi(uint64_t debugctl, uint64_t icr, uint64_t value);
+void self_iret(void);
+extern volatile uint64_t nmi_count __attribute__((visibility("hidden")));
 extern volatile uint64_t int1_count __attribute__((visibility("hidden")));
 extern volatile uint64_t int1_ud_count __attribute__((visibility("hidden")));
 void seq_int1(uint64_t debugctl);
@@ -359,6 +363,46 @@ static void test_interrupt(void)
 	idt[0xe1] = saved;
 	irq_restore(f);
 	check_records("bts_interrupt_mid_trace", want, n, used());
+}
+
+/* An NMI the guest sends itself (ICR: delivery mode NMI, its own APIC ID
+ * as the destination) in the middle of traced code: from the instruction
+ * it interrupts to the vector-2 handler, and back by IRET. */
+static void test_nmi(void)
+{
+	bool x2 = rdmsr(MSR_IA32_APICBASE) & (1ull << 10);
+	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
+	struct gate *idt = idt_base(), saved = idt[2];
+	uint64_t at = x2 ? A(nm_x2) : A(nm_x);
+	const struct bts_rec want[] = {
+		R(at, A(nmi_handler)),
+		R(A(nm_iret), at),
+		R(at, A(nm_done)),
+	};
+	uint64_t icr = 0, value = 4u << 8;
+	if (x2) {
+		value |= rdmsr(0x802) << 32;	/* x2APIC ID */
+	} else {
+		volatile uint32_t *r = (volatile uint32_t *)(uintptr_t)(apic + 0x300);
+		r[4] = *(volatile uint32_t *)(uintptr_t)(apic + 0x20) & 0xff000000u; /* ICR high: ID */
+		icr = A(r);
+	}
+	uint64_t f = irq_save();
+	set_gate(&idt[2], nmi_handler);
+	/* untraced, then traced: taken at once, before any IRET */
+	nmi_count = 0;
+	seq_nmi(0, icr, value);
+	uint64_t untraced = nmi_count;
+	ds_setup(64, 64);
+	nmi_count = 0;
+	seq_nmi(TRACE, icr, value);
+	uint64_t traced = nmi_count;
+	self_iret();	/* a late one would come in now */
+	idt[2] = saved;
+	irq_restore(f);
+	report(untraced == 1 && traced == 1 && nmi_count == 1, "nmi_delivered_at_once",
+	       "%lu NMIs untraced, %lu traced, %lu after an IRET", untraced, traced, nmi_count);
+	check_records("bts_nmi_mid_trace", want, 3, used());
 }
 
 /* SYSCALL is followed into LSTAR (taken from CPL 0 here: SYSCALL works at
@@ -757,6 +801,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_wrap();
 	test_threshold();
 	test_interrupt();
+	test_nmi();
 	test_syscall();
 	test_guest_tf();
 	test_guest_breakpoint();
