@@ -87,16 +87,23 @@ void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl)
 
 /* --- the engine's breakpoint ------------------------------------------- */
 
-/* The guest's DR0/DR1 instruction breakpoints (enabled, RW = 00), for the
- * host's own DR7 (see bp_arm2): QEMU's TCG only honours breakpoints armed
- * in root mode. Data breakpoints stay out: the host touches guest memory. */
-static u64 guest_exec_bps(u64 dr7)
+/* DR7's enable and RW/LEN bits of the instruction breakpoints (enabled,
+ * RW = 00) among DR`first`..DR`last` (SDM Vol. 3 18.2.4). */
+static u64 exec_bps(u64 dr7, int first, int last)
 {
 	u64 out = 0;
-	for (int i = 0; i < 2; i++)
+	for (int i = first; i <= last; i++)
 		if ((dr7 & (3ull << (2 * i))) && !((dr7 >> (16 + 4 * i)) & 3))
 			out |= (dr7 & (3ull << (2 * i))) | (dr7 & (0xfull << (16 + 4 * i)));
 	return out;
+}
+
+/* The guest's DR0/DR1 instruction breakpoints, for the host's own DR7 (see
+ * bp_arm2): QEMU's TCG only honours breakpoints armed in root mode. Data
+ * breakpoints stay out: the host touches guest memory. */
+static u64 guest_exec_bps(u64 dr7)
+{
+	return exec_bps(dr7, 0, 1);
 }
 
 static void bp_disarm(struct vcpu *v)
@@ -401,17 +408,39 @@ static bool ends_block(const struct dec_insn *in)
 	}
 }
 
-/* The first control transfer at or after `lin` (or where decoding stops:
- * unreadable bytes, an invalid encoding, the scan limit). */
+static u64 guest_dr_read(struct vcpu *v, int n);
+
+/* The guest's own DR2/DR3 instruction breakpoints that fire at linear
+ * `lin` (DR6 bits B2/B3). The engine holds DR2/DR3, so it checks them
+ * itself before each instruction it steps or stops at (the fast engine
+ * ends a block at one); RF suppresses them at the address the guest
+ * resumes at (SDM Vol. 3 18.3.1.1). */
+static u64 guest_dr23_hits(struct vcpu *v, u64 lin)
+{
+	u64 dr7 = guest_dr_read(v, 7), hits = 0;
+	if (!exec_bps(dr7, 2, 3))
+		return 0;
+	for (int i = 2; i < 4; i++)
+		if (exec_bps(dr7, i, i) && guest_dr_read(v, i) == lin)
+			hits |= 1ull << i;
+	if (hits && (v->rflags & RFLAGS_RF) && lin == linear_rip(v))
+		return 0;
+	return hits;
+}
+
+/* The first control transfer at or after `lin`, or guest breakpoint (or
+ * where decoding stops: unreadable bytes, an invalid encoding, the scan
+ * limit). */
 static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
 {
+	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
 		if (gmem_decode(v, lin, rip, mode, b, at) != DEC_OK) {
 			at->branch = DEC_BR_NONE;
 			return lin;
 		}
-		if (ends_block(at))
+		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin)))
 			return lin;
 		lin += at->len;
 		rip += at->len;
@@ -877,6 +906,15 @@ void trace_before_entry(struct vcpu *v)
 	s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
 	s->valid = false;
 
+	u64 hits = guest_dr23_hits(v, s->lin);
+	if (hits) {
+		/* the guest's DR2/DR3 instruction breakpoint: a fault before the
+		 * instruction runs, recorded like the DR0/DR1 ones */
+		t->guest_dr6 |= hits;
+		hv.ops->inject_exception(v, X86_DB, false, 0);
+		follow_event(v, X86_DB);
+		return;
+	}
 	if (s->dec == DEC_OK && (follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl) ||
 				 follow_syscall(v, &s->insn, s->mode, s->lin, s->cpl)))
 		return;

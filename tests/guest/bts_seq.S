@@ -269,6 +269,35 @@ G bp_db_handler
 G b_iret
 	iretq
 
+/* void seq_guest_bp23(u64 debugctl): d_hit2 and d_hit3 are the guest's
+ * own DR2 and DR3 instruction breakpoints (the registers the engine holds);
+ * bp23_handler ORs DR6 into bp_dr6, sets RF in the frame and returns. */
+G seq_guest_bp23
+	ENABLE
+	nop
+G d_hit2
+	nop
+G d_jmp
+	jmp d_t
+	ud2
+G d_t
+	nop
+G d_hit3
+	nop
+	DISABLE
+	ret
+G bp23_handler
+	pushq %rax
+	movq %dr6, %rax
+	orq %rax, bp_dr6(%rip)
+	xorl %eax, %eax
+	movq %rax, %dr6
+	orq $0x10000, 24(%rsp)	/* RF in the pushed RFLAGS */
+	lock incq db_count(%rip)
+	popq %rax
+G bp23_iret
+	iretq
+
 /* void seq_user(u64 debugctl, u64 user_rsp, u64 user_cs, u64 user_ss):
  * IRETQ to ring 3 at u_start, a few branches there, then INT 0x82 (a DPL-3
  * gate to u_gate) back to ring 0, which turns BTS off and returns to the

@@ -46,6 +46,8 @@ extern volatile uint64_t db_count __attribute__((visibility("hidden")));
 extern volatile uint64_t db_dr6_and __attribute__((visibility("hidden")));
 SYM(b_hit); SYM(bp_db_handler); SYM(b_iret);
 void seq_guest_bp(uint64_t debugctl);
+SYM(d_hit2); SYM(d_jmp); SYM(d_t); SYM(d_hit3); SYM(bp23_handler); SYM(bp23_iret);
+void seq_guest_bp23(uint64_t debugctl);
 extern volatile uint64_t bp_dr6 __attribute__((visibility("hidden")));
 SYM(u_iret); SYM(u_start); SYM(u_jmp); SYM(u_t1); SYM(u_call); SYM(u_after_call); SYM(u_int);
 SYM(u_func); SYM(u_ret); SYM(u_gate); SYM(u_sys); SYM(u_after_sys); SYM(u_sysenter);
@@ -484,6 +486,34 @@ static void test_guest_breakpoint(void)
 	check_records("bts_guest_breakpoint", want, 2, used());
 }
 
+/* The guest's own DR2 and DR3 instruction breakpoints while tracing: the
+ * engine holds those registers and checks them itself; each fires once
+ * (RF lets the instruction run after), with DR6.B2 / B3. */
+static void test_guest_breakpoint23(void)
+{
+	struct gate *idt = idt_base(), saved = idt[1];
+	const struct bts_rec want[] = {
+		R(A(d_hit2), A(bp23_handler)), R(A(bp23_iret), A(d_hit2)),
+		R(A(d_jmp), A(d_t)),
+		R(A(d_hit3), A(bp23_handler)), R(A(bp23_iret), A(d_hit3)),
+	};
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], bp23_handler);
+	db_count = 0;
+	bp_dr6 = 0;
+	/* DR7: L2 and L3, RW/LEN 00 */
+	asm volatile("mov %0, %%dr2; mov %1, %%dr3; mov %2, %%dr7" ::"r"(A(d_hit2)), "r"(A(d_hit3)),
+		     "r"(0x450ull));
+	seq_guest_bp23(TRACE);
+	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
+	idt[1] = saved;
+	irq_restore(f);
+	report(db_count == 2 && (bp_dr6 & 0xc) == 0xc, "guest_breakpoints_dr2_dr3_fire",
+	       "%lu #DB, want 2; DR6 OR %lx", db_count, bp_dr6);
+	check_records("bts_guest_breakpoint_dr2_dr3", want, sizeof(want) / sizeof(want[0]), used());
+}
+
 /* Our own GDT for ring 3 and the far transfers: the firmware's, then
  * user data and 64-bit code at DPL 3, a TSS whose RSP0 brings INT 0x82
  * back to a ring-0 stack, a second 64-bit, a 32-bit and a 16-bit code
@@ -805,6 +835,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_syscall();
 	test_guest_tf();
 	test_guest_breakpoint();
+	test_guest_breakpoint23();
 	test_user_mode();
 	test_far();
 	test_int1();
