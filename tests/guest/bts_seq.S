@@ -248,8 +248,9 @@ G g_iret
 	iretq
 
 /* void seq_guest_bp(u64 debugctl): b_hit is the guest's own DR0
- * instruction breakpoint; bp_db_handler sets RF in the frame so the
- * instruction runs when it returns (SDM Vol. 3 18.3.1.1). */
+ * instruction breakpoint; bp_db_handler ORs DR6 into bp_dr6 and sets RF
+ * in the frame so the instruction runs when it returns (SDM Vol. 3
+ * 18.3.1.1). */
 G seq_guest_bp
 	ENABLE
 	nop
@@ -260,7 +261,7 @@ G b_hit
 G bp_db_handler
 	pushq %rax
 	movq %dr6, %rax
-	movq %rax, bp_dr6(%rip)
+	orq %rax, bp_dr6(%rip)
 	xorl %eax, %eax
 	movq %rax, %dr6
 	orq $0x10000, 24(%rsp)	/* RF in the pushed RFLAGS */
@@ -270,8 +271,8 @@ G b_iret
 	iretq
 
 /* void seq_guest_bp23(u64 debugctl): d_hit2 and d_hit3 are the guest's
- * own DR2 and DR3 instruction breakpoints (the registers the engine holds);
- * bp23_handler ORs DR6 into bp_dr6, sets RF in the frame and returns. */
+ * own DR2 and DR3 instruction breakpoints (the registers the engine
+ * holds), taken by bp_db_handler too. */
 G seq_guest_bp23
 	ENABLE
 	nop
@@ -286,17 +287,6 @@ G d_hit3
 	nop
 	DISABLE
 	ret
-G bp23_handler
-	pushq %rax
-	movq %dr6, %rax
-	orq %rax, bp_dr6(%rip)
-	xorl %eax, %eax
-	movq %rax, %dr6
-	orq $0x10000, 24(%rsp)	/* RF in the pushed RFLAGS */
-	lock incq db_count(%rip)
-	popq %rax
-G bp23_iret
-	iretq
 
 /* void seq_user(u64 debugctl, u64 user_rsp, u64 user_cs, u64 user_ss):
  * IRETQ to ring 3 at u_start, a few branches there, then INT 0x82 (a DPL-3

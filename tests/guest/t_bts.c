@@ -46,7 +46,7 @@ extern volatile uint64_t db_count __attribute__((visibility("hidden")));
 extern volatile uint64_t db_dr6_and __attribute__((visibility("hidden")));
 SYM(b_hit); SYM(bp_db_handler); SYM(b_iret);
 void seq_guest_bp(uint64_t debugctl);
-SYM(d_hit2); SYM(d_jmp); SYM(d_t); SYM(d_hit3); SYM(bp23_handler); SYM(bp23_iret);
+SYM(d_hit2); SYM(d_jmp); SYM(d_t); SYM(d_hit3);
 void seq_guest_bp23(uint64_t debugctl);
 extern volatile uint64_t bp_dr6 __attribute__((visibility("hidden")));
 SYM(u_iret); SYM(u_start); SYM(u_jmp); SYM(u_t1); SYM(u_call); SYM(u_after_call); SYM(u_int);
@@ -493,13 +493,13 @@ static void test_guest_breakpoint23(void)
 {
 	struct gate *idt = idt_base(), saved = idt[1];
 	const struct bts_rec want[] = {
-		R(A(d_hit2), A(bp23_handler)), R(A(bp23_iret), A(d_hit2)),
+		R(A(d_hit2), A(bp_db_handler)), R(A(b_iret), A(d_hit2)),
 		R(A(d_jmp), A(d_t)),
-		R(A(d_hit3), A(bp23_handler)), R(A(bp23_iret), A(d_hit3)),
+		R(A(d_hit3), A(bp_db_handler)), R(A(b_iret), A(d_hit3)),
 	};
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[1], bp23_handler);
+	set_gate(&idt[1], bp_db_handler);
 	db_count = 0;
 	bp_dr6 = 0;
 	/* DR7: L2 and L3, RW/LEN 00 */
