@@ -6,6 +6,7 @@
  * raise (RIP unchanged), or stops the guest for good (triple fault, or a
  * state that cannot happen: logged with a full dump). Nothing is silently
  * skipped. */
+#include "arch/x86/exc.h"
 #include "arch/x86/msr.h"
 #include "core/cpuid.h"
 #include "core/gmem.h"
@@ -100,6 +101,22 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		trace_on_dr_access(v, ev);
 		return;
 	case HV_EV_EXCEPTION:
+		if (ev->during_exception) {
+			/* it arose delivering another exception: the two combine
+			 * as the CPU would have combined them (SDM Vol. 3 Table 6-5) */
+			int vec = exc_combine(ev->during_vector, ev->vector);
+			if (vec == EXC_TRIPLE)
+				guest_stop(v, "guest triple fault (shutdown): a fault delivering #DF");
+			if (vec == EXC_DF) {
+				struct hv_event df = *ev;
+				df.vector = X86_DF;
+				df.has_error = true;
+				df.error_code = 0;
+				df.during_exception = false;
+				dispatch(v, &df);
+				return;
+			}
+		}
 		if (trace_on_exception(v, ev))
 			return;
 		/* not the engine's: deliver it as it was going to be */

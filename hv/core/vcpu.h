@@ -46,6 +46,10 @@ struct hv_event {
 	bool has_error;
 	u32 error_code;
 	u64 fault_addr;		/* #PF: the linear address (CR2 to be) */
+	/* HV_EV_EXCEPTION: it arose while the CPU delivered this hardware
+	 * exception (SVM EXITINTINFO, VMX IDT-vectoring information) */
+	bool during_exception;
+	u8 during_vector;
 };
 
 struct hv_segment {
@@ -138,6 +142,7 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
 #define X86_NMI 2
 #define X86_BP 3
 #define X86_UD 6
+#define X86_DF 8
 #define X86_GP 13
 #define X86_PF 14
 

@@ -26,6 +26,12 @@ static void exit_exception(struct svm_vcpu *sv, struct hv_event *ev)
 	ev->has_error = has_error & (1u << ev->vector);
 	ev->error_code = (u32)sv->vmcb->control.exit_info1;
 	ev->fault_addr = sv->vmcb->control.exit_info2;
+	/* APM 15.7.2: the event whose delivery the exception interrupted */
+	u64 ii = sv->vmcb->control.exit_int_info;
+	if ((ii & EVENTINJ_V) && (ii & (7u << 8)) == EVENTINJ_TYPE_EXCEPTION) {
+		ev->during_exception = true;
+		ev->during_vector = (u8)ii;
+	}
 }
 
 extern volatile u32 host_irq_vector, host_nmi_pending;

@@ -283,6 +283,12 @@ static bool exit_exception(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event 
 	ev->error_code = ev->has_error ? vmcs_read32(VMCS_VM_EXIT_INTERRUPTION_ERROR_CODE) : 0;
 	ev->fault_addr = qual;
 	ev->insn_len = 0;
+	/* 28.2.4: the event whose delivery the exception interrupted */
+	u32 idt = vmcs_read32(VMCS_IDT_VECTORING_INFORMATION);
+	if ((idt & VMX_INTR_INFO_VALID) && VMX_INTR_INFO_TYPE(idt) == 3) {
+		ev->during_exception = true;
+		ev->during_vector = (u8)VMX_INTR_INFO_VECTOR(idt);
+	}
 	if (ev->vector == X86_DB) {
 		u64 dr6 = 0xffff0ff0ull | (qual & 0x600f);
 		asm volatile("mov %0, %%dr6" ::"r"(dr6));

@@ -545,6 +545,30 @@ G self_iret
 	iretq
 1:	ret
 
+/* void seq_df(u64 debugctl, u64 bad): a non-canonical access raises #GP,
+ * whose gate t_bts marks not present: the #NP that delivering it raises
+ * makes a #DF (SDM Vol. 3 Table 6-5). df_handler (and np_handler, were
+ * #NP delivered instead) skip the 3-byte access. */
+G seq_df
+	movq %rsi, %r8
+	ENABLE
+G x_gp
+	movq (%r8), %rax
+G x_after_gp
+	DISABLE
+	ret
+G df_handler
+	addq $8, %rsp		/* the error code (0) */
+	addq $3, (%rsp)
+	lock incq df_count(%rip)
+G df_iret
+	iretq
+G np_handler
+	addq $8, %rsp
+	addq $3, (%rsp)
+	lock incq np_count(%rip)
+	iretq
+
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
 	pushq %rax
@@ -586,6 +610,10 @@ G int1_count
 G int1_ud_count
 	.quad 0
 G nmi_count
+	.quad 0
+G df_count
+	.quad 0
+G np_count
 	.quad 0
 G btf_n
 	.quad 0

@@ -72,6 +72,10 @@ SYM(nm_x); SYM(nm_x2); SYM(nm_done); SYM(nmi_handler); SYM(nm_iret);
 void seq_nmi(uint64_t debugctl, uint64_t icr, uint64_t value);
 void self_iret(void);
 extern volatile uint64_t nmi_count __attribute__((visibility("hidden")));
+SYM(x_gp); SYM(x_after_gp); SYM(df_handler); SYM(df_iret); SYM(np_handler);
+void seq_df(uint64_t debugctl, uint64_t bad);
+extern volatile uint64_t df_count __attribute__((visibility("hidden")));
+extern volatile uint64_t np_count __attribute__((visibility("hidden")));
 extern volatile uint64_t int1_count __attribute__((visibility("hidden")));
 extern volatile uint64_t int1_ud_count __attribute__((visibility("hidden")));
 void seq_int1(uint64_t debugctl);
@@ -766,6 +770,40 @@ static void test_btf(void)
 	check_records("bts_btf_step", want, sizeof(want) / sizeof(want[0]), used());
 }
 
+/* A #GP whose gate is not present: delivering it raises #NP, and the two
+ * contributory exceptions make a #DF (SDM Vol. 3 Table 6-5); natively,
+ * then traced (the engine intercepts each exception and must combine
+ * them as the CPU would). */
+static void test_double_fault(void)
+{
+	struct gate *idt = idt_base(), saved[3] = { idt[8], idt[11], idt[13] };
+	const struct bts_rec want[] = {
+		R(A(x_gp), A(df_handler)),
+		R(A(df_iret), A(x_after_gp)),
+	};
+	uint64_t counts[2][2];
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[8], df_handler);
+	set_gate(&idt[11], np_handler);
+	idt[13].type &= 0x7f;	/* not present */
+	for (int traced = 0; traced < 2; traced++) {
+		df_count = np_count = 0;
+		seq_df(traced ? TRACE : 0, 0x8000000000000000ull);
+		counts[traced][0] = df_count;
+		counts[traced][1] = np_count;
+	}
+	idt[8] = saved[0];
+	idt[11] = saved[1];
+	idt[13] = saved[2];
+	irq_restore(f);
+	report(counts[0][0] == 1 && counts[0][1] == 0, "double_fault_native", "#DF %lu #NP %lu",
+	       counts[0][0], counts[0][1]);
+	report(counts[1][0] == 1 && counts[1][1] == 0, "double_fault_traced", "#DF %lu #NP %lu",
+	       counts[1][0], counts[1][1]);
+	check_records("bts_double_fault", want, 2, used());
+}
+
 static void test_filters_and_flags(void)
 {
 	/* CPL 0 code with BTS_OFF_OS: nothing stored */
@@ -840,6 +878,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_far();
 	test_int1();
 	test_btf();
+	test_double_fault();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);

@@ -1,13 +1,14 @@
 # Host unit tests of pure logic shared with the hypervisor and the loader.
 UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -Ihv -Iinclude -Iefi-loader -Itests/unit
-UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept
+UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_exc
 
 unit-src-test_config := efi-loader/config.c hv/core/fmt.c
 unit-src-test_pgbuild := hv/core/pgbuild.c hv/core/memmap.c
 unit-src-test_memmap := hv/core/memmap.c hv/core/hc_check.c efi-loader/efimisc.c
 unit-src-test_vmx_ctls := hv/vmx/ctls.c hv/core/fmt.c
 unit-src-test_ept := hv/vmx/ept.c hv/core/pgbuild.c hv/core/memmap.c
+unit-src-test_exc :=
 
 define unit_rule
 $(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/core/*.h hv/vmx/*.h efi-loader/*.h include/hvtrace/*.h)
