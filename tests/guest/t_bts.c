@@ -1,9 +1,11 @@
 /*
  * t_bts: the guest's virtual Branch Trace Store. Enables BTS over the
  * hand-written sequences of bts_seq.S and compares the BTS buffer record by
- * record with the list their labels give; then the DS MSRs' checks, the
- * circular buffer, the BTINT threshold interrupt, the CPL filter, PUSHF
- * hiding the engine's TF, and DS areas that point nowhere.
+ * record with the list their labels give (near and far branches in 64-,
+ * 32- and 16-bit code, events, NMIs, SYSCALL/SYSRET/SYSENTER/SYSEXIT,
+ * ring 3, the guest's own debugging: TF, BTF, DR0-DR3); then the DS MSRs'
+ * checks, the circular buffer, the BTINT threshold interrupt, the CPL
+ * filter, PUSHF hiding the engine's TF, and DS areas that point nowhere.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
