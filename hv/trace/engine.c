@@ -918,7 +918,7 @@ void trace_before_entry(struct vcpu *v)
 	if (s->dec == DEC_OK && (follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl) ||
 				 follow_syscall(v, &s->insn, s->mode, s->lin, s->cpl)))
 		return;
-	/* Code in a segment whose base is not 0 (16- and 32-bit code) is
+	/* Code in a segment whose base is not 0 (16-bit code, in practice) is
 	 * stepped by the fast engine too: QEMU's TCG matches a breakpoint's
 	 * linear address against EIP alone and, when they differ, stops with
 	 * its internal debug exception (a crash without a gdbstub). So is
