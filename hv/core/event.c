@@ -29,6 +29,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_NPF] = "nested page fault",
 	[HV_EV_EXCEPTION] = "exception",
 	[HV_EV_INTR] = "external interrupt",
+	[HV_EV_NMI] = "NMI",
 	[HV_EV_UNHANDLED] = "unhandled exit",
 };
 
@@ -134,6 +135,10 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 	case HV_EV_INTR:
 		if (ev->vector && !trace_on_interrupt(v, ev->vector))
 			hv.ops->inject_interrupt(v, ev->vector);
+		return;
+	case HV_EV_NMI:
+		if (!trace_on_nmi(v))
+			hv.ops->inject_nmi(v);
 		return;
 	case HV_EV_VIRT_INSN:
 		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */

@@ -29,6 +29,7 @@ enum hv_event_kind {
 	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
 	HV_EV_EXCEPTION,	/* an intercepted exception, before its delivery */
 	HV_EV_INTR,		/* an external interrupt for the guest, acknowledged */
+	HV_EV_NMI,		/* an NMI for the guest (exits only while tracing) */
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
 	HV_EV_COUNT
 };
@@ -114,9 +115,11 @@ struct hv_arch_ops {
 	void (*set_dr)(struct vcpu *v, int n, u64 val);
 	/* exceptions (bit = vector) that exit as HV_EV_EXCEPTION before delivery */
 	void (*set_exception_intercepts)(struct vcpu *v, u32 mask);
-	/* external interrupts exit as HV_EV_INTR (acknowledged by the backend) */
+	/* external interrupts exit as HV_EV_INTR (acknowledged by the backend),
+	 * NMIs as HV_EV_NMI */
 	void (*set_intr_intercept)(struct vcpu *v, bool on);
 	void (*inject_interrupt)(struct vcpu *v, u8 vector);
+	void (*inject_nmi)(struct vcpu *v);
 	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
 	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */
 	u64 (*get_msr)(struct vcpu *v, u32 msr);

@@ -62,6 +62,22 @@ static void exit_ioio(struct svm_vcpu *sv, struct hv_event *ev)
 		ev->insn_len = (u8)(next - rip);
 }
 
+/* APM 15.9: an intercepted NMI stays pending until GIF is set: the host
+ * takes it through its own IDT in a short GIF window (exc.S notes it) and
+ * the guest gets it by event injection. None taken: it was not ours. */
+static void exit_nmi(struct svm_vcpu *sv, struct hv_event *ev)
+{
+	(void)sv;
+	host_nmi_pending = 0;
+	asm volatile("stgi; nop; nop; nop; nop; clgi" ::: "memory");
+	if (host_nmi_pending) {
+		host_nmi_pending = 0;
+		ev->kind = HV_EV_NMI;
+	} else {
+		ev->kind = HV_EV_INTR;	/* vector 0: nothing to deliver */
+	}
+}
+
 static void exit_npf(struct svm_vcpu *sv, struct hv_event *ev)
 {
 	ev->kind = HV_EV_NPF;
@@ -78,6 +94,7 @@ SIMPLE(exit_shutdown, HV_EV_TRIPLE_FAULT)
 
 static const svm_exit_fn svm_exit_handlers[] = {
 	[SVM_EXIT_INTR] = exit_intr,
+	[SVM_EXIT_NMI] = exit_nmi,
 	[SVM_EXIT_CPUID] = exit_cpuid,
 	[SVM_EXIT_IOIO] = exit_ioio,
 	[SVM_EXIT_MSR] = exit_msr,

@@ -140,14 +140,17 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 	 * FS/GS/TR from here after each exit. */
 	svm_vmsave(sv->host_save_pa);
 	for (;;) {
+		/* an NMI the host took while acknowledging an interrupt goes to
+		 * the guest through core, which records it while tracing */
+		if (sv->nmi_pending && !(sv->vmcb->control.event_inj & EVENTINJ_V)) {
+			struct hv_event nmi = { .kind = HV_EV_NMI };
+			sv->nmi_pending = false;
+			hv_handle_event(v, &nmi);
+		}
 		s->rax = v->gpr[GPR_RAX];
 		s->rsp = v->gpr[GPR_RSP];
 		s->rip = v->rip;
 		s->rflags = v->rflags;
-		if (sv->nmi_pending && !(sv->vmcb->control.event_inj & EVENTINJ_V)) {
-			sv->vmcb->control.event_inj = X86_NMI | EVENTINJ_TYPE_NMI | EVENTINJ_V;
-			sv->nmi_pending = false;
-		}
 		svm_vmrun(v, sv->vmcb_pa, sv->host_save_pa);
 		if (sv->vmcb->control.exit_code == SVM_EXIT_INVALID && !sv->launched)
 			svm_abort_start(v, sv);
@@ -217,9 +220,9 @@ static void svm_set_intr_intercept(struct vcpu *v, bool on)
 {
 	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
 	if (on)
-		c->intercept_misc3 |= INTERCEPT3_INTR;
+		c->intercept_misc3 |= INTERCEPT3_INTR | INTERCEPT3_NMI;
 	else
-		c->intercept_misc3 &= ~INTERCEPT3_INTR;
+		c->intercept_misc3 &= ~(INTERCEPT3_INTR | INTERCEPT3_NMI);
 }
 
 /* The syscall MSRs live in the VMCB's VMSAVE part, refreshed by the
@@ -256,6 +259,12 @@ static void svm_inject_interrupt(struct vcpu *v, u8 vector)
 {
 	/* APM 15.20: EVENTINJ type 0 = external interrupt */
 	((struct svm_vcpu *)v->arch)->vmcb->control.event_inj = vector | EVENTINJ_V;
+}
+
+static void svm_inject_nmi(struct vcpu *v)
+{
+	/* APM 15.20: type 2, NMI (the vector field is ignored; 2 by custom) */
+	((struct svm_vcpu *)v->arch)->vmcb->control.event_inj = X86_NMI | EVENTINJ_TYPE_NMI | EVENTINJ_V;
 }
 
 /* The guest never sees SVME (it runs on a CPU "without SVM") but VMRUN
@@ -296,6 +305,7 @@ const struct hv_arch_ops svm_ops = {
 	.set_exception_intercepts = svm_set_exception_intercepts,
 	.set_intr_intercept = svm_set_intr_intercept,
 	.inject_interrupt = svm_inject_interrupt,
+	.inject_nmi = svm_inject_nmi,
 	.get_msr = svm_get_msr,
 	.set_sti_shadow = svm_set_sti_shadow,
 	.set_dr_intercept = svm_set_dr_intercept,

@@ -106,16 +106,23 @@ static u8 rec_kind_of(const struct dec_insn *in, u32 *type)
 
 /* --- the engine's breakpoint ------------------------------------------- */
 
-/* The guest's DR0/DR1 instruction breakpoints (enabled, RW = 00), for the
- * host's own DR7 (see bp_arm2): QEMU's TCG only honours breakpoints armed
- * in root mode. Data breakpoints stay out: the host touches guest memory. */
-static u64 guest_exec_bps(u64 dr7)
+/* DR7's enable and RW/LEN bits of the instruction breakpoints (enabled,
+ * RW = 00) among DR`first`..DR`last` (SDM Vol. 3 18.2.4). */
+static u64 exec_bps(u64 dr7, int first, int last)
 {
 	u64 out = 0;
-	for (int i = 0; i < 2; i++)
+	for (int i = first; i <= last; i++)
 		if ((dr7 & (3ull << (2 * i))) && !((dr7 >> (16 + 4 * i)) & 3))
 			out |= (dr7 & (3ull << (2 * i))) | (dr7 & (0xfull << (16 + 4 * i)));
 	return out;
+}
+
+/* The guest's DR0/DR1 instruction breakpoints, for the host's own DR7 (see
+ * bp_arm2): QEMU's TCG only honours breakpoints armed in root mode. Data
+ * breakpoints stay out: the host touches guest memory. */
+static u64 guest_exec_bps(u64 dr7)
+{
+	return exec_bps(dr7, 0, 1);
 }
 
 static void bp_disarm(struct vcpu *v)
@@ -188,12 +195,15 @@ static void engine_stop(struct vcpu *v)
 		hv.ops->set_dr_intercept(v, false);
 		hv.ops->set_dr(v, 6, t->guest_dr6);
 		write_dr7(0x400);
+		if (t->nmi_pending)	/* the guest may still block it: best effort */
+			hv.ops->inject_nmi(v);
 	}
 	t->engine = HVTRACE_ENGINE_OFF;
 	t->step.valid = false;
 	t->pending.valid = false;
 	t->cond.valid = false;
 	t->tf_forced = false;
+	t->nmi_blocked = t->nmi_pending = false;
 }
 
 /* While the recorder waits for its start address and the engine is off,
@@ -236,8 +246,11 @@ static bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
 void trace_update(struct vcpu *v)
 {
 	struct trace_vcpu *t = &v->trace;
+	/* BTF alone runs the engine too: it knows every branch the guest
+	 * takes, which single-stepping on branches needs (records are stored
+	 * only while TR and BTS are set); so does the recorder */
 	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS) ||
-		    rec_tracing();
+		    (t->ds.debugctl & DEBUGCTL_BTF) || rec_tracing();
 
 	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
 		bp_disarm(v);
@@ -273,7 +286,7 @@ static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 	bool at_branch = v->rip == p->from_rip;
 	if (at_branch && ev->kind == HV_EV_EXCEPTION && ev->vector != X86_DB)
 		return;
-	if (at_branch && ev->kind == HV_EV_INTR && p->to != p->from_lin)
+	if (at_branch && (ev->kind == HV_EV_INTR || ev->kind == HV_EV_NMI) && p->to != p->from_lin)
 		return;
 	trace_emit(v, p->from_lin, p->to, p->cpl, HVTRACE_REC_BRANCH, p->type);
 }
@@ -465,17 +478,39 @@ static bool ends_block(const struct dec_insn *in)
 	}
 }
 
-/* The first control transfer at or after `lin` (or where decoding stops:
- * unreadable bytes, an invalid encoding, the scan limit). */
+static u64 guest_dr_read(struct vcpu *v, int n);
+
+/* The guest's own DR2/DR3 instruction breakpoints that fire at linear
+ * `lin` (DR6 bits B2/B3). The engine holds DR2/DR3, so it checks them
+ * itself before each instruction it steps or stops at (the fast engine
+ * ends a block at one); RF suppresses them at the address the guest
+ * resumes at (SDM Vol. 3 18.3.1.1). */
+static u64 guest_dr23_hits(struct vcpu *v, u64 lin)
+{
+	u64 dr7 = guest_dr_read(v, 7), hits = 0;
+	if (!exec_bps(dr7, 2, 3))
+		return 0;
+	for (int i = 2; i < 4; i++)
+		if (exec_bps(dr7, i, i) && guest_dr_read(v, i) == lin)
+			hits |= 1ull << i;
+	if (hits && (v->rflags & RFLAGS_RF) && lin == linear_rip(v))
+		return 0;
+	return hits;
+}
+
+/* The first control transfer at or after `lin`, or guest breakpoint (or
+ * where decoding stops: unreadable bytes, an invalid encoding, the scan
+ * limit). */
 static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
 {
+	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
 		if (gmem_decode(v, lin, rip, mode, b, at) != DEC_OK) {
 			at->branch = DEC_BR_NONE;
 			return lin;
 		}
-		if (ends_block(at))
+		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin)))
 			return lin;
 		lin += at->len;
 		rip += at->len;
@@ -495,7 +530,10 @@ static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, i
 	struct dec_insn x, a, b;
 	u64 stop = find_stop(v, next, next - base, mode, &x);
 
-	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target) {
+	/* not with BTF: the guest's TF set inside the block must find every
+	 * branch stepped (bts_btf_step) */
+	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target &&
+	    !(t->ds.debugctl & DEBUGCTL_BTF)) {
 		u64 fall = stop + x.len, target = base + x.target;
 		u64 s_f = find_stop(v, fall, fall - base, mode, &a);
 		u64 s_t = find_stop(v, target, x.target, mode, &b);
@@ -557,7 +595,16 @@ static void step_completed(struct vcpu *v)
 		if (branch_taken(&s->insn, s->rflags, s->rcx))
 			trace_emit(v, s->lin, to, s->cpl, kind, type);
 		return;
+	case DEC_BR_INT:
+		/* INTO with OF clear does nothing (SDM Vol. 2A INT n/INTO/INT3/
+		 * INT1); the taken ones are followed, not stepped */
+		if (is_legacy_op(&s->insn, 0, 0xce) && !(s->rflags & RFLAGS_OF))
+			return;
+		trace_emit(v, s->lin, to, s->cpl, HVTRACE_REC_EXCEPTION, HVTRACE_AUX_SOFT);
+		return;
 	case DEC_BR_IRET:
+		t->nmi_blocked = false;	/* SDM Vol. 3 6.7.1 */
+		/* fall through */
 	case DEC_BR_SYSRET:
 	case DEC_BR_UIRET:
 		/* the popped flags are the guest's */
@@ -571,6 +618,28 @@ static void step_completed(struct vcpu *v)
 	}
 }
 
+/* Whether the stepped instruction `s` transferred control (BTF: SDM Vol. 3
+ * 18.4.3 "Single-Stepping on Branches"): a taken conditional, any other
+ * branch kind, not a not-taken INTO. */
+static bool step_branched(const struct step_state *s)
+{
+	if (!s->valid || s->dec != DEC_OK)
+		return false;
+	switch (s->insn.branch) {
+	case DEC_BR_NONE:
+	case DEC_BR_XBEGIN:
+	case DEC_BR_UD:
+		return false;
+	case DEC_BR_JCC:
+	case DEC_BR_LOOP:
+		return branch_taken(&s->insn, s->rflags, s->rcx);
+	case DEC_BR_INT:
+		return !is_legacy_op(&s->insn, 0, 0xce) || (s->rflags & RFLAGS_OF);
+	default:
+		return true;
+	}
+}
+
 /* --- events ----------------------------------------------------------------- */
 
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
@@ -580,10 +649,12 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		return trigger_hit(v, ev);
 	t->trace_exits++;
 
+	u64 causes = 0;
 	if (ev->vector == X86_DB) {
 		/* The CPU's DR6 was clean at entry: these are this #DB's causes,
-		 * each handled on its own (one #DB may carry several). */
-		u64 causes = hv.ops->get_dr(v, 6) & DR6_CAUSES;
+		 * each handled on its own (one #DB may carry several). None:
+		 * INT1, whose #DB sets no DR6 bit. */
+		causes = hv.ops->get_dr(v, 6) & DR6_CAUSES;
 		u64 at = linear_rip(v);
 		bool ours = t->bp.armed && (((causes & DR6_B3) && at == t->bp.addr) ||
 					    ((causes & DR6_B2) && t->bp.addr2 && at == t->bp.addr2));
@@ -610,6 +681,11 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 			 * the instruction (SDM Vol. 3 18.3.1.4: a POPF that clears TF
 			 * still traps), or when the engine was not stepping */
 			guest_trap = t->was_stepping ? (t->step.valid && (t->step.rflags & RFLAGS_TF)) : true;
+			/* with BTF only after a branch the engine stepped: while the
+			 * guest's TF and BTF are set every instruction is stepped,
+			 * so a trap the engine did not step follows no branch */
+			if (t->ds.debugctl & DEBUGCTL_BTF)
+				guest_trap = guest_trap && t->was_stepping && step_branched(&t->step);
 			step_completed(v);
 		}
 		hv.ops->set_dr(v, 6, DR6_CLEAN);
@@ -625,20 +701,19 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	u64 from = linear_rip(v);
 	int cpl = hv.ops->get_cpl(v);
 	struct step_state *s = &t->step;
-	if (ev->vector == X86_BP || ev->vector == 4) {
-		/* INT3/INTO are traps, but an intercepted one is reported at the
-		 * instruction (VMX 27.2.2; SVM likewise): the guest's frame must
-		 * return after it. Where the CPU already moved past it, the step
-		 * state still names the instruction. */
+	if (ev->vector == X86_BP || ev->vector == 4 || (ev->vector == X86_DB && !causes)) {
+		/* INT3/INTO/INT1 are traps, but an intercepted one is reported
+		 * at the instruction (VMX 27.2.2; SVM likewise): the guest's
+		 * frame must return after it. Where the CPU already moved past
+		 * it, the step state still names the instruction. */
 		u8 b[15];
 		struct dec_insn in;
 		u64 base;
 		enum dec_mode mode = gmem_code_mode(v, &base);
-		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) == DEC_OK &&
-		    (is_legacy_op(&in, 0, 0xcc) || is_legacy_op(&in, 0, 0xce))) {
+		u8 op = ev->vector == X86_BP ? 0xcc : ev->vector == 4 ? 0xce : 0xf1;
+		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) == DEC_OK && is_legacy_op(&in, 0, op)) {
 			v->rip += in.len;
-		} else if (s->valid && s->dec == DEC_OK &&
-			   (is_legacy_op(&s->insn, 0, 0xcc) || is_legacy_op(&s->insn, 0, 0xce))) {
+		} else if (s->dec == DEC_OK && is_legacy_op(&s->insn, 0, op) && s->lin + s->insn.len == from) {
 			from = s->lin;
 		}
 	}
@@ -655,22 +730,55 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	return true;
 }
 
+/* Follows an event injected at the guest's RIP to its IDT handler, where
+ * the record from that RIP (`kind`, `aux`) is made. */
+static void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux)
+{
+	u64 handler;
+	if (idt_handler(v, vector, &handler))
+		bp_arm_handler(v, handler, linear_rip(v), hv.ops->get_cpl(v), kind, aux);
+	else
+		bp_disarm(v);
+}
+
 /* An external interrupt, acknowledged by the backend, on its way to the
  * guest: recorded from the instruction it interrupts (the address the
  * guest's frame returns to) to the guest's handler, and followed there. */
 bool trace_on_interrupt(struct vcpu *v, u8 vector)
 {
 	struct trace_vcpu *t = &v->trace;
-	u64 handler;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return false;
 	t->trace_exits++;
 	t->step.valid = false;
 	hv.ops->inject_interrupt(v, vector);
-	if (idt_handler(v, vector, &handler))
-		bp_arm_handler(v, handler, linear_rip(v), hv.ops->get_cpl(v), HVTRACE_REC_INTERRUPT, vector);
+	follow_event(v, vector, HVTRACE_REC_INTERRUPT, vector);
+	return true;
+}
+
+static void nmi_deliver(struct vcpu *v)
+{
+	v->trace.nmi_blocked = true;
+	hv.ops->inject_nmi(v);
+	follow_event(v, X86_NMI, HVTRACE_REC_INTERRUPT, X86_NMI | HVTRACE_AUX_NMI);
+}
+
+/* An NMI, intercepted while tracing, recorded like an external interrupt
+ * to the guest's vector-2 handler (SDM Vol. 3 6.7). NMIs stay blocked from
+ * its delivery to the next IRET (6.7.1): one that comes meanwhile waits
+ * for that IRET, which the engines always step (SVM injects regardless of
+ * the guest's blocking; VMX without virtual NMIs blocks NMIs itself). */
+bool trace_on_nmi(struct vcpu *v)
+{
+	struct trace_vcpu *t = &v->trace;
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		return false;
+	t->trace_exits++;
+	t->step.valid = false;
+	if (t->nmi_blocked)
+		t->nmi_pending = true;
 	else
-		bp_disarm(v);
+		nmi_deliver(v);
 	return true;
 }
 
@@ -781,8 +889,8 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 
 /* --- before the guest runs again --------------------------------------------- */
 
-/* INT n, INT3 and INTO (when OF is set) deliver through the IDT and clear
- * TF: follow them into the handler (a #GP or #NP on the way exits first).
+/* INT n, INT3, INT1 and INTO (when OF is set) deliver through the IDT and
+ * clear TF: follow them into the handler (a #GP or #NP on the way exits first).
  * On AMD hardware INT3/INTO also hit the #BP/#OF intercept, which records
  * the same; QEMU's TCG raises them as software interrupts no exception
  * intercept sees. */
@@ -796,6 +904,8 @@ static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 
 		vec = X86_BP;
 	else if (is_legacy_op(in, 0, 0xce) && (v->rflags & RFLAGS_OF))
 		vec = 4;
+	else if (is_legacy_op(in, 0, 0xf1))
+		vec = X86_DB;	/* INT1 (ICEBP) */
 	u64 handler;
 	if (vec < 0 || !idt_handler(v, (u8)vec, &handler))
 		return false;
@@ -804,7 +914,8 @@ static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 
 }
 
 /* SYSCALL and SYSENTER jump to an MSR's address and may clear TF through
- * SFMASK (Linux's does): follow them there like INT n (SDM Vol. 2B SYSCALL:
+ * SFMASK (Linux's does), SYSRET replaces RFLAGS: follow them there like
+ * INT n (SDM Vol. 2B SYSCALL:
  * LSTAR in 64-bit mode, CSTAR in compatibility mode on AMD; SYSENTER:
  * SYSENTER_EIP). A #UD on the way (SCE clear, SYSENTER on AMD in long mode)
  * exits first and is followed instead. */
@@ -822,6 +933,12 @@ static bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_m
 		to = hv.ops->get_msr(v, MSR_IA32_SYSENTER_EIP);
 		if (!(hv.ops->get_efer(v) & EFER_LMA))
 			to &= 0xffffffffull;
+	} else if (in->branch == DEC_BR_SYSRET) {
+		/* SYSRET loads RFLAGS from R11 and the CPU checks that TF, not
+		 * ours, after it (QEMU's TCG and AMD alike): a step would not
+		 * trap. It returns to RCX (REX.W) or ECX, CS base 0 (SDM Vol. 2B
+		 * SYSRET); at CPL > 0 or outside long mode the #GP/#UD exits first. */
+		to = (in->rex & 8) ? v->gpr[GPR_RCX] : (u32)v->gpr[GPR_RCX];
 	} else {
 		return false;
 	}
@@ -852,6 +969,11 @@ void trace_before_entry(struct vcpu *v)
 	hv.ops->set_dr(v, 6, DR6_CLEAN);
 	if (t->bp.armed && t->bp.kind == BP_HANDLER)
 		return; /* an event is being delivered: no stepping, no planning */
+	if (t->nmi_pending && !t->nmi_blocked) {
+		t->nmi_pending = false;	/* the NMI that waited for an IRET */
+		nmi_deliver(v);
+		return;
+	}
 	bp_disarm(v);
 
 	s->rip = v->rip;
@@ -863,10 +985,25 @@ void trace_before_entry(struct vcpu *v)
 	s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
 	s->valid = false;
 
+	u64 hits = guest_dr23_hits(v, s->lin);
+	if (hits) {
+		/* the guest's DR2/DR3 instruction breakpoint: a fault before the
+		 * instruction runs, recorded like the DR0/DR1 ones */
+		t->guest_dr6 |= hits;
+		hv.ops->inject_exception(v, X86_DB, false, 0);
+		follow_event(v, X86_DB, HVTRACE_REC_EXCEPTION, X86_DB);
+		return;
+	}
 	if (s->dec == DEC_OK && (follow_soft_int(v, &s->insn, bytes, s->lin, s->cpl) ||
 				 follow_syscall(v, &s->insn, s->mode, s->lin, s->cpl)))
 		return;
-	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK) {
+	/* Code in a segment whose base is not 0 (16-bit code, in practice) is
+	 * stepped by the fast engine too: QEMU's TCG matches a breakpoint's
+	 * linear address against EIP alone and, when they differ, stops with
+	 * its internal debug exception (a crash without a gdbstub). So is
+	 * everything while the guest single-steps on branches (BTF and TF). */
+	bool btf_step = (t->ds.debugctl & DEBUGCTL_BTF) && (v->rflags & RFLAGS_TF);
+	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK || base || btf_step) {
 		step_arm(v, s);
 		return;
 	}

@@ -78,6 +78,8 @@ struct trace_vcpu {
 	u64 raw_rflags;		/* RFLAGS at the last exit, before TF is fixed up */
 	u64 guest_dr6;		/* the guest's DR6: virtual while tracing */
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
+	bool nmi_blocked;	/* an NMI we delivered has not reached its IRET yet */
+	bool nmi_pending;	/* an NMI that came while nmi_blocked */
 	struct step_state step;
 	struct handler_bp bp;
 	struct pending_branch pending;
@@ -101,6 +103,7 @@ void trace_update(struct vcpu *v);		/* after DEBUGCTL changes */
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev); /* first on every exit */
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: handled */
 bool trace_on_interrupt(struct vcpu *v, u8 vector);			/* true: handled */
+bool trace_on_nmi(struct vcpu *v);					/* true: handled */
 void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev);
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
 bool trace_guest_tf(const struct vcpu *v);	/* the guest's own RFLAGS.TF */

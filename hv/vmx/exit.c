@@ -285,10 +285,10 @@ static bool exit_exception(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event 
 	u64 qual = vmcs_readl(VMCS_EXIT_QUALIFICATION);
 	(void)v;
 	(void)vx;
-	if (VMX_INTR_INFO_TYPE(info) == 2) { /* NMI: not the engine's */
-		vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION,
-			     X86_NMI | VMX_INTR_TYPE_NMI | VMX_INTR_INFO_VALID);
-		return false;
+	if (VMX_INTR_INFO_TYPE(info) == 2) { /* NMI exiting (25.6.1): core re-delivers it */
+		ev->kind = HV_EV_NMI;
+		ev->insn_len = 0;
+		return true;
 	}
 	ev->kind = HV_EV_EXCEPTION;
 	ev->vector = (u8)VMX_INTR_INFO_VECTOR(info);

@@ -476,16 +476,18 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 
 	vmcs_setup_host();
 	for (;;) {
+		/* an NMI the host's IDT took in root mode (it came during an
+		 * exit) goes to the guest through core, which records it while
+		 * tracing */
+		if (host_nmi_pending &&
+		    !(vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)) {
+			struct hv_event nmi = { .kind = HV_EV_NMI };
+			host_nmi_pending = 0;
+			hv_handle_event(v, &nmi);
+		}
 		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
 		vmcs_writel(VMCS_GUEST_RIP, v->rip);
 		vmcs_writel(VMCS_GUEST_RFLAGS, v->rflags);
-		/* an NMI the host's IDT took in root mode goes to the guest */
-		if (host_nmi_pending &&
-		    !(vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)) {
-			host_nmi_pending = 0;
-			vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION,
-				     X86_NMI | VMX_INTR_TYPE_NMI | VMX_INTR_INFO_VALID);
-		}
 		int rc = vmx_enter(v, vx->launched);
 		u32 reason = rc ? 0 : vmcs_read32(VMCS_EXIT_REASON);
 		if (rc || (reason & VMX_EXIT_REASON_ENTRY_FAILURE))
@@ -614,7 +616,9 @@ static void vmx_set_exception_intercepts(struct vcpu *v, u32 mask)
 
 /* External-interrupt exiting with "acknowledge interrupt on exit" (25.6.1,
  * 25.7.1): the exit carries the vector, the guest gets it by injection and
- * EOIs it itself. Left off where the CPU does not allow it. */
+ * EOIs it itself. Left off where the CPU does not allow it. NMI exiting
+ * with it, without virtual NMIs: an injected NMI blocks NMIs in the guest
+ * until its IRET, as a delivered one does (26.6.1.2, 27.3). */
 static void vmx_set_intr_intercept(struct vcpu *v, bool on)
 {
 	u32 pin = vmcs_read32(VMCS_PIN_BASED_VM_EXECUTION_CONTROLS);
@@ -625,10 +629,11 @@ static void vmx_set_intr_intercept(struct vcpu *v, bool on)
 	if (!(pin_ok & PIN_EXTERNAL_INTERRUPT_EXITING) || !(exit_ok & EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT))
 		return;
 	if (on) {
-		pin |= PIN_EXTERNAL_INTERRUPT_EXITING;
+		pin |= PIN_EXTERNAL_INTERRUPT_EXITING | (pin_ok & PIN_NMI_EXITING);
 		exit |= EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT;
 	} else {
-		pin = (pin & ~PIN_EXTERNAL_INTERRUPT_EXITING) | (vmx_caps.pin & PIN_EXTERNAL_INTERRUPT_EXITING);
+		pin = (pin & ~(PIN_EXTERNAL_INTERRUPT_EXITING | PIN_NMI_EXITING)) |
+		      (vmx_caps.pin & (PIN_EXTERNAL_INTERRUPT_EXITING | PIN_NMI_EXITING));
 		exit = (exit & ~EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT) |
 		       (vmx_caps.exit & EXIT_ACKNOWLEDGE_INTERRUPT_ON_EXIT);
 	}
@@ -660,6 +665,13 @@ static void vmx_inject_interrupt(struct vcpu *v, u8 vector)
 	(void)v;
 	/* 25.8.3: type 0, external interrupt */
 	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, vector | VMX_INTR_INFO_VALID);
+}
+
+static void vmx_inject_nmi(struct vcpu *v)
+{
+	(void)v;
+	/* 25.8.3: type 2, NMI, vector 2 */
+	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, X86_NMI | VMX_INTR_TYPE_NMI | VMX_INTR_INFO_VALID);
 }
 
 /* SYSENTER_* are guest-state fields; STAR, LSTAR, CSTAR, SFMASK and
@@ -696,6 +708,7 @@ const struct hv_arch_ops vmx_ops = {
 	.set_exception_intercepts = vmx_set_exception_intercepts,
 	.set_intr_intercept = vmx_set_intr_intercept,
 	.inject_interrupt = vmx_inject_interrupt,
+	.inject_nmi = vmx_inject_nmi,
 	.get_msr = vmx_get_msr,
 	.set_sti_shadow = vmx_set_sti_shadow,
 	.set_dr_intercept = vmx_set_dr_intercept,

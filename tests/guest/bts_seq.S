@@ -248,8 +248,9 @@ G g_iret
 	iretq
 
 /* void seq_guest_bp(u64 debugctl): b_hit is the guest's own DR0
- * instruction breakpoint; bp_db_handler sets RF in the frame so the
- * instruction runs when it returns (SDM Vol. 3 18.3.1.1). */
+ * instruction breakpoint; bp_db_handler ORs DR6 into bp_dr6 and sets RF
+ * in the frame so the instruction runs when it returns (SDM Vol. 3
+ * 18.3.1.1). */
 G seq_guest_bp
 	ENABLE
 	nop
@@ -260,7 +261,7 @@ G b_hit
 G bp_db_handler
 	pushq %rax
 	movq %dr6, %rax
-	movq %rax, bp_dr6(%rip)
+	orq %rax, bp_dr6(%rip)
 	xorl %eax, %eax
 	movq %rax, %dr6
 	orq $0x10000, 24(%rsp)	/* RF in the pushed RFLAGS */
@@ -268,6 +269,24 @@ G bp_db_handler
 	popq %rax
 G b_iret
 	iretq
+
+/* void seq_guest_bp23(u64 debugctl): d_hit2 and d_hit3 are the guest's
+ * own DR2 and DR3 instruction breakpoints (the registers the engine
+ * holds), taken by bp_db_handler too. */
+G seq_guest_bp23
+	ENABLE
+	nop
+G d_hit2
+	nop
+G d_jmp
+	jmp d_t
+	ud2
+G d_t
+	nop
+G d_hit3
+	nop
+	DISABLE
+	ret
 
 /* void seq_user(u64 debugctl, u64 user_rsp, u64 user_cs, u64 user_ss):
  * IRETQ to ring 3 at u_start, a few branches there, then INT 0x82 (a DPL-3
@@ -300,12 +319,24 @@ G u_t1
 G u_call
 	call u_func
 G u_after_call
+G u_sys
+	syscall			/* to u_sysret (LSTAR), which returns here */
+G u_after_sys
+	movq %rsp, %rcx		/* SYSEXIT's RSP and RIP */
+	leaq u_after_sysenter(%rip), %rdx
+G u_sysenter
+	sysenter		/* Intel: to u_sysexit; AMD: #UD in long mode */
+G u_after_sysenter
 G u_int
 	int $0x82
 	ud2
 G u_func
 G u_ret
 	ret
+G u_sysret
+	sysretq			/* RCX, R11: back to u_after_sys in ring 3 */
+G u_sysexit
+	sysexitq		/* RDX, RCX: back to u_after_sysenter in ring 3 */
 G u_gate
 	DISABLE
 	movq u_saved_rsp(%rip), %rsp
@@ -316,6 +347,227 @@ G u_gate
 	popq %rbp
 	popq %rbx
 	ret
+
+/* void seq_far(u64 debugctl, u64 cs): far JMP, CALL and RET between two
+ * 64-bit code selectors, a 32-bit compatibility-mode segment (branches,
+ * INTO taken and not) and a 16-bit one; t_bts fills the far pointers and
+ * the 16-bit segment's base (c16_base) in its GDT. Back to `cs` at the end. */
+G seq_far
+	movq %rsi, %r8
+	movw %ss, %r9w		/* a null SS or DS (ring 3 leaves them so) */
+	movw %ds, %r10w		/* faults in compatibility mode: use 0x88 */
+	movw %es, %r11w
+	movl $0x88, %eax
+	movw %ax, %ss
+	movw %ax, %ds
+	movw %ax, %es
+	ENABLE
+G f_ljmp
+	ljmpl *far_jmp(%rip)	/* m16:32: to f_t1 in the second 64-bit selector */
+	ud2
+G f_t1
+G f_lcall
+	lcalll *far_call32(%rip) /* to c32_entry, 32-bit code */
+G f_after_call
+	pushq %r8
+	leaq f_back(%rip), %rax
+	pushq %rax
+G f_lret
+	lretq			/* back to the caller's selector */
+	ud2
+G f_back
+	DISABLE
+	movw %r9w, %ss
+	movw %r10w, %ds
+	movw %r11w, %es
+	ret
+
+	.code32
+G c32_entry
+	jmp c32_t1
+	ud2
+G c32_t1
+	xorl %eax, %eax
+G c32_jz
+	jz c32_t2
+	ud2
+G c32_t2
+G c32_call
+	call c32_func
+G c32_after_call
+	movl $0x7fffffff, %eax
+	addl $1, %eax		/* OF set */
+G c32_into
+	into			/* taken: to of_handler (vector 4) */
+G c32_after_into
+	xorl %eax, %eax		/* OF clear */
+	into			/* not taken: no record */
+G c32_lcall
+	lcall $0x78, $(c16_entry - c16_base)
+G c32_after16
+G c32_lret
+	lret			/* to f_after_call, 64-bit */
+G c32_func
+G c32_ret
+	ret
+
+	.code16
+G c16_base
+	ud2
+G c16_entry
+	jmp c16_t1
+	ud2
+G c16_t1
+G c16_call
+	call c16_func
+G c16_after_call
+	xorw %ax, %ax
+	jnz c16_entry		/* not taken */
+G c16_lret
+	lretl			/* 32-bit far return to c32_after16 */
+G c16_func
+G c16_ret
+	ret
+	.code64
+
+G of_handler
+G of_iret
+	iretq
+
+/* void seq_int1(u64 debugctl): INT1 (ICEBP, F1) delivers #DB through
+ * vector 1 like INT n; QEMU 7.2's TCG raises #UD for it instead, which
+ * x_ud_handler (vector 6) skips */
+G seq_int1
+	ENABLE
+G x_int1
+	.byte 0xf1
+G x_after_int1
+	DISABLE
+	ret
+G int1_handler
+	lock incq int1_count(%rip)
+G x_int1_iret
+	iretq
+G x_ud_handler
+	lock incq int1_ud_count(%rip)
+	incq (%rsp)
+G x_ud_iret
+	iretq
+
+/* void seq_btf(u64 debugctl): the guest single-steps on branches
+ * (DEBUGCTL.BTF and TF): btf_db_handler (vector 1) logs each #DB's return
+ * RIP in btf_log and ANDs DR6 into db_dr6_and; a #DB only after the jmp,
+ * the call and the ret (not after the nop, the not-taken jnz, the popf) */
+G seq_btf
+	ENABLE
+	pushfq
+	orq $0x100, (%rsp)
+	popfq			/* TF from the next instruction on */
+	nop
+G t_jmp
+	jmp t_1
+	ud2
+G t_1
+	xorl %eax, %eax
+	jnz t_1			/* not taken */
+G t_call
+	call t_func
+G t_after
+	pushfq
+	andq $~0x100, (%rsp)
+	popfq
+	DISABLE
+	ret
+G t_func
+	nop
+G t_ret
+	ret
+G btf_db_handler
+	pushq %rax
+	pushq %rcx
+	movq %dr6, %rax
+	andq %rax, db_dr6_and(%rip)
+	xorl %eax, %eax
+	movq %rax, %dr6
+	movq btf_n(%rip), %rcx
+	andl $7, %ecx
+	leaq btf_log(%rip), %rax
+	leaq (%rax,%rcx,8), %rcx
+	movq 16(%rsp), %rax	/* the frame's RIP */
+	movq %rax, (%rcx)
+	incq btf_n(%rip)
+	popq %rcx
+	popq %rax
+G btf_iret
+	iretq
+
+/* void seq_nmi(u64 debugctl, u64 icr, u64 value): the guest sends itself
+ * an NMI through its local APIC's ICR (icr: the xAPIC ICR's address, 0 for
+ * x2APIC's MSR) and takes it before the jmp at nm_x / nm_x2 (the write
+ * ends QEMU's translation block there: a stop or the MSR write) */
+G seq_nmi
+	movq %rsi, %r8
+	movq %rdx, %r9
+	testq %r8, %r8
+	jz 1f
+	ENABLE
+	movl %r9d, (%r8)
+G nm_x
+	jmp nm_done
+1:	ENABLE
+	movl $0x830, %ecx
+	movl %r9d, %eax
+	movq %r9, %rdx
+	shrq $32, %rdx
+	wrmsr
+G nm_x2
+	jmp nm_done
+	ud2
+G nm_done
+	DISABLE
+	ret
+G nmi_handler
+	lock incq nmi_count(%rip)
+G nm_iret
+	iretq
+
+/* void self_iret(void): an IRET to the next instruction (unblocks NMIs) */
+G self_iret
+	movl %ss, %eax
+	pushq %rax
+	pushq %rsp
+	addq $8, (%rsp)
+	pushfq
+	movl %cs, %eax
+	pushq %rax
+	leaq 1f(%rip), %rax
+	pushq %rax
+	iretq
+1:	ret
+
+/* void seq_df(u64 debugctl, u64 bad): a non-canonical access raises #GP,
+ * whose gate t_bts marks not present: the #NP that delivering it raises
+ * makes a #DF (SDM Vol. 3 Table 6-5). df_handler (and np_handler, were
+ * #NP delivered instead) skip the 3-byte access. */
+G seq_df
+	movq %rsi, %r8
+	ENABLE
+G x_gp
+	movq (%r8), %rax
+G x_after_gp
+	DISABLE
+	ret
+G df_handler
+	addq $8, %rsp		/* the error code (0) */
+	addq $3, (%rsp)
+	lock incq df_count(%rip)
+G df_iret
+	iretq
+G np_handler
+	addq $8, %rsp
+	addq $3, (%rsp)
+	lock incq np_count(%rip)
+	iretq
 
 /* PMI handler (vector 0xe0): count, EOI, return */
 G pmi_handler
@@ -353,4 +605,24 @@ G bp_dr6
 	.quad 0
 G u_saved_rsp
 	.quad 0
+G int1_count
+	.quad 0
+G int1_ud_count
+	.quad 0
+G nmi_count
+	.quad 0
+G df_count
+	.quad 0
+G np_count
+	.quad 0
+G btf_n
+	.quad 0
+G btf_log
+	.fill 8, 8, 0
+G far_jmp			/* m16:32 far pointers, filled by t_bts */
+	.long 0
+	.word 0
+G far_call32
+	.long 0
+	.word 0
 	.section .note.GNU-stack,"",@progbits

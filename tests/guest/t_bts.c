@@ -1,9 +1,11 @@
 /*
  * t_bts: the guest's virtual Branch Trace Store. Enables BTS over the
  * hand-written sequences of bts_seq.S and compares the BTS buffer record by
- * record with the list their labels give; then the DS MSRs' checks, the
- * circular buffer, the BTINT threshold interrupt, the CPL filter, PUSHF
- * hiding the engine's TF, and DS areas that point nowhere.
+ * record with the list their labels give (near and far branches in 64-,
+ * 32- and 16-bit code, events, NMIs, SYSCALL/SYSRET/SYSENTER/SYSEXIT,
+ * ring 3, the guest's own debugging: TF, BTF, DR0-DR3); then the DS MSRs'
+ * checks, the circular buffer, the BTINT threshold interrupt, the CPL
+ * filter, PUSHF hiding the engine's TF, and DS areas that point nowhere.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -46,9 +48,39 @@ extern volatile uint64_t db_count __attribute__((visibility("hidden")));
 extern volatile uint64_t db_dr6_and __attribute__((visibility("hidden")));
 SYM(b_hit); SYM(bp_db_handler); SYM(b_iret);
 void seq_guest_bp(uint64_t debugctl);
+SYM(d_hit2); SYM(d_jmp); SYM(d_t); SYM(d_hit3);
+void seq_guest_bp23(uint64_t debugctl);
 extern volatile uint64_t bp_dr6 __attribute__((visibility("hidden")));
 SYM(u_iret); SYM(u_start); SYM(u_jmp); SYM(u_t1); SYM(u_call); SYM(u_after_call); SYM(u_int);
-SYM(u_func); SYM(u_ret); SYM(u_gate);
+SYM(u_func); SYM(u_ret); SYM(u_gate); SYM(u_sys); SYM(u_after_sys); SYM(u_sysenter);
+SYM(u_after_sysenter); SYM(u_sysret); SYM(u_sysexit);
+SYM(f_ljmp); SYM(f_t1); SYM(f_lcall); SYM(f_after_call); SYM(f_lret); SYM(f_back);
+SYM(c32_entry); SYM(c32_t1); SYM(c32_jz); SYM(c32_t2); SYM(c32_call); SYM(c32_after_call);
+SYM(c32_into); SYM(c32_after_into); SYM(c32_lcall); SYM(c32_after16); SYM(c32_lret); SYM(c32_func);
+SYM(c32_ret); SYM(c16_base); SYM(c16_entry); SYM(c16_t1); SYM(c16_call); SYM(c16_after_call);
+SYM(c16_lret); SYM(c16_func); SYM(c16_ret); SYM(of_handler); SYM(of_iret);
+void seq_far(uint64_t debugctl, uint64_t cs);
+struct far32 { uint32_t off; uint16_t sel; } __attribute__((packed));
+extern struct far32 far_jmp __attribute__((visibility("hidden")));
+extern struct far32 far_call32 __attribute__((visibility("hidden")));
+SYM(x_int1); SYM(x_after_int1); SYM(int1_handler); SYM(x_int1_iret); SYM(x_ud_handler);
+SYM(x_ud_iret);
+SYM(t_jmp); SYM(t_1); SYM(t_call); SYM(t_after); SYM(t_func); SYM(t_ret); SYM(btf_db_handler);
+SYM(btf_iret);
+void seq_btf(uint64_t debugctl);
+extern volatile uint64_t btf_n __attribute__((visibility("hidden")));
+extern volatile uint64_t btf_log[8] __attribute__((visibility("hidden")));
+SYM(nm_x); SYM(nm_x2); SYM(nm_done); SYM(nmi_handler); SYM(nm_iret);
+void seq_nmi(uint64_t debugctl, uint64_t icr, uint64_t value);
+void self_iret(void);
+extern volatile uint64_t nmi_count __attribute__((visibility("hidden")));
+SYM(x_gp); SYM(x_after_gp); SYM(df_handler); SYM(df_iret); SYM(np_handler);
+void seq_df(uint64_t debugctl, uint64_t bad);
+extern volatile uint64_t df_count __attribute__((visibility("hidden")));
+extern volatile uint64_t np_count __attribute__((visibility("hidden")));
+extern volatile uint64_t int1_count __attribute__((visibility("hidden")));
+extern volatile uint64_t int1_ud_count __attribute__((visibility("hidden")));
+void seq_int1(uint64_t debugctl);
 void seq_user(uint64_t debugctl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss);
 SYM(s_sys); SYM(s_after); SYM(sys_handler); SYM(s_jmp);
 void seq_syscall(uint64_t debugctl);
@@ -65,6 +97,9 @@ static struct bts_rec buf[64] __attribute__((aligned(64)));
 
 #define A(x) ((uint64_t)(uintptr_t)(x))
 #define R(f, t) { (f), (t), 0 }
+/* an expected record whose source runs in ring 3 (flags is not compared:
+ * it only says which CPL filter drops the record) */
+#define R3(f, t) { (f), (t), 3 }
 
 static uint64_t rdmsr(uint32_t msr)
 {
@@ -338,6 +373,46 @@ static void test_interrupt(void)
 	check_records("bts_interrupt_mid_trace", want, n, used());
 }
 
+/* An NMI the guest sends itself (ICR: delivery mode NMI, its own APIC ID
+ * as the destination) in the middle of traced code: from the instruction
+ * it interrupts to the vector-2 handler, and back by IRET. */
+static void test_nmi(void)
+{
+	bool x2 = rdmsr(MSR_IA32_APICBASE) & (1ull << 10);
+	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
+	struct gate *idt = idt_base(), saved = idt[2];
+	uint64_t at = x2 ? A(nm_x2) : A(nm_x);
+	const struct bts_rec want[] = {
+		R(at, A(nmi_handler)),
+		R(A(nm_iret), at),
+		R(at, A(nm_done)),
+	};
+	uint64_t icr = 0, value = 4u << 8;
+	if (x2) {
+		value |= rdmsr(0x802) << 32;	/* x2APIC ID */
+	} else {
+		volatile uint32_t *r = (volatile uint32_t *)(uintptr_t)(apic + 0x300);
+		r[4] = *(volatile uint32_t *)(uintptr_t)(apic + 0x20) & 0xff000000u; /* ICR high: ID */
+		icr = A(r);
+	}
+	uint64_t f = irq_save();
+	set_gate(&idt[2], nmi_handler);
+	/* untraced, then traced: taken at once, before any IRET */
+	nmi_count = 0;
+	seq_nmi(0, icr, value);
+	uint64_t untraced = nmi_count;
+	ds_setup(64, 64);
+	nmi_count = 0;
+	seq_nmi(TRACE, icr, value);
+	uint64_t traced = nmi_count;
+	self_iret();	/* a late one would come in now */
+	idt[2] = saved;
+	irq_restore(f);
+	report(untraced == 1 && traced == 1 && nmi_count == 1, "nmi_delivered_at_once",
+	       "%lu NMIs untraced, %lu traced, %lu after an IRET", untraced, traced, nmi_count);
+	check_records("bts_nmi_mid_trace", want, 3, used());
+}
+
 /* SYSCALL is followed into LSTAR (taken from CPL 0 here: SYSCALL works at
  * any CPL; the handler returns without SYSRET, which would enter ring 3). */
 static void test_syscall(void)
@@ -417,10 +492,47 @@ static void test_guest_breakpoint(void)
 	check_records("bts_guest_breakpoint", want, 2, used());
 }
 
-/* Ring 3 for the CPL filters: our own GDT (the firmware's, then user data
- * and 64-bit code at DPL 3 and a TSS whose RSP0 brings INT 0x82 back to a
- * ring-0 stack), the pages the user code touches made user-accessible. */
-static uint64_t gdt[16] __attribute__((aligned(16)));
+/* The guest's own DR2 and DR3 instruction breakpoints while tracing: the
+ * engine holds those registers and checks them itself; each fires once
+ * (RF lets the instruction run after), with DR6.B2 / B3. */
+static void test_guest_breakpoint23(void)
+{
+	struct gate *idt = idt_base(), saved = idt[1];
+	const struct bts_rec want[] = {
+		R(A(d_hit2), A(bp_db_handler)), R(A(b_iret), A(d_hit2)),
+		R(A(d_jmp), A(d_t)),
+		R(A(d_hit3), A(bp_db_handler)), R(A(b_iret), A(d_hit3)),
+	};
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], bp_db_handler);
+	db_count = 0;
+	bp_dr6 = 0;
+	/* DR7: L2 and L3, RW/LEN 00 */
+	asm volatile("mov %0, %%dr2; mov %1, %%dr3; mov %2, %%dr7" ::"r"(A(d_hit2)), "r"(A(d_hit3)),
+		     "r"(0x450ull));
+	seq_guest_bp23(TRACE);
+	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
+	idt[1] = saved;
+	irq_restore(f);
+	report(db_count == 2 && (bp_dr6 & 0xc) == 0xc, "guest_breakpoints_dr2_dr3_fire",
+	       "%lu #DB, want 2; DR6 OR %lx", db_count, bp_dr6);
+	check_records("bts_guest_breakpoint_dr2_dr3", want, sizeof(want) / sizeof(want[0]), used());
+}
+
+/* Our own GDT for ring 3 and the far transfers: the firmware's, then
+ * user data and 64-bit code at DPL 3, a TSS whose RSP0 brings INT 0x82
+ * back to a ring-0 stack, a second 64-bit, a 32-bit and a 16-bit code
+ * segment at DPL 0, and the four SYSENTER/SYSEXIT take from SYSENTER_CS.
+ * The pages the user code touches are made user-accessible. */
+#define SEL_UDATA	0x48
+#define SEL_UCODE	0x50
+#define SEL_TSS		0x58
+#define SEL_CODE64B	0x68
+#define SEL_CODE32	0x70
+#define SEL_CODE16	0x78	/* bts_seq.S names it too */
+#define SEL_SYSENTER	0x80	/* +8 its SS, +32/+40 SYSEXIT's 64-bit CS/SS */
+static uint64_t gdt[22] __attribute__((aligned(16)));
 static uint8_t tss[104] __attribute__((aligned(16)));
 static uint8_t kstack[8192] __attribute__((aligned(16)));
 static uint8_t ustack[8192] __attribute__((aligned(4096)));
@@ -442,66 +554,256 @@ static void make_user(uint64_t va)
 	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
 }
 
-static bool user_setup(void)
+static bool gdt_setup(void)
 {
+	static int ready;
 	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) g;
+	if (ready)
+		return ready > 0;
 	asm volatile("sgdt %0" : "=m"(g));
-	if (g.limit + 1 > 9 * 8)
+	if (g.limit + 1 > 9 * 8) {
+		ready = -1;
 		return false;
+	}
 	CopyMem(gdt, (void *)(uintptr_t)g.base, g.limit + 1);
-	gdt[9] = 0x00cff3000000ffffull;		/* 0x48: user data, DPL 3 */
-	gdt[10] = 0x00affb000000ffffull;	/* 0x50: user code, 64-bit, DPL 3 */
+	gdt[SEL_UDATA / 8] = 0x00cff3000000ffffull;
+	gdt[SEL_UCODE / 8] = 0x00affb000000ffffull;	/* L=1 */
 	uint64_t b = A(tss);
-	gdt[11] = (sizeof(tss) - 1) | ((b & 0xffffff) << 16) | (0x89ull << 40) | (((b >> 24) & 0xff) << 56);
-	gdt[12] = b >> 32;
+	gdt[SEL_TSS / 8] = (sizeof(tss) - 1) | ((b & 0xffffff) << 16) | (0x89ull << 40) | (((b >> 24) & 0xff) << 56);
+	gdt[SEL_TSS / 8 + 1] = b >> 32;
+	gdt[SEL_CODE64B / 8] = 0x00af9b000000ffffull;
+	gdt[SEL_CODE32 / 8] = 0x00cf9b000000ffffull;	/* D=1, L=0 */
+	b = A(c16_base);				/* 16-bit: D=0, L=0, byte limit 0xffff */
+	gdt[SEL_CODE16 / 8] = 0xffff | ((b & 0xffffff) << 16) | (0x9bull << 40) | (((b >> 24) & 0xff) << 56);
+	gdt[SEL_SYSENTER / 8] = 0x00af9b000000ffffull;
+	gdt[SEL_SYSENTER / 8 + 1] = 0x00cf93000000ffffull;
+	gdt[SEL_SYSENTER / 8 + 4] = 0x00affb000000ffffull;
+	gdt[SEL_SYSENTER / 8 + 5] = 0x00cff3000000ffffull;
 	*(uint64_t *)(tss + 4) = A(kstack + sizeof(kstack));	/* RSP0 */
 	*(uint16_t *)(tss + 102) = sizeof(tss);
-	g.limit = 13 * 8 - 1;
+	g.limit = sizeof(gdt) - 1;
 	g.base = A(gdt);
-	asm volatile("lgdt %0; mov $0x58, %%ax; ltr %%ax" ::"m"(g) : "rax");
-	for (uint64_t p = A(u_start) & ~0xfffull; p <= A(u_ret); p += 4096)
+	asm volatile("lgdt %0; ltr %w1" ::"m"(g), "r"(SEL_TSS));
+	for (uint64_t p = A(u_start) & ~0xfffull; p <= A(u_gate); p += 4096)
 		make_user(p);
 	make_user(A(ustack));
 	make_user(A(ustack) + 4096);
+	ready = 1;
 	return true;
 }
 
-static void run_user(uint64_t debugctl)
+/* The records of `all` that BTS_OFF_OS / BTS_OFF_USR keep (flags: the CPL) */
+static unsigned cpl_filter(const struct bts_rec *all, unsigned n, uint64_t debugctl, struct bts_rec *out)
 {
-	struct gate *idt = idt_base(), saved = idt[0x82];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!(all[i].flags == 0 && (debugctl & DEBUGCTL_BTS_OFF_OS)) &&
+		    !(all[i].flags == 3 && (debugctl & (1ull << 10))))
+			out[k++] = all[i];
+	return k;
+}
+
+/* Ring 3 entered by IRETQ: its branches, SYSCALL to a handler that SYSRETs,
+ * SYSENTER (Intel: to a handler that SYSEXITs; AMD: #UD in long mode, to a
+ * #UD handler that skips it) and INT 0x82 back to ring 0; under each CPL
+ * filter. */
+static void run_user(const char *name, uint64_t debugctl)
+{
+	struct gate *idt = idt_base(), saved[2] = { idt[0x82], idt[6] };
+	const uint64_t efer = rdmsr(0xc0000080), star = rdmsr(0xc0000081), lstar = rdmsr(0xc0000082),
+		       fmask = rdmsr(0xc0000084), se_cs = rdmsr(0x174), se_esp = rdmsr(0x175),
+		       se_eip = rdmsr(0x176);
+	uint16_t cs;
+	bool amd = cpu_is_amd();
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	const struct bts_rec all[] = {
+		R(A(u_iret), A(u_start)),
+		R3(A(u_jmp), A(u_t1)),
+		R3(A(u_call), A(u_func)),
+		R3(A(u_ret), A(u_after_call)),
+		R3(A(u_sys), A(u_sysret)),
+		R(A(u_sysret), A(u_after_sys)),
+		R3(A(u_sysenter), amd ? A(ud_handler) : A(u_sysexit)),
+		R(amd ? A(e_ud_iret) : A(u_sysexit), A(u_after_sysenter)),
+		R3(A(u_int), A(u_gate)),
+	};
+	struct bts_rec want[9];
+	unsigned n = cpl_filter(all, 9, debugctl, want);
+
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
 	set_gate(&idt[0x82], u_gate);
 	idt[0x82].type = 0xee;	/* DPL 3: reachable from ring 3 */
-	seq_user(debugctl, A(ustack + sizeof(ustack)), 0x53, 0x4b);
-	idt[0x82] = saved;
+	set_gate(&idt[6], ud_handler);
+	wrmsr(0xc0000080, efer | 1);	/* SCE */
+	/* SYSCALL: our CS; SYSRET: CS = 0x40 + 16, SS = 0x40 + 8 (RPL 3) */
+	wrmsr(0xc0000081, ((uint64_t)(SEL_UDATA - 8) << 48) | ((uint64_t)cs << 32));
+	wrmsr(0xc0000082, A(u_sysret));
+	wrmsr(0xc0000084, 0x700);
+	wrmsr(0x174, SEL_SYSENTER);
+	wrmsr(0x175, A(kstack + sizeof(kstack)));
+	wrmsr(0x176, A(u_sysexit));
+	seq_user(debugctl, A(ustack + sizeof(ustack)), SEL_UCODE | 3, SEL_UDATA | 3);
+	wrmsr(0x176, se_eip);
+	wrmsr(0x175, se_esp);
+	wrmsr(0x174, se_cs);
+	wrmsr(0xc0000084, fmask);
+	wrmsr(0xc0000082, lstar);
+	wrmsr(0xc0000081, star);
+	wrmsr(0xc0000080, efer);
+	idt[0x82] = saved[0];
+	idt[6] = saved[1];
 	irq_restore(f);
+	check_records(name, want, n, used());
 }
 
 static void test_user_mode(void)
 {
-	static bool ready;
-	if (!ready && !(ready = user_setup())) {
+	if (!gdt_setup()) {
 		report_skip("bts_user_mode", "the firmware's GDT is larger than expected");
 		return;
 	}
-	/* every branch: ring 0's IRETQ into ring 3, ring 3's jmp/call/ret and
-	 * its INT 0x82 back into ring 0 (recorded at the source's CPL) */
-	const struct bts_rec all[] = {
-		R(A(u_iret), A(u_start)),
-		R(A(u_jmp), A(u_t1)),
-		R(A(u_call), A(u_func)),
-		R(A(u_ret), A(u_after_call)),
-		R(A(u_int), A(u_gate)),
+	report_info("ring 3: SYSENTER %s", cpu_is_amd() ? "#UD (AMD, long mode)" : "to its handler");
+	run_user("bts_user_mode_all", TRACE);
+	run_user("bts_off_os_ring3", TRACE | DEBUGCTL_BTS_OFF_OS);
+	run_user("bts_off_usr_ring3", TRACE | (1ull << 10));
+}
+
+/* Far JMP/CALL/RET between 64-bit selectors, into 32-bit compatibility
+ * mode (near branches, INTO taken and not taken: no record) and from there
+ * into 16-bit code and back; linear addresses (the 16-bit segment's base
+ * is c16_base). */
+static void test_far(void)
+{
+	if (!gdt_setup()) {
+		report_skip("bts_far_compat_16bit", "the firmware's GDT is larger than expected");
+		return;
+	}
+	struct gate *idt = idt_base(), saved = idt[4];
+	uint16_t cs;
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	const struct bts_rec want[] = {
+		R(A(f_ljmp), A(f_t1)),
+		R(A(f_lcall), A(c32_entry)),
+		R(A(c32_entry), A(c32_t1)),
+		R(A(c32_jz), A(c32_t2)),
+		R(A(c32_call), A(c32_func)),
+		R(A(c32_ret), A(c32_after_call)),
+		R(A(c32_into), A(of_handler)),
+		R(A(of_iret), A(c32_after_into)),
+		R(A(c32_lcall), A(c16_entry)),
+		R(A(c16_entry), A(c16_t1)),
+		R(A(c16_call), A(c16_func)),
+		R(A(c16_ret), A(c16_after_call)),
+		R(A(c16_lret), A(c32_after16)),
+		R(A(c32_lret), A(f_after_call)),
+		R(A(f_lret), A(f_back)),
 	};
-	run_user(TRACE);
-	check_records("bts_user_mode_all", all, 5, used());
-	/* BTS_OFF_OS: only what ring 3 did */
-	run_user(TRACE | DEBUGCTL_BTS_OFF_OS);
-	check_records("bts_off_os_ring3", all + 1, 4, used());
-	/* BTS_OFF_USR: only ring 0's IRETQ */
-	run_user(TRACE | (1ull << 10));
-	check_records("bts_off_usr_ring3", all, 1, used());
+	far_jmp = (struct far32){ (uint32_t)A(f_t1), SEL_CODE64B };
+	far_call32 = (struct far32){ (uint32_t)A(c32_entry), SEL_CODE32 };
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[4], of_handler);
+	seq_far(TRACE, cs);
+	idt[4] = saved;
+	irq_restore(f);
+	check_records("bts_far_compat_16bit", want, sizeof(want) / sizeof(want[0]), used());
+}
+
+/* INT1 (ICEBP) is delivered like INT n through vector 1 (QEMU 7.2's TCG
+ * raises #UD instead: then that fault is the record) */
+static void test_int1(void)
+{
+	struct gate *idt = idt_base(), saved[2] = { idt[1], idt[6] };
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], int1_handler);
+	set_gate(&idt[6], x_ud_handler);
+	int1_count = int1_ud_count = 0;
+	seq_int1(TRACE);
+	idt[1] = saved[0];
+	idt[6] = saved[1];
+	irq_restore(f);
+	bool ud = int1_ud_count;
+	const struct bts_rec want[] = {
+		R(A(x_int1), ud ? A(x_ud_handler) : A(int1_handler)),
+		R(ud ? A(x_ud_iret) : A(x_int1_iret), A(x_after_int1)),
+	};
+	if (ud)
+		report_info("INT1 raised #UD on this CPU");
+	report(int1_count + int1_ud_count == 1, "int1_delivered_once", "#DB %lu, #UD %lu", int1_count,
+	       int1_ud_count);
+	check_records("bts_int1", want, 2, used());
+}
+
+/* DEBUGCTL.BTF with TF: #DB only after taken branches (SDM Vol. 3 18.4.3),
+ * with DR6.BS; traced (each #DB and IRET recorded too) and not traced */
+static void run_btf(const char *name, uint64_t debugctl)
+{
+	struct gate *idt = idt_base(), saved = idt[1];
+	const uint64_t rips[] = { A(t_1), A(t_func), A(t_after) };
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[1], btf_db_handler);
+	btf_n = 0;
+	db_dr6_and = ~0ull;
+	seq_btf(debugctl);
+	idt[1] = saved;
+	irq_restore(f);
+	unsigned bad = 0;
+	for (unsigned i = 0; i < 3 && i < btf_n; i++)
+		bad += btf_log[i] != rips[i];
+	for (unsigned i = 0; i < btf_n && i < 8; i++)
+		report_info("%s #DB %u at %lx", name, i, btf_log[i]);
+	report(btf_n == 3 && !bad && (db_dr6_and & (1 << 14)), name,
+	       "%lu #DB, want 3 (at the jmp's, call's and ret's targets); %u elsewhere; DR6 AND %lx", btf_n,
+	       bad, db_dr6_and);
+}
+
+static void test_btf(void)
+{
+	run_btf("btf_step_on_branches", 1ull << 1);
+	run_btf("btf_step_on_branches_traced", TRACE | (1ull << 1));
+	const struct bts_rec want[] = {
+		R(A(t_jmp), A(t_1)), R(A(t_1), A(btf_db_handler)), R(A(btf_iret), A(t_1)),
+		R(A(t_call), A(t_func)), R(A(t_func), A(btf_db_handler)), R(A(btf_iret), A(t_func)),
+		R(A(t_ret), A(t_after)), R(A(t_after), A(btf_db_handler)), R(A(btf_iret), A(t_after)),
+	};
+	check_records("bts_btf_step", want, sizeof(want) / sizeof(want[0]), used());
+}
+
+/* A #GP whose gate is not present: delivering it raises #NP, and the two
+ * contributory exceptions make a #DF (SDM Vol. 3 Table 6-5); natively,
+ * then traced (the engine intercepts each exception and must combine
+ * them as the CPU would). */
+static void test_double_fault(void)
+{
+	struct gate *idt = idt_base(), saved[3] = { idt[8], idt[11], idt[13] };
+	const struct bts_rec want[] = {
+		R(A(x_gp), A(df_handler)),
+		R(A(df_iret), A(x_after_gp)),
+	};
+	uint64_t counts[2][2];
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	set_gate(&idt[8], df_handler);
+	set_gate(&idt[11], np_handler);
+	idt[13].type &= 0x7f;	/* not present */
+	for (int traced = 0; traced < 2; traced++) {
+		df_count = np_count = 0;
+		seq_df(traced ? TRACE : 0, 0x8000000000000000ull);
+		counts[traced][0] = df_count;
+		counts[traced][1] = np_count;
+	}
+	idt[8] = saved[0];
+	idt[11] = saved[1];
+	idt[13] = saved[2];
+	irq_restore(f);
+	report(counts[0][0] == 1 && counts[0][1] == 0, "double_fault_native", "#DF %lu #NP %lu",
+	       counts[0][0], counts[0][1]);
+	report(counts[1][0] == 1 && counts[1][1] == 0, "double_fault_traced", "#DF %lu #NP %lu",
+	       counts[1][0], counts[1][1]);
+	check_records("bts_double_fault", want, 2, used());
 }
 
 static void test_filters_and_flags(void)
@@ -569,10 +871,16 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_wrap();
 	test_threshold();
 	test_interrupt();
+	test_nmi();
 	test_syscall();
 	test_guest_tf();
 	test_guest_breakpoint();
+	test_guest_breakpoint23();
 	test_user_mode();
+	test_far();
+	test_int1();
+	test_btf();
+	test_double_fault();
 	test_filters_and_flags();
 	test_bad_ds();
 	vcpu_status(&st);
