@@ -62,32 +62,6 @@ bool cfg_parse_size(const char *s, u64 *out)
 	return true;
 }
 
-static bool parse_u16(const char *s, u16 *out)
-{
-	u64 v = 0;
-	unsigned base = 10;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	}
-	if (!*s)
-		return false;
-	for (; *s; s++) {
-		unsigned d;
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (base == 16 && ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f'))
-			d = (unsigned)((*s | 0x20) - 'a' + 10);
-		else
-			return false;
-		v = v * base + d;
-		if (v > 0xffff)
-			return false;
-	}
-	*out = (u16)v;
-	return true;
-}
-
 static bool parse_u64(const char *s, u64 *out)
 {
 	u64 v = 0;
@@ -111,6 +85,15 @@ static bool parse_u64(const char *s, u64 *out)
 		v = v * base + d;
 	}
 	*out = v;
+	return true;
+}
+
+static bool parse_u16(const char *s, u16 *out)
+{
+	u64 v;
+	if (!parse_u64(s, &v) || v > 0xffff)
+		return false;
+	*out = (u16)v;
 	return true;
 }
 
