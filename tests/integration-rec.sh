@@ -87,6 +87,15 @@ t_svm_rec_crash() {
 		[ "$got" = " $want" ] || REASONS="$REASONS; the snapshot ends with [$got ], want [ $want ]"
 		head -1 "$RUNS/$name/dump.json" | grep -q '"marker":"start"' ||
 			REASONS="$REASONS; the snapshot does not begin with the start marker"
+		# the report's last records, symbolized with a map of the path's labels
+		printf '%016x T %s\n' $jmp rec_crash_jmp $body rec_crash_body $a rec_crash_a $b rec_crash_b \
+			$c rec_crash_c $fault rec_crash_fault >"$RUNS/$name/labels.map"
+		"$HVTRACE" report "$snap" --symbols "$RUNS/$name/labels.map" --last 5 >"$RUNS/$name/last.txt" 2>&1
+		local w
+		for w in 'rec_crash_jmp -> rec_crash_body .*jmp' 'rec_crash_body -> rec_crash_a .*call' \
+			'rec_crash_a -> rec_crash_b .*call' 'rec_crash_b -> rec_crash_c .*jmp' 'crash rec_crash_fault$'; do
+			grep -qE "$w" "$RUNS/$name/last.txt" || REASONS="$REASONS; report --last lacks '$w' ($RUNS/$name/last.txt)"
+		done
 	fi
 	rm -f "$ram"
 	finish $name
@@ -248,6 +257,15 @@ t_linux_rec_start_kernel() {
 			REASONS="$REASONS; no call-history header"
 		sed -n 2p "$RUNS/$name/calls.txt" | grep -qE '^ +1  start_kernel$' ||
 			REASONS="$REASONS; the history does not start in start_kernel: $(sed -n 2p "$RUNS/$name/calls.txt")"
+		# the same trace as call stacks for ui.perfetto.dev: valid JSON with
+		# start_kernel's callees as slices
+		if "$HVTRACE" export "$RUNS/$name/snap.trace" --perfetto "$RUNS/$name/perfetto.json" \
+			--symbols "$SYMBOLS" >"$RUNS/$name/export.out" 2>&1; then
+			python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); ev = t["traceEvents"] if isinstance(t, dict) else t; sys.exit(0 if any(e.get("name") == "setup_arch" and e.get("ph") == "B" for e in ev) else 1)' \
+				"$RUNS/$name/perfetto.json" || REASONS="$REASONS; the Perfetto export is not JSON with a setup_arch slice"
+		else
+			REASONS="$REASONS; hvtrace export failed: $(head -2 "$RUNS/$name/export.out")"
+		fi
 	else
 		REASONS="$REASONS; hvtrace snapshot/report failed: $(cat "$RUNS/$name/snapshot.out" "$RUNS/$name/report.err" | head -3)"
 	fi
