@@ -122,13 +122,58 @@ bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
 	return translate(v, gva, false, gpa);
 }
 
+/*
+ * Read translations, remembered for the rest of one exit: the engine
+ * decodes a block instruction by instruction, and each would walk the
+ * same code page again. The guest does not run during an exit, so its
+ * page tables hold still; the hypervisor's own writes to guest memory (a
+ * BTS record, an A/D bit) forget them all, in case a guest put a buffer
+ * over its page tables. Keyed by vCPU, exit number and CR3; 4 KiB pages.
+ */
+#define READ_TLB_SIZE 4
+static struct {
+	const struct vcpu *v;
+	u64 exit, cr3, lin, gpa;
+} read_tlb[READ_TLB_SIZE];
+static u32 read_tlb_next;
+
+static void read_tlb_flush(void)
+{
+	for (u32 i = 0; i < READ_TLB_SIZE; i++)
+		read_tlb[i].v = NULL;
+}
+
+static bool translate_read(struct vcpu *v, u64 gva, u64 *gpa)
+{
+	u64 page = gva & ~(PAGE_SIZE - 1), cr3 = hv.ops->get_cr(v, 3);
+	for (u32 i = 0; i < READ_TLB_SIZE; i++) {
+		if (read_tlb[i].v == v && read_tlb[i].exit == v->exits && read_tlb[i].cr3 == cr3 &&
+		    read_tlb[i].lin == page) {
+			*gpa = read_tlb[i].gpa | (gva & (PAGE_SIZE - 1));
+			return true;
+		}
+	}
+	if (!translate(v, gva, false, gpa))
+		return false;
+	u32 i = read_tlb_next++ % READ_TLB_SIZE;
+	read_tlb[i].v = v;
+	read_tlb[i].exit = v->exits;
+	read_tlb[i].cr3 = cr3;
+	read_tlb[i].lin = page;
+	read_tlb[i].gpa = *gpa & ~(PAGE_SIZE - 1);
+	return true;
+}
+
 static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, bool write)
 {
 	size_t done = 0;
+	if (write)
+		read_tlb_flush();
 	while (done < len) {
 		u64 gpa, chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
 		void *p;
-		if (!translate(v, gva + done, write, &gpa) || !(p = gpa_ptr(gpa, chunk)))
+		bool ok = write ? translate(v, gva + done, true, &gpa) : translate_read(v, gva + done, &gpa);
+		if (!ok || !(p = gpa_ptr(gpa, chunk)))
 			break;
 		if (write)
 			memcpy(p, (const u8 *)buf + done, chunk);
@@ -166,6 +211,7 @@ size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
 {
 	/* all or nothing: translate every page for writing before copying */
+	read_tlb_flush();	/* a walk for writing may set A/D bits */
 	for (u64 a = gva & ~(PAGE_SIZE - 1); a < gva + len; a += PAGE_SIZE) {
 		u64 gpa;
 		if (!translate(v, a < gva ? gva : a, true, &gpa) || !gpa_ptr(gpa, 1))

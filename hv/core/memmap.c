@@ -76,10 +76,19 @@ bool memmap_contains(const struct hv_memmap *m, u64 gpa, u64 len)
 {
 	if (!len || gpa + len < gpa)
 		return false;
-	for (u32 i = 0; i < m->nr; i++) {
-		const struct hv_memrange *r = &m->r[i];
-		if (gpa >= r->base && gpa - r->base < r->size)
-			return len <= r->size - (gpa - r->base);
+	/* the ranges are sorted and disjoint: the last one starting at or
+	 * below gpa is the only candidate (a binary search: this runs for
+	 * every level of every guest page walk) */
+	u32 lo = 0, hi = m->nr;
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+		if (m->r[mid].base <= gpa)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return false;
+	if (!lo)
+		return false;
+	const struct hv_memrange *r = &m->r[lo - 1];
+	return gpa - r->base < r->size && len <= r->size - (gpa - r->base);
 }
