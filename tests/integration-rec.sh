@@ -128,6 +128,39 @@ t_svm_rec_crash_elf_dump() {
 	finish $name
 }
 
+# A reset request (port 0xCF9) with the recorder on: the flight recorder
+# in the ivshmem channel is frozen before the machine resets (QEMU runs
+# with -no-reboot, so it exits), and the host finds it so.
+t_svm_rec_reset() {
+	local name=svm-rec-reset
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = r' 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm
+	truncate -s 4M "$shm"
+	run $name 60 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt
+	expect 'GUEST-TEST: INFO: about to reset through port 0xcf9'
+	expect 'recorder: flight recorder frozen \(reset request\)'
+	reject 'GUEST-TEST: FAIL'
+	"$HVTRACE" status --shm "$shm" --json >"$RUNS/$name/status.json" 2>&1 ||
+		REASONS="$REASONS; hvtrace status failed: $(head -2 "$RUNS/$name/status.json")"
+	grep -q '"state":"frozen"' "$RUNS/$name/status.json" && grep -q '"freeze":"reset"' "$RUNS/$name/status.json" ||
+		REASONS="$REASONS; status does not say frozen by a reset: $(head -c 300 "$RUNS/$name/status.json")"
+	if "$HVTRACE" snapshot --shm "$shm" -o "$RUNS/$name/snap.trace" >"$RUNS/$name/snapshot.out" 2>&1; then
+		"$HVTRACE" dump "$RUNS/$name/snap.trace" --json | tail -1 | grep -q '"marker":"crash"' ||
+			REASONS="$REASONS; the snapshot does not end with the crash marker"
+		# start, the JMP, the CALL, the crash marker
+		[ "$("$HVTRACE" dump "$RUNS/$name/snap.trace" | grep -c .)" = 4 ] ||
+			REASONS="$REASONS; not the 4 records of the path ($("$HVTRACE" dump "$RUNS/$name/snap.trace" | tr '\n' ';'))"
+	else
+		REASONS="$REASONS; hvtrace snapshot failed: $(head -2 "$RUNS/$name/snapshot.out")"
+	fi
+	rm -f "$shm"
+	finish $name
+}
+
 # --- the lossless stream drained by `hvtrace record` ----------------------
 
 LOOP_N=200000	# t_rec's loop: LOOP_N - 1 taken branches
@@ -273,6 +306,6 @@ t_linux_rec_start_kernel() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_lossless t_svm_rec_slow_reader
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_lossless t_svm_rec_slow_reader
 t_linux_rec_start_kernel"
 runner_main integration-rec "$ALL" "$@"

@@ -49,6 +49,24 @@ LOOP rec_loop_vmx, vmcall
 CRASH rec_crash_svm, vmmcall
 CRASH rec_crash_vmx, vmcall
 
+/* void rec_reset_*(void): START, a JMP and a CALL, then a hard reset
+ * through the PCI reset control register (port 0xCF9). Never returns. */
+.macro RESET name, insn
+	.globl \name
+\name:
+	cli
+	TRACE_CTL 1, \insn
+	jmp	1f
+1:	call	2f
+2:	mov	$0x0e, %al
+	mov	$0xcf9, %dx
+	outb	%al, %dx
+3:	hlt
+	jmp	3b
+.endm
+RESET rec_reset_svm, vmmcall
+RESET rec_reset_vmx, vmcall
+
 	.globl rec_crash_body, rec_crash_a, rec_crash_b, rec_crash_c, rec_crash_fault
 rec_crash_body:
 	call	rec_crash_a

@@ -7,7 +7,9 @@
  *   lN       lossless: a loop of N turns (N - 1 taken branches) for the
  *            host to drain; prints REC-EXPECT with the count;
  *   c        crash: a known JMP/CALL/CALL/JMP path, then a triple fault;
- *            prints the addresses for the host to find in the snapshot.
+ *            prints the addresses for the host to find in the snapshot;
+ *   r        reset: tracing started, then a reset request through port
+ *            0xCF9 (the recorder freezes before the machine resets).
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -16,6 +18,8 @@ uint64_t rec_loop_svm(uint64_t n);
 uint64_t rec_loop_vmx(uint64_t n);
 void rec_crash_svm(void) __attribute__((noreturn));
 void rec_crash_vmx(void) __attribute__((noreturn));
+void rec_reset_svm(void) __attribute__((noreturn));
+void rec_reset_vmx(void) __attribute__((noreturn));
 extern const char rec_crash_svm_jmp[], rec_crash_vmx_jmp[], rec_crash_body[], rec_crash_a[],
 	rec_crash_b[], rec_crash_c[], rec_crash_fault[];
 
@@ -135,6 +139,11 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_info("REC-EXPECT: branches=%lu accepted=%lu lost=%lu", n - 1,
 			    b.rec_records - a.rec_records, b.rec_lost - a.rec_lost);
 		report(ret == 0 && n > 1, "lossless_loop", "ret %ld n %lu", ret, n);
+	} else if (opt[0] == 'r') {
+		report_info("about to reset through port 0xcf9 with the recorder on");
+		if (cpu_is_amd())
+			rec_reset_svm();
+		rec_reset_vmx();
 	} else if (opt[0] == 'c') {
 		bool amd = cpu_is_amd();
 		report_info("REC-CRASH: jmp=%lx body=%lx a=%lx b=%lx c=%lx fault=%lx",
