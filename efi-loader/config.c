@@ -128,14 +128,17 @@ static bool parse_wait_us(const char *s, u32 *out)
 enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE,
 	       K_FLIGHT_SIZE, K_FLIGHT_CPL, K_FLIGHT_RANGE, K_FLIGHT_CR3,
 	       K_STREAM_SIZE, K_STREAM_CPL, K_STREAM_RANGE, K_STREAM_CR3, K_STREAM_WAIT,
+	       K_FLIGHT_MODE, K_FLIGHT_WAIT, K_STREAM_MODE,
 	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"next", "cmdline", "memory", "serial", "log", "enable", "engine",
 	"flight.size", "flight.cpl", "flight.range", "flight.cr3",
 	"stream.size", "stream.cpl", "stream.range", "stream.cr3", "stream.wait",
+	"flight.mode", "flight.wait", "stream.mode",
 	"trace.start", "trace.stop", "channel" };
 #define KEY_LIST "next, cmdline, memory, serial, log, enable, engine, flight.size, flight.cpl, " \
 	"flight.range, flight.cr3, stream.size, stream.cpl, stream.range, stream.cr3, stream.wait, " \
+	"flight.mode, flight.wait, stream.mode, " \
 	"trace.start, trace.stop, channel"
 /* keys that may be given more than once */
 static bool key_repeats(enum cfg_key k)
@@ -308,27 +311,39 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 			cfg_err(cfg, line, "engine: '%s' is not fast or reference", num);
 		return;
 	case K_FLIGHT_SIZE:
-		cfg_rec_size(cfg, line, name, num, &rec->flight_size);
+		cfg_rec_size(cfg, line, name, num, &rec->flight.size);
 		return;
 	case K_STREAM_SIZE:
-		cfg_rec_size(cfg, line, name, num, &rec->stream_size);
+		cfg_rec_size(cfg, line, name, num, &rec->stream.size);
 		return;
 	case K_FLIGHT_CPL:
 	case K_STREAM_CPL:
-		cfg_rec_cpl(cfg, line, name, num, vlen, k == K_FLIGHT_CPL ? &rec->flight : &rec->stream);
+		cfg_rec_cpl(cfg, line, name, num, vlen, k == K_FLIGHT_CPL ? &rec->flight.filter : &rec->stream.filter);
 		return;
 	case K_FLIGHT_RANGE:
 	case K_STREAM_RANGE:
-		cfg_rec_range(cfg, line, name, num, k == K_FLIGHT_RANGE ? &rec->flight : &rec->stream);
+		cfg_rec_range(cfg, line, name, num, k == K_FLIGHT_RANGE ? &rec->flight.filter : &rec->stream.filter);
 		return;
 	case K_FLIGHT_CR3:
 	case K_STREAM_CR3:
-		cfg_rec_cr3(cfg, line, name, num, k == K_FLIGHT_CR3 ? &rec->flight : &rec->stream);
+		cfg_rec_cr3(cfg, line, name, num, k == K_FLIGHT_CR3 ? &rec->flight.filter : &rec->stream.filter);
 		return;
 	case K_STREAM_WAIT:
-		if (!parse_wait_us(num, &rec->stream_wait_us))
-			cfg_err(cfg, line, "stream.wait: '%s' is not a time up to 60s (write e.g. 200ms, 2s or 500us)", num);
+	case K_FLIGHT_WAIT:
+		if (!parse_wait_us(num, k == K_FLIGHT_WAIT ? &rec->flight.wait_us : &rec->stream.wait_us))
+			cfg_err(cfg, line, "%s: '%s' is not a time up to 60s (write e.g. 200ms, 2s or 500us)", name, num);
 		return;
+	case K_FLIGHT_MODE:
+	case K_STREAM_MODE: {
+		u32 *mode = k == K_FLIGHT_MODE ? &rec->flight.mode : &rec->stream.mode;
+		if (streq(num, vlen, "overwrite"))
+			*mode = HVTRACE_RING_OVERWRITE;
+		else if (streq(num, vlen, "lossless"))
+			*mode = HVTRACE_RING_LOSSLESS;
+		else
+			cfg_err(cfg, line, "%s: '%s' is not overwrite or lossless", name, num);
+		return;
+	}
 	case K_TRACE_START: {
 		u64 arg;
 		if (streq(num, vlen, "boot"))
@@ -384,7 +399,9 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	cfg->enable = true;
 	cfg->engine = HVTRACE_ENGINE_FAST;
 	cfg->rec.start = REC_START_BOOT;
-	cfg->rec.stream_wait_us = 100000;
+	cfg->rec.flight.mode = HVTRACE_RING_OVERWRITE;
+	cfg->rec.stream.mode = HVTRACE_RING_LOSSLESS;
+	cfg->rec.flight.wait_us = cfg->rec.stream.wait_us = 100000;
 
 	if (len > CFG_MAX_SIZE) {
 		cfg_err(cfg, 0, "the file is larger than 64 KiB");
@@ -466,16 +483,17 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 		{ K_FLIGHT_CPL, K_FLIGHT_SIZE }, { K_FLIGHT_RANGE, K_FLIGHT_SIZE },
 		{ K_FLIGHT_CR3, K_FLIGHT_SIZE }, { K_STREAM_CPL, K_STREAM_SIZE },
 		{ K_STREAM_RANGE, K_STREAM_SIZE }, { K_STREAM_CR3, K_STREAM_SIZE },
-		{ K_STREAM_WAIT, K_STREAM_SIZE },
+		{ K_STREAM_WAIT, K_STREAM_SIZE }, { K_FLIGHT_MODE, K_FLIGHT_SIZE },
+		{ K_FLIGHT_WAIT, K_FLIGHT_SIZE }, { K_STREAM_MODE, K_STREAM_SIZE },
 	};
 	for (u32 i = 0; i < ARRAY_SIZE(deps); i++)
 		if (seen[deps[i].k] && (!seen[deps[i].needs] ||
-					(deps[i].needs == K_FLIGHT_SIZE ? !cfg->rec.flight_size
-									: !cfg->rec.stream_size)))
+					(deps[i].needs == K_FLIGHT_SIZE ? !cfg->rec.flight.size
+									: !cfg->rec.stream.size)))
 			cfg_err(cfg, 0, "'%s' is set but '%s' is not (or is 0): that consumer does not exist",
 				key_names[deps[i].k], key_names[deps[i].needs]);
 	if ((seen[K_TRACE_START] || seen[K_TRACE_STOP] || seen[K_CHANNEL]) &&
-	    !cfg->rec.flight_size && !cfg->rec.stream_size)
+	    !cfg->rec.flight.size && !cfg->rec.stream.size)
 		cfg_err(cfg, 0, "trace.start, trace.stop and channel need a recorder: set flight.size or stream.size");
 	return cfg->nr_errors;
 }

@@ -190,7 +190,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->rec = cfg->rec;
 	/* the recorder's channel: an ivshmem device, found (and so hidden from
 	 * the guest) only when a recorder is configured and may use one */
-	if ((cfg->rec.flight_size || cfg->rec.stream_size) && cfg->rec.channel != REC_CHAN_RAM)
+	if ((cfg->rec.flight.size || cfg->rec.stream.size) && cfg->rec.channel != REC_CHAN_RAM)
 		pci_find_ivshmem(&bp->ivshmem);
 	if (!collect_ram(&bp->ram)) {
 		say("the firmware's memory map has more than %u RAM ranges", HV_MAX_RANGES);

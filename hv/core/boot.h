@@ -61,16 +61,22 @@ enum hv_rec_stop {
 };
 enum hv_rec_channel { REC_CHAN_AUTO = 0, REC_CHAN_IVSHMEM = 1, REC_CHAN_RAM = 2 };
 
+/* One consumer of the engine's records with its ring per vCPU. */
+struct hv_rec_consumer {
+	u64 size;		/* bytes per vCPU; 0: none */
+	u32 mode;		/* enum hvtrace_ring_mode */
+	u32 wait_us;		/* LOSSLESS: how long a full ring pauses the vCPU */
+	struct hv_rec_filter filter;
+};
+
 struct hv_rec_cfg {
-	u64 flight_size;	/* bytes per vCPU; 0: no flight recorder */
-	u64 stream_size;	/* bytes per vCPU; 0: no host stream */
-	u32 stream_wait_us;	/* how long a full stream pauses the vCPU */
+	struct hv_rec_consumer flight, stream;
 	u32 start;		/* enum hv_rec_start */
-	u64 start_arg;
 	u32 stop;		/* enum hv_rec_stop */
-	u32 channel;		/* enum hv_rec_channel */
+	u64 start_arg;
 	u64 stop_arg;
-	struct hv_rec_filter flight, stream;
+	u32 channel;		/* enum hv_rec_channel */
+	u32 pad;
 };
 
 /* An ivshmem-plain device (PCI 1af4:1110) the loader found before the

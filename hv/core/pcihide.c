@@ -46,7 +46,7 @@ int pcihide_init(const struct hv_boot_ivshmem *iv)
 	guest_cf8 = inl(PCI_CONFIG_ADDRESS);
 	if (!iv->found) {
 		LOG_INFO("no ivshmem channel: nothing to hide%s",
-			 hv.boot.rec.flight_size || hv.boot.rec.stream_size
+			 hv.boot.rec.flight.size || hv.boot.rec.stream.size
 				 ? "; port 0xcf9 watched for resets (the recorder freezes on one)" : "");
 		return HV_OK;
 	}
@@ -77,7 +77,7 @@ u32 pcihide_io_ports(u16 *first)
 	/* a reset request matters only to a recorder that would freeze; every
 	 * dword CONFIG_ADDRESS write covers 0xCF9 too, so watching it costs an
 	 * exit per configuration access */
-	if (!hv.boot.rec.flight_size && !hv.boot.rec.stream_size)
+	if (!hv.boot.rec.flight.size && !hv.boot.rec.stream.size)
 		return 0;
 	*first = PCI_RESET_CONTROL;
 	return 1;

@@ -56,26 +56,31 @@ static u64 ring_records(u64 bytes)
 	return bytes / sizeof(struct hvtrace_rec);
 }
 
-static void ring_setup(struct vcpu *v, struct hvtrace_chan *c, u64 *off, u16 consumer, u64 bytes,
-		       const struct hv_rec_filter *f, u32 wait_us)
+static void ring_setup(struct vcpu *v, struct hvtrace_chan *c, u64 *off, u16 consumer,
+		       const struct hv_rec_consumer *cc, const struct hv_rec_filter *f)
 {
 	struct rec_vcpu *r = &v->trace.rec;
 	struct hvtrace_ring *g = &c->rings[c->nr_rings++];
 	struct rec_ring *ring = &r->ring[r->nr_rings++];
+	/* no mode given: the consumer's own (a history for the flight
+	 * recorder, a lossless stream for the host) */
+	u32 mode = cc->mode == HVTRACE_RING_OVERWRITE || cc->mode == HVTRACE_RING_LOSSLESS
+			   ? cc->mode
+			   : consumer == HVTRACE_CONSUMER_STREAM ? HVTRACE_RING_LOSSLESS : HVTRACE_RING_OVERWRITE;
 
 	g->vcpu = v->id;
 	g->consumer = consumer;
-	g->mode = consumer == HVTRACE_CONSUMER_STREAM ? HVTRACE_RING_LOSSLESS : HVTRACE_RING_OVERWRITE;
+	g->mode = (u16)mode;
 	g->offset = *off;
-	g->capacity = ring_records(bytes);
+	g->capacity = ring_records(cc->size);
 	g->cpl_filter = f->cpl;
-	g->wait_us = consumer == HVTRACE_CONSUMER_STREAM ? wait_us : 0;
+	g->wait_us = mode == HVTRACE_RING_LOSSLESS ? cc->wait_us : 0;
 	ring->g = g;
 	ring->recs = (struct hvtrace_rec *)((u8 *)c + *off);
 	ring->mask = g->capacity - 1;
 	ring->f = f;
 	ring->mode = g->mode;
-	*off += bytes;
+	*off += cc->size;
 }
 
 /* Where the channel goes: an ivshmem device's BAR2 when the loader found
@@ -114,12 +119,12 @@ int rec_init(void)
 {
 	const struct hv_rec_cfg *cfg = &hv.boot.rec;
 	rec.cfg = cfg;
-	if (!cfg->flight_size && !cfg->stream_size)
+	if (!cfg->flight.size && !cfg->stream.size)
 		return HV_OK;
 
-	u64 per_vcpu = cfg->flight_size + cfg->stream_size, pa;
+	u64 per_vcpu = cfg->flight.size + cfg->stream.size, pa;
 	u32 where;
-	if (hv.nr_vcpus * (u32)(!!cfg->flight_size + !!cfg->stream_size) > HVTRACE_CHAN_MAX_RINGS)
+	if (hv.nr_vcpus * (u32)(!!cfg->flight.size + !!cfg->stream.size) > HVTRACE_CHAN_MAX_RINGS)
 		return HV_ERR_REC_CONFIG;
 	struct hvtrace_chan *c = chan_place(HVTRACE_CHAN_HDR_SIZE + per_vcpu * hv.nr_vcpus, &pa, &where);
 	if (!c)
@@ -127,15 +132,14 @@ int rec_init(void)
 
 	memset(c, 0, HVTRACE_CHAN_HDR_SIZE);
 	u64 off = HVTRACE_CHAN_HDR_SIZE;
-	rec.filter[0] = cfg->flight;
-	rec.filter[1] = cfg->stream;
+	rec.filter[0] = cfg->flight.filter;
+	rec.filter[1] = cfg->stream.filter;
 	for (u32 i = 0; i < hv.nr_vcpus; i++) {
 		struct vcpu *v = hv.vcpus[i];
-		if (cfg->flight_size)
-			ring_setup(v, c, &off, HVTRACE_CONSUMER_FLIGHT, cfg->flight_size, &rec.filter[0], 0);
-		if (cfg->stream_size)
-			ring_setup(v, c, &off, HVTRACE_CONSUMER_STREAM, cfg->stream_size, &rec.filter[1],
-				   cfg->stream_wait_us);
+		if (cfg->flight.size)
+			ring_setup(v, c, &off, HVTRACE_CONSUMER_FLIGHT, &cfg->flight, &rec.filter[0]);
+		if (cfg->stream.size)
+			ring_setup(v, c, &off, HVTRACE_CONSUMER_STREAM, &cfg->stream, &rec.filter[1]);
 	}
 	c->abi_version = HVTRACE_ABI_VERSION;
 	c->rec_size = sizeof(struct hvtrace_rec);
@@ -152,9 +156,10 @@ int rec_init(void)
 	/* the magic last: a reader scanning memory never sees half a header */
 	asm volatile("" ::: "memory");
 	c->magic = HVTRACE_CHAN_MAGIC;
-	LOG_INFO("recorder: channel at %016lx (%s, %lu KiB): flight %lu KiB, stream %lu KiB per vCPU; "
+	LOG_INFO("recorder: channel at %016lx (%s, %lu KiB): flight %lu KiB%s, stream %lu KiB%s per vCPU; "
 		 "%s", pa, where == HVTRACE_CHAN_IVSHMEM ? "ivshmem" : "reserved RAM", off >> 10,
-		 cfg->flight_size >> 10, cfg->stream_size >> 10,
+		 cfg->flight.size >> 10, cfg->flight.mode == HVTRACE_RING_LOSSLESS ? " lossless" : "",
+		 cfg->stream.size >> 10, cfg->stream.mode == HVTRACE_RING_OVERWRITE ? " overwriting" : "",
 		 rec.state == HVTRACE_STATE_TRACING ? "tracing from boot" : "waiting for the start trigger");
 	return HV_OK;
 }

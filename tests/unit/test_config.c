@@ -82,21 +82,27 @@ int main(void)
 			"stream.size = 64K\nstream.cpl = kernel\nstream.cr3 = 0x1234000\nstream.wait = 2s\n"
 			"trace.start = 0xffffffff81f0a5e0\ntrace.stop = records:5000\nchannel = ram\n";
 		CHECK(parse(rec) == 0, "recorder keys: %s", cfg.errors[0].msg);
-		CHECK(cfg.rec.flight_size == 1u << 20 && cfg.rec.stream_size == 64u << 10, "sizes");
-		CHECK(cfg.rec.flight.cpl == HVTRACE_CPL_USER && cfg.rec.stream.cpl == HVTRACE_CPL_KERNEL, "cpl");
-		CHECK(cfg.rec.flight.nr_ranges == 2 && cfg.rec.flight.ranges[1].lo == 0xffffffff81000000ull &&
-		      cfg.rec.flight.ranges[1].hi == 0xffffffff81ffffffull, "ranges");
-		CHECK(cfg.rec.stream.cr3 == 0x1234000 && cfg.rec.stream_wait_us == 2000000, "cr3, wait");
+		CHECK(cfg.rec.flight.size == 1u << 20 && cfg.rec.stream.size == 64u << 10, "sizes");
+		CHECK(cfg.rec.flight.filter.cpl == HVTRACE_CPL_USER && cfg.rec.stream.filter.cpl == HVTRACE_CPL_KERNEL, "cpl");
+		CHECK(cfg.rec.flight.filter.nr_ranges == 2 && cfg.rec.flight.filter.ranges[1].lo == 0xffffffff81000000ull &&
+		      cfg.rec.flight.filter.ranges[1].hi == 0xffffffff81ffffffull, "ranges");
+		CHECK(cfg.rec.stream.filter.cr3 == 0x1234000 && cfg.rec.stream.wait_us == 2000000, "cr3, wait");
 		CHECK(cfg.rec.start == REC_START_ADDR && cfg.rec.start_arg == 0xffffffff81f0a5e0ull, "start");
 		CHECK(cfg.rec.stop == REC_STOP_RECORDS && cfg.rec.stop_arg == 5000, "stop");
 		CHECK(cfg.rec.channel == REC_CHAN_RAM, "channel");
-		CHECK(parse("next = \\a.efi\n") == 0 && !cfg.rec.flight_size && !cfg.rec.stream_size &&
-		      cfg.rec.start == REC_START_BOOT && cfg.rec.stream_wait_us == 100000, "recorder defaults");
+		CHECK(cfg.rec.flight.mode == HVTRACE_RING_OVERWRITE && cfg.rec.stream.mode == HVTRACE_RING_LOSSLESS,
+		      "default modes");
+		CHECK(parse("next = \\a.efi\nflight.size = 4K\nflight.mode = lossless\nflight.wait = 3ms\n"
+			    "stream.size = 4K\nstream.mode = overwrite\n") == 0 &&
+		      cfg.rec.flight.mode == HVTRACE_RING_LOSSLESS && cfg.rec.flight.wait_us == 3000 &&
+		      cfg.rec.stream.mode == HVTRACE_RING_OVERWRITE, "modes swapped: %s", cfg.errors[0].msg);
+		CHECK(parse("next = \\a.efi\n") == 0 && !cfg.rec.flight.size && !cfg.rec.stream.size &&
+		      cfg.rec.start == REC_START_BOOT && cfg.rec.stream.wait_us == 100000, "recorder defaults");
 		CHECK(parse("next = \\a.efi\nflight.size=4K\ntrace.start = branches:100\nstream.size=8K\n"
 			    "stream.wait=250us\ntrace.start=hypercall\n") == 1, "trace.start twice");
 		CHECK(parse("next = \\a.efi\nflight.size=4K\ntrace.start = branches:100\nstream.size=8K\n"
 			    "stream.wait=250us\n") == 0 && cfg.rec.start == REC_START_BRANCHES &&
-		      cfg.rec.start_arg == 100 && cfg.rec.stream_wait_us == 250, "branches, us");
+		      cfg.rec.start_arg == 100 && cfg.rec.stream.wait_us == 250, "branches, us");
 	}
 	bad("next = \\a.efi\nflight.size = 3K\n", 2, "power of two from 4K");
 	bad("next = \\a.efi\nflight.size = 1G\n", 2, "power of two from 4K");
@@ -113,6 +119,8 @@ int main(void)
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.start = soon\n", 3, "not boot, hypercall");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = records:0\n", 3, "not never, hypercall or records:N");
 	bad("next = \\a.efi\nflight.size = 4K\nchannel = pipe\n", 3, "not auto, ivshmem or ram");
+	bad("next = \\a.efi\nflight.size = 4K\nflight.mode = ring\n", 3, "flight.mode: 'ring' is not overwrite or lossless");
+	bad("next = \\a.efi\nstream.mode = lossless\n", 0, "'stream.mode' is set but 'stream.size' is not");
 	bad("next = \\a.efi\nstream.cpl = user\n", 0, "'stream.cpl' is set but 'stream.size' is not");
 	bad("next = \\a.efi\nflight.size = 0\nflight.range = 1-2\n", 0, "that consumer does not exist");
 	bad("next = \\a.efi\ntrace.start = hypercall\n", 0, "need a recorder");

@@ -83,7 +83,7 @@ int main(void)
 
 	/* --- overwrite ring, start at boot ------------------------------ */
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.flight_size = 4096;	/* 128 records */
+	cfg.flight.size = 4096;	/* 128 records */
 	cfg.start = REC_START_BOOT;
 	setup(&cfg);
 	CHECK(chan->magic == HVTRACE_CHAN_MAGIC && chan->nr_rings == 1 && chan->size == 8192,
@@ -131,7 +131,7 @@ int main(void)
 
 	/* --- triggers: address, branches:N, records:N ------------------- */
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.flight_size = 4096;
+	cfg.flight.size = 4096;
 	cfg.start = REC_START_ADDR;
 	cfg.start_arg = 0xffffffff81000000ull;
 	cfg.stop = REC_STOP_RECORDS;
@@ -152,7 +152,7 @@ int main(void)
 	      (unsigned long long)chan->rings[0].head);
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.flight_size = 4096;
+	cfg.flight.size = 4096;
 	cfg.start = REC_START_BRANCHES;
 	cfg.start_arg = 5;
 	setup(&cfg);
@@ -160,14 +160,31 @@ int main(void)
 		branch(0x100 + i, 0x200);
 	CHECK(chan->rings[0].head == 3 && slot(0, 0)->from == 0x105, "branches:5 skips 5");
 
+	/* modes swapped by configuration: a lossless flight recorder and an
+	 * overwriting host ring */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flight.size = 4096;
+	cfg.flight.mode = HVTRACE_RING_LOSSLESS;
+	cfg.flight.wait_us = 50;
+	cfg.stream.size = 4096;
+	cfg.stream.mode = HVTRACE_RING_OVERWRITE;
+	cfg.start = REC_START_BOOT;
+	setup(&cfg);
+	CHECK(chan->rings[0].mode == HVTRACE_RING_LOSSLESS && chan->rings[0].wait_us == 50 &&
+	      chan->rings[1].mode == HVTRACE_RING_OVERWRITE && chan->rings[1].wait_us == 0, "modes from the config");
+	for (int i = 0; i < 200; i++)
+		branch(0x100 + i, 0x200);
+	CHECK(chan->rings[0].head == 128 && chan->rings[0].lost == 72 && chan->rings[1].head == 200 &&
+	      chan->rings[1].lost == 0, "lossless flight keeps the oldest, overwriting stream the newest");
+
 	/* --- filters ---------------------------------------------------- */
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.flight_size = 4096;
-	cfg.stream_size = 4096;
-	cfg.flight.cpl = HVTRACE_CPL_USER;
-	cfg.stream.nr_ranges = 1;
-	cfg.stream.ranges[0].lo = 0x400000;
-	cfg.stream.ranges[0].hi = 0x4fffff;
+	cfg.flight.size = 4096;
+	cfg.stream.size = 4096;
+	cfg.flight.filter.cpl = HVTRACE_CPL_USER;
+	cfg.stream.filter.nr_ranges = 1;
+	cfg.stream.filter.ranges[0].lo = 0x400000;
+	cfg.stream.filter.ranges[0].hi = 0x4fffff;
 	cfg.start = REC_START_BOOT;
 	setup(&cfg);
 	fake_cpl = 0;
@@ -213,8 +230,8 @@ int main(void)
 
 	/* --- lossless: drops counted exactly, one LOST record ----------- */
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.stream_size = 4096;		/* 128 records */
-	cfg.stream_wait_us = 100;
+	cfg.stream.size = 4096;		/* 128 records */
+	cfg.stream.wait_us = 100;
 	cfg.start = REC_START_BOOT;
 	setup(&cfg);
 	st = &chan->rings[0];
