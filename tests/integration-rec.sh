@@ -178,15 +178,11 @@ rec_stream() {
 	truncate -s 4M "$shm"
 	run $name 180 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
 		-device ivshmem-plain,memdev=hvt &
-	local qpid=$! i
-	# the reader attaches once the hypervisor has laid out the channel
-	for i in $(seq 600); do
-		[ "$(head -c 8 "$shm" 2>/dev/null | tr -d "\\0")" = HVTRCHN1 ] && break
-		sleep 0.1
-	done
+	local qpid=$!
 	local ropt=""
 	[ "$rate" = 0 ] || ropt="--rate $rate"
-	timeout 170 "$HVTRACE" record --shm "$shm" -o "$out" --idle-exit 60 $ropt \
+	# the reader waits for the hypervisor to lay out the channel
+	timeout 170 "$HVTRACE" record --shm "$shm" -o "$out" --wait 60 --idle-exit 60 $ropt \
 		>"$RUNS/$name/record.out" 2>&1
 	local rrc=$?
 	wait $qpid

@@ -185,13 +185,15 @@ static int status_main(int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char record_help[] =
-	"usage: hvtrace record --shm PATH -o FILE [--rate N] [--idle-exit SEC] [--quiet]\n"
+	"usage: hvtrace record --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC] [--quiet]\n"
 	"Attaches to every LOSSLESS ring of the channel and drains it into FILE until\n"
 	"SIGINT/SIGTERM, until the channel is STOPPED or FROZEN and drained, or until\n"
 	"--idle-exit SEC seconds pass without a new record. The file is valid at any\n"
 	"moment (a killed recorder leaves one readers accept); LOST records are kept,\n"
 	"and the header's lost is the sum of the rings' lost.\n"
 	"  -o FILE          the trace file to write\n"
+	"  --wait SEC       wait up to SEC seconds for the channel to appear (start the\n"
+	"                   recorder before the guest)\n"
 	"  --rate N         drain at most N records/s (a deliberately slow reader)\n"
 	"  --idle-exit SEC  stop after SEC seconds without a new record\n"
 	"  --quiet          no progress line\n";
@@ -330,10 +332,10 @@ static int record_main(int argc, char **argv)
 		{ "shm", required_argument, NULL, 's' },	{ "output", required_argument, NULL, 'o' },
 		{ "rate", required_argument, NULL, 'r' },	{ "idle-exit", required_argument, NULL, 'i' },
 		{ "quiet", no_argument, NULL, 'q' },		{ "help", no_argument, NULL, OPT_HELP },
-		{ 0 },
+		{ "wait", required_argument, NULL, 'w' },	{ 0 },
 	};
 	const char *shm = NULL, *out = NULL;
-	uint64_t rate = 0, idle = 0;
+	uint64_t rate = 0, idle = 0, wait_s = 0;
 	static struct recorder r;	/* static: the SIGBUS path finishes r.w */
 	struct sigaction sa = { 0 };
 	struct hvt_err err;
@@ -355,6 +357,10 @@ static int record_main(int argc, char **argv)
 						   optarg);
 			break;
 		case 'q': quiet = 1; break;
+		case 'w':
+			if (parse_u64(optarg, &wait_s) || !wait_s || wait_s > 1000000)
+				return usage_error("record", "--wait takes seconds (1..1000000), not '%s'", optarg);
+			break;
 		case OPT_HELP: fputs(record_help, stdout); return 0;
 		default: return rc ? rc : usage_error("record", "unexpected option");
 		}
@@ -367,8 +373,18 @@ static int record_main(int argc, char **argv)
 	bus_what = shm;
 	bus_writer = &r.w;
 	bus_out = out;
-	if (hvt_chan_open_shm(&r.ch, shm, &err))
-		return fail(shm, "%s", err.msg);
+	/* --wait: the guest may not have laid out its channel yet (the file
+	 * exists before QEMU starts, the header once the hypervisor runs) */
+	for (uint64_t waited_ms = 0;; waited_ms += 100) {
+		if (!hvt_chan_open_shm(&r.ch, shm, &err))
+			break;
+		if (waited_ms >= wait_s * 1000)
+			return fail(shm, "%s%s", err.msg, wait_s ? " (gave up waiting for the channel)" : "");
+		if (!quiet && waited_ms % 5000 == 0)
+			fprintf(stderr, "hvtrace record: waiting for a channel in %s (%s)\n", shm, err.msg);
+		struct timespec ts = { 0, 100000000 };
+		nanosleep(&ts, NULL);
+	}
 	for (i = 0; i < r.ch.nr_rings; i++)
 		if (r.ch.ring[i].mode == HVTRACE_RING_LOSSLESS)
 			r.ring[r.n++] = i;

@@ -257,6 +257,15 @@ run 0 "record --idle-exit 1" "$H" record --shm "$L" -o "$T/idle.hvt" --idle-exit
 check "record --idle-exit: stopped in time" test $(($(date +%s) - start)) -le 4
 check "record --idle-exit: empty, valid file" has "$T/err" "^hvtrace record: 0 records, 0 lost"
 run 0 "dump of an empty recording" "$H" dump "$T/idle.hvt"
+
+# --wait: no channel yet, then one appears while the recorder waits
+truncate -s 1M "$T/later.shm"
+run 1 "record --wait 1 on a file with no channel" "$H" record --shm "$T/later.shm" -o "$T/later.hvt" --wait 1 --quiet
+check "record --wait: says it gave up" has "$T/err" "gave up waiting for the channel"
+( sleep 1; "$H" synth chan -o "$T/later.shm" --ring 0:lossless:256:0 --state stopped ) &
+pids+=("$!")
+run 0 "record --wait 10: a channel that appears later" "$H" record --shm "$T/later.shm" -o "$T/later.hvt" --wait 10 --quiet
+check "record --wait: recorded once it appeared" has "$T/err" "^hvtrace record: 0 records, 0 lost"
 "$H" record --shm "$L" -o "$T/int.hvt" --quiet 2>/dev/null &
 rp=$!
 pids+=("$rp")
