@@ -40,6 +40,22 @@ rec_basic() {
 	finish $name
 }
 t_svm_rec_basic_fast() { rec_basic fast; }
+
+# trace.start = boot: the engine runs from the hypervisor's first entry
+# (the loader's return into the firmware) and trace.stop ends it after a
+# fixed count; t_rec then drives the recorder as usual.
+t_svm_rec_from_boot() {
+	local name=svm-rec-from-boot
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'flight.size = 1M' 'trace.start = boot' 'trace.stop = records:3000'
+	run $name 120
+	expect 'recorder: channel at [0-9a-f]+ \(reserved RAM, 1028 KiB\): flight 1024 KiB, stream 0 KiB per vCPU; tracing from boot'
+	expect 'recorder: tracing stopped \(trace.stop records reached\) after 3000 records'
+	expect 'SUMMARY: t_rec: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'hvtrace: error'
+	finish $name
+}
 t_svm_rec_basic_reference() { rec_basic reference; }
 
 # --- the flight recorder after a crash -------------------------------------
@@ -302,6 +318,6 @@ t_linux_rec_start_kernel() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_lossless t_svm_rec_slow_reader
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_lossless t_svm_rec_slow_reader
 t_linux_rec_start_kernel"
 runner_main integration-rec "$ALL" "$@"
