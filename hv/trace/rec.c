@@ -80,6 +80,7 @@ static void ring_setup(struct vcpu *v, struct hvtrace_chan *c, u64 *off, u16 con
 	ring->mask = g->capacity - 1;
 	ring->f = f;
 	ring->mode = g->mode;
+	ring->wait_us = g->wait_us;
 	*off += cc->size;
 }
 
@@ -267,7 +268,8 @@ static void ring_write(struct rec_ring *ring, const struct hvtrace_rec *r)
 	*(volatile u64 *)&ring->g->head = ring->head;
 }
 
-/* Free slots of a lossless ring, from the reader's tail. A tail the
+/* Free slots of a lossless ring, from the reader's tail (the only fields,
+ * with `reader`, the hypervisor reads back from the channel). A tail the
  * hypervisor cannot believe (ahead of head, or more than a ring behind)
  * counts as no reader progress at all: nothing is overwritten. */
 static u64 ring_room(const struct rec_ring *ring)
@@ -291,7 +293,7 @@ static bool ring_wait(struct rec_ring *ring, u64 need, bool marker)
 		return false;
 	ring->g->waits++;
 	/* a marker waits at least 10 ms: the end of a stream is worth it */
-	u64 us = marker ? MAX(ring->g->wait_us, 10000u) : ring->g->wait_us;
+	u64 us = marker ? MAX(ring->wait_us, 10000u) : ring->wait_us;
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * us : us * 1000;
 	while (rdtsc() - t0 < limit) {
 		if (ring_room(ring) >= need)

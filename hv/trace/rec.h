@@ -21,6 +21,7 @@ struct rec_ring {
 	u64 head;
 	const struct hv_rec_filter *f;
 	u16 mode;			/* enum hvtrace_ring_mode */
+	u32 wait_us;			/* LOSSLESS: the bound on a wait (ours, not the header's) */
 	bool dropping;			/* LOSSLESS: full, dropping until space returns */
 	u64 pending_lost;		/* dropped, not yet told by a LOST record */
 	u64 first_lost_tsc;

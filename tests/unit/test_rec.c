@@ -269,5 +269,15 @@ int main(void)
 	CHECK(st->lost == 75, "an unbelievable tail: no room, nothing overwritten (lost %llu)",
 	      (unsigned long long)st->lost);
 	CHECK(vcpu0.trace.rec.lost == 75, "per-vCPU lost for the status hypercall");
+	/* the bound is the hypervisor's own: a header scribbled with a huge
+	 * wait_us does not stall the vCPU (a new overflow, reader attached) */
+	st->wait_us = 0xffffffffu;
+	st->tail = st->head;
+	for (int i = 0; i < 127; i++)	/* the LOST record of the last gap, then 127: full */
+		branch(0xd000 + i, 0);
+	u64 waits = st->waits, t0 = __builtin_ia32_rdtsc();
+	branch(0xe000, 0);
+	CHECK(__builtin_ia32_rdtsc() - t0 < 1000000000ull && st->lost == 76 && st->waits == waits + 1,
+	      "waited its own 100 us, not the header's: lost %llu", (unsigned long long)st->lost);
 	return unit_done("test_rec");
 }
