@@ -454,6 +454,26 @@ G x_ud_handler
 G x_ud_iret
 	iretq
 
+/* void seq_tf_cpuid(void): the guest single-steps over a CPUID, which the
+ * hypervisor emulates; btf_db_handler logs the traps: after the XOR, after
+ * the CPUID (the one an intercept can lose), after the NOP, ... */
+G seq_tf_cpuid
+	pushq %rbx
+	pushfq
+	orq $0x100, (%rsp)
+	popfq
+	xorl %eax, %eax
+G tf_c0
+	cpuid
+G tf_c1
+	nop
+G tf_c2
+	pushfq
+	andq $~0x100, (%rsp)
+	popfq
+	popq %rbx
+	ret
+
 /* void seq_btf(u64 debugctl): the guest single-steps on branches
  * (DEBUGCTL.BTF and TF): btf_db_handler (vector 1) logs each #DB's return
  * RIP in btf_log and ANDs DR6 into db_dr6_and; a #DB only after the jmp,
