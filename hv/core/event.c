@@ -142,7 +142,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		return;
 	case HV_EV_VIRT_INSN:
 		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */
-		hv.ops->inject_exception(v, X86_UD, false, 0);
+		trace_inject_fault(v, X86_UD, false, 0);
 		return;
 	case HV_EV_TRIPLE_FAULT:
 		rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
@@ -156,7 +156,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		guest_stop(v, "unhandled exit");
 	}
 	/* MSR policy said no: #GP(0), as hardware does for a bad MSR access */
-	hv.ops->inject_exception(v, X86_GP, true, 0);
+	trace_inject_fault(v, X86_GP, true, 0);
 }
 
 void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
@@ -165,6 +165,9 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 	if (ev->kind < HV_EV_COUNT)
 		v->events[ev->kind]++;
 	trace_exit_begin(v, ev);
+	u64 rip = v->rip;
 	dispatch(v, ev);
+	if (ev->kind <= HV_EV_EMULATED_LAST && v->rip != rip)
+		trace_after_emulated(v);	/* it completed: the guest's TF trap */
 	trace_before_entry(v);
 }

@@ -782,6 +782,33 @@ bool trace_on_nmi(struct vcpu *v)
 	return true;
 }
 
+/* A fault the hypervisor raises for an instruction it emulates (#GP for
+ * an MSR, #UD for a virtualization instruction): while tracing it is
+ * recorded and followed into the guest's handler like one the CPU raised. */
+void trace_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
+{
+	hv.ops->inject_exception(v, vector, has_err, err);
+	if (v->trace.engine == HVTRACE_ENGINE_OFF)
+		return;
+	v->trace.step.valid = false;
+	follow_event(v, vector, HVTRACE_REC_EXCEPTION, vector);
+}
+
+/* An instruction the hypervisor emulated has completed (RIP moved past
+ * it). While tracing, the guest's own TF owes it its single-step trap
+ * (SDM Vol. 3 18.3.1.4), which the intercept cut off: delivered and
+ * followed here (the backends deliver it themselves when not tracing). */
+void trace_after_emulated(struct vcpu *v)
+{
+	struct trace_vcpu *t = &v->trace;
+	if (t->engine == HVTRACE_ENGINE_OFF || !trace_guest_tf(v))
+		return;
+	t->guest_dr6 |= DR6_BS;
+	t->step.valid = false;
+	hv.ops->inject_exception(v, X86_DB, false, 0);
+	follow_event(v, X86_DB, HVTRACE_REC_EXCEPTION, X86_DB);
+}
+
 /* The guest's own TF: RFLAGS.TF unless the engine set it for a step. */
 bool trace_guest_tf(const struct vcpu *v)
 {
@@ -864,7 +891,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 		return;
 	}
 	if (hv.ops->get_cpl(v)) {
-		hv.ops->inject_exception(v, X86_GP, true, 0);
+		trace_inject_fault(v, X86_GP, true, 0);
 		return;
 	}
 	int dr = ((in.modrm >> 3) & 7) | (((in.rex >> 2) & 1) << 3);
@@ -876,7 +903,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 			dr += 2;
 	}
 	if (dr > 7) {
-		hv.ops->inject_exception(v, X86_UD, false, 0);
+		trace_inject_fault(v, X86_UD, false, 0);
 		return;
 	}
 	u64 mask = mode == DEC_MODE_64 ? ~0ull : 0xffffffffull;

@@ -107,5 +107,9 @@ bool trace_on_nmi(struct vcpu *v);					/* true: handled */
 void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev);
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
 bool trace_guest_tf(const struct vcpu *v);	/* the guest's own RFLAGS.TF */
+/* A fault raised by the hypervisor for an instruction it emulates. */
+void trace_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
+/* After an emulated instruction completed: the guest's TF trap. */
+void trace_after_emulated(struct vcpu *v);
 
 #endif

@@ -5,6 +5,7 @@
  * not in the table becomes HV_EV_UNHANDLED, which core/event.c logs with a
  * VMCS dump before stopping the guest. Also: decoding of VM-instruction
  * errors (31.4) and VM-entry failures (27.8), and the VMCS dump. Root mode. */
+#include "hvtrace/abi.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
@@ -390,9 +391,11 @@ void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason)
 	/* A single-step trap of an instruction the hypervisor emulated is
 	 * the guest's only if the guest itself has TF set (the branch
 	 * engine's TF is not the guest's): the CPU may have left it pending
-	 * (27.3.4), and the guest's TF decides (SDM Vol. 3 18.3.1.4). */
+	 * (27.3.4), and the guest's TF decides (SDM Vol. 3 18.3.1.4). While
+	 * the engine runs it delivers that trap itself (trace_after_emulated). */
 	if (emulated)
-		vmcs_writel(VMCS_GUEST_PENDING_DEBUG_EXCEPTIONS, trace_guest_tf(v) ? (1ull << 14) : 0);
+		vmcs_writel(VMCS_GUEST_PENDING_DEBUG_EXCEPTIONS,
+			    trace_guest_tf(v) && v->trace.engine == HVTRACE_ENGINE_OFF ? (1ull << 14) : 0);
 	if (emulated && !(vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)) {
 		u32 intr = vmcs_read32(VMCS_GUEST_INTERRUPTIBILITY_STATE);
 		if (intr & (VMX_INTR_BLOCKING_BY_STI | VMX_INTR_BLOCKING_BY_MOV_SS))

@@ -454,11 +454,12 @@ G x_ud_handler
 G x_ud_iret
 	iretq
 
-/* void seq_tf_cpuid(void): the guest single-steps over a CPUID, which the
+/* void seq_tf_cpuid(u64 debugctl): the guest single-steps over a CPUID, which the
  * hypervisor emulates; btf_db_handler logs the traps: after the XOR, after
  * the CPUID (the one an intercept can lose), after the NOP, ... */
 G seq_tf_cpuid
 	pushq %rbx
+	ENABLE			/* DEBUGCTL from RDI: 0 untraced, or TR|BTS */
 	pushfq
 	orq $0x100, (%rsp)
 	popfq
@@ -469,8 +470,12 @@ G tf_c1
 	nop
 G tf_c2
 	pushfq
+G tf_c3
 	andq $~0x100, (%rsp)
+G tf_c4
 	popfq
+G tf_c5
+	DISABLE
 	popq %rbx
 	ret
 

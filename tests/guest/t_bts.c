@@ -33,8 +33,8 @@ struct bts_rec {
 };
 
 #define SYM(x) extern char x[] __attribute__((visibility("hidden")))
-SYM(tf_c0); SYM(tf_c1); SYM(tf_c2);
-void seq_tf_cpuid(void);
+SYM(tf_c0); SYM(tf_c1); SYM(tf_c2); SYM(tf_c3); SYM(tf_c4); SYM(tf_c5);
+void seq_tf_cpuid(uint64_t debugctl);
 SYM(n_jz_taken); SYM(n_jnz_near); SYM(n_t2); SYM(n_jmp_short); SYM(n_t3); SYM(n_call);
 SYM(n_after_call); SYM(n_call_ind); SYM(n_after_ind); SYM(n_jmp_mem); SYM(n_t4); SYM(n_loop);
 SYM(n_jrcxz); SYM(n_t5); SYM(n_jz_zero); SYM(n_jz_zero_t); SYM(n_func); SYM(n_ret);
@@ -443,22 +443,36 @@ static void test_syscall(void)
 }
 
 /* Single-stepping over an instruction the hypervisor emulates (CPUID),
- * untraced: the trap after it must not be lost (the intercept ends the
- * instruction before the CPU's single-step logic sees it). */
-static void test_tf_over_cpuid(void)
+ * untraced and traced: the trap after it must not be lost (the intercept
+ * ends the instruction before the CPU's single-step logic sees it). */
+static void test_tf_over_cpuid(const char *name, uint64_t debugctl)
 {
 	struct gate *idt = idt_base(), saved = idt[1];
+	if (debugctl)
+		ds_setup(64, 64);
 	uint64_t f = irq_save();
 	set_gate(&idt[1], btf_db_handler);
 	btf_n = 0;
 	db_dr6_and = ~0ull;
-	seq_tf_cpuid();
+	seq_tf_cpuid(debugctl);
 	idt[1] = saved;
 	irq_restore(f);
 	report(btf_n == 6 && btf_log[0] == A(tf_c0) && btf_log[1] == A(tf_c1) && btf_log[2] == A(tf_c2) &&
 	       (db_dr6_and & (1 << 14)),
-	       "tf_trap_after_emulated_cpuid", "%lu #DB (want 6), at %lx %lx %lx (want %lx %lx %lx), DR6 AND %lx",
+	       name, "%lu #DB (want 6), at %lx %lx %lx (want %lx %lx %lx), DR6 AND %lx",
 	       btf_n, btf_log[0], btf_log[1], btf_log[2], A(tf_c0), A(tf_c1), A(tf_c2), db_dr6_and);
+	if (debugctl) {
+		/* each trap is a record to the handler and one back by IRET */
+		const struct bts_rec want[] = {
+			R(A(tf_c0), A(btf_db_handler)), R(A(btf_iret), A(tf_c0)),
+			R(A(tf_c1), A(btf_db_handler)), R(A(btf_iret), A(tf_c1)),	/* after CPUID */
+			R(A(tf_c2), A(btf_db_handler)), R(A(btf_iret), A(tf_c2)),
+			R(A(tf_c3), A(btf_db_handler)), R(A(btf_iret), A(tf_c3)),
+			R(A(tf_c4), A(btf_db_handler)), R(A(btf_iret), A(tf_c4)),
+			R(A(tf_c5), A(btf_db_handler)), R(A(btf_iret), A(tf_c5)),
+		};
+		check_records("bts_tf_over_cpuid", want, sizeof(want) / sizeof(want[0]), used());
+	}
 }
 
 /* The guest's own single-stepping while tracing: it gets every #DB it
@@ -894,7 +908,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_interrupt();
 	test_nmi();
 	test_syscall();
-	test_tf_over_cpuid();
+	test_tf_over_cpuid("tf_trap_after_emulated_cpuid", 0);
+	test_tf_over_cpuid("tf_trap_after_emulated_cpuid_traced", TRACE);
 	test_guest_tf();
 	test_guest_breakpoint();
 	test_guest_breakpoint23();
