@@ -196,6 +196,13 @@ enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base)
 	return (cs.attr & SEG_ATTR_DB) ? DEC_MODE_32 : DEC_MODE_16;
 }
 
+u64 gmem_linear_rip(struct vcpu *v)
+{
+	u64 base;
+	gmem_code_mode(v, &base);
+	return base + v->rip;
+}
+
 int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
 		struct dec_insn *in)
 {

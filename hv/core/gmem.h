@@ -16,6 +16,8 @@ bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len);
 
 /* The guest's code: its mode from CS (and CS's base, 0 in 64-bit mode)... */
 enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base);
+/* ...the linear address of its RIP (CS base + RIP)... */
+u64 gmem_linear_rip(struct vcpu *v);
 /* ...and the instruction at linear `lin` (RIP `rip`) decoded: a
  * dec_decode() status; `bytes` (15) gets what could be read. */
 int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,

@@ -51,13 +51,6 @@
  * the platform's. */
 #define TRACE_EXCEPTIONS	(0xffffffffu & ~(1u << 2) & ~(1u << 18))
 
-static u64 linear_rip(struct vcpu *v)
-{
-	u64 base;
-	gmem_code_mode(v, &base);
-	return base + v->rip;
-}
-
 /* The handler of `vector` in the guest's IDT (SDM Vol. 3 6.14.1: 16-byte
  * gates in IA-32e mode; 6.11: 8-byte gates otherwise, flat code assumed). */
 static bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
@@ -233,7 +226,7 @@ static bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
 	if (ev->vector != X86_DB || !bp->armed || bp->kind != BP_TRIGGER)
 		return false;
 	u64 dr6 = hv.ops->get_dr(v, 6);
-	if (!(dr6 & DR6_B3) || linear_rip(v) != bp->addr)
+	if (!(dr6 & DR6_B3) || gmem_linear_rip(v) != bp->addr)
 		return false;
 	hv.ops->set_dr(v, 6, dr6 & ~DR6_B3);
 	bp_disarm(v);
@@ -301,7 +294,7 @@ static void cond_settle(struct vcpu *v)
 	if (!c->valid)
 		return;
 	c->valid = false;
-	u64 at = linear_rip(v);
+	u64 at = gmem_linear_rip(v);
 	bool taken = at >= c->target && at <= c->stop_taken;
 	bool fall = at >= c->fall && at <= c->stop_fall;
 	if (taken && !fall)
@@ -493,7 +486,7 @@ static u64 guest_dr23_hits(struct vcpu *v, u64 lin)
 	for (int i = 2; i < 4; i++)
 		if (exec_bps(dr7, i, i) && guest_dr_read(v, i) == lin)
 			hits |= 1ull << i;
-	if (hits && (v->rflags & RFLAGS_RF) && lin == linear_rip(v))
+	if (hits && (v->rflags & RFLAGS_RF) && lin == gmem_linear_rip(v))
 		return 0;
 	return hits;
 }
@@ -558,7 +551,7 @@ static void step_completed(struct vcpu *v)
 {
 	struct trace_vcpu *t = &v->trace;
 	struct step_state *s = &t->step;
-	u64 to = linear_rip(v);
+	u64 to = gmem_linear_rip(v);
 
 	if (!s->valid || s->dec != DEC_OK) {
 		s->valid = false;
@@ -655,7 +648,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		 * each handled on its own (one #DB may carry several). None:
 		 * INT1, whose #DB sets no DR6 bit. */
 		causes = hv.ops->get_dr(v, 6) & DR6_CAUSES;
-		u64 at = linear_rip(v);
+		u64 at = gmem_linear_rip(v);
 		bool ours = t->bp.armed && (((causes & DR6_B3) && at == t->bp.addr) ||
 					    ((causes & DR6_B2) && t->bp.addr2 && at == t->bp.addr2));
 		bool guest_trap = false;
@@ -698,7 +691,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	/* An exception on its way to the guest: from the faulting instruction
 	 * (for INT3/INTO the instruction itself, whose RIP the CPU reports
 	 * before the trap: SDM Vol. 3 6.5, APM 15.12) to the guest's handler. */
-	u64 from = linear_rip(v);
+	u64 from = gmem_linear_rip(v);
 	int cpl = hv.ops->get_cpl(v);
 	struct step_state *s = &t->step;
 	if (ev->vector == X86_BP || ev->vector == 4 || (ev->vector == X86_DB && !causes)) {
@@ -736,7 +729,7 @@ static void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux)
 {
 	u64 handler;
 	if (idt_handler(v, vector, &handler))
-		bp_arm_handler(v, handler, linear_rip(v), hv.ops->get_cpl(v), kind, aux);
+		bp_arm_handler(v, handler, gmem_linear_rip(v), hv.ops->get_cpl(v), kind, aux);
 	else
 		bp_disarm(v);
 }

@@ -186,21 +186,9 @@ bool rec_take_changed(void)
 	return c;
 }
 
-static int vcpu_cpl(struct vcpu *v)
-{
-	return hv.ops->get_cpl(v);
-}
-
-static u64 vcpu_lin_rip(struct vcpu *v)
-{
-	u64 base;
-	gmem_code_mode(v, &base);
-	return base + v->rip;
-}
-
 static void mark(struct vcpu *v, u32 code, u64 from, u64 to)
 {
-	int cpl = vcpu_cpl(v);
+	int cpl = hv.ops->get_cpl(v);
 	rec_emit(v, HVTRACE_REC_MARKER, from, to, cpl, code);
 }
 
@@ -215,7 +203,7 @@ static void start(struct vcpu *v, u64 at)
 
 static void stop(struct vcpu *v, const char *why)
 {
-	mark(v, HVTRACE_MARK_STOP, vcpu_lin_rip(v), rec.made);
+	mark(v, HVTRACE_MARK_STOP, gmem_linear_rip(v), rec.made);
 	set_state(HVTRACE_STATE_STOPPED);
 	LOG_INFO("recorder: tracing stopped (%s) after %lu records", why, rec.made);
 }
@@ -354,7 +342,7 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 		return;
 	}
 	/* near branches stay at their CPL; the others end where the vCPU is */
-	int to_cpl = kind == HVTRACE_REC_BRANCH ? from_cpl : vcpu_cpl(v);
+	int to_cpl = kind == HVTRACE_REC_BRANCH ? from_cpl : hv.ops->get_cpl(v);
 	struct hvtrace_rec r = { .tsc = rdtsc(), .from = from, .to = to, .vcpu = (u16)v->id,
 				 .kind = kind, .info = HVTRACE_INFO_MAKE(from_cpl, to_cpl), .aux = aux };
 	deliver(v, &r, v->trace.rec.cr3);
@@ -372,7 +360,7 @@ void rec_exit_begin(struct vcpu *v)
 		return;
 	u64 old = rv->cr3;
 	rv->cr3 = cr3;
-	int cpl = vcpu_cpl(v);
+	int cpl = hv.ops->get_cpl(v);
 	struct hvtrace_rec r = { .tsc = rdtsc(), .from = old, .to = cr3, .vcpu = (u16)v->id,
 				 .kind = HVTRACE_REC_CR3, .info = HVTRACE_INFO_MAKE(cpl, cpl) };
 	deliver(v, &r, cr3);
@@ -420,14 +408,14 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 	switch (op) {
 	case HVTRACE_TRACE_START:
 		if (rec.state != HVTRACE_STATE_TRACING)
-			start(v, vcpu_lin_rip(v));
+			start(v, gmem_linear_rip(v));
 		return 0;
 	case HVTRACE_TRACE_STOP:
 		if (rec.state == HVTRACE_STATE_TRACING)
 			stop(v, "hypercall");
 		return 0;
 	case HVTRACE_TRACE_MARK:
-		mark(v, HVTRACE_MARK_GUEST, arg, vcpu_lin_rip(v));
+		mark(v, HVTRACE_MARK_GUEST, arg, gmem_linear_rip(v));
 		return 0;
 	case HVTRACE_TRACE_FREEZE:
 		rec_freeze(HVTRACE_FREEZE_HYPERCALL);
@@ -444,7 +432,7 @@ void rec_freeze(u32 why)
 		return;
 	for (u32 i = 0; i < hv.nr_vcpus; i++) {
 		struct vcpu *v = hv.vcpus[i];
-		mark(v, HVTRACE_MARK_CRASH, vcpu_lin_rip(v), why);
+		mark(v, HVTRACE_MARK_CRASH, gmem_linear_rip(v), why);
 	}
 	rec.chan->freeze = why;
 	rec.chan->freeze_tsc = rdtsc();

@@ -37,11 +37,9 @@ void *mm_alloc_pages(u64 n, u64 *pa)
 	return p;
 }
 u64 mm_free_bytes(void) { return 1ull << 30; }
-enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base)
+u64 gmem_linear_rip(struct vcpu *v)
 {
-	(void)v;
-	*cs_base = 0;
-	return DEC_MODE_64;
+	return v->rip;
 }
 static int get_cpl(struct vcpu *v) { (void)v; return fake_cpl; }
 static u64 get_cr(struct vcpu *v, int n) { (void)v; return n == 3 ? fake_cr3 : 0; }
