@@ -3,6 +3,7 @@
 #include "core/boot.h"
 #include "core/lib.h"
 #include "core/mm.h"
+#include "core/pgbuild.h"
 #include "arch/x86/paging.h"
 
 static u64 mm_base, mm_next, mm_end;
@@ -27,6 +28,20 @@ void *mm_alloc_pages(u64 n, u64 *pa)
 		*pa = p;
 	return va;
 }
+
+static void *pg_page_alloc(void *ctx, u64 *pa)
+{
+	(void)ctx;
+	return mm_alloc_pages(1, pa);
+}
+
+static void *pg_page_ptr(void *ctx, u64 pa)
+{
+	(void)ctx;
+	return hv_pa_to_va(pa);
+}
+
+const struct pg_alloc mm_pg_alloc = { pg_page_alloc, pg_page_ptr, NULL };
 
 u64 mm_free_bytes(void)
 {

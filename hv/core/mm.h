@@ -11,6 +11,10 @@ u64 mm_free_bytes(void);
 u64 hv_va_to_pa(const void *va);
 void *hv_pa_to_va(u64 pa);
 
+/* The heap as the page-table builder's allocator (nested and EPT tables). */
+struct pg_alloc;
+extern const struct pg_alloc mm_pg_alloc;
+
 /* Guest-physical memory is identity-mapped in the host page tables below
  * 2^47 (efi-loader/ builds them so). Only use after gmem checks. */
 static inline void *guest_pa_ptr(u64 gpa) { return (void *)(uintptr_t)gpa; }

@@ -10,30 +10,17 @@
 #include "core/pgbuild.h"
 #include "svm/svm.h"
 
-static void *npt_alloc(void *ctx, u64 *pa)
-{
-	(void)ctx;
-	return mm_alloc_pages(1, pa);
-}
-
-static void *npt_ptr(void *ctx, u64 pa)
-{
-	(void)ctx;
-	return hv_pa_to_va(pa);
-}
-
 int svm_npt_build(u64 *ncr3)
 {
 	struct cpuid_regs r;
 	struct pg_builder b;
-	const struct pg_alloc a = { npt_alloc, npt_ptr, NULL };
 	u64 sink_pa, limit = MIN(hv.boot.phys_limit, 1ull << 48);
 	/* APM 15.25.5: US must be set on every level of the nested tables */
 	const u64 flags = PTE_P | PTE_RW | PTE_US;
 
 	cpuid_count(0x80000001, 0, &r);
 	u8 *sink = mm_alloc_pages(1, &sink_pa);
-	if (!sink || !pg_init(&b, &a, (r.edx & CPUID_80000001_EDX_PAGE1GB) ? PAGE_1G : PAGE_2M, flags))
+	if (!sink || !pg_init(&b, &mm_pg_alloc, (r.edx & CPUID_80000001_EDX_PAGE1GB) ? PAGE_1G : PAGE_2M, flags))
 		return HV_ERR_NO_MEMORY;
 	memset(sink, 0xff, PAGE_SIZE);
 	if (!pg_identity_map(&b, limit, hv.hidden.r, hv.hidden.nr, sink_pa, flags))

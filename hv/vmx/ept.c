@@ -30,22 +30,9 @@ int vmx_ept_build_tables(struct pg_builder *b, const struct pg_alloc *a, u64 lim
 	return HV_OK;
 }
 
-static void *ept_alloc(void *ctx, u64 *pa)
-{
-	(void)ctx;
-	return mm_alloc_pages(1, pa);
-}
-
-static void *ept_ptr(void *ctx, u64 pa)
-{
-	(void)ctx;
-	return hv_pa_to_va(pa);
-}
-
 int vmx_ept_build(u64 *eptp)
 {
 	struct pg_builder b;
-	const struct pg_alloc a = { ept_alloc, ept_ptr, NULL };
 	/* 4-level EPT translates 48 bits of guest-physical address */
 	u64 sink_pa, limit = MIN(hv.boot.phys_limit, 1ull << 48);
 	u8 *sink = mm_alloc_pages(1, &sink_pa);
@@ -54,7 +41,7 @@ int vmx_ept_build(u64 *eptp)
 	if (!sink)
 		return HV_ERR_NO_MEMORY;
 	memset(sink, 0xff, PAGE_SIZE);
-	st = vmx_ept_build_tables(&b, &a, limit, vmx_caps.ept_max_leaf, &hv.guest_ram, &hv.hidden,
+	st = vmx_ept_build_tables(&b, &mm_pg_alloc, limit, vmx_caps.ept_max_leaf, &hv.guest_ram, &hv.hidden,
 				  sink_pa);
 	if (st)
 		return st;
