@@ -62,19 +62,14 @@ static void ring_setup(struct vcpu *v, struct hvtrace_chan *c, u64 *off, u16 con
 	struct rec_vcpu *r = &v->trace.rec;
 	struct hvtrace_ring *g = &c->rings[c->nr_rings++];
 	struct rec_ring *ring = &r->ring[r->nr_rings++];
-	/* no mode given: the consumer's own (a history for the flight
-	 * recorder, a lossless stream for the host) */
-	u32 mode = cc->mode == HVTRACE_RING_OVERWRITE || cc->mode == HVTRACE_RING_LOSSLESS
-			   ? cc->mode
-			   : consumer == HVTRACE_CONSUMER_STREAM ? HVTRACE_RING_LOSSLESS : HVTRACE_RING_OVERWRITE;
 
 	g->vcpu = v->id;
 	g->consumer = consumer;
-	g->mode = (u16)mode;
+	g->mode = (u16)cc->mode;	/* the loader's default or hvtrace.cfg's */
 	g->offset = *off;
 	g->capacity = ring_records(cc->size);
 	g->cpl_filter = f->cpl;
-	g->wait_us = mode == HVTRACE_RING_LOSSLESS ? cc->wait_us : 0;
+	g->wait_us = cc->mode == HVTRACE_RING_LOSSLESS ? cc->wait_us : 0;
 	ring->g = g;
 	ring->recs = (struct hvtrace_rec *)((u8 *)c + *off);
 	ring->mask = g->capacity - 1;

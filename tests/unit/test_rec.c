@@ -53,6 +53,11 @@ static void setup(const struct hv_rec_cfg *cfg)
 	memset(&hv, 0, sizeof(hv));
 	hv.ops = &ops;
 	hv.boot.rec = *cfg;
+	/* the modes the loader fills in when hvtrace.cfg says none */
+	if (!hv.boot.rec.flight.mode)
+		hv.boot.rec.flight.mode = HVTRACE_RING_OVERWRITE;
+	if (!hv.boot.rec.stream.mode)
+		hv.boot.rec.stream.mode = HVTRACE_RING_LOSSLESS;
 	hv.boot.tsc_hz = 1000000000;
 	hv.vcpus[0] = &vcpu0;
 	hv.nr_vcpus = 1;
