@@ -10,6 +10,7 @@
 #include <efilib.h>
 
 #include "hvtrace/abi.h"
+#include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "core/boot.h"
 #include "core/memmap.h"
@@ -136,6 +137,13 @@ static bool collect_ram(struct hv_memmap *ram)
 	return ok;
 }
 
+static u64 rdmsr_apic_base(void)
+{
+	u32 lo, hi;
+	asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(MSR_IA32_APICBASE));
+	return ((u64)hi << 32) | lo;
+}
+
 /* Places the hypervisor and enters it. Returns its status (HV_OK: this
  * processor now runs as its guest). */
 static int start_hypervisor(const struct hv_config *cfg)
@@ -163,6 +171,9 @@ static int start_hypervisor(const struct hv_config *cfg)
 
 	struct bump bump = { pa + ALIGN_UP(mem_bytes, PAGE_SIZE), pa + cfg->memory };
 	u64 bp_pa, stack_pa, limit = phys_limit(&gbpages);
+	/* where the firmware left this processor's local APIC: the hypervisor
+	 * reaches it there, whatever the guest later writes to APIC_BASE */
+	u64 apic_pa = rdmsr_apic_base() & APICBASE_ADDR_MASK;
 	struct hv_boot *bp = bump_alloc(&bump, &bp_pa);
 	struct pg_builder pgb;
 	const struct pg_alloc alloc = { bump_alloc, ident_ptr, &bump };
@@ -171,7 +182,9 @@ static int start_hypervisor(const struct hv_config *cfg)
 	if (!bp || !pg_init(&pgb, &alloc, gbpages ? PAGE_1G : PAGE_2M, PTE_P | PTE_RW) ||
 	    /* all of physical memory below 2^47 (the lower canonical half) */
 	    !pg_map(&pgb, 0, 0, MIN(limit, 1ull << 47), PTE_P | PTE_RW) ||
-	    !pg_map(&pgb, HV_VA_BASE, pa, cfg->memory, PTE_P | PTE_RW | PTE_G))
+	    !pg_map(&pgb, HV_VA_BASE, pa, cfg->memory, PTE_P | PTE_RW | PTE_G) ||
+	    /* the local APIC's registers, uncached (SDM Vol. 3 11.4.1) */
+	    !pg_map(&pgb, HV_APIC_VA, apic_pa, PAGE_SIZE, PTE_P | PTE_RW | PTE_PCD | PTE_PWT | PTE_G))
 		goto fail;
 	for (int i = 0; i < HV_STACK_PAGES; i++)
 		if (!bump_alloc(&bump, &stack_pa))
@@ -186,6 +199,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->host_cr3 = pgb.root_pa;
 	bp->phys_limit = limit;
 	bp->tsc_hz = measure_tsc_hz();
+	bp->apic_pa = apic_pa;
 	bp->trace_engine = cfg->engine;
 	bp->rec = cfg->rec;
 	/* the recorder's channel: an ivshmem device, found (and so hidden from

@@ -18,11 +18,14 @@
  * the top 2 GiB), whatever physical address the loader put it at. */
 #define HV_VA_BASE		0xffffffff80000000ull
 #define HV_MAX_RESERVE		(1ull << 30)
+/* The local APIC's page, mapped uncached by the loader just above the
+ * largest reserve (core/lapic.c). */
+#define HV_APIC_VA		(HV_VA_BASE + HV_MAX_RESERVE)
 #define HV_MIN_RESERVE		(4ull << 20)
 
 #define HV_IMAGE_HDR_MAGIC	0x4856494d41474531ull	/* "HVIMAGE1" */
 #define HV_BOOT_MAGIC		0x48564254424f4f54ull	/* "HVBTBOOT" */
-#define HV_BOOT_VERSION		2
+#define HV_BOOT_VERSION		3
 
 /* First bytes of the flat hypervisor image (hv/hv.ld puts it at HV_VA_BASE). */
 struct hv_image_hdr {
@@ -112,6 +115,7 @@ struct hv_boot {
 	struct hv_rec_cfg rec;	/* the recorder */
 	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
 	struct hv_boot_ivshmem ivshmem;
+	u64 apic_pa;		/* the local APIC's page, where the firmware left it */
 };
 int hv_entry(const struct hv_boot *bp);
 

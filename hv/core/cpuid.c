@@ -1,7 +1,8 @@
 /* CPUID policy: what the guest sees. The hypervisor announces itself
  * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
  * so that the guest behaves as on a CPU without it, and offers the Debug
- * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64). */
+ * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64); Intel PT is
+ * hidden (leaf 7 EBX[25], leaf 0x14). */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
@@ -30,6 +31,15 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		/* the virtual Debug Store: DS with 64-bit records (hv/trace/ds.c) */
 		r->edx |= CPUID_1_EDX_DS;
 		r->ecx |= CPUID_1_ECX_DTES64;
+		break;
+	case 7:
+		/* Intel PT writes its trace at physical addresses: not offered,
+		 * its MSRs #GP (core/msr.c) */
+		if (sub == 0)
+			r->ebx &= ~CPUID_7_EBX_INTEL_PT;
+		break;
+	case 0x14:
+		r->eax = r->ebx = r->ecx = r->edx = 0;
 		break;
 	case 0x80000001:
 		r->ecx &= ~CPUID_80000001_ECX_SVM;

@@ -67,6 +67,7 @@ int hv_entry(const struct hv_boot *bp)
 	hv.nr_vcpus = 1;
 	ds_init(v);
 	v->trace.engine_wanted = bp->trace_engine;
+	v->apic_base = bp->apic_pa;
 	st = rec_init();	/* the channel: before the nested page tables hide it */
 	if (st) {
 		LOG_ERR("recorder: %s", hv_status_str(st));
@@ -87,7 +88,7 @@ int hv_entry(const struct hv_boot *bp)
 	v->gpr[GPR_RAX] = HV_OK;
 	v->rflags = 0x2;
 	trace_update(v);	/* trace.start = boot: the engine runs from here */
-	trace_before_entry(v);
+	hv_prepare_entry(v);
 	LOG_INFO("%s backend ready, %lu KiB free; entering the guest", hv.ops->name,
 		 mm_free_bytes() >> 10);
 	hv.ops->vcpu_run(v);

@@ -6,6 +6,7 @@
  * raise (RIP unchanged), or stops the guest for good (triple fault, or a
  * state that cannot happen: logged with a full dump). Nothing is silently
  * skipped. */
+#include "arch/x86/cpu.h"
 #include "arch/x86/msr.h"
 #include "hvtrace/abi.h"
 #include "core/cpuid.h"
@@ -23,6 +24,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_MSR_READ] = "rdmsr",
 	[HV_EV_MSR_WRITE] = "wrmsr",
 	[HV_EV_IO] = "port i/o",
+	[HV_EV_INVD] = "invd",
 	[HV_EV_DR_ACCESS] = "mov debug register",
 	[HV_EV_VIRT_INSN] = "virtualization instruction",
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
@@ -102,6 +104,13 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 	case HV_EV_IO:
 		pcihide_io(v, ev);
 		return;
+	case HV_EV_INVD:
+		/* INVD drops dirty cache lines without writing them back,
+		 * the hypervisor's among them (SDM Vol. 2A INVD): done as
+		 * WBINVD, as KVM and AMD's HWCR.INVDWBINVD do */
+		asm volatile("wbinvd" ::: "memory");
+		hv_skip_insn(v, ev, 2);
+		return;
 	case HV_EV_DR_ACCESS:
 		trace_on_dr_access(v, ev);
 		return;
@@ -161,6 +170,9 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 
 void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 {
+	/* before anything else: no breakpoint of the guest's (or of the
+	 * engine's, which the guest's code placed) stays armed in root mode */
+	host_dr7_disarm();
 	v->exits++;
 	if (ev->kind < HV_EV_COUNT)
 		v->events[ev->kind]++;
@@ -169,5 +181,11 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 	dispatch(v, ev);
 	if (ev->kind <= HV_EV_EMULATED_LAST && v->rip != rip)
 		trace_after_emulated(v);	/* it completed: the guest's TF trap */
+	hv_prepare_entry(v);
+}
+
+void hv_prepare_entry(struct vcpu *v)
+{
 	trace_before_entry(v);
+	write_dr7(trace_host_dr7(v));	/* last: see trace_host_dr7 */
 }

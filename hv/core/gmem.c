@@ -110,8 +110,14 @@ static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
 		*gpa = gva & 0xffffffffull;
 		return true;
 	}
-	if (hv.ops->get_efer(v) & EFER_LMA)
-		return walk_long(cr3, gva, (cr4 & CR4_LA57) ? 5 : 4, write, gpa);
+	if (hv.ops->get_efer(v) & EFER_LMA) {
+		/* SDM Vol. 3 4.5: a non-canonical address faults (#GP or #SS)
+		 * before any walk; it never aliases a canonical one */
+		unsigned bits = (cr4 & CR4_LA57) ? 57 : 48;
+		if ((u64)((s64)(gva << (64 - bits)) >> (64 - bits)) != gva)
+			return false;
+		return walk_long(cr3, gva, bits == 57 ? 5 : 4, write, gpa);
+	}
 	if (cr4 & CR4_PAE)
 		return walk_pae(cr3, gva & 0xffffffffull, write, gpa);
 	return walk_32(cr3, cr4, gva & 0xffffffffull, write, gpa);
@@ -217,10 +223,17 @@ size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 
 bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
 {
+	if (!len)
+		return true;
+	/* a range that wraps past 2^64 is no range of the guest's (hardware
+	 * faults on its non-canonical end first) */
+	u64 last = gva + len - 1;
+	if (last < gva)
+		return false;
 	/* all or nothing: translate every page for writing before copying */
 	read_tlb_flush();	/* a walk for writing may set A/D bits */
-	for (u64 a = gva & ~(PAGE_SIZE - 1); a < gva + len; a += PAGE_SIZE) {
-		u64 gpa;
+	for (u64 page = gva >> PAGE_SHIFT; page <= last >> PAGE_SHIFT; page++) {
+		u64 gpa, a = page << PAGE_SHIFT;
 		if (!translate(v, a < gva ? gva : a, true, &gpa) || !gpa_ptr(gpa, 1))
 			return false;
 	}

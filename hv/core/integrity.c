@@ -1,5 +1,6 @@
 /* Image checksum over text+rodata (hv/hv.ld marks the range), taken at
  * start-up and compared on each status hypercall. */
+#include "core/boot.h"
 #include "core/integrity.h"
 #include "core/lib.h"
 #include "core/log.h"
@@ -10,6 +11,11 @@ extern const char __hv_ro_start[], __hv_ro_end[];
 static u64 ro_checksum(void)
 {
 	return hv_fnv1a(__hv_ro_start, (size_t)(__hv_ro_end - __hv_ro_start));
+}
+
+bool hv_image_code(u64 addr)
+{
+	return addr >= HV_VA_BASE && addr < (u64)(uintptr_t)__hv_ro_end;
 }
 
 void integrity_init(void)

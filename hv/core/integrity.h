@@ -5,4 +5,7 @@
 #include "core/types.h"
 void integrity_init(void);
 bool integrity_ok(void);
+/* True for a host-linear address in the hypervisor's image header, code
+ * or read-only data: where root mode fetches instructions. */
+bool hv_image_code(u64 addr);
 #endif

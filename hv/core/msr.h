@@ -5,6 +5,10 @@
 struct vcpu;
 bool msr_read(struct vcpu *v, u32 msr, u64 *val);
 bool msr_write(struct vcpu *v, u32 msr, u64 val);
-extern const u32 hv_owned_msrs[];
+/* [first, last] inclusive */
+struct msr_range {
+	u32 first, last;
+};
+extern const struct msr_range hv_owned_msrs[];
 extern const u32 hv_nr_owned_msrs;
 #endif

@@ -5,6 +5,7 @@
 #define HV_CORE_VCPU_H
 
 #include "core/types.h"
+#include "arch/x86/vectors.h"
 #include "core/boot.h"
 #include "trace/trace.h"
 
@@ -23,6 +24,7 @@ enum hv_event_kind {
 	HV_EV_MSR_READ,
 	HV_EV_MSR_WRITE,
 	HV_EV_IO,		/* IN/OUT/INS/OUTS to a port the backend intercepts */
+	HV_EV_INVD,		/* INVD: done as WBINVD (core/event.c) */
 	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
 	HV_EV_TRIPLE_FAULT,
@@ -89,6 +91,7 @@ struct vcpu {
 	u64 exits;
 	u64 events[HV_EV_COUNT];
 	u64 hypercalls;
+	u64 apic_base;		/* the guest's IA32_APIC_BASE address: virtual (core/msr.c) */
 	struct trace_vcpu trace;	/* hv/trace: branch engine and virtual DS */
 };
 _Static_assert(__builtin_offsetof(struct vcpu, gpr) == 0, "run loops index gpr[]");
@@ -125,8 +128,6 @@ struct hv_arch_ops {
 	u64 (*get_msr)(struct vcpu *v, u32 msr);
 	/* interrupts blocked until after the next instruction (STI's shadow) */
 	void (*set_sti_shadow)(struct vcpu *v);
-	/* MOV to/from DR2, DR3, DR6, DR7 exit as HV_EV_DR_ACCESS (VMX: all DRs) */
-	void (*set_dr_intercept)(struct vcpu *v, bool on);
 	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);
@@ -148,19 +149,14 @@ extern struct hv hv;
 
 /* Called by the backends after each exit; returns when the guest may go on. */
 void hv_handle_event(struct vcpu *v, const struct hv_event *ev);
+/* The last step before the guest runs (after an exit, and before the
+ * first entry): the engine's plans, then the host's DR7. */
+void hv_prepare_entry(struct vcpu *v);
 
 /* Advances RIP past the exiting instruction (length from the event, or
  * decoded from guest memory when the CPU does not report it). */
 void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
 
-#define X86_DE 0
-#define X86_DB 1
-#define X86_NMI 2
-#define X86_BP 3
-#define X86_UD 6
-#define X86_DF 8
-#define X86_GP 13
-#define X86_PF 14
 
 extern const struct hv_arch_ops svm_ops;
 extern const struct hv_arch_ops vmx_ops;

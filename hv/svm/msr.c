@@ -28,6 +28,7 @@ int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa)
 	for (u32 n = pcihide_io_ports(&port); n; n--, port++)
 		io[port / 8] |= 1u << (port % 8);
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
-		msrpm_intercept(pm, hv_owned_msrs[i]);
+		for (u32 msr = hv_owned_msrs[i].first; msr <= hv_owned_msrs[i].last; msr++)
+			msrpm_intercept(pm, msr);
 	return HV_OK;
 }

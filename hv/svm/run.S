@@ -23,6 +23,8 @@ svm_vmrun:
 
 	vmload %rax
 	vmrun %rax
+	.globl svm_vmexit_rip	/* where #VMEXIT resumes (the hostile-guest test aims at it) */
+svm_vmexit_rip:
 	vmsave %rax
 
 	xchgq %rdi, (%rsp)	/* rdi = v, stack top = guest rdi */

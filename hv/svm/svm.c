@@ -97,10 +97,14 @@ static int svm_vcpu_init(struct vcpu *v)
 	s->g_pat = rdmsr(MSR_IA32_PAT);
 
 	c->intercept_misc3 = INTERCEPT3_CPUID | INTERCEPT3_MSR_PROT | INTERCEPT3_SHUTDOWN |
-			     INTERCEPT3_INVLPGA | INTERCEPT3_IOIO_PROT;
+			     INTERCEPT3_INVLPGA | INTERCEPT3_IOIO_PROT | INTERCEPT3_INVD;
 	c->intercept_misc4 = INTERCEPT4_VMRUN | INTERCEPT4_VMMCALL | INTERCEPT4_VMLOAD |
 			     INTERCEPT4_VMSAVE | INTERCEPT4_STGI | INTERCEPT4_CLGI |
-			     INTERCEPT4_SKINIT;
+			     INTERCEPT4_SKINIT | INTERCEPT4_WBINVD;
+	/* APM 15.11 Table 15-5: every MOV to or from DR0-DR7 (reads in bits
+	 * 0-7, writes in 16-23): the guest's debug registers are the
+	 * hypervisor's to load (trace_host_dr7, docs/security.md) */
+	c->intercept_dr = 0xff | (0xffu << 16);
 	c->iopm_base_pa = iopm_pa;
 	c->msrpm_base_pa = msrpm_pa;
 	c->asid = 1;
@@ -243,13 +247,6 @@ static u64 svm_get_msr(struct vcpu *v, u32 msr)
 	return 0;
 }
 
-/* APM 15.11 Table 15-5: DR read intercepts in bits 0-15, writes 16-31 */
-static void svm_set_dr_intercept(struct vcpu *v, bool on)
-{
-	const u32 drs = BIT(2) | BIT(3) | BIT(6) | BIT(7);
-	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_dr = on ? drs | (drs << 16) : 0;
-}
-
 static void svm_set_sti_shadow(struct vcpu *v)
 {
 	((struct svm_vcpu *)v->arch)->vmcb->control.int_state |= 1;	/* APM 15.21.5 */
@@ -308,7 +305,6 @@ const struct hv_arch_ops svm_ops = {
 	.inject_nmi = svm_inject_nmi,
 	.get_msr = svm_get_msr,
 	.set_sti_shadow = svm_set_sti_shadow,
-	.set_dr_intercept = svm_set_dr_intercept,
 	.get_efer = svm_get_efer,
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,

@@ -6,10 +6,12 @@
  * Store (BTS)" and "Debug Store (DS) Mechanism"). Root mode, on exits.
  */
 #include "hvtrace/abi.h"
+#include "arch/x86/apic.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/ds.h"
 #include "arch/x86/msr.h"
 #include "core/gmem.h"
+#include "core/lapic.h"
 #include "core/lib.h"
 #include "core/log.h"
 #include "core/mm.h"
@@ -92,34 +94,6 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
 	return 0;
 }
 
-/* The guest's local APIC, which the guest programs directly: xAPIC MMIO or
- * x2APIC MSRs. */
-static u32 apic_read(u32 reg, bool x2)
-{
-	if (x2)
-		return (u32)rdmsr(0x800 + (reg >> 4));
-	u64 base = rdmsr(MSR_IA32_APICBASE) & APICBASE_ADDR_MASK;
-	return *(volatile u32 *)guest_pa_ptr(base + reg);
-}
-
-static void apic_write(u32 reg, u32 val, bool x2)
-{
-	if (x2) {
-		wrmsr(0x800 + (reg >> 4), val);
-		return;
-	}
-	u64 base = rdmsr(MSR_IA32_APICBASE) & APICBASE_ADDR_MASK;
-	*(volatile u32 *)guest_pa_ptr(base + reg) = val;
-}
-
-#define APIC_ID		0x20
-#define APIC_ICR_LO	0x300
-#define APIC_ICR_HI	0x310
-#define APIC_LVTPC	0x340
-#define LVT_MASKED	(1u << 16)
-#define LVT_DM_MASK	(7u << 8)
-#define LVT_DM_NMI	(4u << 8)
-
 /*
  * The PMI of a BTS threshold (SDM Vol. 3 "Setting Up the BTS Buffer":
  * BTINT set and the index reaching the threshold raise a performance
@@ -127,43 +101,33 @@ static void apic_write(u32 reg, u32 val, bool x2)
  * entry). The guest owns the real APIC, so the interrupt is made real: an
  * IPI to this processor with the LVT's vector and delivery mode, taken by
  * the guest through its own IDT. As on Intel hardware, delivering the PMI
- * sets the LVT entry's mask bit; the guest's handler unmasks it.
+ * sets the LVT entry's mask bit; the guest's handler unmasks it. The APIC
+ * is the one the hypervisor located itself (core/lapic.c), whatever the
+ * guest wrote to IA32_APIC_BASE.
  */
 static void ds_raise_pmi(struct vcpu *v)
 {
-	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
-	u32 lvt = apic_read(APIC_LVTPC, x2);
-
 	v->trace.ds.perf_global_status |= PERF_GLOBAL_STATUS_OVF_BUFFER;
 	v->trace.ds.pmis++;
+	if (!lapic_enabled())
+		return;		/* a disabled APIC delivers nothing */
+	u32 lvt = lapic_read(APIC_LVTPC);
 	if (lvt & LVT_MASKED)
 		return;
-	if ((lvt & LVT_DM_MASK) == LVT_DM_NMI) {
-		u32 id = apic_read(APIC_ID, x2);
-		if (x2)
-			wrmsr(MSR_X2APIC_ICR, ((u64)id << 32) | LVT_DM_NMI);
-		else {
-			apic_write(APIC_ICR_HI, id & 0xff000000u, false);
-			apic_write(APIC_ICR_LO, LVT_DM_NMI, false);
-		}
-	} else {
-		u32 icr = (lvt & 0xff) | (1u << 14) | (1u << 18); /* fixed, assert, "self" */
-		if (x2)
-			wrmsr(MSR_X2APIC_ICR, icr);
-		else
-			apic_write(APIC_ICR_LO, icr, false);
-	}
-	apic_write(APIC_LVTPC, lvt | LVT_MASKED, x2);
+	lapic_self_ipi(lvt & LVT_DM_MASK, (u8)(lvt & LVT_VECTOR_MASK));
+	lapic_write(APIC_LVTPC, lvt | LVT_MASKED);
 }
 
-static void ds_bad_area(struct vcpu *v, const char *what, u64 addr)
+#define NOT_RAM "is not writable guest RAM"
+
+static void ds_bad_area(struct vcpu *v, const char *what, u64 addr, const char *why)
 {
 	struct ds_state *ds = &v->trace.ds;
 	ds->dropped++;
 	if (!ds->bad_area_logged) {
 		ds->bad_area_logged = true;
-		LOG_WARN("vcpu %u: %s at %016lx is not writable guest RAM: BTS records dropped "
-			 "(counted) until DS_AREA is rewritten", v->id, what, addr);
+		LOG_WARN("vcpu %u: %s at %016lx %s: BTS records dropped (counted) until DS_AREA "
+			 "is rewritten", v->id, what, addr, why);
 	}
 }
 
@@ -176,6 +140,15 @@ static void ds_bad_area(struct vcpu *v, const char *what, u64 addr)
  *    a full buffer stores nothing more (dropped, counted);
  *  - BTS_OFF_OS / BTS_OFF_USR: no record at CPL 0 / CPL > 0.
  */
+/*
+ * Whether a record fits in [index, abs_max). Written so that no guest-chosen
+ * index or maximum can wrap the sum past 2^64 and pass the check.
+ */
+static bool bts_room(u64 index, u64 abs_max)
+{
+	return index <= abs_max && abs_max - index >= sizeof(struct bts_record64);
+}
+
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 {
 	struct ds_state *ds = &v->trace.ds;
@@ -188,29 +161,30 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 	    (cpl > 0 && (ds->debugctl & DEBUGCTL_BTS_OFF_USR)))
 		return;
 	if (gmem_read_linear(v, ds->ds_area, &area, 0x20) != 0x20) {
-		ds_bad_area(v, "the DS save area", ds->ds_area);
+		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}
 	u64 index = area.bts_index;
 	bool btint = ds->debugctl & DEBUGCTL_BTINT;
-	if (index + sizeof(rec) > area.bts_abs_max || index < area.bts_base) {
+	if (!bts_room(index, area.bts_abs_max) || index < area.bts_base) {
 		if (btint) {
 			ds->dropped++;
 			return;
 		}
 		index = area.bts_base;
-		if (index + sizeof(rec) > area.bts_abs_max) {
-			ds_bad_area(v, "a BTS buffer smaller than one record", area.bts_base);
+		if (!bts_room(index, area.bts_abs_max)) {
+			ds_bad_area(v, "the BTS buffer", area.bts_base,
+				    "has no room for one record below its absolute maximum");
 			return;
 		}
 	}
 	if (!gmem_write_linear(v, index, &rec, sizeof(rec))) {
-		ds_bad_area(v, "the BTS buffer", index);
+		ds_bad_area(v, "the BTS buffer", index, NOT_RAM);
 		return;
 	}
 	u64 next = index + sizeof(rec);
 	if (!gmem_write_linear(v, ds->ds_area + 8, &next, sizeof(next))) {
-		ds_bad_area(v, "the DS save area", ds->ds_area);
+		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}
 	ds->records++;

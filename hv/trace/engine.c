@@ -24,23 +24,14 @@
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "core/gmem.h"
+#include "core/integrity.h"
 #include "core/log.h"
 #include "core/vcpu.h"
 
-#define DR6_B2		(1ull << 2)
-#define DR6_B3		(1ull << 3)
-#define DR6_BS		(1ull << 14)
-#define DR6_CLEAN	0xffff0ff0ull	/* no cause: what the CPU gets while tracing */
-#define DR6_CAUSES	0x600full	/* B0-B3, BD, BS */
-#define DR7_L3		(1ull << 6)
-#define DR7_G3		(1ull << 7)
-#define DR7_RWLEN3	(0xfull << 28)
-#define DR7_L2		(1ull << 4)
-#define DR7_G2		(1ull << 5)
-#define DR7_RWLEN2	(0xfull << 24)
 #define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_OF	(1ull << 11)
 
@@ -49,7 +40,7 @@
 
 /* Exceptions the engines follow: all but NMI (2) and #MC (18), which stay
  * the platform's. */
-#define TRACE_EXCEPTIONS	(0xffffffffu & ~(1u << 2) & ~(1u << 18))
+#define TRACE_EXCEPTIONS	(0xffffffffu & ~(1u << X86_NMI) & ~(1u << X86_MC))
 
 /* The handler of `vector` in the guest's IDT (SDM Vol. 3 6.14.1: 16-byte
  * gates in IA-32e mode; 6.11: 8-byte gates otherwise, flat code assumed). */
@@ -105,14 +96,13 @@ static u64 exec_bps(u64 dr7, int first, int last)
 {
 	u64 out = 0;
 	for (int i = first; i <= last; i++)
-		if ((dr7 & (3ull << (2 * i))) && !((dr7 >> (16 + 4 * i)) & 3))
-			out |= (dr7 & (3ull << (2 * i))) | (dr7 & (0xfull << (16 + 4 * i)));
+		if ((dr7 & (DR7_L(i) | DR7_G(i))) && !((dr7 >> DR7_RW_SHIFT(i)) & 3))
+			out |= (dr7 & (DR7_L(i) | DR7_G(i) | DR7_RWLEN(i)));
 	return out;
 }
 
-/* The guest's DR0/DR1 instruction breakpoints, for the host's own DR7 (see
- * bp_arm2): QEMU's TCG only honours breakpoints armed in root mode. Data
- * breakpoints stay out: the host touches guest memory. */
+/* The guest's DR0/DR1 instruction breakpoints (while the engine runs, it
+ * checks DR2/DR3 itself: guest_dr23_hits). */
 static u64 guest_exec_bps(u64 dr7)
 {
 	return exec_bps(dr7, 0, 1);
@@ -127,7 +117,6 @@ static void bp_disarm(struct vcpu *v)
 	if (bp->addr2)
 		write_dr2(bp->saved_dr2);
 	hv.ops->set_dr(v, 7, bp->saved_dr7);
-	write_dr7(0x400 | guest_exec_bps(bp->saved_dr7));
 	bp->armed = false;
 }
 
@@ -146,19 +135,13 @@ static void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr
 	bp->from = from;
 	bp->from_cpl = cpl;
 	bp->armed = true;
-	u64 dr7 = (bp->saved_dr7 & ~(DR7_L3 | DR7_G3 | DR7_RWLEN3)) | DR7_L3 | 0x400;
+	u64 dr7 = (bp->saved_dr7 & ~(DR7_L(3) | DR7_G(3) | DR7_RWLEN(3))) | DR7_L(3) | DR7_FIXED1;
 	write_dr3(addr);
 	if (addr2) {
 		write_dr2(addr2);
-		dr7 = (dr7 & ~(DR7_L2 | DR7_G2 | DR7_RWLEN2)) | DR7_L2;
+		dr7 = (dr7 & ~(DR7_L(2) | DR7_G(2) | DR7_RWLEN(2))) | DR7_L(2);
 	}
 	hv.ops->set_dr(v, 7, dr7);
-	/* The same in the host's own DR7: QEMU's TCG loads DR7 from the VMCB at
-	 * VMRUN without re-inserting its breakpoints (helper_vmrun assigns
-	 * env->dr[7] directly), so a breakpoint must already be armed in root
-	 * mode. On hardware #VMEXIT resets DR7, and the host never executes
-	 * guest code, so this costs nothing there. */
-	write_dr7(DR7_L3 | (addr2 ? DR7_L2 : 0) | 0x400 | guest_exec_bps(bp->saved_dr7));
 }
 
 static void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
@@ -185,9 +168,7 @@ static void engine_stop(struct vcpu *v)
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 		hv.ops->set_exception_intercepts(v, 0);
 		hv.ops->set_intr_intercept(v, false);
-		hv.ops->set_dr_intercept(v, false);
 		hv.ops->set_dr(v, 6, t->guest_dr6);
-		write_dr7(0x400);
 		if (t->nmi_pending)	/* the guest may still block it: best effort */
 			hv.ops->inject_nmi(v);
 	}
@@ -201,7 +182,7 @@ static void engine_stop(struct vcpu *v)
 
 /* While the recorder waits for its start address and the engine is off,
  * DR3 holds an execute breakpoint there (the guest's DR accesses are
- * emulated against its own values, as while tracing). */
+ * emulated against its own values, as always). */
 static void trigger_update(struct vcpu *v)
 {
 	struct handler_bp *bp = &v->trace.bp;
@@ -209,12 +190,10 @@ static void trigger_update(struct vcpu *v)
 	bool armed = bp->armed && bp->kind == BP_TRIGGER;
 	if (addr && !armed) {
 		hv.ops->set_exception_intercepts(v, 1u << X86_DB);
-		hv.ops->set_dr_intercept(v, true);
 		bp_arm(v, BP_TRIGGER, addr, 0, 0);
 	} else if (!addr && armed) {
 		bp_disarm(v);
 		hv.ops->set_exception_intercepts(v, 0);
-		hv.ops->set_dr_intercept(v, false);
 	}
 }
 
@@ -255,9 +234,7 @@ void trace_update(struct vcpu *v)
 		t->pending.valid = false;
 		hv.ops->set_exception_intercepts(v, TRACE_EXCEPTIONS);
 		hv.ops->set_intr_intercept(v, true);
-		hv.ops->set_dr_intercept(v, true);
 		hv.ops->set_dr(v, 6, DR6_CLEAN);
-		write_dr7(0x400 | guest_exec_bps(hv.ops->get_dr(v, 7)));
 	} else if (!want && t->engine != HVTRACE_ENGINE_OFF) {
 		engine_stop(v);
 	}
@@ -362,6 +339,18 @@ static u64 trunc_to(u64 v, unsigned bytes)
 	return bytes >= 8 ? v : v & ((1ull << (bytes * 8)) - 1);
 }
 
+/* The linear address of the top of the guest's stack: RSP in 64-bit mode,
+ * else SS.base + ESP or SP as SS.B says (SDM Vol. 3 3.4.5, 6.2.3). */
+static u64 stack_top(struct vcpu *v, enum dec_mode mode)
+{
+	struct hv_segment ss;
+	u64 sp = v->gpr[GPR_RSP];
+	if (mode == DEC_MODE_64)
+		return sp;
+	hv.ops->get_seg(v, SEG_SS, &ss);
+	return ss.base + trunc_to(sp, (ss.attr & SEG_ATTR_DB) ? 4 : 2);
+}
+
 /* The memory or register operand of a near indirect JMP/CALL (FF /2, /4):
  * SDM Vol. 2A 2.1.5 and 2.2.1 (ModRM, SIB, RIP-relative, REX). 16-bit
  * addressing is left to the single-step fallback. */
@@ -433,12 +422,7 @@ static bool resolve_near(struct vcpu *v, const struct dec_insn *in, enum dec_mod
 		*to = cs_base + in->target;
 		return true;
 	case DEC_BR_RET: {
-		struct hv_segment ss;
-		u64 sp = v->gpr[GPR_RSP];
-		if (mode != DEC_MODE_64) {
-			hv.ops->get_seg(v, SEG_SS, &ss);
-			sp = ss.base + trunc_to(sp, (ss.attr & SEG_ATTR_DB) ? 4 : 2);
-		}
+		u64 sp = stack_top(v, mode);
 		target = 0;
 		if (gmem_read_linear(v, sp, &target, in->opsize) != in->opsize)
 			return false;
@@ -566,11 +550,11 @@ static void step_completed(struct vcpu *v)
 	case DEC_BR_UD:
 		if (is_legacy_op(&s->insn, 0, 0x9c)) {
 			/* PUSHF stored our TF: the guest must see its own */
-			u64 img;
+			u64 img = 0, top = stack_top(v, s->mode);
 			unsigned w = s->insn.opsize;
-			if (gmem_read_linear(v, v->gpr[GPR_RSP], &img, w) == w) {
+			if (gmem_read_linear(v, top, &img, w) == w) {
 				img = (img & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
-				gmem_write_linear(v, v->gpr[GPR_RSP], &img, w);
+				gmem_write_linear(v, top, &img, w);
 			}
 		} else if (is_legacy_op(&s->insn, 0, 0xfb) && !(s->rflags & RFLAGS_IF)) {
 			/* STI that set IF: interrupts stay blocked until the next
@@ -694,7 +678,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 	u64 from = gmem_linear_rip(v);
 	int cpl = hv.ops->get_cpl(v);
 	struct step_state *s = &t->step;
-	if (ev->vector == X86_BP || ev->vector == 4 || (ev->vector == X86_DB && !causes)) {
+	if (ev->vector == X86_BP || ev->vector == X86_OF || (ev->vector == X86_DB && !causes)) {
 		/* INT3/INTO/INT1 are traps, but an intercepted one is reported
 		 * at the instruction (VMX 27.2.2; SVM likewise): the guest's
 		 * frame must return after it. Where the CPU already moved past
@@ -703,7 +687,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		struct dec_insn in;
 		u64 base;
 		enum dec_mode mode = gmem_code_mode(v, &base);
-		u8 op = ev->vector == X86_BP ? 0xcc : ev->vector == 4 ? 0xce : 0xf1;
+		u8 op = ev->vector == X86_BP ? 0xcc : ev->vector == X86_OF ? 0xce : 0xf1;
 		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) == DEC_OK && is_legacy_op(&in, 0, op)) {
 			v->rip += in.len;
 		} else if (s->dec == DEC_OK && is_legacy_op(&s->insn, 0, op) && s->lin + s->insn.len == from) {
@@ -815,8 +799,8 @@ static u64 guest_dr_read(struct vcpu *v, int n)
 	struct trace_vcpu *t = &v->trace;
 	struct handler_bp *bp = &t->bp;
 	switch (n) {
-	case 0: { u64 x; asm volatile("mov %%dr0, %0" : "=r"(x)); return x; }
-	case 1: { u64 x; asm volatile("mov %%dr1, %0" : "=r"(x)); return x; }
+	case 0: return read_dr0();
+	case 1: return read_dr1();
 	case 2: return bp->armed && bp->addr2 ? bp->saved_dr2 : read_dr2();
 	case 3: return bp->armed ? bp->saved_dr3 : read_dr3();
 	case 6: return t->engine ? t->guest_dr6 : hv.ops->get_dr(v, 6);
@@ -829,8 +813,8 @@ static void guest_dr_write(struct vcpu *v, int n, u64 val)
 	struct trace_vcpu *t = &v->trace;
 	struct handler_bp *bp = &t->bp;
 	switch (n) {
-	case 0: asm volatile("mov %0, %%dr0" ::"r"(val)); return;
-	case 1: asm volatile("mov %0, %%dr1" ::"r"(val)); return;
+	case 0: write_dr0(val); return;
+	case 1: write_dr1(val); return;
 	case 2:
 		if (bp->armed && bp->addr2)
 			bp->saved_dr2 = val;
@@ -851,16 +835,15 @@ static void guest_dr_write(struct vcpu *v, int n, u64 val)
 			hv.ops->set_dr(v, 6, val | DR6_CLEAN);
 		return;
 	default:
-		val = (val | 0x400) & 0xffffffffull;
+		val |= DR7_FIXED1;
 		if (bp->armed) {
-			u64 mine = hv.ops->get_dr(v, 7) & (DR7_L3 | DR7_G3 | DR7_RWLEN3 | DR7_L2 | DR7_G2 | DR7_RWLEN2);
-			u64 held = DR7_L3 | DR7_G3 | DR7_RWLEN3 | (bp->addr2 ? DR7_L2 | DR7_G2 | DR7_RWLEN2 : 0);
+			u64 held = DR7_L(3) | DR7_G(3) | DR7_RWLEN(3) |
+				   (bp->addr2 ? DR7_L(2) | DR7_G(2) | DR7_RWLEN(2) : 0);
+			u64 mine = hv.ops->get_dr(v, 7) & held;
 			bp->saved_dr7 = val;
 			hv.ops->set_dr(v, 7, (val & ~held) | mine);
-			write_dr7(DR7_L3 | (bp->addr2 ? DR7_L2 : 0) | 0x400 | guest_exec_bps(val));
 		} else {
 			hv.ops->set_dr(v, 7, val);
-			write_dr7(0x400 | guest_exec_bps(val));
 		}
 		return;
 	}
@@ -900,11 +883,47 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 		return;
 	}
 	u64 mask = mode == DEC_MODE_64 ? ~0ull : 0xffffffffull;
-	if (in.opcode == 0x21)
+	if (in.opcode == 0x21) {
 		v->gpr[gpr] = guest_dr_read(v, dr) & mask;
-	else
-		guest_dr_write(v, dr, v->gpr[gpr] & mask);
+	} else {
+		u64 val = v->gpr[gpr] & mask;
+		if (dr >= 6 && (val & DR_RESERVED_HIGH)) {
+			trace_inject_fault(v, X86_GP, true, 0);
+			return;
+		}
+		guest_dr_write(v, dr, val);
+	}
 	hv_skip_insn(v, ev, 3);
+}
+
+/*
+ * The host's own DR7 for the next entry (core/event.c loads it last, and
+ * disarms it first on every exit). QEMU's TCG loads DR7 from the VMCB at
+ * VMRUN without inserting the breakpoints it enables (helper_vmrun assigns
+ * env->dr[7] directly), so an instruction breakpoint the guest or the
+ * engine needs must already be armed in root mode: the engine's DR3 (and
+ * DR2), and the guest's instruction breakpoints on the registers it holds
+ * (DR0/DR1 while the engine runs, which checks DR2/DR3 itself; all four
+ * otherwise). Never a data breakpoint: the host reads and writes guest
+ * memory. Never one on the hypervisor's own code, wherever the guest or
+ * its code put it: root mode must not take a #DB of the guest's choosing.
+ * Such a breakpoint still works on hardware, where VMRUN and VM entry load
+ * DR7 from the guest state, and is lost under TCG (docs/security.md).
+ */
+u64 trace_host_dr7(struct vcpu *v)
+{
+	struct trace_vcpu *t = &v->trace;
+	struct handler_bp *bp = &t->bp;
+	u64 guest = bp->armed ? bp->saved_dr7 : hv.ops->get_dr(v, 7);
+	int last = t->engine != HVTRACE_ENGINE_OFF ? 1 : !bp->armed ? 3 : bp->addr2 ? 1 : 2;
+	u64 dr7 = DR7_FIXED1 | exec_bps(guest, 0, last);
+	if (bp->armed)
+		dr7 |= DR7_L(3) | (bp->addr2 ? DR7_L(2) : 0);
+	const u64 addr[4] = { read_dr0(), read_dr1(), read_dr2(), read_dr3() };
+	for (int i = 0; i < 4; i++)
+		if ((dr7 & (DR7_L(i) | DR7_G(i))) && hv_image_code(addr[i]))
+			dr7 &= ~(DR7_L(i) | DR7_G(i) | DR7_RWLEN(i));
+	return dr7;
 }
 
 /* --- before the guest runs again --------------------------------------------- */
@@ -923,7 +942,7 @@ static bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 
 	else if (is_legacy_op(in, 0, 0xcc))
 		vec = X86_BP;
 	else if (is_legacy_op(in, 0, 0xce) && (v->rflags & RFLAGS_OF))
-		vec = 4;
+		vec = X86_OF;
 	else if (is_legacy_op(in, 0, 0xf1))
 		vec = X86_DB;	/* INT1 (ICEBP) */
 	u64 handler;
@@ -1045,4 +1064,12 @@ void trace_before_entry(struct vcpu *v)
 		next = to;
 	}
 	plan_block(v, next, base, s->mode, s->cpl, s->lin);
+	if (hv_image_code(t->bp.addr) || (t->bp.addr2 && hv_image_code(t->bp.addr2))) {
+		/* a stop the host cannot arm (trace_host_dr7): this
+		 * instruction is stepped instead, the plan forgotten */
+		bp_disarm(v);
+		t->cond.valid = false;
+		t->pending.valid = false;
+		step_arm(v, s);
+	}
 }

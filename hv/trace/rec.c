@@ -388,9 +388,15 @@ static s64 set_filter(u64 gpa, u64 size)
 		h->ranges[i].lo = f.ranges[i].lo;
 		h->ranges[i].hi = f.ranges[i].hi;
 	}
-	for (u32 i = 0; i < rec.chan->nr_rings; i++)
-		if (rec.chan->rings[i].consumer == f.consumer)
-			rec.chan->rings[i].cpl_filter = f.cpl;
+	/* the rings as the hypervisor laid them out: nothing of the shared
+	 * header (nr_rings, a ring's consumer) is read back, a reader may
+	 * have written anything there */
+	for (u32 i = 0; i < hv.nr_vcpus; i++) {
+		struct rec_vcpu *rv = &hv.vcpus[i]->trace.rec;
+		for (u32 k = 0; k < rv->nr_rings; k++)
+			if (rv->ring[k].f == h)
+				rv->ring[k].g->cpl_filter = f.cpl;
+	}
 	return 0;
 }
 

@@ -106,6 +106,7 @@ bool trace_on_interrupt(struct vcpu *v, u8 vector);			/* true: handled */
 bool trace_on_nmi(struct vcpu *v);					/* true: handled */
 void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev);
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
+u64 trace_host_dr7(struct vcpu *v);	/* the host's DR7 to enter with */
 bool trace_guest_tf(const struct vcpu *v);	/* the guest's own RFLAGS.TF */
 /* A fault raised by the hypervisor for an instruction it emulates. */
 void trace_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);

@@ -46,7 +46,8 @@ int vmx_msr_bitmap_build(u64 *bitmap_pa)
 		msr_bitmap_intercept(bm, msr);
 	/* and every MSR core owns: EFER, the Debug Store MSRs (hv/trace/ds.c) */
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
-		msr_bitmap_intercept(bm, hv_owned_msrs[i]);
+		for (u32 msr = hv_owned_msrs[i].first; msr <= hv_owned_msrs[i].last; msr++)
+			msr_bitmap_intercept(bm, msr);
 	return HV_OK;
 }
 

@@ -44,6 +44,8 @@ static const char *const entry_names[32] = {
  * What hvtrace needs and what it uses when offered. No interrupt, NMI or HLT
  * exiting: the guest takes its own interrupts through its own IDT, as on
  * SVM; I/O exits only for the ports core/pcihide.c watches (I/O bitmaps).
+ * Every MOV to or from a debug register exits: the guest's debug registers
+ * are the hypervisor's to load (trace_host_dr7, docs/security.md).
  * EPT and unrestricted guest let the firmware run exactly as it was; the
  * MSR bitmap keeps MSR exits to the few MSRs hvtrace owns. RDTSCP,
  * INVPCID, XSAVES and the user-wait instructions #UD in the guest unless
@@ -54,7 +56,9 @@ static const struct vmx_ctl_word want_pin = {
 };
 static const struct vmx_ctl_word want_proc = {
 	"primary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS",
-	PROC_USE_MSR_BITMAPS | PROC_USE_IO_BITMAPS | PROC_ACTIVATE_SECONDARY_CONTROLS, 0, proc_names,
+	PROC_USE_MSR_BITMAPS | PROC_USE_IO_BITMAPS | PROC_ACTIVATE_SECONDARY_CONTROLS |
+		PROC_MOV_DR_EXITING,
+	0, proc_names,
 };
 static const struct vmx_ctl_word want_proc2 = {
 	"secondary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS2",
@@ -641,18 +645,6 @@ static void vmx_set_intr_intercept(struct vcpu *v, bool on)
 	vmcs_write32(VMCS_PRIMARY_VM_EXIT_CONTROLS, exit);
 }
 
-/* MOV-DR exiting (25.6.2): every debug-register access exits */
-static void vmx_set_dr_intercept(struct vcpu *v, bool on)
-{
-	u32 proc = vmcs_read32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS);
-	(void)v;
-	if (on)
-		proc |= PROC_MOV_DR_EXITING;
-	else
-		proc = (proc & ~PROC_MOV_DR_EXITING) | (vmx_caps.proc & PROC_MOV_DR_EXITING);
-	vmcs_write32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS, proc);
-}
-
 static void vmx_set_sti_shadow(struct vcpu *v)
 {
 	(void)v;
@@ -711,5 +703,4 @@ const struct hv_arch_ops vmx_ops = {
 	.inject_nmi = vmx_inject_nmi,
 	.get_msr = vmx_get_msr,
 	.set_sti_shadow = vmx_set_sti_shadow,
-	.set_dr_intercept = vmx_set_dr_intercept,
 };

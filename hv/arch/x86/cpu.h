@@ -28,6 +28,10 @@ static inline void wrmsr(u32 msr, u64 v)
 	asm volatile("wrmsr" ::"c"(msr), "a"((u32)v), "d"((u32)(v >> 32)) : "memory");
 }
 
+/* Fault-safe forms (exc.S): 0, or -1 when the instruction raised #GP. */
+int rdmsr_safe(u32 msr, u64 *val);
+int wrmsr_safe(u32 msr, u64 val);
+
 #define DEFINE_READ_CR(n) \
 	static inline u64 read_cr##n(void) { u64 v; asm volatile("mov %%cr" #n ", %0" : "=r"(v)); return v; }
 DEFINE_READ_CR(0)
@@ -40,6 +44,10 @@ static inline void write_cr0(u64 v) { asm volatile("mov %0, %%cr0" ::"r"(v) : "m
 static inline void write_cr3(u64 v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
 static inline void write_cr4(u64 v) { asm volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
 
+static inline u64 read_dr0(void) { u64 v; asm volatile("mov %%dr0, %0" : "=r"(v)); return v; }
+static inline void write_dr0(u64 v) { asm volatile("mov %0, %%dr0" ::"r"(v)); }
+static inline u64 read_dr1(void) { u64 v; asm volatile("mov %%dr1, %0" : "=r"(v)); return v; }
+static inline void write_dr1(u64 v) { asm volatile("mov %0, %%dr1" ::"r"(v)); }
 static inline u64 read_dr6(void) { u64 v; asm volatile("mov %%dr6, %0" : "=r"(v)); return v; }
 static inline u64 read_dr7(void) { u64 v; asm volatile("mov %%dr7, %0" : "=r"(v)); return v; }
 static inline u64 read_dr2(void) { u64 v; asm volatile("mov %%dr2, %0" : "=r"(v)); return v; }
@@ -47,6 +55,20 @@ static inline void write_dr2(u64 v) { asm volatile("mov %0, %%dr2" ::"r"(v)); }
 static inline u64 read_dr3(void) { u64 v; asm volatile("mov %%dr3, %0" : "=r"(v)); return v; }
 static inline void write_dr3(u64 v) { asm volatile("mov %0, %%dr3" ::"r"(v)); }
 static inline void write_dr7(u64 v) { asm volatile("mov %0, %%dr7" ::"r"(v)); }
+
+/* The host's DR7 with every breakpoint off, whatever was armed before.
+ * QEMU's TCG keeps a breakpoint it inserted for an earlier DR7 until a MOV
+ * to DR7 changes more than enable bits (cpu_x86_update_dr7 then removes
+ * all four; its fast path revisits only those whose enable bit changed,
+ * and VMRUN and #VMEXIT assign DR7 without revisiting any): the first
+ * write differs in an RW field, the second leaves DR7 at its reset value.
+ * On hardware #VMEXIT and VM exit have already cleared DR7 (APM Vol. 2
+ * 15.7.2, SDM Vol. 3 28.5.1): two MOVs. */
+static inline void host_dr7_disarm(void)
+{
+	write_dr7(0x400ull | (1ull << 16));
+	write_dr7(0x400ull);
+}
 
 static inline u64 read_rflags(void)
 {

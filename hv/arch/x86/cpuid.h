@@ -6,8 +6,11 @@
 #define CPUID_1_ECX_DTES64		(1u << 2)
 #define CPUID_1_ECX_VMX			(1u << 5)
 #define CPUID_1_EDX_DS			(1u << 21)
+#define CPUID_1_ECX_X2APIC		(1u << 21)
 #define CPUID_1_ECX_XSAVE		(1u << 26)
 #define CPUID_1_ECX_HYPERVISOR		(1u << 31)
+
+#define CPUID_7_EBX_INTEL_PT		(1u << 25)
 
 #define CPUID_80000001_ECX_SVM		(1u << 2)
 #define CPUID_80000001_EDX_NX		(1u << 20)

@@ -3,7 +3,9 @@
  * NMI (2) and external interrupts (32-255) are not errors: the hypervisor
  * takes them only in the short window where it opens GIF/IF to acknowledge
  * an interrupt meant for the guest (core/irq.c); their stubs record the
- * vector in host_irq_vector / host_nmi_pending and return. */
+ * vector in host_irq_vector / host_nmi_pending and return. A #GP of
+ * rdmsr_safe/wrmsr_safe resumes at their fix-up; any other exception stops
+ * the processor (desc.c). */
 	.text
 	.macro STUB n
 exc_stub_\n:
@@ -52,11 +54,60 @@ exc_common:
 	pushq %r14
 	pushq %r15
 	movq %rsp, %rdi
+	movq %rsp, %rbx		/* callee-saved: the frame, for the return */
 	andq $-16, %rsp
-	call exc_handler
-1:	cli
-	hlt
-	jmp 1b
+	call exc_handler	/* returns only when it moved RIP to a fix-up */
+	movq %rbx, %rsp
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %r8
+	popq %rbp
+	popq %rdi
+	popq %rsi
+	popq %rdx
+	popq %rcx
+	popq %rbx
+	popq %rax
+	addq $16, %rsp		/* vector, error code */
+	iretq
+
+/* int rdmsr_safe(u32 msr, u64 *val), int wrmsr_safe(u32 msr, u64 val):
+ * 0, or -1 when the instruction raised #GP (an MSR this processor does not
+ * have, or a value it refuses): exc_handler resumes at the fix-up. For
+ * MSRs the guest names, which root mode must never fault on. */
+	.globl rdmsr_safe, rdmsr_safe_insn, rdmsr_safe_fixup
+rdmsr_safe:
+	movl %edi, %ecx
+rdmsr_safe_insn:
+	rdmsr
+	shlq $32, %rdx
+	movl %eax, %eax
+	orq %rdx, %rax
+	movq %rax, (%rsi)
+	xorl %eax, %eax
+	ret
+rdmsr_safe_fixup:
+	movl $-1, %eax
+	ret
+
+	.globl wrmsr_safe, wrmsr_safe_insn, wrmsr_safe_fixup
+wrmsr_safe:
+	movl %edi, %ecx
+	movl %esi, %eax
+	movq %rsi, %rdx
+	shrq $32, %rdx
+wrmsr_safe_insn:
+	wrmsr
+	xorl %eax, %eax
+	ret
+wrmsr_safe_fixup:
+	movl $-1, %eax
+	ret
 
 	.section .rodata
 	.globl exc_stubs
