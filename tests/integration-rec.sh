@@ -177,6 +177,64 @@ t_svm_rec_reset() {
 	finish $name
 }
 
+# --- a hostile channel reader ---------------------------------------------
+
+# put_le FILE OFFSET BYTES VALUE: writes VALUE little-endian into FILE
+put_le() {
+	local hex=$(printf "%0$(($3 * 2))x" "$4") out="" i
+	for ((i = $3 - 1; i >= 0; i--)); do out="$out\\x${hex:$((i * 2)):2}"; done
+	printf "$out" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# Anything with the channel mapped may scribble its header. t_hostile's
+# attacks with the flight recorder in an ivshmem channel; when it says so,
+# the host sets nr_rings to 2^32-1 and every ring's consumer, offset and
+# capacity to garbage. The hypervisor keeps its own copy of its rings:
+# the filter hypercall (which finds a consumer's rings) still works,
+# nothing in it is read back, and `hvtrace status` names what is wrong.
+t_svm_rec_hostile_channel() {
+	local name=svm-rec-hostile-channel
+	local d=$(esp $name)
+	add_guest "$d" t_hostile
+	cfg "$d" 'next = \EFI\hvtrace\t_hostile.efi' 'cmdline = channel_scribble' 'flight.size = 64K' 'trace.start = hypercall' \
+		'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
+	truncate -s 4M "$shm"
+	(
+		for _ in $(seq 1 $((600 * SCALE))); do
+			if grep -qa 'HOSTILE: scribble the channel now' "$raw" 2>/dev/null; then
+				put_le "$shm" 20 4 4294967295	# nr_rings
+				for i in $(seq 0 29); do
+					local r=$((128 + i * 128))
+					put_le "$shm" $((r + 4)) 2 65535		# consumer
+					put_le "$shm" $((r + 8)) 8 3735928559	# offset
+					put_le "$shm" $((r + 16)) 8 3		# capacity
+				done
+				echo scribbled >"$RUNS/$name/scribbled"
+				exit 0
+			fi
+			sleep 0.2
+		done
+	) &
+	local wpid=$!
+	run $name 150 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt
+	kill $wpid 2>/dev/null
+	wait $wpid 2>/dev/null
+	[ -f "$RUNS/$name/scribbled" ] || REASONS="$REASONS; the channel was never scribbled"
+	expect 'GUEST-TEST: PASS: channel_scribbled_filter'
+	expect 'GUEST-TEST: PASS: channel_scribbled_intact'
+	expect 'SUMMARY: t_hostile: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	"$HVTRACE" status --shm "$shm" >"$RUNS/$name/status.out" 2>&1 &&
+		REASONS="$REASONS; hvtrace status accepted a scribbled header"
+	grep -qi 'ring' "$RUNS/$name/status.out" ||
+		REASONS="$REASONS; hvtrace status does not say what is wrong: $(head -2 "$RUNS/$name/status.out")"
+	rm -f "$shm"
+	finish $name
+}
+
 # --- the lossless stream drained by `hvtrace record` ----------------------
 
 LOOP_N=200000	# t_rec's loop: LOOP_N - 1 taken branches
@@ -318,6 +376,6 @@ t_linux_rec_start_kernel() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_lossless t_svm_rec_slow_reader
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_slow_reader
 t_linux_rec_start_kernel"
 runner_main integration-rec "$ALL" "$@"

@@ -72,6 +72,25 @@ t_vmx_triple_fault() {
 	finish vmx-triple-fault
 }
 
+# A hostile guest under VMX (docs/security.md): the same attacks as
+# t_svm_hostile, each answered by the VMX backend's own intercepts.
+t_vmx_hostile() {
+	local d=$(esp vmx-hostile)
+	add_guest "$d" t_hostile
+	printf 'next = \\EFI\\hvtrace\\t_hostile.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run vmx-hostile 200 --until 'SUMMARY: t_hostile'
+	expect 'hvtrace: vmx backend ready'
+	expect 'GUEST-TEST: PASS: breakpoints_on_hv_code_traced'
+	expect 'GUEST-TEST: PASS: pmi_with_apic_base_moved'
+	expect 'GUEST-TEST: PASS: bts_wrap_refused'
+	expect 'GUEST-TEST: PASS: invd_intercepted'
+	expect 'SUMMARY: t_hostile: [1-9][0-9]* passed, 0 failed'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	reject 'in the hypervisor at rip'
+	finish vmx-hostile
+}
+
 # A CPU model without the monitor trap flag: the backend runs all the same
 # and does not claim HV_CAP_MTF.
 t_vmx_no_mtf_cpu() {
@@ -116,6 +135,6 @@ t_vmx_rec_basic() {
 	reject 'hvtrace: error'
 	finish vmx-rec-basic
 }
-ALL="t_vmx_guest_basic t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic"
+ALL="t_vmx_guest_basic t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic"
 
 runner_main integration-vmx "$ALL" "$@"

@@ -122,6 +122,27 @@ t_svm_chan_visible_without_hv() {
 	finish chan-visible-without-hv
 }
 
+# A hostile guest (docs/security.md): each attack on the hypervisor, then
+# a check that it answers and its image is intact. A #DB or fault in root
+# mode halts the machine, which the time bound turns into a failure.
+t_svm_hostile() {
+	local d=$(esp svm-hostile)
+	add_guest "$d" t_hostile
+	printf 'next = \\EFI\\hvtrace\\t_hostile.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-hostile 120
+	expect 'hvtrace: hypervisor running'
+	expect 'GUEST-TEST: PASS: breakpoints_on_hv_code_traced'
+	expect 'GUEST-TEST: PASS: pmi_with_apic_base_moved'
+	expect 'GUEST-TEST: PASS: bts_wrap_refused'
+	expect 'GUEST-TEST: PASS: invd_intercepted'
+	expect 'hvtrace: .*the guest moves its local APIC to [0-9a-f]+: kept virtual'
+	expect 'SUMMARY: t_hostile: [1-9][0-9]* passed, 0 failed'
+	reject 'GUEST-TEST: FAIL'
+	reject 'in the hypervisor at rip'
+	reject 'hvtrace: error'
+	finish svm-hostile
+}
+
 # t_bts under one engine: ENGINE = reference | fast
 bts_with_engine() {
 	local name=svm-bts-$1
@@ -254,7 +275,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_triple_fault t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_hostile t_svm_triple_fault t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

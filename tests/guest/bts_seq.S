@@ -594,34 +594,10 @@ G np_handler
 	lock incq np_count(%rip)
 	iretq
 
-/* PMI handler (vector 0xe0): count, EOI, return */
-G pmi_handler
-	pushq %rax
-	pushq %rcx
-	pushq %rdx
-	lock incq pmi_count(%rip)
-	movl $0x1b, %ecx
-	rdmsr
-	testl $0x400, %eax
-	jnz 1f
-	andl $0xfffff000, %eax
-	movl $0, 0xb0(%rax)	/* xAPIC EOI */
-	jmp 2f
-1:	movl $0x80b, %ecx	/* x2APIC EOI */
-	xorl %eax, %eax
-	xorl %edx, %edx
-	wrmsr
-2:	popq %rdx
-	popq %rcx
-	popq %rax
-	iretq
-
 	.data
 	.balign 64
 G bts_scratch
 	.fill 128, 1, 0x11
-G pmi_count
-	.quad 0
 G db_count
 	.quad 0
 G db_dr6_and

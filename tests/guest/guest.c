@@ -9,27 +9,11 @@ extern char trap_ud[], trap_gp[];
 static unsigned passed, failed, skipped;
 static const char *prog;
 
-struct gate { uint16_t off0, sel; uint8_t ist, type; uint16_t off1; uint32_t off2, rsvd; } __attribute__((packed));
 static struct gate saved[2];
-
-static struct gate *idt(void)
-{
-	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) d;
-	asm volatile("sidt %0" : "=m"(d));
-	return (struct gate *)(uintptr_t)d.base;
-}
-
-static void set_gate(struct gate *g, void *h)
-{
-	uint16_t cs;
-	uint64_t a = (uint64_t)(uintptr_t)h;
-	asm volatile("mov %%cs, %0" : "=r"(cs));
-	*g = (struct gate){ (uint16_t)a, cs, 0, 0x8e, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
-}
 
 void faults_catch(void)
 {
-	struct gate *t = idt();
+	struct gate *t = idt_base();
 	saved[0] = t[6];
 	saved[1] = t[13];
 	set_gate(&t[6], trap_ud);
@@ -38,7 +22,7 @@ void faults_catch(void)
 
 void faults_release(void)
 {
-	struct gate *t = idt();
+	struct gate *t = idt_base();
 	t[6] = saved[0];
 	t[13] = saved[1];
 }
@@ -48,9 +32,31 @@ static void line(const char *s)
 	Print(L"GUEST-TEST: %a\n", s);
 }
 
+static char args[128];
+
+const char *guest_args(void)
+{
+	return args;
+}
+
+/* Keeps the ASCII part of the UCS-2 load options (a cmdline is ASCII). */
+static void read_args(EFI_HANDLE image)
+{
+	EFI_LOADED_IMAGE *li = NULL;
+	if (uefi_call_wrapper(BS->HandleProtocol, 3, image, &LoadedImageProtocol, (void **)&li) !=
+		    EFI_SUCCESS || !li || !li->LoadOptions)
+		return;
+	const CHAR16 *o = li->LoadOptions;
+	size_t n = li->LoadOptionsSize / sizeof(CHAR16), k = 0;
+	for (size_t i = 0; i < n && o[i] && k + 1 < sizeof(args); i++)
+		args[k++] = o[i] < 0x80 ? (char)o[i] : '?';
+	args[k] = 0;
+}
+
 void guest_init(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const char *name)
 {
 	InitializeLib(image, st);
+	read_args(image);
 	prog = name;
 	char buf[96];
 	hv_snprintf(buf, sizeof(buf), "START: %s", name);
@@ -139,4 +145,76 @@ int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c)
 {
 	uint64_t d = 0;
 	return hypercall3(nr, b, c, &d);
+}
+
+uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+void wrmsr(uint32_t msr, uint64_t v)
+{
+	asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+int rdmsr_fault(uint32_t msr, uint64_t *v)
+{
+	uint32_t lo = 0, hi = 0;
+	int vec = TRY(2, "rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	*v = ((uint64_t)hi << 32) | lo;
+	return vec;
+}
+
+int wrmsr_fault(uint32_t msr, uint64_t v)
+{
+	return TRY(2, "wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+bool find_reserve(uint64_t *base, uint64_t *size)
+{
+	UINTN n, key, dsize;
+	UINT32 dver;
+	EFI_MEMORY_DESCRIPTOR *map = LibMemoryMap(&n, &key, &dsize, &dver);
+	unsigned found = 0;
+	for (UINTN i = 0; map && i < n; i++) {
+		EFI_MEMORY_DESCRIPTOR *d = (void *)((uint8_t *)map + i * dsize);
+		if (d->Type == HVTRACE_EFI_MEMTYPE) {
+			*base = d->PhysicalStart;
+			*size = d->NumberOfPages * 4096;
+			found++;
+		}
+	}
+	if (map)
+		FreePool(map);
+	return found == 1;
+}
+
+struct gate *idt_base(void)
+{
+	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) d;
+	asm volatile("sidt %0" : "=m"(d));
+	return (struct gate *)(uintptr_t)d.base;
+}
+
+void set_gate(struct gate *g, void *h)
+{
+	uint16_t cs;
+	uint64_t a = A(h);
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	*g = (struct gate){ (uint16_t)a, cs, 0, 0x8e, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
+}
+
+uint64_t irq_save(void)
+{
+	uint64_t f;
+	asm volatile("pushfq; popq %0; cli" : "=r"(f)::"memory");
+	return f;
+}
+
+void irq_restore(uint64_t f)
+{
+	if (f & (1 << 9))
+		asm volatile("sti" ::: "memory");
 }

@@ -17,6 +17,9 @@ int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 int hv_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 void guest_init(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const char *name);
+/* The load options hvtrace.efi passed (its config's `cmdline`), as ASCII;
+ * "" when none. */
+const char *guest_args(void);
 void report(bool ok, const char *name, const char *fmt_detail, ...);
 void report_skip(const char *name, const char *reason);
 void report_info(const char *fmt, ...);
@@ -40,7 +43,30 @@ static inline struct cpuid cpuid(uint32_t leaf, uint32_t sub)
 	return r;
 }
 
+/* MSRs; the _fault forms need faults_catch() and return the vector (or -1) */
+uint64_t rdmsr(uint32_t msr);
+void wrmsr(uint32_t msr, uint64_t v);
+int rdmsr_fault(uint32_t msr, uint64_t *v);
+int wrmsr_fault(uint32_t msr, uint64_t v);
+/* The hypervisor's reserve, as the firmware's memory map shows it (one
+ * range of HVTRACE_EFI_MEMTYPE). */
+bool find_reserve(uint64_t *base, uint64_t *size);
+
 bool under_hvtrace(void);
+
+#define A(x) ((uint64_t)(uintptr_t)(x))
+
+/* Interrupt gates in the firmware's IDT (64-bit, DPL 0, the current CS) */
+struct gate { uint16_t off0, sel; uint8_t ist, type; uint16_t off1; uint32_t off2, rsvd; } __attribute__((packed));
+struct gate *idt_base(void);
+void set_gate(struct gate *g, void *handler);
+/* CLI, returning the RFLAGS to give irq_restore() */
+uint64_t irq_save(void);
+void irq_restore(uint64_t rflags);
+
+/* pmi.S: the PMI handler (pmi_handler, for vector PMI_VECTOR) and its count */
+#define PMI_VECTOR 0xe0
+extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
 /* SVM on AMD and Hygon, VMX on Intel */
 bool cpu_is_amd(void);
 /* VMMCALL on AMD, VMCALL on Intel; returns RAX and updates b, c. */

@@ -21,19 +21,6 @@
 #define CR4_VMXE	(1ull << 13)
 #define CR4_OSXSAVE	(1ull << 18)
 
-static int rdmsr_fault(uint32_t msr, uint64_t *v)
-{
-	uint32_t lo = 0, hi = 0;
-	int vec = TRY(2, "rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
-	*v = ((uint64_t)hi << 32) | lo;
-	return vec;
-}
-
-static int wrmsr_fault(uint32_t msr, uint64_t v)
-{
-	return TRY(2, "wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
-}
-
 static void test_cpuid(void)
 {
 	struct cpuid r = cpuid(HVTRACE_CPUID_BASE, 0);
@@ -157,26 +144,6 @@ static void test_msrs(void)
 	report(rdmsr_fault(MSR_VM_HSAVE_PA, &v) == 13, "vm_hsave_pa_read_gp", NULL);
 	report(wrmsr_fault(MSR_VM_HSAVE_PA, 0x1000) == 13, "vm_hsave_pa_write_gp", NULL);
 	report(rdmsr_fault(MSR_VM_CR, &v) == 13, "vm_cr_read_gp", NULL);
-}
-
-/* The hypervisor's range, as the firmware's memory map shows it. */
-static bool find_reserve(uint64_t *base, uint64_t *size)
-{
-	UINTN n, key, dsize;
-	UINT32 dver;
-	EFI_MEMORY_DESCRIPTOR *map = LibMemoryMap(&n, &key, &dsize, &dver);
-	unsigned found = 0;
-	for (UINTN i = 0; map && i < n; i++) {
-		EFI_MEMORY_DESCRIPTOR *d = (void *)((uint8_t *)map + i * dsize);
-		if (d->Type == HVTRACE_EFI_MEMTYPE) {
-			*base = d->PhysicalStart;
-			*size = d->NumberOfPages * 4096;
-			found++;
-		}
-	}
-	if (map)
-		FreePool(map);
-	return found == 1;
 }
 
 static bool contains(const uint8_t *p, uint64_t n, const char *s, uint64_t slen)

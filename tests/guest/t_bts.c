@@ -22,7 +22,6 @@
 #define DEBUGCTL_BTS_OFF_OS	(1ull << 9)
 #define TRACE			(DEBUGCTL_TR | DEBUGCTL_BTS)
 #define OVF_BUFFER		(1ull << 62)
-#define PMI_VECTOR		0xe0
 
 struct ds_area64 {
 	uint64_t bts_base, bts_index, bts_abs_max, bts_threshold;
@@ -88,7 +87,6 @@ SYM(s_sys); SYM(s_after); SYM(sys_handler); SYM(s_jmp);
 void seq_syscall(uint64_t debugctl);
 SYM(i_after); SYM(irq_handler); SYM(i_jnz); SYM(i_jmp); SYM(i_x2); SYM(i_done); SYM(i_iret);
 void seq_irq(uint64_t debugctl);
-extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
 void seq_near(uint64_t debugctl);
 void seq_events(uint64_t debugctl);
 void seq_chain(uint64_t debugctl);
@@ -97,28 +95,10 @@ void seq_pushf(uint64_t debugctl, uint64_t *out);
 static struct ds_area64 ds __attribute__((aligned(64)));
 static struct bts_rec buf[64] __attribute__((aligned(64)));
 
-#define A(x) ((uint64_t)(uintptr_t)(x))
 #define R(f, t) { (f), (t), 0 }
 /* an expected record whose source runs in ring 3 (flags is not compared:
  * it only says which CPL filter drops the record) */
 #define R3(f, t) { (f), (t), 3 }
-
-static uint64_t rdmsr(uint32_t msr)
-{
-	uint32_t lo, hi;
-	asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-static void wrmsr(uint32_t msr, uint64_t v)
-{
-	asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
-}
-
-static int wrmsr_fault(uint32_t msr, uint64_t v)
-{
-	return TRY(2, "wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
-}
 
 /* a buffer of `n` records, threshold after `thr` records */
 static void ds_setup(unsigned n, unsigned thr)
@@ -154,32 +134,7 @@ static void check_records(const char *name, const struct bts_rec *want, unsigned
 	report(got == n && !bad, name, "%u records, want %u; %u differ %s", got, n, bad, first);
 }
 
-struct gate { uint16_t off0, sel; uint8_t ist, type; uint16_t off1; uint32_t off2, rsvd; } __attribute__((packed));
-static struct gate *idt_base(void)
-{
-	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) d;
-	asm volatile("sidt %0" : "=m"(d));
-	return (struct gate *)(uintptr_t)d.base;
-}
-static void set_gate(struct gate *g, void *h)
-{
-	uint16_t cs;
-	uint64_t a = A(h);
-	asm volatile("mov %%cs, %0" : "=r"(cs));
-	*g = (struct gate){ (uint16_t)a, cs, 0, 0x8e, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
-}
 
-static uint64_t irq_save(void)
-{
-	uint64_t f;
-	asm volatile("pushfq; popq %0; cli" : "=r"(f)::"memory");
-	return f;
-}
-static void irq_restore(uint64_t f)
-{
-	if (f & (1 << 9))
-		asm volatile("sti" ::: "memory");
-}
 
 /* vCPU 0's status (RDX = 0: hypercall() passes it) */
 static void vcpu_status(struct hvtrace_vcpu_status *st)

@@ -44,11 +44,6 @@ static uint64_t rdtsc(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
-static void wrmsr(uint32_t msr, uint64_t v)
-{
-	asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
-}
-
 static void vcpu_status(struct hvtrace_vcpu_status *st)
 {
 	uint64_t b = (uint64_t)(uintptr_t)st, c = sizeof(*st);

@@ -231,6 +231,23 @@ int main(void)
 	nf = (struct hvtrace_filter){ .consumer = 2, .cr3 = 0x1001 };
 	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == -HVTRACE_EINVAL, "bad cr3");
 
+	/* a reader scribbled the shared header: the hypervisor works from its
+	 * own rings (AddressSanitizer sees any access past them) */
+	chan->nr_rings = 0xffffffffu;
+	for (int i = 0; i < HVTRACE_CHAN_MAX_RINGS; i++) {
+		chan->rings[i].consumer = 0xffff;
+		chan->rings[i].offset = 0xdead0000ull;
+		chan->rings[i].capacity = 3;
+	}
+	nf = (struct hvtrace_filter){ .consumer = HVTRACE_CONSUMER_FLIGHT, .cpl = HVTRACE_CPL_USER };
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == 0 && fl->cpl_filter == HVTRACE_CPL_USER &&
+	      st->cpl_filter != HVTRACE_CPL_USER, "filter with a scribbled header: only the flight ring");
+	u64 head = vcpu0.trace.rec.ring[0].head;
+	fake_cpl = 3;
+	branch(0x401000, 0x402000);
+	CHECK(vcpu0.trace.rec.ring[0].head == head + 1 && slot(0, head)->from == 0x401000,
+	      "records still go where the hypervisor put the ring");
+
 	/* --- lossless: drops counted exactly, one LOST record ----------- */
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.stream.size = 4096;		/* 128 records */

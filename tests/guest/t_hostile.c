@@ -1,0 +1,555 @@
+/*
+ * t_hostile: a guest that attacks the hypervisor (docs/security.md). Each
+ * attack is followed by the checks that matter: the hypervisor still
+ * answers, its image checksum still holds (the status hypercall's
+ * INTEGRITY_OK), and the guest saw what the hardware would have done.
+ * Attacks, untraced and with the engine running (the guest's own BTS):
+ *  - IA32_APIC_BASE moved onto the hypervisor's code, then a BTS threshold
+ *    PMI (the hypervisor once wrote the LVT/ICR at the guest's base);
+ *  - instruction breakpoints on the hypervisor's own code (#VMEXIT's
+ *    landing point, the exit handler), with the engine off and on;
+ *  - DR6/DR7 with reserved high bits;
+ *  - a BTS buffer at a non-canonical address, one that wraps past 2^64,
+ *    DS areas and buffers in the reserve and in MMIO;
+ *  - the MSRs that decide how the reserve is decoded and cached (TOP_MEM,
+ *    IORRs, MTRRs), PEBS and Intel PT MSRs, INVD;
+ *  - hypercall buffers in the reserve, in MMIO, wrapping;
+ *  - with a recorder configured: a channel header scribbled by the host
+ *    (the integration test writes it while the program waits), then a
+ *    filter hypercall.
+ * The addresses of the hypervisor's code come from its ELF at build time
+ * (hv_syms.h): the image is linked at a fixed address, so an attacker
+ * knows them too.
+ */
+#include "guest.h"
+#include "hvtrace/abi.h"
+#include "hv_syms.h"
+
+#define MSR_APICBASE		0x1b
+#define MSR_MTRRCAP		0xfe
+#define MSR_DEBUGCTL		0x1d9
+#define MSR_MTRR_PHYSBASE0	0x200
+#define MSR_MTRR_DEF_TYPE	0x2ff
+#define MSR_PEBS_ENABLE		0x3f1
+#define MSR_RTIT_CTL		0x570
+#define MSR_DS_AREA		0x600
+#define MSR_TOP_MEM		0xc001001a
+#define MSR_TOP_MEM2		0xc001001d
+#define MSR_IORR_MASK0		0xc0010017
+#define DEBUGCTL_TR		(1ull << 6)
+#define DEBUGCTL_BTS		(1ull << 7)
+#define DEBUGCTL_BTINT		(1ull << 8)
+#define TRACE			(DEBUGCTL_TR | DEBUGCTL_BTS)
+#define APIC_DEFAULT		0xfee00000ull
+
+struct ds_area64 {
+	uint64_t bts_base, bts_index, bts_abs_max, bts_threshold;
+	uint64_t pebs[8];
+};
+struct bts_rec {
+	uint64_t from, to, flags;
+};
+
+extern char pmi_handler[] __attribute__((visibility("hidden")));
+
+static struct ds_area64 ds __attribute__((aligned(64)));
+static struct bts_rec buf[64] __attribute__((aligned(64)));
+static uint64_t reserve, reserve_size;
+static bool amd;
+
+/* --- helpers ------------------------------------------------------------- */
+
+/* Taken branches the engine records: a loop and calls the compiler keeps. */
+static __attribute__((noinline)) uint64_t branches(uint64_t n)
+{
+	volatile uint64_t acc = 0;
+	for (uint64_t i = 0; i < n; i++)
+		acc += i & 1 ? i : 1;
+	return acc;
+}
+
+/* Traced with interrupts off: under TCG the firmware's timer handler,
+ * traced branch by branch, takes longer than the timer period. */
+static void traced(uint64_t debugctl, uint64_t n)
+{
+	uint64_t f = irq_save();
+	wrmsr(MSR_DEBUGCTL, debugctl);
+	branches(n);
+	wrmsr(MSR_DEBUGCTL, 0);
+	irq_restore(f);
+}
+
+/* A status hypercall into a zeroed `st`; false when it failed (vCPU 0's
+ * for the per-vCPU one: hypercall() passes RDX = 0). */
+static bool status_call(uint64_t nr, void *st, uint64_t size)
+{
+	uint64_t b = A(st), c = size;
+	SetMem(st, size, 0);
+	return hypercall(nr, &b, &c) == 0;
+}
+
+static bool integrity_ok(void)
+{
+	struct hvtrace_status st;
+	return status_call(HVTRACE_HC_STATUS, &st, sizeof(st)) && (st.flags & HVTRACE_STATUS_INTEGRITY_OK);
+}
+
+static uint64_t exits_total(void)
+{
+	struct hvtrace_status st;
+	status_call(HVTRACE_HC_STATUS, &st, sizeof(st));
+	return st.exits_total;
+}
+
+static uint64_t bts_dropped(void)
+{
+	struct hvtrace_vcpu_status st;
+	status_call(HVTRACE_HC_VCPU_STATUS, &st, sizeof(st));
+	return st.bts_dropped;
+}
+
+/* the hypervisor answers and its image is intact */
+static void report_intact(const char *name)
+{
+	uint64_t b = 0, c = 0;
+	bool alive = hypercall(HVTRACE_HC_VERSION, &b, &c) == 0 && b == HVTRACE_ABI_VERSION;
+	bool ok = alive && integrity_ok();
+	report(ok, name, ok ? NULL : "%s", alive ? "image checksum changed" : "no answer");
+}
+
+static void ds_setup(uint64_t base, uint64_t n, uint64_t thr)
+{
+	ds.bts_base = base;
+	ds.bts_index = base;
+	ds.bts_abs_max = base + n * sizeof(struct bts_rec);
+	ds.bts_threshold = base + thr * sizeof(struct bts_rec);
+	wrmsr(MSR_DS_AREA, A(&ds));
+}
+
+
+/* --- IA32_APIC_BASE ------------------------------------------------------- */
+
+static void test_apic_base(void)
+{
+	uint64_t orig = rdmsr(MSR_APICBASE);
+	bool x2 = orig & (1ull << 10);
+	report(wrmsr_fault(MSR_APICBASE, orig | (1ull << 9)) == 13, "apic_base_reserved_bit_gp", NULL);
+	report(!x2 || wrmsr_fault(MSR_APICBASE, orig & ~(1ull << 10)) == 13,
+	       "apic_base_x2apic_to_xapic_gp", NULL);
+
+	/* moved onto the hypervisor's first page: its header and code */
+	uint64_t moved = (orig & 0xfff) | reserve;
+	int vec = wrmsr_fault(MSR_APICBASE, moved);
+	uint64_t back = rdmsr(MSR_APICBASE);
+	report(vec < 0 && back == moved, "apic_base_moved_reads_back", "vec %d read %lx want %lx", vec,
+	       back, moved);
+
+	/* a BTS threshold PMI while it is moved: delivered through the real
+	 * APIC, nothing written at the guest's base */
+	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(APIC_DEFAULT + 0x340);
+	struct gate *idt = idt_base(), saved = idt[PMI_VECTOR];
+	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(0x834) : *lvtpc;
+	set_gate(&idt[PMI_VECTOR], pmi_handler);
+	if (x2)
+		wrmsr(0x834, PMI_VECTOR);
+	else
+		*lvtpc = PMI_VECTOR;
+	pmi_count = 0;
+	ds_setup(A(buf), 64, 2);
+	asm volatile("cli");
+	traced(TRACE | DEBUGCTL_BTINT, 8);
+	asm volatile("sti; nop; nop; nop" ::: "memory");
+	for (int i = 0; i < 100000 && !pmi_count; i++)
+		asm volatile("pause");
+	asm volatile("cli");
+	wrmsr(MSR_APICBASE, orig);
+	if (x2)
+		wrmsr(0x834, old_lvt);
+	else
+		*lvtpc = old_lvt;
+	idt[PMI_VECTOR] = saved;
+	asm volatile("sti");
+	report(pmi_count == 1, "pmi_with_apic_base_moved", "pmis %lu", pmi_count);
+	report(rdmsr(MSR_APICBASE) == orig, "apic_base_restored", NULL);
+	report_intact("apic_base_moved_intact");
+}
+
+/* --- debug registers ------------------------------------------------------- */
+
+static void set_drs(const uint64_t a[4], uint64_t dr7)
+{
+	asm volatile("mov %0, %%dr0; mov %1, %%dr1; mov %2, %%dr2; mov %3, %%dr3; mov %4, %%dr7"
+		     ::"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(dr7));
+}
+
+static bool drs_read_back(const uint64_t a[4], uint64_t dr7)
+{
+	uint64_t d0, d1, d2, d3, d7;
+	asm volatile("mov %%dr0, %0; mov %%dr1, %1; mov %%dr2, %2; mov %%dr3, %3; mov %%dr7, %4"
+		     : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3), "=r"(d7));
+	return d0 == a[0] && d1 == a[1] && d2 == a[2] && d3 == a[3] && (d7 & 0xff) == (dr7 & 0xff);
+}
+
+/* Instruction breakpoints on the code every exit runs: where #VMEXIT
+ * lands, the exit handler, the last step before entry. */
+static void test_breakpoints(bool with_engine)
+{
+	const uint64_t hv_code[4] = {
+		amd ? HV_SYM_svm_vmexit_rip : HV_SYM_vmx_exit_entry,
+		HV_SYM_hv_handle_event,
+		HV_SYM_hv_prepare_entry,
+		HV_SYM_trace_before_entry,
+	};
+	const uint64_t all4 = 0x400 | 0x55;	/* L0-L3, instruction breakpoints */
+	uint64_t b = 0, c = 0;
+	const char *name = with_engine ? "breakpoints_on_hv_code_traced" : "breakpoints_on_hv_code";
+
+	ds_setup(A(buf), 64, 64);
+	set_drs(hv_code, all4);
+	asm volatile("cli");	/* as in traced() */
+	if (with_engine)
+		wrmsr(MSR_DEBUGCTL, TRACE);
+	for (int i = 0; i < 20; i++) {
+		cpuid(0, 0);
+		hypercall(HVTRACE_HC_VERSION, &b, &c);
+		branches(4);
+	}
+	if (with_engine)
+		wrmsr(MSR_DEBUGCTL, 0);
+	asm volatile("sti");
+	bool same = drs_read_back(hv_code, all4);
+	const uint64_t zero[4] = { 0, 0, 0, 0 };
+	set_drs(zero, 0x400);
+	report(same, with_engine ? "breakpoints_read_back_traced" : "breakpoints_read_back", NULL);
+	report_intact(name);
+	if (with_engine)
+		report(ds.bts_index > ds.bts_base, "breakpoints_traced_records", "index %lx base %lx",
+		       ds.bts_index, ds.bts_base);
+}
+
+static void test_dr_reserved(void)
+{
+	uint64_t bad = 1ull << 32;
+	report(TRY(3, "mov %0, %%dr7" ::"r"(0x400 | bad)) == 13, "dr7_high_bits_gp", NULL);
+	report(TRY(3, "mov %0, %%dr6" ::"r"(0xffff0ff0 | bad)) == 13, "dr6_high_bits_gp", NULL);
+	report_intact("dr_reserved_intact");
+}
+
+/* --- the guest's BTS buffer ------------------------------------------------- */
+
+static void test_bts_noncanonical(void)
+{
+	SetMem(buf, sizeof(buf), 0xee);
+	uint64_t before = bts_dropped();
+	ds_setup(A(buf) | (1ull << 63), 64, 64);	/* bits 63:48 not all equal */
+	traced(TRACE, 8);
+	bool untouched = buf[0].from == 0xeeeeeeeeeeeeeeeeull && buf[0].to == 0xeeeeeeeeeeeeeeeeull;
+	report(untouched, "bts_noncanonical_not_aliased", "record 0: %lx -> %lx", buf[0].from, buf[0].to);
+	report(bts_dropped() > before, "bts_noncanonical_dropped", NULL);
+	report_intact("bts_noncanonical_intact");
+}
+
+/* the 8 bytes at linear address 0 (identity-mapped by the firmware) */
+static uint64_t read_linear0(void)
+{
+	uint64_t v;
+	asm volatile("movq 0, %0" : "=r"(v) :: "memory");
+	return v;
+}
+
+/* A BTS buffer in the last page of the address space whose record would
+ * run past 2^64 onto linear address 0: hardware never writes such a
+ * record; the hypervisor must not write its start at the top nor its end
+ * at 0. The test maps the top page itself (PML4[511]...PT[511]). */
+static void test_bts_wrap(void)
+{
+	uint64_t cr0, cr3, cr4;
+	asm volatile("mov %%cr0, %0; mov %%cr3, %1; mov %%cr4, %2" : "=r"(cr0), "=r"(cr3), "=r"(cr4));
+	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & 0x000ffffffffff000ull);
+	if ((cr4 & (1ull << 12)) || (pml4[511] & 1)) {
+		report_skip("bts_wrap_refused", "5-level paging, or the top of the address space is mapped");
+		return;
+	}
+	EFI_PHYSICAL_ADDRESS pages = 0;
+	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateAnyPages, EfiLoaderData, 4, &pages)) ||
+	    pages >= (1ull << 32)) {
+		report_skip("bts_wrap_refused", "no memory");
+		return;
+	}
+	uint64_t *pdpt = (uint64_t *)(uintptr_t)pages, *pd = pdpt + 512, *pt = pd + 512;
+	uint8_t *data = (uint8_t *)(pt + 512);
+	SetMem(pdpt, 3 * 4096, 0);
+	SetMem(data, 4096, 0xcc);
+	pdpt[511] = A(pd) | 3;
+	pd[511] = A(pt) | 3;
+	pt[511] = A(data) | 3;
+	uint64_t low_before = read_linear0();
+
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~(1ull << 16)));	/* CR0.WP off: the tables may be read-only */
+	pml4[511] = A(pdpt) | 3;
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+
+	uint64_t before = bts_dropped();
+	ds.bts_base = ds.bts_index = 0xfffffffffffffff0ull;
+	ds.bts_abs_max = ds.bts_threshold = 0xffffffffffffffffull;
+	wrmsr(MSR_DS_AREA, A(&ds));
+	traced(TRACE, 4);
+	bool top_untouched = true;
+	for (int i = 0; i < 4096; i++)
+		top_untouched = top_untouched && data[i] == 0xcc;
+	uint64_t low_after = read_linear0();
+
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~(1ull << 16)));
+	pml4[511] = 0;
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+	uefi_call_wrapper(BS->FreePages, 2, pages, 4);
+
+	report(top_untouched && low_after == low_before && ds.bts_index == 0xfffffffffffffff0ull,
+	       "bts_wrap_refused", "top page %s, linear 0 %s, index %lx",
+	       top_untouched ? "intact" : "written", low_after == low_before ? "intact" : "written",
+	       ds.bts_index);
+	report(bts_dropped() > before, "bts_wrap_dropped", NULL);
+}
+
+static void test_ds_in_hv_and_mmio(void)
+{
+	uint64_t before = bts_dropped();
+	wrmsr(MSR_DS_AREA, reserve + 0x2000);		/* the DS area in the reserve */
+	traced(TRACE, 4);
+	wrmsr(MSR_DS_AREA, APIC_DEFAULT);		/* ... in the local APIC */
+	traced(TRACE, 4);
+	ds_setup(reserve, 64, 64);			/* the buffer in the reserve */
+	traced(TRACE, 4);
+	ds_setup(reserve + reserve_size - 24, 64, 64);	/* ... and straddling its end */
+	traced(TRACE, 4);
+	report(bts_dropped() >= before + 4 * 4, "ds_in_hv_and_mmio_dropped", "dropped %lu",
+	       bts_dropped() - before);
+	report_intact("ds_in_hv_and_mmio_intact");
+}
+
+/* --- MSRs and instructions that reach the platform -------------------------- */
+
+static void test_decode_msrs(void)
+{
+	if (!amd) {
+		report_skip("top_mem_frozen", "AMD's memory-decoding MSRs");
+		return;
+	}
+	static const uint32_t msrs[] = { MSR_TOP_MEM, MSR_TOP_MEM2, MSR_IORR_MASK0 };
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t v, after;
+		char name[48];
+		hv_snprintf(name, sizeof(name), "decode_msr_%x_frozen", msrs[i]);
+		if (rdmsr_fault(msrs[i], &v) >= 0) {
+			report(wrmsr_fault(msrs[i], 0) == 13, name, "not readable, so not writable");
+			continue;
+		}
+		int same = wrmsr_fault(msrs[i], v);
+		int other = wrmsr_fault(msrs[i], v ^ 0x10000000ull);
+		rdmsr_fault(msrs[i], &after);
+		report(same < 0 && other == 13 && after == v, name, "same %d other %d value %lx -> %lx",
+		       same, other, v, after);
+	}
+}
+
+static void test_mtrrs(void)
+{
+	if (!(cpuid(1, 0).d & (1u << 12))) {
+		report_skip("mtrr_disable_refused", "no MTRRs");
+		return;
+	}
+	uint64_t cap = rdmsr(MSR_MTRRCAP), def = rdmsr(MSR_MTRR_DEF_TYPE), v;
+	unsigned vcnt = cap & 0xff, free_pair = vcnt;
+	bool wb = (def & (1ull << 11)) && (def & 0xff) == 6;
+	for (unsigned i = 0; i < vcnt; i++) {
+		uint64_t base = rdmsr(MSR_MTRR_PHYSBASE0 + 2 * i), mask = rdmsr(MSR_MTRR_PHYSBASE0 + 2 * i + 1);
+		if (!(mask & (1ull << 11))) {
+			if (free_pair == vcnt)
+				free_pair = i;
+			continue;
+		}
+		uint64_t size = (~mask & 0x000ffffffffff000ull) + 0x1000;
+		uint64_t start = base & mask & 0x000ffffffffff000ull;
+		if (start < reserve + reserve_size && start + size > reserve && (base & 0xff) != 6)
+			wb = false;
+	}
+	report_info("MTRRs: def %lx, %u variable pairs, the reserve %s write-back", def, vcnt,
+		    wb ? "is" : "is not");
+	if (!wb) {
+		report_skip("mtrr_disable_refused", "the firmware left the reserve other than write-back");
+		return;
+	}
+	report(wrmsr_fault(MSR_MTRR_DEF_TYPE, def & ~(1ull << 11)) == 13, "mtrr_disable_refused", NULL);
+	report(wrmsr_fault(MSR_MTRR_DEF_TYPE, def) < 0, "mtrr_def_type_same_ok", NULL);
+	report(rdmsr(MSR_MTRR_DEF_TYPE) == def, "mtrr_def_type_unchanged", NULL);
+	if (free_pair == vcnt) {
+		report_skip("mtrr_uc_over_reserve_refused", "no free variable MTRR");
+		return;
+	}
+	uint32_t b = MSR_MTRR_PHYSBASE0 + 2 * free_pair;
+	uint64_t mask = (~(reserve_size - 1) & 0x000ffffffffff000ull & ((1ull << 36) - 1)) | (1ull << 11);
+	report(wrmsr_fault(b, reserve | 0) < 0, "mtrr_base_write_ok", "an unused pair's base");
+	report(wrmsr_fault(b + 1, mask) == 13, "mtrr_uc_over_reserve_refused", NULL);
+	rdmsr_fault(b + 1, &v);
+	report(!(v & (1ull << 11)), "mtrr_uc_over_reserve_not_valid", "mask %lx", v);
+	wrmsr_fault(b, 0);
+}
+
+static void test_feature_msrs(void)
+{
+	uint64_t v;
+	report(wrmsr_fault(MSR_PEBS_ENABLE, 1) == 13, "pebs_enable_gp", NULL);
+	report(rdmsr_fault(MSR_RTIT_CTL, &v) == 13 && wrmsr_fault(MSR_RTIT_CTL, 1) == 13, "intel_pt_msrs_gp",
+	       NULL);
+	report(!(cpuid(7, 0).b & (1u << 25)), "intel_pt_hidden", NULL);
+}
+
+static void test_invd(void)
+{
+	/* exits between two status hypercalls, with and without an INVD
+	 * between them; the fewest of a few tries (an interrupt's exit is noise) */
+	uint64_t quiet = ~0ull, with_invd = ~0ull;
+	asm volatile("cli");
+	for (int i = 0; i < 4; i++) {
+		uint64_t e0 = exits_total(), e1 = exits_total();
+		asm volatile("invd" ::: "memory");
+		uint64_t e2 = exits_total();
+		quiet = e1 - e0 < quiet ? e1 - e0 : quiet;
+		with_invd = e2 - e1 < with_invd ? e2 - e1 : with_invd;
+	}
+	asm volatile("sti");
+	report(with_invd == quiet + 1, "invd_intercepted", "%lu exits with INVD, %lu without",
+	       with_invd, quiet);
+	report_intact("invd_intact");
+}
+
+static void test_hypercall_pointers(void)
+{
+	static const struct { const char *name; uint64_t gpa; } bad[] = {
+		{ "reserve", 0 }, { "reserve_end", 1 }, { "apic", APIC_DEFAULT }, { "wrap", (uint64_t)-64 },
+	};
+	bool ok = true;
+	char detail[80] = "";
+	for (unsigned i = 0; i < 4; i++) {
+		uint64_t gpa = bad[i].gpa == 0 ? reserve : bad[i].gpa == 1 ? reserve + reserve_size - 8 : bad[i].gpa;
+		uint64_t b = gpa, c = sizeof(struct hvtrace_status);
+		int64_t r1 = hypercall(HVTRACE_HC_STATUS, &b, &c);
+		b = gpa;
+		c = sizeof(struct hvtrace_vcpu_status);
+		int64_t r2 = hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c);
+		uint64_t op = HVTRACE_TRACE_FILTER, arg = gpa, size = sizeof(struct hvtrace_filter);
+		int64_t r3 = hypercall3(HVTRACE_HC_TRACE_CTL, &op, &arg, &size);
+		if (r1 != -HVTRACE_EFAULT || r2 != -HVTRACE_EFAULT ||
+		    (r3 != -HVTRACE_EFAULT && r3 != -HVTRACE_ENOSYS)) {
+			ok = false;
+			hv_snprintf(detail, sizeof(detail), "%s: %ld %ld %ld", bad[i].name, r1, r2, r3);
+		}
+	}
+	report(ok, "hypercall_bad_buffers_efault", "%s", detail);
+	report_intact("hypercall_bad_buffers_intact");
+}
+
+/* With a recorder: the integration test scribbles the channel header
+ * (nr_rings, every ring's consumer) while this waits, then a filter
+ * hypercall makes the hypervisor walk its rings. */
+static void test_channel_scribble(void)
+{
+	uint64_t op = HVTRACE_TRACE_MARK, arg = 0;
+	if (hypercall(HVTRACE_HC_TRACE_CTL, &op, &arg) == -HVTRACE_ENOSYS) {
+		report_skip("channel_scribbled_filter", "no recorder configured");
+		return;
+	}
+	report_info("HOSTILE: scribble the channel now");
+	uefi_call_wrapper(BS->Stall, 1, 6 * 1000 * 1000);
+	/* the recorder on only now, with interrupts off: it traces
+	 * everything, the firmware's timer handler included (see traced()) */
+	asm volatile("cli");
+	op = HVTRACE_TRACE_START;
+	arg = 0;
+	hypercall(HVTRACE_HC_TRACE_CTL, &op, &arg);
+	static struct hvtrace_filter f = { .consumer = HVTRACE_CONSUMER_FLIGHT, .cpl = HVTRACE_CPL_KERNEL };
+	uint64_t size = sizeof(f);
+	op = HVTRACE_TRACE_FILTER;
+	arg = A(&f);
+	int64_t r = hypercall3(HVTRACE_HC_TRACE_CTL, &op, &arg, &size);
+	ds_setup(A(buf), 64, 64);
+	traced(TRACE, 16);
+	op = HVTRACE_TRACE_STOP;
+	hypercall(HVTRACE_HC_TRACE_CTL, &op, &arg);
+	asm volatile("sti");
+	/* reported only now: printing runs the firmware, which enables
+	 * interrupts */
+	report(r == 0, "channel_scribbled_filter", "ret %ld", r);
+	report(ds.bts_index > ds.bts_base, "channel_scribbled_bts",
+	       "%lu records", (ds.bts_index - ds.bts_base) / sizeof(struct bts_rec));
+	report_intact("channel_scribbled_intact");
+}
+
+static void test_breakpoints_off(void) { test_breakpoints(false); }
+static void test_breakpoints_traced(void) { test_breakpoints(true); }
+
+/* In this order; the channel scribble last (it runs without the test's
+ * fault handlers, which a recorder's hypercalls do not need). */
+static const struct { const char *name; void (*run)(void); } sections[] = {
+	{ "breakpoints", test_breakpoints_off },
+	{ "breakpoints_traced", test_breakpoints_traced },
+	{ "dr_reserved", test_dr_reserved },
+	{ "apic_base", test_apic_base },
+	{ "bts_noncanonical", test_bts_noncanonical },
+	{ "bts_wrap", test_bts_wrap },
+	{ "ds_in_hv_and_mmio", test_ds_in_hv_and_mmio },
+	{ "decode_msrs", test_decode_msrs },
+	{ "mtrrs", test_mtrrs },
+	{ "feature_msrs", test_feature_msrs },
+	{ "invd", test_invd },
+	{ "hypercall_pointers", test_hypercall_pointers },
+	{ "channel_scribble", test_channel_scribble },
+};
+
+/* The config's cmdline may name the sections to run ("apic_base bts_wrap"):
+ * one attack at a time, against a hypervisor that may not survive it. */
+static bool section_wanted(const char *name)
+{
+	const char *a = guest_args();
+	if (!*a)
+		return true;
+	size_t n = strlena((const CHAR8 *)name);
+	for (const char *p = a; *p;) {
+		while (*p == ' ')
+			p++;
+		const char *e = p;
+		while (*e && *e != ' ')
+			e++;
+		if ((size_t)(e - p) == n && strncmpa((const CHAR8 *)p, (const CHAR8 *)name, n) == 0)
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	guest_init(image, systab, "t_hostile");
+	if (!under_hvtrace()) {
+		report_skip("all", "not running under hvtrace");
+		report_done();
+	}
+	amd = cpu_is_amd();
+	if (!find_reserve(&reserve, &reserve_size)) {
+		report(false, "reserve_in_memory_map", NULL);
+		report_done();
+	}
+	report_info("reserve %lx+%lx; hypervisor code at %lx (exit handler %lx)", reserve, reserve_size,
+		    (uint64_t)HV_SYM___hv_ro_start, (uint64_t)HV_SYM_hv_handle_event);
+	faults_catch();
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		if (!section_wanted(sections[i].name))
+			continue;
+		if (sections[i].run == test_channel_scribble)
+			faults_release();
+		sections[i].run();
+	}
+	faults_release();
+	report_intact("hypervisor_intact_at_end");
+	report_done();
+}
