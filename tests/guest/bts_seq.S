@@ -377,6 +377,7 @@ G f_lret
 	ud2
 G f_back
 	DISABLE
+	movw %si, pushf16_image(%rip)
 	movw %r9w, %ss
 	movw %r10w, %ds
 	movw %r11w, %es
@@ -421,6 +422,20 @@ G c16_t1
 G c16_call
 	call c16_func
 G c16_after_call
+	/* PUSHF on a stack whose segment base is not 0: the image the
+	 * engine corrects (its own TF hidden) is at SS.base + SP, not at
+	 * RSP. SEL_STACK16 (0xb0, t_bts.c) has its base at stack16. */
+	movw %ss, %bx
+	movl %esp, %edi
+	movw $0xb0, %cx
+	movw %cx, %ss
+	nop			/* MOV SS holds the single-step trap one instruction */
+	movl $0x100, %esp
+	pushfw
+	popw %si		/* seq_far stores it in pushf16_image */
+	movw %bx, %ss
+	nop
+	movl %edi, %esp
 	xorw %ax, %ax
 	jnz c16_entry		/* not taken */
 G c16_lret
@@ -598,6 +613,8 @@ G np_handler
 	.balign 64
 G bts_scratch
 	.fill 128, 1, 0x11
+G pushf16_image
+	.quad 0
 G db_count
 	.quad 0
 G db_dr6_and

@@ -61,6 +61,8 @@ SYM(c32_into); SYM(c32_after_into); SYM(c32_lcall); SYM(c32_after16); SYM(c32_lr
 SYM(c32_ret); SYM(c16_base); SYM(c16_entry); SYM(c16_t1); SYM(c16_call); SYM(c16_after_call);
 SYM(c16_lret); SYM(c16_func); SYM(c16_ret); SYM(of_handler); SYM(of_iret);
 void seq_far(uint64_t debugctl, uint64_t cs);
+extern volatile uint64_t pushf16_image __attribute__((visibility("hidden")));
+#define RFLAGS_TF16 0x100
 struct far32 { uint32_t off; uint16_t sel; } __attribute__((packed));
 extern struct far32 far_jmp __attribute__((visibility("hidden")));
 extern struct far32 far_call32 __attribute__((visibility("hidden")));
@@ -522,7 +524,9 @@ static void test_guest_breakpoint23(void)
 #define SEL_CODE32	0x70
 #define SEL_CODE16	0x78	/* bts_seq.S names it too */
 #define SEL_SYSENTER	0x80	/* +8 its SS, +32/+40 SYSEXIT's 64-bit CS/SS */
-static uint64_t gdt[22] __attribute__((aligned(16)));
+#define SEL_STACK16	0xb0	/* bts_seq.S names it too: 16-bit data, base stack16 */
+static uint64_t gdt[23] __attribute__((aligned(16)));
+static uint8_t stack16[0x100] __attribute__((aligned(16)));
 static uint8_t tss[104] __attribute__((aligned(16)));
 static uint8_t kstack[8192] __attribute__((aligned(16)));
 static uint8_t ustack[8192] __attribute__((aligned(4096)));
@@ -565,6 +569,8 @@ static bool gdt_setup(void)
 	gdt[SEL_CODE32 / 8] = 0x00cf9b000000ffffull;	/* D=1, L=0 */
 	b = A(c16_base);				/* 16-bit: D=0, L=0, byte limit 0xffff */
 	gdt[SEL_CODE16 / 8] = 0xffff | ((b & 0xffffff) << 16) | (0x9bull << 40) | (((b >> 24) & 0xff) << 56);
+	b = A(stack16);					/* 16-bit data: D/B=0, byte limit 0xffff */
+	gdt[SEL_STACK16 / 8] = 0xffff | ((b & 0xffffff) << 16) | (0x93ull << 40) | (((b >> 24) & 0xff) << 56);
 	gdt[SEL_SYSENTER / 8] = 0x00af9b000000ffffull;
 	gdt[SEL_SYSENTER / 8 + 1] = 0x00cf93000000ffffull;
 	gdt[SEL_SYSENTER / 8 + 4] = 0x00affb000000ffffull;
@@ -698,6 +704,11 @@ static void test_far(void)
 	idt[4] = saved;
 	irq_restore(f);
 	check_records("bts_far_compat_16bit", want, sizeof(want) / sizeof(want[0]), used());
+	/* the 16-bit code's PUSHF, stepped by the engine, on a stack segment
+	 * based at stack16: the image there, without the engine's TF */
+	uint16_t img = *(volatile uint16_t *)(stack16 + 0xfe);
+	report(!(pushf16_image & RFLAGS_TF16) && img == (uint16_t)pushf16_image,
+	       "pushf_16bit_ss_base_hides_engine_tf", "popped %lx, at SS.base+0xfe %x", pushf16_image, img);
 }
 
 /* INT1 (ICEBP) is delivered like INT n through vector 1 (QEMU 7.2's TCG
