@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -235,10 +236,15 @@ static int synth_chan(struct synth *s)
 		free(mem);
 		return rc;
 	} else {
-		int fd = open(s->out, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		/* laid out in place, as the hypervisor does in a shared file: a
+		 * reader may have it mapped already (record --wait), and a file
+		 * that shrank, even for a moment, is SIGBUS to it */
+		int fd = open(s->out, O_RDWR | O_CREAT, 0644);
+		struct stat st;
 		void *map;
 
-		if (fd < 0 || ftruncate(fd, (off_t)size)) {
+		if (fd < 0 || fstat(fd, &st) ||
+		    ((uint64_t)st.st_size < size && ftruncate(fd, (off_t)size))) {
 			if (fd >= 0)
 				close(fd);
 			return fail(s->out, "cannot create");
@@ -247,6 +253,7 @@ static int synth_chan(struct synth *s)
 		close(fd);
 		if (map == MAP_FAILED)
 			return fail(s->out, "mmap failed");
+		memset(map, 0, size);	/* a fresh channel; zeros are "none yet" */
 		rc = fill_chan(s, map, size);
 		munmap(map, size);
 		return rc;
