@@ -151,7 +151,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		return;
 	case HV_EV_VIRT_INSN:
 		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */
-		trace_inject_fault(v, X86_UD, false, 0);
+		hv_inject_fault(v, X86_UD, false, 0);
 		return;
 	case HV_EV_TRIPLE_FAULT:
 		rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
@@ -165,7 +165,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		guest_stop(v, "unhandled exit");
 	}
 	/* MSR policy said no: #GP(0), as hardware does for a bad MSR access */
-	trace_inject_fault(v, X86_GP, true, 0);
+	hv_inject_fault(v, X86_GP, true, 0);
 }
 
 void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
@@ -179,9 +179,42 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 	trace_exit_begin(v, ev);
 	u64 rip = v->rip;
 	dispatch(v, ev);
-	if (ev->kind <= HV_EV_EMULATED_LAST && v->rip != rip)
-		trace_after_emulated(v);	/* it completed: the guest's TF trap */
+	if (ev->kind <= HV_EV_EMULATED_LAST)
+		hv_emulation_done(v, v->rip != rip);
 	hv_prepare_entry(v);
+}
+
+/*
+ * What follows an emulated instruction, in one place for both backends (as
+ * KVM's common x86 code completes one for both vendors). Completed, it owes
+ * the guest the single-step trap its intercept cut off when the guest's own
+ * TF was set at its start (SDM Vol. 3 18.3.1.4, APM Vol. 2 13.1.3.4): the
+ * engine delivers it while it owns TF (it follows the #DB into the
+ * handler), the backend otherwise. A fault injected instead owes none.
+ * Either way the instruction ended any STI/MOV SS shadow.
+ */
+void hv_emulation_done(struct vcpu *v, bool completed)
+{
+	bool trap = completed && trace_guest_tf(v);
+	if (trap && trace_single_step_trap(v))
+		trap = false;	/* the engine delivered it */
+	hv.ops->set_single_step_trap(v, trap);
+	hv.ops->end_interrupt_shadow(v);
+}
+
+/* VM exit loads DR7 with 400H (SDM Vol. 3 27.5.1): the backend's handler
+ * ran with no breakpoint armed, as core's do after host_dr7_disarm(). */
+void hv_backend_emulated(struct vcpu *v, bool completed)
+{
+	v->exits++;
+	hv_emulation_done(v, completed);
+	hv_prepare_entry(v);
+}
+
+void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
+{
+	hv.ops->inject_exception(v, vector, has_err, err);
+	trace_on_injected(v, vector);
 }
 
 void hv_prepare_entry(struct vcpu *v)

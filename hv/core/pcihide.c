@@ -108,7 +108,7 @@ void pcihide_io(struct vcpu *v, const struct hv_event *ev)
 			LOG_WARN("string I/O at port %x (rip %lx): #GP(0) (logged once)", ev->io_port,
 				 v->rip);
 		string_io_logged = true;
-		trace_inject_fault(v, X86_GP, true, 0);
+		hv_inject_fault(v, X86_GP, true, 0);
 		return;
 	}
 	u32 mask = size == 4 ? ~0u : (1u << (8 * size)) - 1;

@@ -128,6 +128,12 @@ struct hv_arch_ops {
 	u64 (*get_msr)(struct vcpu *v, u32 msr);
 	/* interrupts blocked until after the next instruction (STI's shadow) */
 	void (*set_sti_shadow)(struct vcpu *v);
+	/* After an instruction the hypervisor emulated (hv_emulation_done):
+	 * the guest's single-step trap is owed (true) or not (false: one the
+	 * CPU left pending is dropped), and any STI/MOV SS interrupt shadow
+	 * ends unless an event is being injected. */
+	void (*set_single_step_trap)(struct vcpu *v, bool trap);
+	void (*end_interrupt_shadow)(struct vcpu *v);
 	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);
@@ -156,6 +162,16 @@ void hv_prepare_entry(struct vcpu *v);
 /* Advances RIP past the exiting instruction (length from the event, or
  * decoded from guest memory when the CPU does not report it). */
 void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
+/* The end of every instruction the hypervisor emulated, wherever it was
+ * emulated (core, the engine, a backend's own exit handler): `completed`
+ * when RIP moved past it, false when a fault was injected instead. */
+void hv_emulation_done(struct vcpu *v, bool completed);
+/* An instruction a backend emulated in its own exit handler (VMX: MOV to
+ * CR0/CR4, XSETBV): counted, completed and entered like core's. */
+void hv_backend_emulated(struct vcpu *v, bool completed);
+/* A fault for an instruction the hypervisor emulates: injected, and the
+ * engine told, so that it follows the guest into the handler. */
+void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
 
 
 extern const struct hv_arch_ops svm_ops;

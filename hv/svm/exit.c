@@ -156,19 +156,6 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 	if (ev.vectoring && ev.vec_type != HV_VEC_SOFT && ev.kind != HV_EV_EXCEPTION &&
 	    c->event_inj == 0)
 		c->event_inj = vec;
-	/* An instruction the hypervisor emulated while the guest's own TF was
-	 * set: the single-step trap the intercept cut off (SDM Vol. 3
-	 * 18.3.1.4, APM Vol. 2 13.1.3.4), unless a fault was injected instead.
-	 * While the engine runs it owns TF and delivers the guest's traps. */
-	if (ev.kind <= HV_EV_EMULATED_LAST && c->event_inj == 0 &&
-	    v->trace.engine == HVTRACE_ENGINE_OFF && (v->rflags & RFLAGS_TF)) {
-		sv->vmcb->save.dr6 |= 1ull << 14;	/* DR6.BS */
-		c->event_inj = X86_DB | EVENTINJ_TYPE_EXCEPTION | EVENTINJ_V;
-	}
-	/* an instruction the hypervisor emulated (and skipped) ends any
-	 * STI/MOV SS interrupt shadow; an exception exit leaves it alone */
-	if (c->event_inj == 0 && ev.kind <= HV_EV_EMULATED_LAST)
-		c->int_state = 0;
 }
 
 static void dump_seg(const char *n, const struct vmcb_seg *s)

@@ -4,6 +4,7 @@
 #include "hvtrace/abi.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/desc.h"
+#include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "arch/x86/resume.h"
@@ -252,6 +253,24 @@ static void svm_set_sti_shadow(struct vcpu *v)
 	((struct svm_vcpu *)v->arch)->vmcb->control.int_state |= 1;	/* APM 15.21.5 */
 }
 
+/* APM Vol. 2 13.1.3.4: the trap as a #DB with DR6.BS, through EVENTINJ
+ * (SVM keeps no pending debug exceptions to clear) */
+static void svm_set_single_step_trap(struct vcpu *v, bool trap)
+{
+	struct svm_vcpu *sv = v->arch;
+	if (trap && sv->vmcb->control.event_inj == 0) {
+		sv->vmcb->save.dr6 |= DR6_BS;
+		sv->vmcb->control.event_inj = X86_DB | EVENTINJ_TYPE_EXCEPTION | EVENTINJ_V;
+	}
+}
+
+static void svm_end_interrupt_shadow(struct vcpu *v)
+{
+	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
+	if (c->event_inj == 0)
+		c->int_state = 0;	/* APM 15.21.5 */
+}
+
 static void svm_inject_interrupt(struct vcpu *v, u8 vector)
 {
 	/* APM 15.20: EVENTINJ type 0 = external interrupt */
@@ -305,6 +324,8 @@ const struct hv_arch_ops svm_ops = {
 	.inject_nmi = svm_inject_nmi,
 	.get_msr = svm_get_msr,
 	.set_sti_shadow = svm_set_sti_shadow,
+	.set_single_step_trap = svm_set_single_step_trap,
+	.end_interrupt_shadow = svm_end_interrupt_shadow,
 	.get_efer = svm_get_efer,
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,

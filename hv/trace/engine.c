@@ -762,30 +762,36 @@ bool trace_on_nmi(struct vcpu *v)
 /* A fault the hypervisor raises for an instruction it emulates (#GP for
  * an MSR, #UD for a virtualization instruction): while tracing it is
  * recorded and followed into the guest's handler like one the CPU raised. */
-void trace_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
+void trace_on_injected(struct vcpu *v, u8 vector)
 {
-	hv.ops->inject_exception(v, vector, has_err, err);
 	if (v->trace.engine == HVTRACE_ENGINE_OFF)
 		return;
 	v->trace.step.valid = false;
 	follow_event(v, vector, HVTRACE_REC_EXCEPTION, vector);
 }
 
-/* An instruction the hypervisor emulated has completed (RIP moved past
- * it). While tracing, the guest's own TF owes it its single-step trap
- * (SDM Vol. 3 18.3.1.4), which the intercept cut off: delivered and
- * followed here (the backends deliver it themselves when not tracing). */
-void trace_after_emulated(struct vcpu *v)
+/* A fault for an instruction the engine emulates itself (MOV DR) */
+static void inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
+{
+	hv.ops->inject_exception(v, vector, has_err, err);
+	trace_on_injected(v, vector);
+}
+
+/* An instruction the hypervisor emulated has completed with the guest's
+ * own TF set (core/event.c hv_emulation_done): the single-step trap the
+ * intercept cut off (SDM Vol. 3 18.3.1.4). While tracing the engine owns
+ * TF, so it delivers the trap and follows it; otherwise the backend does. */
+bool trace_single_step_trap(struct vcpu *v)
 {
 	struct trace_vcpu *t = &v->trace;
-	if (t->engine == HVTRACE_ENGINE_OFF || !trace_guest_tf(v))
-		return;
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		return false;
 	t->guest_dr6 |= DR6_BS;
 	t->step.valid = false;
 	hv.ops->inject_exception(v, X86_DB, false, 0);
 	follow_event(v, X86_DB, HVTRACE_REC_EXCEPTION, X86_DB);
+	return true;
 }
-
 /* The guest's own TF: RFLAGS.TF unless the engine set it for a step. */
 bool trace_guest_tf(const struct vcpu *v)
 {
@@ -867,7 +873,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 		return;
 	}
 	if (hv.ops->get_cpl(v)) {
-		trace_inject_fault(v, X86_GP, true, 0);
+		inject_fault(v, X86_GP, true, 0);
 		return;
 	}
 	int dr = ((in.modrm >> 3) & 7) | (((in.rex >> 2) & 1) << 3);
@@ -879,7 +885,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 			dr += 2;
 	}
 	if (dr > 7) {
-		trace_inject_fault(v, X86_UD, false, 0);
+		inject_fault(v, X86_UD, false, 0);
 		return;
 	}
 	u64 mask = mode == DEC_MODE_64 ? ~0ull : 0xffffffffull;
@@ -888,7 +894,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 	} else {
 		u64 val = v->gpr[gpr] & mask;
 		if (dr >= 6 && (val & DR_RESERVED_HIGH)) {
-			trace_inject_fault(v, X86_GP, true, 0);
+			inject_fault(v, X86_GP, true, 0);
 			return;
 		}
 		guest_dr_write(v, dr, val);

@@ -108,9 +108,11 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev);
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
 u64 trace_host_dr7(struct vcpu *v);	/* the host's DR7 to enter with */
 bool trace_guest_tf(const struct vcpu *v);	/* the guest's own RFLAGS.TF */
-/* A fault raised by the hypervisor for an instruction it emulates. */
-void trace_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
-/* After an emulated instruction completed: the guest's TF trap. */
-void trace_after_emulated(struct vcpu *v);
+/* The hypervisor injected a fault for an instruction it emulates
+ * (hv_inject_fault): the engine follows it into the handler. */
+void trace_on_injected(struct vcpu *v, u8 vector);
+/* An emulated instruction completed with the guest's TF set: true when the
+ * engine owns TF and delivered (and followed) the trap itself. */
+bool trace_single_step_trap(struct vcpu *v);
 
 #endif

@@ -178,12 +178,12 @@ static void mov_to_cr0(struct vcpu *v, struct vmx_vcpu *vx, u64 val, const struc
 
 	if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE)) ||
 	    ((val & CR0_NW) && !(val & CR0_CD))) {
-		hv.ops->inject_exception(v, X86_GP, true, 0);
+		hv_inject_fault(v, X86_GP, true, 0);
 		return;
 	}
 	if (!(old & CR0_PG) && (val & CR0_PG) && (efer & EFER_LME)) {
 		if (!(cr4 & CR4_PAE)) {
-			hv.ops->inject_exception(v, X86_GP, true, 0);
+			hv_inject_fault(v, X86_GP, true, 0);
 			return;
 		}
 		vmx_set_guest_efer(efer | EFER_LMA);
@@ -191,7 +191,7 @@ static void mov_to_cr0(struct vcpu *v, struct vmx_vcpu *vx, u64 val, const struc
 		struct hv_segment cs;
 		hv.ops->get_seg(v, SEG_CS, &cs);
 		if (cs.attr & SEG_ATTR_L) {
-			hv.ops->inject_exception(v, X86_GP, true, 0);
+			hv_inject_fault(v, X86_GP, true, 0);
 			return;
 		}
 		vmx_set_guest_efer(efer & ~EFER_LMA);
@@ -202,7 +202,7 @@ static void mov_to_cr0(struct vcpu *v, struct vmx_vcpu *vx, u64 val, const struc
 		 * off here: CR3 is read as a guest-physical address. */
 		u64 pdpte[4], cr3 = vmcs_readl(VMCS_GUEST_CR3) & 0xffffffe0ull;
 		if (gmem_read_linear(v, cr3, pdpte, sizeof(pdpte)) != sizeof(pdpte)) {
-			hv.ops->inject_exception(v, X86_GP, true, 0);
+			hv_inject_fault(v, X86_GP, true, 0);
 			return;
 		}
 		vmcs_write64(VMCS_GUEST_PDPTE0, pdpte[0]);
@@ -225,7 +225,7 @@ static void mov_to_cr4(struct vcpu *v, struct vmx_vcpu *vx, u64 val, const struc
 	if ((val & CR4_VMXE) || (val & ~vmx_caps.cr4_fixed1) ||
 	    ((efer & EFER_LMA) && !(val & CR4_PAE)) ||
 	    ((efer & EFER_LMA) && ((val ^ old) & CR4_LA57))) {
-		hv.ops->inject_exception(v, X86_GP, true, 0);
+		hv_inject_fault(v, X86_GP, true, 0);
 		return;
 	}
 	vmcs_writel(VMCS_CR4_READ_SHADOW, val);
@@ -269,7 +269,7 @@ static bool exit_xsetbv(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev
 	if (idx != 0 || (val & ~supported) || !(val & 1) || ((val & 4) && !(val & 2)) ||
 	    ((val & avx512) && ((val & avx512) != avx512 || !(val & 4))) ||
 	    ((val & amx) && (val & amx) != amx)) {
-		hv.ops->inject_exception(v, X86_GP, true, 0);
+		hv_inject_fault(v, X86_GP, true, 0);
 		return false;
 	}
 	asm volatile("xsetbv" ::"c"(idx), "a"((u32)val), "d"((u32)(val >> 32)) : "memory");
@@ -380,29 +380,13 @@ void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason)
 		ev.vec_type = type >= 4 ? HV_VEC_SOFT : type;
 	}
 
+	u64 rip = v->rip;
 	if (basic < ARRAY_SIZE(vmx_exit_handlers) && vmx_exit_handlers[basic])
 		to_core = vmx_exit_handlers[basic](v, vx, &ev);
-	if (to_core)
+	if (to_core) {
 		hv_handle_event(v, &ev);
-	else
-		v->exits++;	/* core counts the exits it sees */
-	/* An emulated instruction ends any STI/MOV SS interrupt shadow; an
-	 * injected fault, or an exception or interrupt exit, leaves it as the
-	 * guest had it. */
-	bool emulated = !to_core || ev.kind <= HV_EV_EMULATED_LAST;
-	/* A single-step trap of an instruction the hypervisor emulated is
-	 * the guest's only if the guest itself has TF set (the branch
-	 * engine's TF is not the guest's): the CPU may have left it pending
-	 * (27.3.4), and the guest's TF decides (SDM Vol. 3 18.3.1.4). While
-	 * the engine runs it delivers that trap itself (trace_after_emulated). */
-	if (emulated)
-		vmcs_writel(VMCS_GUEST_PENDING_DEBUG_EXCEPTIONS,
-			    trace_guest_tf(v) && v->trace.engine == HVTRACE_ENGINE_OFF ? (1ull << 14) : 0);
-	if (emulated && !(vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)) {
-		u32 intr = vmcs_read32(VMCS_GUEST_INTERRUPTIBILITY_STATE);
-		if (intr & (VMX_INTR_BLOCKING_BY_STI | VMX_INTR_BLOCKING_BY_MOV_SS))
-			vmcs_write32(VMCS_GUEST_INTERRUPTIBILITY_STATE,
-				     intr & ~(VMX_INTR_BLOCKING_BY_STI | VMX_INTR_BLOCKING_BY_MOV_SS));
+	} else {
+		hv_backend_emulated(v, v->rip != rip);
 	}
 }
 

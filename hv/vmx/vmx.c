@@ -4,6 +4,7 @@
 #include "hvtrace/abi.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/desc.h"
+#include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "arch/x86/resume.h"
@@ -652,6 +653,25 @@ static void vmx_set_sti_shadow(struct vcpu *v)
 		     vmcs_read32(VMCS_GUEST_INTERRUPTIBILITY_STATE) | VMX_INTR_BLOCKING_BY_STI);
 }
 
+/* The CPU may have left a single-step trap pending for the instruction
+ * that exited (27.3.4); the guest's TF decides (SDM Vol. 3 18.3.1.4). */
+static void vmx_set_single_step_trap(struct vcpu *v, bool trap)
+{
+	(void)v;
+	vmcs_writel(VMCS_GUEST_PENDING_DEBUG_EXCEPTIONS, trap ? DR6_BS : 0);
+}
+
+static void vmx_end_interrupt_shadow(struct vcpu *v)
+{
+	(void)v;
+	if (vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)
+		return;
+	u32 intr = vmcs_read32(VMCS_GUEST_INTERRUPTIBILITY_STATE);
+	if (intr & (VMX_INTR_BLOCKING_BY_STI | VMX_INTR_BLOCKING_BY_MOV_SS))
+		vmcs_write32(VMCS_GUEST_INTERRUPTIBILITY_STATE,
+			     intr & ~(VMX_INTR_BLOCKING_BY_STI | VMX_INTR_BLOCKING_BY_MOV_SS));
+}
+
 static void vmx_inject_interrupt(struct vcpu *v, u8 vector)
 {
 	(void)v;
@@ -703,4 +723,6 @@ const struct hv_arch_ops vmx_ops = {
 	.inject_nmi = vmx_inject_nmi,
 	.get_msr = vmx_get_msr,
 	.set_sti_shadow = vmx_set_sti_shadow,
+	.set_single_step_trap = vmx_set_single_step_trap,
+	.end_interrupt_shadow = vmx_end_interrupt_shadow,
 };
