@@ -3,7 +3,7 @@
 hv-core-y := core/entry.o core/event.o core/cpuid.o core/msr.o core/hypercall.o core/exc.o \
 	core/hc_check.o core/gmem.o core/mm.o core/memmap.o core/pgbuild.o \
 	core/integrity.o core/log.o core/lib.o core/fmt.o core/status.o core/image.o \
-	core/pcicfg.o core/pcihide.o core/lapic.o
+	core/pcicfg.o core/pcihide.o core/lapic.o core/insn.o
 hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o
 hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o
 hv-vmx-y := vmx/vmx.o vmx/exit.o vmx/ept.o vmx/msr.o vmx/ctls.o vmx/run.o

@@ -12,6 +12,7 @@
 #include "core/mm.h"
 #include "core/pcihide.h"
 #include "core/vcpu.h"
+#include "trace/trace.h"
 
 struct hv hv;
 
@@ -65,8 +66,9 @@ int hv_entry(const struct hv_boot *bp)
 		return HV_ERR_NO_MEMORY;
 	hv.vcpus[0] = v;
 	hv.nr_vcpus = 1;
-	ds_init(v);
-	v->trace.engine_wanted = bp->trace_engine;
+	st = trace_vcpu_init(v, bp->trace_engine);
+	if (st)
+		return st;
 	v->apic_base = bp->apic_pa;
 	st = rec_init();	/* the channel: before the nested page tables hide it */
 	if (st) {

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/mm.h"
 #include "core/vcpu.h"
+#include "trace/trace.h"
 
 static void hc_status(struct vcpu *v, u64 gpa)
 {
@@ -37,15 +38,15 @@ static void hc_vcpu_status(u64 gpa, u32 index)
 	st.magic = HVTRACE_VCPU_STATUS_MAGIC;
 	st.size = sizeof(st);
 	st.vcpu = index;
-	st.engine = w->trace.engine;
+	st.engine = w->trace->engine;
 	st.exits = w->exits;
-	st.trace_exits = w->trace.trace_exits;
-	st.branches = w->trace.branches;
-	st.bts_records = w->trace.ds.records;
-	st.bts_dropped = w->trace.ds.dropped;
-	st.bts_pmis = w->trace.ds.pmis;
-	st.rec_records = w->trace.rec.records;
-	st.rec_lost = w->trace.rec.lost;
+	st.trace_exits = w->trace->trace_exits;
+	st.branches = w->trace->branches;
+	st.bts_records = w->trace->ds.records;
+	st.bts_dropped = w->trace->ds.dropped;
+	st.bts_pmis = w->trace->ds.pmis;
+	st.rec_records = w->trace->rec.records;
+	st.rec_lost = w->trace->rec.lost;
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
 }
 

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/msr.h"
 #include "core/vcpu.h"
+#include "trace/trace.h"
 
 /* Every MSR the hypervisor owns: the backends intercept reads and writes of
  * exactly these ranges (hv/svm/msr.c, hv/vmx/msr.c), and msr_read/msr_write

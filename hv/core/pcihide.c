@@ -22,6 +22,7 @@
 #include "core/pcicfg.h"
 #include "core/pcihide.h"
 #include "core/vcpu.h"
+#include "trace/trace.h"
 #include "trace/rec.h"
 
 static struct pci_hide_fn hide_fn;

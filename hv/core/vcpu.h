@@ -7,7 +7,6 @@
 #include "core/types.h"
 #include "arch/x86/vectors.h"
 #include "core/boot.h"
-#include "trace/trace.h"
 
 /* General-purpose registers by their x86 encoding number (SDM Vol. 2A
  * Table 2-2), so decoders can index them by ModRM fields. */
@@ -83,6 +82,8 @@ struct hv_segment {
  * only) */
 enum hv_seg { SEG_ES, SEG_CS, SEG_SS, SEG_DS, SEG_FS, SEG_GS, SEG_GDTR, SEG_IDTR };
 
+struct trace_vcpu;
+
 struct vcpu {
 	u64 gpr[GPR_COUNT];	/* offset 0: the run loops save/restore by index */
 	u64 rip, rflags;	/* synced by the backend around each exit */
@@ -92,7 +93,7 @@ struct vcpu {
 	u64 events[HV_EV_COUNT];
 	u64 hypercalls;
 	u64 apic_base;		/* the guest's IA32_APIC_BASE address: virtual (core/msr.c) */
-	struct trace_vcpu trace;	/* hv/trace: branch engine and virtual DS */
+	struct trace_vcpu *trace;	/* hv/trace's own (trace_vcpu_init) */
 };
 _Static_assert(__builtin_offsetof(struct vcpu, gpr) == 0, "run loops index gpr[]");
 

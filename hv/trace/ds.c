@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/mm.h"
 #include "core/vcpu.h"
+#include "trace/trace.h"
 
 /* Bits a guest may set in IA32_DEBUGCTL: the branch-trace bits this
  * hypervisor virtualizes. Anything else (reserved, or features it does not
@@ -31,7 +32,7 @@ static bool is_canonical(u64 a)
 
 void ds_init(struct vcpu *v)
 {
-	struct ds_state *ds = &v->trace.ds;
+	struct ds_state *ds = &v->trace->ds;
 	/* BTS available, PEBS not (yet); the rest of MISC_ENABLE as firmware
 	 * left it (fast strings, ...), or 0 where the CPU has none */
 	ds->misc_enable = (rdmsr(MSR_IA32_MISC_ENABLE) & ~MISC_ENABLE_BTS_UNAVAIL) |
@@ -40,7 +41,7 @@ void ds_init(struct vcpu *v)
 
 int ds_msr_read(struct vcpu *v, u32 msr, u64 *val)
 {
-	struct ds_state *ds = &v->trace.ds;
+	struct ds_state *ds = &v->trace->ds;
 	switch (msr) {
 	case MSR_IA32_DEBUGCTL:
 		*val = ds->debugctl;
@@ -63,7 +64,7 @@ int ds_msr_read(struct vcpu *v, u32 msr, u64 *val)
 
 int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
 {
-	struct ds_state *ds = &v->trace.ds;
+	struct ds_state *ds = &v->trace->ds;
 	switch (msr) {
 	case MSR_IA32_DEBUGCTL:
 		if (val & ~DEBUGCTL_VALID)
@@ -107,8 +108,8 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
  */
 static void ds_raise_pmi(struct vcpu *v)
 {
-	v->trace.ds.perf_global_status |= PERF_GLOBAL_STATUS_OVF_BUFFER;
-	v->trace.ds.pmis++;
+	v->trace->ds.perf_global_status |= PERF_GLOBAL_STATUS_OVF_BUFFER;
+	v->trace->ds.pmis++;
 	if (!lapic_enabled())
 		return;		/* a disabled APIC delivers nothing */
 	u32 lvt = lapic_read(APIC_LVTPC);
@@ -122,7 +123,7 @@ static void ds_raise_pmi(struct vcpu *v)
 
 static void ds_bad_area(struct vcpu *v, const char *what, u64 addr, const char *why)
 {
-	struct ds_state *ds = &v->trace.ds;
+	struct ds_state *ds = &v->trace->ds;
 	ds->dropped++;
 	if (!ds->bad_area_logged) {
 		ds->bad_area_logged = true;
@@ -151,7 +152,7 @@ static bool bts_room(u64 index, u64 abs_max)
 
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 {
-	struct ds_state *ds = &v->trace.ds;
+	struct ds_state *ds = &v->trace->ds;
 	struct ds_area64 area;
 	struct bts_record64 rec = { from, to, 0 };
 

@@ -30,7 +30,9 @@
 #include "core/gmem.h"
 #include "core/integrity.h"
 #include "core/log.h"
+#include "core/mm.h"
 #include "core/vcpu.h"
+#include "trace/trace.h"
 
 #define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_OF	(1ull << 11)
@@ -65,7 +67,7 @@ static bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
 
 void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux)
 {
-	v->trace.branches++;
+	v->trace->branches++;
 	ds_bts_store(v, from, to, cpl);
 	rec_emit(v, kind, from, to, cpl, aux);
 }
@@ -110,7 +112,7 @@ static u64 guest_exec_bps(u64 dr7)
 
 static void bp_disarm(struct vcpu *v)
 {
-	struct handler_bp *bp = &v->trace.bp;
+	struct handler_bp *bp = &v->trace->bp;
 	if (!bp->armed)
 		return;
 	write_dr3(bp->saved_dr3);
@@ -124,7 +126,7 @@ static void bp_disarm(struct vcpu *v)
  * breakpoints of length 1 (SDM Vol. 3 18.2.4). */
 static void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr2, u64 from, int cpl)
 {
-	struct handler_bp *bp = &v->trace.bp;
+	struct handler_bp *bp = &v->trace->bp;
 	bp_disarm(v);
 	bp->saved_dr3 = read_dr3();
 	bp->saved_dr2 = addr2 ? read_dr2() : 0;
@@ -154,15 +156,15 @@ static void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from,
 static void bp_arm_handler(struct vcpu *v, u64 addr, u64 from, int cpl, u8 kind, u32 aux)
 {
 	bp_arm(v, BP_HANDLER, addr, from, cpl);
-	v->trace.bp.rec_kind = kind;
-	v->trace.bp.rec_aux = aux;
+	v->trace->bp.rec_kind = kind;
+	v->trace->bp.rec_aux = aux;
 }
 
 /* --- start and stop ------------------------------------------------------ */
 
 static void engine_stop(struct vcpu *v)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	bp_disarm(v);
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
@@ -185,7 +187,7 @@ static void engine_stop(struct vcpu *v)
  * emulated against its own values, as always). */
 static void trigger_update(struct vcpu *v)
 {
-	struct handler_bp *bp = &v->trace.bp;
+	struct handler_bp *bp = &v->trace->bp;
 	u64 addr = rec_trigger_addr();
 	bool armed = bp->armed && bp->kind == BP_TRIGGER;
 	if (addr && !armed) {
@@ -197,11 +199,22 @@ static void trigger_update(struct vcpu *v)
 	}
 }
 
+
+int trace_vcpu_init(struct vcpu *v, u32 engine_wanted)
+{
+	v->trace = mm_alloc_pages((sizeof(struct trace_vcpu) + PAGE_SIZE - 1) / PAGE_SIZE, NULL);
+	if (!v->trace)
+		return HV_ERR_NO_MEMORY;
+	v->trace->engine_wanted = engine_wanted;
+	ds_init(v);
+	return HV_OK;
+}
+
 /* The #DB of the start trigger, engine off: tracing starts at the
  * instruction (an instruction breakpoint is a fault: it has not run). */
 static bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
 {
-	struct handler_bp *bp = &v->trace.bp;
+	struct handler_bp *bp = &v->trace->bp;
 	if (ev->vector != X86_DB || !bp->armed || bp->kind != BP_TRIGGER)
 		return false;
 	u64 dr6 = hv.ops->get_dr(v, 6);
@@ -217,7 +230,7 @@ static bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
 
 void trace_update(struct vcpu *v)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	/* BTF alone runs the engine too: it knows every branch the guest
 	 * takes, which single-stepping on branches needs (records are stored
 	 * only while TR and BTS are set); so does the recorder */
@@ -249,7 +262,7 @@ void trace_update(struct vcpu *v)
  * (an interrupt at its own RIP, unless it jumps to itself). */
 static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 {
-	struct pending_branch *p = &v->trace.pending;
+	struct pending_branch *p = &v->trace->pending;
 	if (!p->valid)
 		return;
 	p->valid = false;
@@ -267,7 +280,7 @@ static void pending_settle(struct vcpu *v, const struct hv_event *ev)
  * it has not run (an interrupt came first); nothing to record. */
 static void cond_settle(struct vcpu *v)
 {
-	struct cond_branch *c = &v->trace.cond;
+	struct cond_branch *c = &v->trace->cond;
 	if (!c->valid)
 		return;
 	c->valid = false;
@@ -280,7 +293,7 @@ static void cond_settle(struct vcpu *v)
 
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	rec_exit_begin(v);
@@ -503,7 +516,7 @@ static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struc
  * A not-taken branch then costs no exit of its own. */
 static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, int cpl, u64 cur)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	struct dec_insn x, a, b;
 	u64 stop = find_stop(v, next, next - base, mode, &x);
 
@@ -533,7 +546,7 @@ static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, i
 
 static void step_completed(struct vcpu *v)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	struct step_state *s = &t->step;
 	u64 to = gmem_linear_rip(v);
 
@@ -621,7 +634,7 @@ static bool step_branched(const struct step_state *s)
 
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return trigger_hit(v, ev);
 	t->trace_exits++;
@@ -723,7 +736,7 @@ static void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux)
  * guest's frame returns to) to the guest's handler, and followed there. */
 bool trace_on_interrupt(struct vcpu *v, u8 vector)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return false;
 	t->trace_exits++;
@@ -735,7 +748,7 @@ bool trace_on_interrupt(struct vcpu *v, u8 vector)
 
 static void nmi_deliver(struct vcpu *v)
 {
-	v->trace.nmi_blocked = true;
+	v->trace->nmi_blocked = true;
 	hv.ops->inject_nmi(v);
 	follow_event(v, X86_NMI, HVTRACE_REC_INTERRUPT, X86_NMI | HVTRACE_AUX_NMI);
 }
@@ -747,7 +760,7 @@ static void nmi_deliver(struct vcpu *v)
  * the guest's blocking; VMX without virtual NMIs blocks NMIs itself). */
 bool trace_on_nmi(struct vcpu *v)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return false;
 	t->trace_exits++;
@@ -764,9 +777,9 @@ bool trace_on_nmi(struct vcpu *v)
  * recorded and followed into the guest's handler like one the CPU raised. */
 void trace_on_injected(struct vcpu *v, u8 vector)
 {
-	if (v->trace.engine == HVTRACE_ENGINE_OFF)
+	if (v->trace->engine == HVTRACE_ENGINE_OFF)
 		return;
-	v->trace.step.valid = false;
+	v->trace->step.valid = false;
 	follow_event(v, vector, HVTRACE_REC_EXCEPTION, vector);
 }
 
@@ -783,7 +796,7 @@ static void inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
  * TF, so it delivers the trap and follows it; otherwise the backend does. */
 bool trace_single_step_trap(struct vcpu *v)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return false;
 	t->guest_dr6 |= DR6_BS;
@@ -795,14 +808,14 @@ bool trace_single_step_trap(struct vcpu *v)
 /* The guest's own TF: RFLAGS.TF unless the engine set it for a step. */
 bool trace_guest_tf(const struct vcpu *v)
 {
-	return v->trace.tf_forced ? v->trace.guest_tf : (v->rflags & RFLAGS_TF);
+	return v->trace->tf_forced ? v->trace->guest_tf : (v->rflags & RFLAGS_TF);
 }
 
 /* --- the guest's debug registers while the engine holds some ------------- */
 
 static u64 guest_dr_read(struct vcpu *v, int n)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	struct handler_bp *bp = &t->bp;
 	switch (n) {
 	case 0: return read_dr0();
@@ -816,7 +829,7 @@ static u64 guest_dr_read(struct vcpu *v, int n)
 
 static void guest_dr_write(struct vcpu *v, int n, u64 val)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	struct handler_bp *bp = &t->bp;
 	switch (n) {
 	case 0: write_dr0(val); return;
@@ -918,7 +931,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
  */
 u64 trace_host_dr7(struct vcpu *v)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	struct handler_bp *bp = &t->bp;
 	u64 guest = bp->armed ? bp->saved_dr7 : hv.ops->get_dr(v, 7);
 	int last = t->engine != HVTRACE_ENGINE_OFF ? 1 : !bp->armed ? 3 : bp->addr2 ? 1 : 2;
@@ -989,7 +1002,7 @@ static bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_m
 	}
 	u32 type;
 	bp_arm_handler(v, to, lin, cpl, rec_kind_of(in, &type), 0);
-	v->trace.bp.rec_aux = type;
+	v->trace->bp.rec_aux = type;
 	return true;
 }
 
@@ -997,12 +1010,12 @@ static void step_arm(struct vcpu *v, struct step_state *s)
 {
 	s->valid = true;
 	v->rflags |= RFLAGS_TF;
-	v->trace.tf_forced = true;
+	v->trace->tf_forced = true;
 }
 
 void trace_before_entry(struct vcpu *v)
 {
-	struct trace_vcpu *t = &v->trace;
+	struct trace_vcpu *t = v->trace;
 	struct step_state *s = &t->step;
 	u8 bytes[15];
 	u64 base;

@@ -24,6 +24,7 @@
 #include "core/memmap.h"
 #include "core/mm.h"
 #include "core/vcpu.h"
+#include "trace/trace.h"
 #include "trace/rec.h"
 
 #define CR3_ADDR_MASK	0x000ffffffffff000ull
@@ -59,7 +60,7 @@ static u64 ring_records(u64 bytes)
 static void ring_setup(struct vcpu *v, struct hvtrace_chan *c, u64 *off, u16 consumer,
 		       const struct hv_rec_consumer *cc, const struct hv_rec_filter *f)
 {
-	struct rec_vcpu *r = &v->trace.rec;
+	struct rec_vcpu *r = &v->trace->rec;
 	struct hvtrace_ring *g = &c->rings[c->nr_rings++];
 	struct rec_ring *ring = &r->ring[r->nr_rings++];
 
@@ -191,8 +192,8 @@ static void start(struct vcpu *v, u64 at)
 {
 	set_state(HVTRACE_STATE_TRACING);
 	rec.made = 0;
-	v->trace.rec.cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
-	mark(v, HVTRACE_MARK_START, at, v->trace.rec.cr3);
+	v->trace->rec.cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
+	mark(v, HVTRACE_MARK_START, at, v->trace->rec.cr3);
 	LOG_INFO("recorder: tracing starts at %016lx", at);
 }
 
@@ -288,7 +289,7 @@ static bool ring_wait(struct rec_ring *ring, u64 need, bool marker)
 
 static void ring_put(struct vcpu *v, struct rec_ring *ring, const struct hvtrace_rec *r)
 {
-	struct rec_vcpu *rv = &v->trace.rec;
+	struct rec_vcpu *rv = &v->trace->rec;
 	if (ring->mode == HVTRACE_RING_LOSSLESS) {
 		if (!ring_wait(ring, ring->pending_lost ? 2 : 1, r->kind == HVTRACE_REC_MARKER)) {
 			/* dropped: counted exactly, told by a LOST record later */
@@ -315,7 +316,7 @@ static void ring_put(struct vcpu *v, struct rec_ring *ring, const struct hvtrace
 
 static void deliver(struct vcpu *v, const struct hvtrace_rec *r, u64 cr3)
 {
-	struct rec_vcpu *rv = &v->trace.rec;
+	struct rec_vcpu *rv = &v->trace->rec;
 	for (u32 i = 0; i < rv->nr_rings; i++) {
 		struct rec_ring *ring = &rv->ring[i];
 		struct hvtrace_rec copy = *r;
@@ -340,14 +341,14 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 	int to_cpl = kind == HVTRACE_REC_BRANCH ? from_cpl : hv.ops->get_cpl(v);
 	struct hvtrace_rec r = { .tsc = rdtsc(), .from = from, .to = to, .vcpu = (u16)v->id,
 				 .kind = kind, .info = HVTRACE_INFO_MAKE(from_cpl, to_cpl), .aux = aux };
-	deliver(v, &r, v->trace.rec.cr3);
+	deliver(v, &r, v->trace->rec.cr3);
 	if (counted && ++rec.made == rec.cfg->stop_arg && rec.cfg->stop == REC_STOP_RECORDS)
 		stop(v, "trace.stop records reached");
 }
 
 void rec_exit_begin(struct vcpu *v)
 {
-	struct rec_vcpu *rv = &v->trace.rec;
+	struct rec_vcpu *rv = &v->trace->rec;
 	if (!rec.chan || rec.state != HVTRACE_STATE_TRACING)
 		return;
 	u64 cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
@@ -392,7 +393,7 @@ static s64 set_filter(u64 gpa, u64 size)
 	 * header (nr_rings, a ring's consumer) is read back, a reader may
 	 * have written anything there */
 	for (u32 i = 0; i < hv.nr_vcpus; i++) {
-		struct rec_vcpu *rv = &hv.vcpus[i]->trace.rec;
+		struct rec_vcpu *rv = &hv.vcpus[i]->trace->rec;
 		for (u32 k = 0; k < rv->nr_rings; k++)
 			if (rv->ring[k].f == h)
 				rv->ring[k].g->cpl_filter = f.cpl;

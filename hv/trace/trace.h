@@ -88,6 +88,10 @@ struct trace_vcpu {
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
 };
 
+/* The vCPU's tracing state (v->trace), allocated from the reserve: the
+ * engine `engine_wanted` runs when tracing starts. enum hv_status. */
+int trace_vcpu_init(struct vcpu *v, u32 engine_wanted);
+
 /* MSRs the tracing code owns: 1 handled, 0 not ours, -1 #GP. */
 int ds_msr_read(struct vcpu *v, u32 msr, u64 *val);
 int ds_msr_write(struct vcpu *v, u32 msr, u64 val);

@@ -12,6 +12,7 @@
 #include "core/mm.h"
 #include "core/vcpu.h"
 #include "trace/rec.h"
+#include "trace/trace.h"
 
 struct hv hv;
 static struct vcpu vcpu0;
@@ -49,7 +50,10 @@ static struct hvtrace_chan *chan;
 
 static void setup(const struct hv_rec_cfg *cfg)
 {
+	static struct trace_vcpu tv0;
 	memset(&vcpu0, 0, sizeof(vcpu0));
+	memset(&tv0, 0, sizeof(tv0));
+	vcpu0.trace = &tv0;
 	memset(&hv, 0, sizeof(hv));
 	hv.ops = &ops;
 	hv.boot.rec = *cfg;
@@ -65,13 +69,13 @@ static void setup(const struct hv_rec_cfg *cfg)
 	arena_used = 0;
 	CHECK(rec_init() == HV_OK, "rec_init");
 	rec_take_changed();
-	chan = (struct hvtrace_chan *)(uintptr_t)(vcpu0.trace.rec.ring[0].g->offset ?
-		(u64)(uintptr_t)vcpu0.trace.rec.ring[0].recs - vcpu0.trace.rec.ring[0].g->offset : 0);
+	chan = (struct hvtrace_chan *)(uintptr_t)(vcpu0.trace->rec.ring[0].g->offset ?
+		(u64)(uintptr_t)vcpu0.trace->rec.ring[0].recs - vcpu0.trace->rec.ring[0].g->offset : 0);
 }
 
 static struct hvtrace_rec *slot(int ring, u64 i)
 {
-	struct rec_ring *r = &vcpu0.trace.rec.ring[ring];
+	struct rec_ring *r = &vcpu0.trace->rec.ring[ring];
 	return &r->recs[i & r->mask];
 }
 
@@ -242,10 +246,10 @@ int main(void)
 	nf = (struct hvtrace_filter){ .consumer = HVTRACE_CONSUMER_FLIGHT, .cpl = HVTRACE_CPL_USER };
 	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_FILTER, gpa) == 0 && fl->cpl_filter == HVTRACE_CPL_USER &&
 	      st->cpl_filter != HVTRACE_CPL_USER, "filter with a scribbled header: only the flight ring");
-	u64 head = vcpu0.trace.rec.ring[0].head;
+	u64 head = vcpu0.trace->rec.ring[0].head;
 	fake_cpl = 3;
 	branch(0x401000, 0x402000);
-	CHECK(vcpu0.trace.rec.ring[0].head == head + 1 && slot(0, head)->from == 0x401000,
+	CHECK(vcpu0.trace->rec.ring[0].head == head + 1 && slot(0, head)->from == 0x401000,
 	      "records still go where the hypervisor put the ring");
 
 	/* --- lossless: drops counted exactly, one LOST record ----------- */
@@ -288,7 +292,7 @@ int main(void)
 	branch(0xc000, 0);
 	CHECK(st->lost == 75, "an unbelievable tail: no room, nothing overwritten (lost %llu)",
 	      (unsigned long long)st->lost);
-	CHECK(vcpu0.trace.rec.lost == 75, "per-vCPU lost for the status hypercall");
+	CHECK(vcpu0.trace->rec.lost == 75, "per-vCPU lost for the status hypercall");
 	/* the bound is the hypervisor's own: a header scribbled with a huge
 	 * wait_us does not stall the vCPU (a new overflow, reader attached) */
 	st->wait_us = 0xffffffffu;
