@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include "config.h"
 #include "hvtrace/abi.h"
-#include "core/boot.h"
-#include "core/lib.h"
+#include "base/boot.h"
+#include "base/lib.h"
 
 static __printf(3, 4) void cfg_err(struct hv_config *cfg, u32 line, const char *fmt, ...)
 {

@@ -4,8 +4,8 @@
 #ifndef HVTRACE_LOADER_CONFIG_H
 #define HVTRACE_LOADER_CONFIG_H
 
-#include "core/types.h"
-#include "core/boot.h"
+#include "base/types.h"
+#include "base/boot.h"
 
 #define CFG_PATH_MAX	256
 #define CFG_CMDLINE_MAX	2048

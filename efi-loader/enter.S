@@ -7,8 +7,8 @@
  * processor its guest and resumes it at hv_enter_resume with RAX = 0: the
  * call returns 0, now running virtualized. On failure hv_entry returns (or
  * jumps to hv_enter_fail) with RAX = a negative status and nothing changed.
- * Offsets: hv/core/boot.h. */
-#include "core/boot.h"
+ * Offsets: hv/base/boot.h. */
+#include "base/boot.h"
 
 	.text
 	.globl hv_enter

@@ -2,7 +2,7 @@
 #ifndef HVTRACE_LOADER_H
 #define HVTRACE_LOADER_H
 #include <stdarg.h>
-#include "core/types.h"
+#include "base/types.h"
 
 /* UEFI 2.x 7.2 memory types that are RAM the OS may use or that hold
  * firmware data in RAM (not MMIO, not reserved, not unusable). */

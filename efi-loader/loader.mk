@@ -11,7 +11,7 @@ EFI_SECTIONS := -j .text -j .sdata -j .data -j .dynamic -j .dynsym -j .rel -j .r
 	-j .rel.* -j .rela.* -j .reloc
 
 loader-y := main.o config.o efimisc.o acpi.o pci.o enter.o hvimage.o
-loader-shared-y := core/fmt.o core/memmap.o core/pgbuild.o core/status.o core/pcicfg.o
+loader-shared-y := base/fmt.o base/memmap.o base/pgbuild.o base/status.o base/pcicfg.o
 LOADER_OBJS := $(addprefix $(BUILD)/efi-loader/,$(loader-y)) \
 	$(addprefix $(BUILD)/efi-loader/shared/,$(loader-shared-y))
 

@@ -12,9 +12,9 @@
 #include "hvtrace/abi.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
-#include "core/boot.h"
-#include "core/memmap.h"
-#include "core/pgbuild.h"
+#include "base/boot.h"
+#include "base/memmap.h"
+#include "base/pgbuild.h"
 #include "config.h"
 #include "loader.h"
 

@@ -11,8 +11,8 @@
 #include <efilib.h>
 
 #include "arch/x86/paging.h"
-#include "core/boot.h"
-#include "core/pcicfg.h"
+#include "base/boot.h"
+#include "base/pcicfg.h"
 #include "acpi.h"
 #include "loader.h"
 

@@ -1,15 +1,17 @@
 # The hypervisor: a freestanding flat image linked at HV_VA_BASE.
 # Objects per directory and per backend (Kbuild's obj-y idea).
-hv-core-y := core/entry.o core/event.o core/cpuid.o core/msr.o core/hypercall.o core/exc.o \
-	core/hc_check.o core/gmem.o core/mm.o core/memmap.o core/pgbuild.o \
-	core/integrity.o core/log.o core/lib.o core/fmt.o core/status.o core/image.o \
-	core/pcicfg.o core/pcihide.o core/lapic.o core/insn.o
+# Layers, each using only those below it (scripts/check-layers.sh):
+# backends (svm, vmx) -> dispatch -> trace -> base -> arch/x86.
+hv-dispatch-y := dispatch/entry.o dispatch/event.o dispatch/cpuid.o dispatch/msr.o \
+	dispatch/hypercall.o dispatch/hc_check.o dispatch/pcihide.o dispatch/image.o
+hv-base-y := base/exc.o base/gmem.o base/mm.o base/memmap.o base/pgbuild.o base/integrity.o \
+	base/log.o base/lib.o base/fmt.o base/status.o base/pcicfg.o base/lapic.o base/insn.o base/rootexc.o
 hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o
 hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o
 hv-vmx-y := vmx/vmx.o vmx/exit.o vmx/ept.o vmx/msr.o vmx/ctls.o vmx/run.o
 hv-trace-y := trace/decode.o trace/ds.o trace/engine.o trace/rec.o
 
-HV_OBJS := $(addprefix $(BUILD)/hv/,$(hv-core-y) $(hv-x86-y) $(hv-svm-y) $(hv-vmx-y) $(hv-trace-y))
+HV_OBJS := $(addprefix $(BUILD)/hv/,$(hv-dispatch-y) $(hv-base-y) $(hv-x86-y) $(hv-svm-y) $(hv-vmx-y) $(hv-trace-y))
 
 HV_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-pic -fno-pie -mcmodel=kernel \
 	-mno-red-zone -mgeneral-regs-only -fno-stack-protector -fno-asynchronous-unwind-tables \

@@ -1,11 +1,11 @@
 /* SVM exit dispatch: each exit code the VMCB intercepts is translated into
- * an arch-neutral struct hv_event (core/vcpu.h) by the table below; an
- * exit code not in the table becomes HV_EV_UNHANDLED, which core/event.c
+ * an arch-neutral struct hv_event (base/vcpu.h) by the table below; an
+ * exit code not in the table becomes HV_EV_UNHANDLED, which dispatch/event.c
  * logs with a VMCB dump before stopping the guest. Exit codes: APM Vol. 2
  * Appendix C. */
 #include "hvtrace/abi.h"
 #include "arch/x86/paging.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "svm/svm.h"
 
 typedef void (*svm_exit_fn)(struct svm_vcpu *sv, struct hv_event *ev);

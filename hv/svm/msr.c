@@ -1,10 +1,10 @@
 /* MSR and I/O permission maps (AMD APM Vol. 2 15.10, 15.11): two bits per
  * MSR (read, write) in three 2 KiB blocks; one bit per port in the I/O map,
- * set only for the ports core/pcihide.c watches (an access exits when any
+ * set only for the ports dispatch/pcihide.c watches (an access exits when any
  * of the ports it covers has its bit set, 15.10.1). */
-#include "core/mm.h"
-#include "core/msr.h"
-#include "core/pcihide.h"
+#include "base/mm.h"
+#include "dispatch/msr.h"
+#include "dispatch/pcihide.h"
 #include "svm/svm.h"
 
 static void msrpm_intercept(u8 *pm, u32 msr)

@@ -4,10 +4,10 @@
  * reads them sees nothing of ours and its writes change nothing of ours. */
 #include "arch/x86/cpuid.h"
 #include "arch/x86/paging.h"
-#include "core/lib.h"
-#include "core/log.h"
-#include "core/mm.h"
-#include "core/pgbuild.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/mm.h"
+#include "base/pgbuild.h"
 #include "svm/svm.h"
 
 int svm_npt_build(u64 *ncr3)

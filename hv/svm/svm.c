@@ -8,9 +8,9 @@
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "arch/x86/resume.h"
-#include "core/lib.h"
-#include "core/log.h"
-#include "core/mm.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/mm.h"
 #include "svm/svm.h"
 
 static int svm_probe(u32 *caps)
@@ -141,7 +141,7 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 	struct svm_vcpu *sv = v->arch;
 	struct vmcb_save *s = &sv->vmcb->save;
 
-	/* core/entry.c loaded the host's GDT/TSS: VMLOAD restores the host's
+	/* dispatch/entry.c loaded the host's GDT/TSS: VMLOAD restores the host's
 	 * FS/GS/TR from here after each exit. */
 	svm_vmsave(sv->host_save_pa);
 	for (;;) {

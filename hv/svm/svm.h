@@ -3,7 +3,8 @@
 #define HV_SVM_SVM_H
 
 #include "arch/x86/cpu.h"
-#include "core/vcpu.h"
+#include "base/vcpu.h"
+#include "dispatch/dispatch.h"
 #include "svm/vmcb.h"
 
 struct svm_vcpu {

@@ -10,12 +10,12 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/ds.h"
 #include "arch/x86/msr.h"
-#include "core/gmem.h"
-#include "core/lapic.h"
-#include "core/lib.h"
-#include "core/log.h"
-#include "core/mm.h"
-#include "core/vcpu.h"
+#include "base/gmem.h"
+#include "base/lapic.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/mm.h"
+#include "base/vcpu.h"
 #include "trace/trace.h"
 
 /* Bits a guest may set in IA32_DEBUGCTL: the branch-trace bits this
@@ -103,7 +103,7 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
  * IPI to this processor with the LVT's vector and delivery mode, taken by
  * the guest through its own IDT. As on Intel hardware, delivering the PMI
  * sets the LVT entry's mask bit; the guest's handler unmasks it. The APIC
- * is the one the hypervisor located itself (core/lapic.c), whatever the
+ * is the one the hypervisor located itself (base/lapic.c), whatever the
  * guest wrote to IA32_APIC_BASE.
  */
 static void ds_raise_pmi(struct vcpu *v)

@@ -27,11 +27,11 @@
 #include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
-#include "core/gmem.h"
-#include "core/integrity.h"
-#include "core/log.h"
-#include "core/mm.h"
-#include "core/vcpu.h"
+#include "base/gmem.h"
+#include "base/integrity.h"
+#include "base/log.h"
+#include "base/mm.h"
+#include "base/vcpu.h"
 #include "trace/trace.h"
 
 #define RFLAGS_RF	(1ull << 16)
@@ -791,7 +791,7 @@ static void inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
 }
 
 /* An instruction the hypervisor emulated has completed with the guest's
- * own TF set (core/event.c hv_emulation_done): the single-step trap the
+ * own TF set (dispatch/event.c hv_emulation_done): the single-step trap the
  * intercept cut off (SDM Vol. 3 18.3.1.4). While tracing the engine owns
  * TF, so it delivers the trap and follows it; otherwise the backend does. */
 bool trace_single_step_trap(struct vcpu *v)
@@ -916,7 +916,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 }
 
 /*
- * The host's own DR7 for the next entry (core/event.c loads it last, and
+ * The host's own DR7 for the next entry (dispatch/event.c loads it last, and
  * disarms it first on every exit). QEMU's TCG loads DR7 from the VMCB at
  * VMRUN without inserting the breakpoints it enables (helper_vmrun assigns
  * env->dr[7] directly), so an instruction breakpoint the guest or the

@@ -5,7 +5,7 @@
 #ifndef HV_TRACE_REC_H
 #define HV_TRACE_REC_H
 
-#include "core/types.h"
+#include "base/types.h"
 
 struct vcpu;
 struct hvtrace_ring;

@@ -4,7 +4,7 @@
 #ifndef HV_TRACE_TRACE_H
 #define HV_TRACE_TRACE_H
 
-#include "core/types.h"
+#include "base/types.h"
 #include "trace/decode.h"
 #include "trace/rec.h"
 
@@ -102,7 +102,7 @@ void ds_init(struct vcpu *v);
 void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux);
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
 
-/* Engine hooks, called by core/event.c. */
+/* Engine hooks, called by dispatch/event.c. */
 void trace_update(struct vcpu *v);		/* after DEBUGCTL changes */
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev); /* first on every exit */
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: handled */

@@ -1,6 +1,6 @@
 /* VMX control adjustment (see ctls.h). Pure: no MSR access, host-tested in
  * tests/unit/test_vmx_ctls.c. */
-#include "core/lib.h"
+#include "base/lib.h"
 #include "vmx/ctls.h"
 
 int vmx_adjust_ctls(const struct vmx_ctl_word *w, u64 cap, u32 *out, char *msg, size_t msg_size)

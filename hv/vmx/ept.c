@@ -5,10 +5,10 @@
  * MTRR type's replacement); the hypervisor's own ranges replaced by a sink
  * page exactly as hv/svm/npt.c does. Built once at start-up, root mode. */
 #include "arch/x86/paging.h"
-#include "core/lib.h"
-#include "core/log.h"
-#include "core/mm.h"
-#include "core/pgbuild.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/mm.h"
+#include "base/pgbuild.h"
 #include "vmx/ept.h"
 #include "vmx/vmx.h"
 

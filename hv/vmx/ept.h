@@ -2,8 +2,8 @@
 #ifndef HV_VMX_EPT_H
 #define HV_VMX_EPT_H
 
-#include "core/memmap.h"
-#include "core/pgbuild.h"
+#include "base/memmap.h"
+#include "base/pgbuild.h"
 
 /* Identity-maps [0, limit) in 4-level EPT with leaves of at most max_leaf:
  * `ram` write-back, all else uncacheable, `hidden` to the sink page. */

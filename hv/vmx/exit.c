@@ -1,16 +1,16 @@
 /* VMX exit dispatch: each basic exit reason (SDM Vol. 3 Appendix C) is
- * translated into an arch-neutral struct hv_event (core/vcpu.h) by the
+ * translated into an arch-neutral struct hv_event (base/vcpu.h) by the
  * table below, or handled here where it is an artifact of VMX itself (the
  * CR0/CR4 guest/host masks, XSETBV's unconditional exit). An exit reason
- * not in the table becomes HV_EV_UNHANDLED, which core/event.c logs with a
+ * not in the table becomes HV_EV_UNHANDLED, which dispatch/event.c logs with a
  * VMCS dump before stopping the guest. Also: decoding of VM-instruction
  * errors (31.4) and VM-entry failures (27.8), and the VMCS dump. Root mode. */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
-#include "core/gmem.h"
-#include "core/log.h"
+#include "base/gmem.h"
+#include "base/log.h"
 #include "vmx/vmx.h"
 
 u32 vmx_vmcs_failures;
@@ -111,7 +111,7 @@ void vmx_log_entry_failure(u32 reason)
 
 /*
  * Exit handlers. Contract: a handler returns true when it has translated
- * the exit into *ev (core/event.c then emulates, injects or stops, see
+ * the exit into *ev (dispatch/event.c then emulates, injects or stops, see
  * hv_handle_event()); it returns false when it has handled the exit
  * completely here: emulated and advanced RIP, or injected the fault the
  * hardware would raise (RIP unchanged). Nothing is silently skipped.

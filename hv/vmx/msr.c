@@ -2,12 +2,12 @@
  * (read low, read high, write low, write high) of one bit per MSR for
  * 0x0-0x1fff and 0xc0000000-0xc0001fff. A set bit makes RDMSR/WRMSR exit;
  * MSRs outside both ranges always exit (26.1.3), which is how the SVM MSRs
- * (VM_CR, VM_HSAVE_PA...) reach core/msr.c and get #GP as on the SVM side.
+ * (VM_CR, VM_HSAVE_PA...) reach dispatch/msr.c and get #GP as on the SVM side.
  * Also the I/O bitmaps (25.6.4), the counterpart of the SVM I/O map. */
 #include "arch/x86/msr.h"
-#include "core/mm.h"
-#include "core/msr.h"
-#include "core/pcihide.h"
+#include "base/mm.h"
+#include "dispatch/msr.h"
+#include "dispatch/pcihide.h"
 #include "vmx/vmx.h"
 
 #define BITMAP_READ_LOW		0x000
@@ -40,7 +40,7 @@ int vmx_msr_bitmap_build(u64 *bitmap_pa)
 	if (!bm)
 		return HV_ERR_NO_MEMORY;
 	/* VMX is hidden: IA32_FEATURE_CONTROL reads as locked with VMX off
-	 * (core/msr.c), the capability MSRs #GP as on a CPU without VMX. */
+	 * (dispatch/msr.c), the capability MSRs #GP as on a CPU without VMX. */
 	msr_bitmap_intercept(bm, MSR_IA32_FEATURE_CONTROL);
 	for (u32 msr = MSR_IA32_VMX_BASIC; msr <= MSR_IA32_VMX_EXIT_CTLS2; msr++)
 		msr_bitmap_intercept(bm, msr);
@@ -52,7 +52,7 @@ int vmx_msr_bitmap_build(u64 *bitmap_pa)
 }
 
 /* I/O bitmaps A (ports 0-0x7fff) and B (0x8000-0xffff), SDM Vol. 3
- * 25.6.4: one bit per port, set only for the ports core/pcihide.c watches
+ * 25.6.4: one bit per port, set only for the ports dispatch/pcihide.c watches
  * (an access exits when any port it covers has its bit set, 26.1.3). */
 int vmx_io_bitmap_build(u64 *bitmaps_pa)
 {

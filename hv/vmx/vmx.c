@@ -8,9 +8,9 @@
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "arch/x86/resume.h"
-#include "core/lib.h"
-#include "core/log.h"
-#include "core/mm.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/mm.h"
 #include "vmx/ctls.h"
 #include "vmx/vmx.h"
 
@@ -44,7 +44,7 @@ static const char *const entry_names[32] = {
 /*
  * What hvtrace needs and what it uses when offered. No interrupt, NMI or HLT
  * exiting: the guest takes its own interrupts through its own IDT, as on
- * SVM; I/O exits only for the ports core/pcihide.c watches (I/O bitmaps).
+ * SVM; I/O exits only for the ports dispatch/pcihide.c watches (I/O bitmaps).
  * Every MOV to or from a debug register exits: the guest's debug registers
  * are the hypervisor's to load (trace_host_dr7, docs/security.md).
  * EPT and unrestricted guest let the firmware run exactly as it was; the
@@ -299,7 +299,7 @@ static void vmcs_setup_controls(struct vmx_vcpu *vx)
 }
 
 /* Host state (25.5, 28.5): the hypervisor's own GDT/TSS/IDT (loaded by
- * core/entry.c before vcpu_run), page tables and stack; RSP is written by
+ * dispatch/entry.c before vcpu_run), page tables and stack; RSP is written by
  * run.S before each entry. */
 static void vmcs_setup_host(void)
 {
@@ -435,7 +435,7 @@ static void __noreturn vmx_abort_start(struct vcpu *v, struct vmx_vcpu *vx)
 	vmx_dump(v);
 	vmx_off(vx);
 
-	/* core/entry.c loaded the host's GDT and TR: reload the firmware's.
+	/* dispatch/entry.c loaded the host's GDT and TR: reload the firmware's.
 	 * LTR needs an available TSS descriptor (SDM Vol. 2 LTR), and the
 	 * firmware's is marked busy since it loaded it. */
 	asm volatile("lgdt %0" ::"m"(gdt));
@@ -569,7 +569,7 @@ static void vmx_set_efer(struct vcpu *v, u64 efer)
 	vmx_set_guest_efer(efer);
 }
 
-/* Segments in the VMCB's 12-bit attribute format (core/vcpu.h); an
+/* Segments in the VMCB's 12-bit attribute format (base/vcpu.h); an
  * unusable segment reads as not present. */
 static void vmx_get_seg(struct vcpu *v, enum hv_seg seg, struct hv_segment *out)
 {

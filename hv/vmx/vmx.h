@@ -4,7 +4,8 @@
 #define HV_VMX_VMX_H
 
 #include "arch/x86/cpu.h"
-#include "core/vcpu.h"
+#include "base/vcpu.h"
+#include "dispatch/dispatch.h"
 #include "vmx/vmcs.h"
 
 /* What vmx_probe() found: the controls to use and the limits to respect. */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-/* hv/core/fmt.c, linked into every guest test */
+/* hv/base/fmt.c, linked into every guest test */
 int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 int hv_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -1,7 +1,7 @@
 # Guest test programs: EFI applications chain-loaded by hvtrace.efi.
 GUEST_TESTS := t_basic t_triple t_mmio t_bts t_workload t_rec t_chan t_hostile
 guest-lib-y := guest.o faults.o
-GUEST_LIB := $(addprefix $(BUILD)/tests/guest/,$(guest-lib-y)) $(BUILD)/efi-loader/shared/core/fmt.o
+GUEST_LIB := $(addprefix $(BUILD)/tests/guest/,$(guest-lib-y)) $(BUILD)/efi-loader/shared/base/fmt.o
 GUEST_EFIS := $(addprefix $(BUILD)/tests/guest/,$(addsuffix .efi,$(GUEST_TESTS)))
 
 $(BUILD)/tests/guest/%.o: tests/guest/%.c
@@ -31,7 +31,7 @@ $(BUILD)/tests/guest/hv_syms.h: $(BUILD)/hv/hv.elf tests/guest/guest.mk
 	mv $@.tmp $@
 $(BUILD)/tests/guest/t_hostile.o: $(BUILD)/tests/guest/hv_syms.h
 $(BUILD)/tests/guest/t_hostile.o: EFI_CFLAGS += -I$(BUILD)/tests/guest
-$(BUILD)/tests/guest/t_chan.so: $(BUILD)/efi-loader/acpi.o $(BUILD)/efi-loader/shared/core/pcicfg.o
+$(BUILD)/tests/guest/t_chan.so: $(BUILD)/efi-loader/acpi.o $(BUILD)/efi-loader/shared/base/pcicfg.o
 
 .PRECIOUS: $(BUILD)/tests/guest/%.so $(BUILD)/tests/guest/%.o
 -include $(wildcard $(BUILD)/tests/guest/*.d)

@@ -13,7 +13,7 @@
  */
 #include "guest.h"
 #include "acpi.h"
-#include "core/pcicfg.h"
+#include "base/pcicfg.h"
 
 #define IVSHMEM_ID	0x11101af4u
 #define CLASS_HOST_BRIDGE 0x060000u	/* PCI Code and ID Assignment 1.x: 06/00/00 */

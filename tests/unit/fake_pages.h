@@ -4,7 +4,7 @@
 #define HVTRACE_FAKE_PAGES_H
 #include <stdint.h>
 #include <string.h>
-#include "core/pgbuild.h"
+#include "base/pgbuild.h"
 
 #define FAKE_BASE 0x7000000000ull
 #ifndef FAKE_PAGES

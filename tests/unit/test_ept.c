@@ -1,12 +1,12 @@
-/* EPT building (hv/vmx/ept.c over hv/core/pgbuild.c): memory types per
+/* EPT building (hv/vmx/ept.c over hv/base/pgbuild.c): memory types per
  * range (guest RAM write-back, everything else uncacheable), the
  * hypervisor's pages sunk, the largest pages that keep one type per leaf,
  * and EPT's entry format, checked by walking the tables it built. */
 #include <string.h>
 #include "unit.h"
 #include "arch/x86/paging.h"
-#include "core/memmap.h"
-#include "core/pgbuild.h"
+#include "base/memmap.h"
+#include "base/pgbuild.h"
 #include "vmx/ept.h"
 #include "vmx/vmx.h"
 
@@ -63,7 +63,7 @@ int main(void)
 	const u64 sink = 0x1c1a0000, res = 0x1c1ad000, res_size = 32 << 20;
 
 	/* A RAM map as OVMF gives it (512 MiB, a hole under 1 MiB, RAM above
-	 * 4 GiB) with the reserve carved out, as core/entry.c does. */
+	 * 4 GiB) with the reserve carved out, as dispatch/entry.c does. */
 	memset(&ram, 0, sizeof(ram));
 	memset(&hidden, 0, sizeof(hidden));
 	memmap_add(&ram, 0, 0x9f000);

@@ -1,7 +1,7 @@
-/* The double-fault rules (SDM Vol. 3 Table 6-5) as core/exc.c applies
+/* The double-fault rules (SDM Vol. 3 Table 6-5) as base/exc.c applies
  * them to an exception raised while another was being delivered. */
 #include "unit.h"
-#include "core/vcpu.h"
+#include "base/vcpu.h"
 
 int main(void)
 {

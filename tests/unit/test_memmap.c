@@ -3,8 +3,8 @@
 #include <string.h>
 #include "unit.h"
 #include "hvtrace/abi.h"
-#include "core/hypercall.h"
-#include "core/memmap.h"
+#include "dispatch/hypercall.h"
+#include "base/memmap.h"
 #include "loader.h"
 
 static struct hv_memmap m;

@@ -2,7 +2,7 @@
  * performs or sees as a reset), ECAM offsets and the MCFG lookup. */
 #include <string.h>
 #include "unit.h"
-#include "core/pcicfg.h"
+#include "base/pcicfg.h"
 
 static const struct pci_hide_fn hid = { true, 0, 2, 0 };	/* 00:02.0 */
 

@@ -4,8 +4,8 @@
 #include <string.h>
 #include "unit.h"
 #include "arch/x86/paging.h"
-#include "core/memmap.h"
-#include "core/pgbuild.h"
+#include "base/memmap.h"
+#include "base/pgbuild.h"
 
 #define FAKE_PAGES 8192
 #include "fake_pages.h"

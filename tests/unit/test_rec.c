@@ -6,11 +6,11 @@
 #include <string.h>
 #include "unit.h"
 #include "hvtrace/abi.h"
-#include "core/gmem.h"
-#include "core/log.h"
-#include "core/memmap.h"
-#include "core/mm.h"
-#include "core/vcpu.h"
+#include "base/gmem.h"
+#include "base/log.h"
+#include "base/memmap.h"
+#include "base/mm.h"
+#include "base/vcpu.h"
 #include "trace/rec.h"
 #include "trace/trace.h"
 

@@ -3,7 +3,7 @@
  * missing required control refused with a message that names it. */
 #include <string.h>
 #include "unit.h"
-#include "core/lib.h"
+#include "base/lib.h"
 #include "vmx/ctls.h"
 #include "vmx/vmcs.h"
 
@@ -87,7 +87,7 @@ int main(void)
 	st = vmx_adjust_ctls(&proc2, cap(0, 0), &out, tiny, sizeof(tiny));
 	CHECK(st == HV_ERR_VMX_CONTROLS && strlen(tiny) == 7, "truncated: '%s'", tiny);
 
-	/* the dump's formats: '-' pads on the right (hv/core/fmt.c) */
+	/* the dump's formats: '-' pads on the right (hv/base/fmt.c) */
 	hv_snprintf(msg, sizeof(msg), "[%-4s|%4s|%-5x|%05x]", "cs", "ss", 0xab, 0xab);
 	CHECK(!strcmp(msg, "[cs  |  ss|ab   |000ab]"), "fmt '-': '%s'", msg);
 	return unit_done("test_vmx_ctls");

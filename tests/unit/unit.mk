@@ -3,17 +3,17 @@ UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -Ihv -Iinclude -Iefi-loader -Itests/unit
 UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_rec test_exc test_pcicfg
 
-unit-src-test_config := efi-loader/config.c hv/core/fmt.c
-unit-src-test_pgbuild := hv/core/pgbuild.c hv/core/memmap.c
-unit-src-test_memmap := hv/core/memmap.c hv/core/hc_check.c efi-loader/efimisc.c
-unit-src-test_vmx_ctls := hv/vmx/ctls.c hv/core/fmt.c
-unit-src-test_ept := hv/vmx/ept.c hv/core/pgbuild.c hv/core/memmap.c
-unit-src-test_rec := hv/trace/rec.c hv/core/memmap.c
-unit-src-test_exc := hv/core/exc.c
-unit-src-test_pcicfg := hv/core/pcicfg.c
+unit-src-test_config := efi-loader/config.c hv/base/fmt.c
+unit-src-test_pgbuild := hv/base/pgbuild.c hv/base/memmap.c
+unit-src-test_memmap := hv/base/memmap.c hv/dispatch/hc_check.c efi-loader/efimisc.c
+unit-src-test_vmx_ctls := hv/vmx/ctls.c hv/base/fmt.c
+unit-src-test_ept := hv/vmx/ept.c hv/base/pgbuild.c hv/base/memmap.c
+unit-src-test_rec := hv/trace/rec.c hv/base/memmap.c
+unit-src-test_exc := hv/base/exc.c
+unit-src-test_pcicfg := hv/base/pcicfg.c
 
 define unit_rule
-$(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/core/*.h hv/vmx/*.h hv/trace/*.h efi-loader/*.h include/hvtrace/*.h)
+$(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/base/*.h hv/dispatch/*.h hv/vmx/*.h hv/trace/*.h efi-loader/*.h include/hvtrace/*.h)
 	@mkdir -p $$(dir $$@)
 	$$(HOSTCC) $$(UNIT_CFLAGS) -o $$@ tests/unit/$(1).c $$(unit-src-$(1))
 endef

@@ -3,7 +3,7 @@
 #ifndef HV_X86_CPU_H
 #define HV_X86_CPU_H
 
-#include "core/types.h"
+#include "base/types.h"
 
 struct cpuid_regs {
 	u32 eax, ebx, ecx, edx;

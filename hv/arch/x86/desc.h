@@ -2,7 +2,7 @@
  * guest's descriptor tables have been captured. */
 #ifndef HV_X86_DESC_H
 #define HV_X86_DESC_H
-#include "core/types.h"
+#include "base/types.h"
 
 #define HOST_CS 0x08
 #define HOST_DS 0x10

@@ -3,7 +3,7 @@
  * out in its own memory. */
 #ifndef HV_X86_DS_H
 #define HV_X86_DS_H
-#include "core/types.h"
+#include "base/types.h"
 
 /* Figure "IA-32e Mode DS Save Area" */
 struct ds_area64 {

@@ -2,7 +2,7 @@
  * code where the CPU pushes none, SDM Vol. 3 6.15) and call exc_handler.
  * NMI (2) and external interrupts (32-255) are not errors: the hypervisor
  * takes them only in the short window where it opens GIF/IF to acknowledge
- * an interrupt meant for the guest (core/irq.c); their stubs record the
+ * an interrupt meant for the guest (dispatch/event.c); their stubs record the
  * vector in host_irq_vector / host_nmi_pending and return. A #GP of
  * rdmsr_safe/wrmsr_safe resumes at their fix-up; any other exception stops
  * the processor (desc.c). */

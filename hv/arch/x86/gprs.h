@@ -1,5 +1,5 @@
 /* Assembler macros for the run loops (hv/svm/run.S, hv/vmx/run.S): the
- * guest's GPRs to and from struct vcpu's gpr[] (core/vcpu.h: index = x86
+ * guest's GPRs to and from struct vcpu's gpr[] (base/vcpu.h: index = x86
  * register number, at offset 0). RAX and RSP are left to the backend: they
  * live in the VMCB/VMCS or are handled around the entry. */
 #ifndef HV_X86_GPRS_H

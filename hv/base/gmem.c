@@ -1,0 +1,241 @@
+/* Guest page walks (Intel SDM Vol. 3 4.3-4.5, AMD APM Vol. 2 5.2-5.3):
+ * 32-bit, PAE and 4/5-level paging. Reads and writes on the guest's behalf
+ * (instruction fetch for decoding, the guest's BTS buffer) set the accessed
+ * and dirty bits as the processor would. Only guest RAM is ever touched:
+ * page tables or buffers that point at MMIO or at the hypervisor fail the
+ * walk. Runs in root mode on exits. */
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "base/gmem.h"
+#include "base/lib.h"
+#include "base/memmap.h"
+#include "base/mm.h"
+#include "base/vcpu.h"
+
+static void *gpa_ptr(u64 gpa, size_t len)
+{
+	if (!memmap_contains(&hv.guest_ram, gpa, len))
+		return NULL;
+	return guest_pa_ptr(gpa);
+}
+
+/* One paging-structure entry: present (and writable for a write) or fail;
+ * sets A (and D on the leaf of a write). */
+static bool use_entry(u64 *e, bool write, bool leaf, u64 *val)
+{
+	u64 v = *e;
+	if (!(v & PTE_P) || (write && !(v & PTE_RW)))
+		return false;
+	u64 set = PTE_A | ((write && leaf) ? PTE_D : 0);
+	if ((v & set) != set)
+		__atomic_fetch_or(e, set, __ATOMIC_RELAXED);
+	*val = v;
+	return true;
+}
+
+static bool use_entry32(u32 *e, bool write, bool leaf, u32 *val)
+{
+	u32 v = *e;
+	if (!(v & PTE_P) || (write && !(v & PTE_RW)))
+		return false;
+	u32 set = (u32)(PTE_A | ((write && leaf) ? PTE_D : 0));
+	if ((v & set) != set)
+		__atomic_fetch_or(e, set, __ATOMIC_RELAXED);
+	*val = v;
+	return true;
+}
+
+static bool walk_long(u64 cr3, u64 gva, int levels, bool write, u64 *gpa)
+{
+	u64 table = cr3 & PTE_ADDR_MASK;
+	for (int l = levels - 1; l >= 0; l--) {
+		unsigned shift = PAGE_SHIFT + 9 * l;
+		u64 *e = gpa_ptr(table + ((gva >> shift) & 511) * 8, 8), v;
+		bool large = e && (*e & PTE_PS) && l >= 1 && l <= 2;
+		if (!e || !use_entry(e, write, l == 0 || large, &v))
+			return false;
+		if (l == 0 || large) {
+			u64 mask = (1ull << shift) - 1;
+			*gpa = ((v & PTE_ADDR_MASK) & ~mask) | (gva & mask);
+			return true;
+		}
+		table = v & PTE_ADDR_MASK;
+	}
+	return false;
+}
+
+static bool walk_pae(u64 cr3, u64 gva, bool write, u64 *gpa)
+{
+	/* SDM 4.4.1: PDPTEs are loaded with CR3 and have no R/W or A bits */
+	u64 *pdpte = gpa_ptr((cr3 & 0xffffffe0ull) + ((gva >> 30) & 3) * 8, 8), v;
+	if (!pdpte || !(*pdpte & PTE_P))
+		return false;
+	u64 *e = gpa_ptr((*pdpte & PTE_ADDR_MASK) + ((gva >> 21) & 511) * 8, 8);
+	bool large = e && (*e & PTE_PS);
+	if (!e || !use_entry(e, write, large, &v))
+		return false;
+	if (large) {
+		*gpa = (v & PTE_ADDR_MASK & ~(PAGE_2M - 1)) | (gva & (PAGE_2M - 1));
+		return true;
+	}
+	e = gpa_ptr((v & PTE_ADDR_MASK) + ((gva >> 12) & 511) * 8, 8);
+	if (!e || !use_entry(e, write, true, &v))
+		return false;
+	*gpa = (v & PTE_ADDR_MASK) | (gva & 0xfff);
+	return true;
+}
+
+static bool walk_32(u64 cr3, u64 cr4, u64 gva, bool write, u64 *gpa)
+{
+	u32 *e = gpa_ptr((cr3 & 0xfffff000ull) + ((gva >> 22) & 1023) * 4, 4), v;
+	bool large = e && (*e & PTE_PS) && (cr4 & CR4_PSE);
+	if (!e || !use_entry32(e, write, large, &v))
+		return false;
+	if (large) {
+		/* SDM 4.3: PDE bits 20:13 are physical-address bits 39:32 */
+		*gpa = (v & 0xffc00000ull) | ((u64)(v >> 13) & 0xff) << 32 | (gva & 0x3fffff);
+		return true;
+	}
+	e = gpa_ptr((v & 0xfffff000ull) + ((gva >> 12) & 1023) * 4, 4);
+	if (!e || !use_entry32(e, write, true, &v))
+		return false;
+	*gpa = (v & 0xfffff000ull) | (gva & 0xfff);
+	return true;
+}
+
+static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
+{
+	u64 cr0 = hv.ops->get_cr(v, 0), cr3 = hv.ops->get_cr(v, 3), cr4 = hv.ops->get_cr(v, 4);
+	if (!(cr0 & CR0_PG)) {
+		*gpa = gva & 0xffffffffull;
+		return true;
+	}
+	if (hv.ops->get_efer(v) & EFER_LMA) {
+		/* SDM Vol. 3 4.5: a non-canonical address faults (#GP or #SS)
+		 * before any walk; it never aliases a canonical one */
+		unsigned bits = (cr4 & CR4_LA57) ? 57 : 48;
+		if ((u64)((s64)(gva << (64 - bits)) >> (64 - bits)) != gva)
+			return false;
+		return walk_long(cr3, gva, bits == 57 ? 5 : 4, write, gpa);
+	}
+	if (cr4 & CR4_PAE)
+		return walk_pae(cr3, gva & 0xffffffffull, write, gpa);
+	return walk_32(cr3, cr4, gva & 0xffffffffull, write, gpa);
+}
+
+bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
+{
+	return translate(v, gva, false, gpa);
+}
+
+/*
+ * Read translations, remembered for the rest of one exit: the engine
+ * decodes a block instruction by instruction, and each would walk the
+ * same code page again. The guest does not run during an exit, so its
+ * page tables hold still; the hypervisor's own writes to guest memory (a
+ * BTS record, an A/D bit) forget them all, in case a guest put a buffer
+ * over its page tables. Keyed by vCPU, exit number and CR3; 4 KiB pages.
+ */
+#define READ_TLB_SIZE 4
+static struct {
+	const struct vcpu *v;
+	u64 exit, cr3, lin, gpa;
+} read_tlb[READ_TLB_SIZE];
+static u32 read_tlb_next;
+
+static void read_tlb_flush(void)
+{
+	for (u32 i = 0; i < READ_TLB_SIZE; i++)
+		read_tlb[i].v = NULL;
+}
+
+static bool translate_read(struct vcpu *v, u64 gva, u64 *gpa)
+{
+	u64 page = gva & ~(PAGE_SIZE - 1), cr3 = hv.ops->get_cr(v, 3);
+	for (u32 i = 0; i < READ_TLB_SIZE; i++) {
+		if (read_tlb[i].v == v && read_tlb[i].exit == v->exits && read_tlb[i].cr3 == cr3 &&
+		    read_tlb[i].lin == page) {
+			*gpa = read_tlb[i].gpa | (gva & (PAGE_SIZE - 1));
+			return true;
+		}
+	}
+	if (!translate(v, gva, false, gpa))
+		return false;
+	u32 i = read_tlb_next++ % READ_TLB_SIZE;
+	read_tlb[i].v = v;
+	read_tlb[i].exit = v->exits;
+	read_tlb[i].cr3 = cr3;
+	read_tlb[i].lin = page;
+	read_tlb[i].gpa = *gpa & ~(PAGE_SIZE - 1);
+	return true;
+}
+
+static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, bool write)
+{
+	size_t done = 0;
+	if (write)
+		read_tlb_flush();
+	while (done < len) {
+		u64 gpa, chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
+		void *p;
+		bool ok = write ? translate(v, gva + done, true, &gpa) : translate_read(v, gva + done, &gpa);
+		if (!ok || !(p = gpa_ptr(gpa, chunk)))
+			break;
+		if (write)
+			memcpy(p, (const u8 *)buf + done, chunk);
+		else
+			memcpy((u8 *)buf + done, p, chunk);
+		done += chunk;
+	}
+	return done;
+}
+
+enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base)
+{
+	struct hv_segment cs;
+	hv.ops->get_seg(v, SEG_CS, &cs);
+	if ((cs.attr & SEG_ATTR_L) && (hv.ops->get_efer(v) & EFER_LMA)) {
+		*cs_base = 0;
+		return DEC_MODE_64;
+	}
+	*cs_base = cs.base;
+	return (cs.attr & SEG_ATTR_DB) ? DEC_MODE_32 : DEC_MODE_16;
+}
+
+u64 gmem_linear_rip(struct vcpu *v)
+{
+	u64 base;
+	gmem_code_mode(v, &base);
+	return base + v->rip;
+}
+
+int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
+		struct dec_insn *in)
+{
+	size_t n = gmem_read_linear(v, lin, bytes, 15);
+	return dec_decode(bytes, n, mode, rip, in);
+}
+
+size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
+{
+	return copy_linear(v, gva, buf, len, false);
+}
+
+bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
+{
+	if (!len)
+		return true;
+	/* a range that wraps past 2^64 is no range of the guest's (hardware
+	 * faults on its non-canonical end first) */
+	u64 last = gva + len - 1;
+	if (last < gva)
+		return false;
+	/* all or nothing: translate every page for writing before copying */
+	read_tlb_flush();	/* a walk for writing may set A/D bits */
+	for (u64 page = gva >> PAGE_SHIFT; page <= last >> PAGE_SHIFT; page++) {
+		u64 gpa, a = page << PAGE_SHIFT;
+		if (!translate(v, a < gva ? gva : a, true, &gpa) || !gpa_ptr(gpa, 1))
+			return false;
+	}
+	return copy_linear(v, gva, (void *)buf, len, true) == len;
+}

@@ -1,0 +1,25 @@
+/* Access to guest memory on the guest's behalf: guest-linear to
+ * guest-physical translation through the guest's own page tables, and
+ * copies that only ever touch guest RAM (never the hypervisor's ranges,
+ * never MMIO). */
+#ifndef HV_BASE_GMEM_H
+#define HV_BASE_GMEM_H
+#include "base/types.h"
+#include "trace/decode.h"
+struct vcpu;
+bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
+/* Copies up to len bytes at guest-linear gva; returns how many could be read. */
+size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
+/* Writes all len bytes or none (every page present, writable, guest RAM);
+ * sets accessed/dirty bits as the processor does. */
+bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len);
+
+/* The guest's code: its mode from CS (and CS's base, 0 in 64-bit mode)... */
+enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base);
+/* ...the linear address of its RIP (CS base + RIP)... */
+u64 gmem_linear_rip(struct vcpu *v);
+/* ...and the instruction at linear `lin` (RIP `rip`) decoded: a
+ * dec_decode() status; `bytes` (15) gets what could be read. */
+int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
+		struct dec_insn *in);
+#endif

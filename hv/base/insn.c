@@ -1,0 +1,32 @@
+/* The end of an instruction the hypervisor emulated, as far as the guest's
+ * RIP goes: used by core, the engine and the backends alike. */
+#include "base/gmem.h"
+#include "base/log.h"
+#include "base/vcpu.h"
+
+void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
+{
+	u64 base;
+	enum dec_mode mode = gmem_code_mode(v, &base);
+	u64 len = ev->insn_len;
+
+	if (!len) {
+		/* No next-RIP from the CPU (QEMU's TCG has no NRIP save): decode
+		 * the instruction that exited, prefixes and all. */
+		u8 b[15];
+		struct dec_insn insn;
+		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &insn) == DEC_OK) {
+			len = insn.len;
+		} else {
+			/* the guest changed its code or mappings under us:
+			 * assume the bare opcode, as unprefixed code has it */
+			LOG_WARN("cannot decode the exiting instruction at %lx", v->rip);
+			len = base_len;
+		}
+	}
+	v->rip += len;
+	if (mode == DEC_MODE_32)
+		v->rip &= 0xffffffffull;
+	else if (mode == DEC_MODE_16)
+		v->rip &= 0xffffull;
+}

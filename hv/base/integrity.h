@@ -1,0 +1,11 @@
+/* Self-check of the hypervisor's image: its code and read-only data must
+ * be exactly what the loader placed, whatever the guest did. */
+#ifndef HV_BASE_INTEGRITY_H
+#define HV_BASE_INTEGRITY_H
+#include "base/types.h"
+void integrity_init(void);
+bool integrity_ok(void);
+/* True for a host-linear address in the hypervisor's image header, code
+ * or read-only data: where root mode fetches instructions. */
+bool hv_image_code(u64 addr);
+#endif

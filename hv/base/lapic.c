@@ -1,0 +1,64 @@
+/* This processor's local APIC as the hypervisor reaches it: in x2APIC mode
+ * through its MSRs, otherwise through the page the loader found it at and
+ * mapped uncached in the hypervisor's own page tables (HV_APIC_VA). Never
+ * at the address the guest last wrote to IA32_APIC_BASE: that is a value
+ * of the guest's choosing (dispatch/msr.c keeps it virtual, docs/security.md).
+ * The guest owns the APIC (its MMIO and x2APIC MSRs are not intercepted);
+ * the hypervisor reads LVT entries and sends this processor IPIs on the
+ * guest's behalf. Root mode. */
+#include "arch/x86/apic.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/msr.h"
+#include "base/boot.h"
+#include "base/lapic.h"
+
+bool lapic_enabled(void)
+{
+	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EN;
+}
+
+static bool lapic_x2(void)
+{
+	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
+}
+
+static volatile u32 *lapic_mmio(u32 reg)
+{
+	return (volatile u32 *)(uintptr_t)(HV_APIC_VA + reg);
+}
+
+u32 lapic_read(u32 reg)
+{
+	return lapic_x2() ? (u32)rdmsr(X2APIC_MSR(reg)) : *lapic_mmio(reg);
+}
+
+void lapic_write(u32 reg, u32 val)
+{
+	if (lapic_x2())
+		wrmsr(X2APIC_MSR(reg), val);
+	else
+		*lapic_mmio(reg) = val;
+}
+
+/* An IPI to this processor: `vector` with fixed delivery, or an NMI
+ * (the self shorthand allows fixed delivery only, SDM Vol. 3 11.6.1: an
+ * NMI goes to this APIC's own ID). */
+void lapic_self_ipi(u32 delivery, u8 vector)
+{
+	bool x2 = lapic_x2();
+	if (delivery == LVT_DM_NMI) {
+		u32 id = lapic_read(APIC_ID);
+		if (x2) {
+			wrmsr(X2APIC_MSR(APIC_ICR_LO), ((u64)id << 32) | LVT_DM_NMI);
+		} else {
+			*lapic_mmio(APIC_ICR_HI) = id & 0xff000000u;
+			*lapic_mmio(APIC_ICR_LO) = LVT_DM_NMI;
+		}
+		return;
+	}
+	u32 icr = vector | LVT_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
+	if (x2)
+		wrmsr(X2APIC_MSR(APIC_ICR_LO), icr);
+	else
+		*lapic_mmio(APIC_ICR_LO) = icr;
+}

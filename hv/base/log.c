@@ -1,0 +1,72 @@
+/* Serial (16550 UART) logger: every line carries the "hvtrace: " prefix so
+ * it can be told apart from the firmware's and the guest's output on the
+ * same port. Runs in VMX/SVM root with interrupts off. */
+#include <stdarg.h>
+#include "arch/x86/cpu.h"
+#include "base/lib.h"
+#include "base/log.h"
+
+#define UART_THR 0
+#define UART_LSR 5
+#define UART_LSR_THRE 0x20
+
+static u16 log_port;
+static int log_level = LOG_LEVEL_INFO;
+
+void log_init(u16 serial_port, int level)
+{
+	log_port = serial_port;
+	log_level = level;
+}
+
+static void serial_putc(char c)
+{
+	if (!log_port)
+		return;
+	for (int spin = 0; spin < 100000 && !(inb(log_port + UART_LSR) & UART_LSR_THRE); spin++)
+		cpu_relax();
+	outb(log_port + UART_THR, (u8)c);
+}
+
+void log_raw(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\n')
+			serial_putc('\r');
+		serial_putc(*s);
+	}
+}
+
+static const char *const level_tag[] = { "error: ", "warning: ", "", "debug: " };
+
+static void log_vprintf(int level, const char *func, const char *fmt, va_list ap)
+{
+	char line[256];
+	int n = hv_snprintf(line, sizeof(line), "hvtrace: %s", level_tag[level]);
+	if (level <= LOG_LEVEL_WARN || level == LOG_LEVEL_DEBUG)
+		n += hv_snprintf(line + n, sizeof(line) - n, "%s: ", func);
+	if (n < (int)sizeof(line))
+		hv_vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	log_raw(line);
+	log_raw("\n");
+}
+
+void log_printf(int level, const char *func, const char *fmt, ...)
+{
+	if (level > log_level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	log_vprintf(level, func, fmt, ap);
+	va_end(ap);
+}
+
+void hv_panic(const char *func, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vprintf(LOG_LEVEL_ERR, func, fmt, ap);
+	va_end(ap);
+	log_raw("hvtrace: stopped this processor\n");
+	cpu_halt_forever();
+}

@@ -1,0 +1,161 @@
+/* The arch-neutral virtual CPU, the backend ops table and the events that
+ * backends translate their exit reasons into. hv/dispatch and hv/trace see
+ * the backends only through this header; the backends call dispatch
+ * through dispatch/dispatch.h. */
+#ifndef HV_BASE_VCPU_H
+#define HV_BASE_VCPU_H
+
+#include "base/types.h"
+#include "arch/x86/vectors.h"
+#include "base/boot.h"
+
+/* General-purpose registers by their x86 encoding number (SDM Vol. 2A
+ * Table 2-2), so decoders can index them by ModRM fields. */
+enum hv_gpr {
+	GPR_RAX, GPR_RCX, GPR_RDX, GPR_RBX, GPR_RSP, GPR_RBP, GPR_RSI, GPR_RDI,
+	GPR_R8, GPR_R9, GPR_R10, GPR_R11, GPR_R12, GPR_R13, GPR_R14, GPR_R15,
+	GPR_COUNT
+};
+
+enum hv_event_kind {
+	/* instructions the hypervisor emulates (kept first: see hv/svm/exit.c) */
+	HV_EV_CPUID,
+	HV_EV_HYPERCALL,
+	HV_EV_MSR_READ,
+	HV_EV_MSR_WRITE,
+	HV_EV_IO,		/* IN/OUT/INS/OUTS to a port the backend intercepts */
+	HV_EV_INVD,		/* INVD: done as WBINVD (dispatch/event.c) */
+	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
+	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
+	HV_EV_TRIPLE_FAULT,
+	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
+	HV_EV_EXCEPTION,	/* an intercepted exception, before its delivery */
+	HV_EV_INTR,		/* an external interrupt for the guest, acknowledged */
+	HV_EV_NMI,		/* an NMI for the guest (exits only while tracing) */
+	HV_EV_UNHANDLED,	/* an exit the backend does not know */
+	HV_EV_COUNT
+};
+
+/* Events for instructions the hypervisor emulates (and skips). */
+#define HV_EV_EMULATED_LAST HV_EV_DR_ACCESS
+
+struct hv_event {
+	enum hv_event_kind kind;
+	u32 msr;		/* MSR events */
+	u64 gpa;		/* NPF */
+	u64 raw;		/* the backend's exit code, for logs */
+	u8 insn_len;		/* length of the exiting instruction; 0 = unknown */
+	u8 vector;		/* HV_EV_EXCEPTION; HV_EV_INTR (0: it vanished) */
+	bool has_error;
+	u32 error_code;
+	u64 fault_addr;		/* #PF: the linear address (CR2 to be) */
+	/* the event whose delivery this exit interrupted (SVM EXITINTINFO,
+	 * VMX IDT-vectoring information) */
+	bool vectoring;
+	u8 vec_vector;
+	u8 vec_type;		/* enum hv_vec_type */
+	u16 io_port;		/* HV_EV_IO: the (first) port */
+	u8 io_size;		/* HV_EV_IO: 1, 2 or 4 bytes */
+	u8 io_flags;		/* HV_EV_IO: HV_IO_* */
+};
+#define HV_IO_IN	BIT(0)	/* IN/INS (else OUT/OUTS) */
+#define HV_IO_STRING	BIT(1)	/* INS/OUTS */
+#define HV_IO_REP	BIT(2)	/* with a REP prefix */
+
+enum hv_vec_type { HV_VEC_EXT_INT = 0, HV_VEC_NMI = 2, HV_VEC_EXCEPTION = 3, HV_VEC_SOFT = 4 };
+
+/* What an exception raised while delivering exception `first` becomes
+ * (SDM Vol. 3 Table 6-5 "Conditions for Generating a Double Fault", APM
+ * Vol. 2 8.2.9): base/exc.c, host-tested. */
+enum exc_outcome { EXC_DELIVER_SECOND, EXC_DOUBLE_FAULT, EXC_TRIPLE_FAULT };
+enum exc_outcome exc_combine(u8 first, u8 second);
+
+struct hv_segment {
+	u16 sel;
+	u16 attr;		/* AMD VMCB layout: type/S/DPL/P in 0-7, AVL/L/D/G in 8-11 */
+	u32 limit;
+	u64 base;
+};
+#define SEG_ATTR_L	(1u << 9)
+#define SEG_ATTR_DB	(1u << 10)
+
+/* Segment registers, then the descriptor-table registers (base and limit
+ * only) */
+enum hv_seg { SEG_ES, SEG_CS, SEG_SS, SEG_DS, SEG_FS, SEG_GS, SEG_GDTR, SEG_IDTR };
+
+struct trace_vcpu;
+
+struct vcpu {
+	u64 gpr[GPR_COUNT];	/* offset 0: the run loops save/restore by index */
+	u64 rip, rflags;	/* synced by the backend around each exit */
+	u32 id;
+	void *arch;		/* backend state (struct svm_vcpu, struct vmx_vcpu) */
+	u64 exits;
+	u64 events[HV_EV_COUNT];
+	u64 hypercalls;
+	u64 apic_base;		/* the guest's IA32_APIC_BASE address: virtual (dispatch/msr.c) */
+	struct trace_vcpu *trace;	/* hv/trace's own (trace_vcpu_init) */
+};
+_Static_assert(__builtin_offsetof(struct vcpu, gpr) == 0, "run loops index gpr[]");
+
+#define HV_CAP_NRIP	(1u << 0)	/* the CPU reports the next RIP on exits */
+#define HV_CAP_MTF	(1u << 1)	/* monitor trap flag (VMX) */
+#define HV_CAP_BTS_HW	(1u << 2)	/* real BTS hardware the hypervisor may use */
+
+/*
+ * One backend per CPU vendor, chosen once at start-up (dispatch/entry.c).
+ * Start-up calls return enum hv_status; exit-time calls cannot fail.
+ */
+struct hv_arch_ops {
+	const char *name;
+	u32 backend;				/* enum hvtrace_backend */
+	int (*probe)(u32 *caps);		/* can this CPU run us? */
+	int (*vcpu_init)(struct vcpu *v);	/* guest state := this CPU's state */
+	void __noreturn (*vcpu_run)(struct vcpu *v);
+	void (*inject_exception)(struct vcpu *v, u8 vector, bool has_err, u32 err);
+	int (*get_cpl)(struct vcpu *v);
+	u64 (*get_cr)(struct vcpu *v, int n);	/* 0, 2, 3, 4 */
+	void (*set_cr2)(struct vcpu *v, u64 val);
+	u64 (*get_dr)(struct vcpu *v, int n);	/* 6, 7: the guest's, as the CPU runs it */
+	void (*set_dr)(struct vcpu *v, int n, u64 val);
+	/* exceptions (bit = vector) that exit as HV_EV_EXCEPTION before delivery */
+	void (*set_exception_intercepts)(struct vcpu *v, u32 mask);
+	/* external interrupts exit as HV_EV_INTR (acknowledged by the backend),
+	 * NMIs as HV_EV_NMI */
+	void (*set_intr_intercept)(struct vcpu *v, bool on);
+	void (*inject_interrupt)(struct vcpu *v, u8 vector);
+	void (*inject_nmi)(struct vcpu *v);
+	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
+	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */
+	u64 (*get_msr)(struct vcpu *v, u32 msr);
+	/* interrupts blocked until after the next instruction (STI's shadow) */
+	void (*set_sti_shadow)(struct vcpu *v);
+	/* After an instruction the hypervisor emulated (hv_emulation_done):
+	 * the guest's single-step trap is owed (true) or not (false: one the
+	 * CPU left pending is dropped), and any STI/MOV SS interrupt shadow
+	 * ends unless an event is being injected. */
+	void (*set_single_step_trap)(struct vcpu *v, bool trap);
+	void (*end_interrupt_shadow)(struct vcpu *v);
+	u64 (*get_efer)(struct vcpu *v);	/* what the hardware runs with */
+	void (*set_efer)(struct vcpu *v, u64 efer);
+	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);
+	void (*dump)(struct vcpu *v);
+};
+
+/* Global hypervisor state (one instance). */
+struct hv {
+	const struct hv_arch_ops *ops;
+	u32 caps;
+	struct hv_boot boot;		/* copy of the loader's parameters */
+	struct hv_memmap guest_ram;	/* RAM the guest may point us at */
+	struct hv_memmap hidden;	/* the hypervisor's own ranges */
+	u64 ro_checksum;		/* text+rodata at start */
+	u32 nr_vcpus;
+	struct vcpu *vcpus[1];		/* one processor until SMP lands */
+};
+extern struct hv hv;
+
+/* Advances RIP past the exiting instruction (length from the event, or
+ * decoded from guest memory when the CPU does not report it). */
+void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len);
+#endif

@@ -1,0 +1,52 @@
+/* CPUID policy: what the guest sees. The hypervisor announces itself
+ * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
+ * so that the guest behaves as on a CPU without it, and offers the Debug
+ * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64); Intel PT is
+ * hidden (leaf 7 EBX[25], leaf 0x14). */
+#include "hvtrace/abi.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
+#include "dispatch/cpuid.h"
+
+void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
+{
+	if (leaf >= HVTRACE_CPUID_BASE && leaf <= HVTRACE_CPUID_BASE + 0xff) {
+		r->eax = r->ebx = r->ecx = r->edx = 0;
+		if (leaf == HVTRACE_CPUID_BASE) {
+			r->eax = HVTRACE_CPUID_MAX;
+			r->ebx = HVTRACE_CPUID_SIG_EBX;
+			r->ecx = HVTRACE_CPUID_SIG_ECX;
+			r->edx = HVTRACE_CPUID_SIG_EDX;
+		} else if (leaf == HVTRACE_CPUID_VERSION) {
+			r->eax = HVTRACE_ABI_VERSION;
+			r->ebx = HVTRACE_FEAT_HYPERCALL;
+		}
+		return;
+	}
+	cpuid_count(leaf, sub, r);
+	switch (leaf) {
+	case 1:
+		r->ecx |= CPUID_1_ECX_HYPERVISOR;
+		r->ecx &= ~CPUID_1_ECX_VMX;
+		/* the virtual Debug Store: DS with 64-bit records (hv/trace/ds.c) */
+		r->edx |= CPUID_1_EDX_DS;
+		r->ecx |= CPUID_1_ECX_DTES64;
+		break;
+	case 7:
+		/* Intel PT writes its trace at physical addresses: not offered,
+		 * its MSRs #GP (dispatch/msr.c) */
+		if (sub == 0)
+			r->ebx &= ~CPUID_7_EBX_INTEL_PT;
+		break;
+	case 0x14:
+		r->eax = r->ebx = r->ecx = r->edx = 0;
+		break;
+	case 0x80000001:
+		r->ecx &= ~CPUID_80000001_ECX_SVM;
+		break;
+	case 0x8000000a:
+		/* AMD APM Vol. 3 E.4.9: reserved when SVM is absent */
+		r->eax = r->ebx = r->ecx = r->edx = 0;
+		break;
+	}
+}

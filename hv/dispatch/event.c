@@ -1,0 +1,199 @@
+/* Arch-neutral exit handling: the backends translate their exit codes
+ * into struct hv_event and call hv_handle_event() in root mode.
+ *
+ * Contract: on return the guest resumes. Every handler either emulates the
+ * instruction and advances RIP, or injects the fault real hardware would
+ * raise (RIP unchanged), or stops the guest for good (triple fault, or a
+ * state that cannot happen: logged with a full dump). Nothing is silently
+ * skipped. */
+#include "arch/x86/cpu.h"
+#include "arch/x86/msr.h"
+#include "hvtrace/abi.h"
+#include "dispatch/cpuid.h"
+#include "base/gmem.h"
+#include "dispatch/hypercall.h"
+#include "base/log.h"
+#include "dispatch/msr.h"
+#include "dispatch/pcihide.h"
+#include "base/vcpu.h"
+#include "dispatch/dispatch.h"
+#include "trace/trace.h"
+#include "trace/decode.h"
+
+static const char *const event_name[HV_EV_COUNT] = {
+	[HV_EV_CPUID] = "cpuid",
+	[HV_EV_HYPERCALL] = "hypercall",
+	[HV_EV_MSR_READ] = "rdmsr",
+	[HV_EV_MSR_WRITE] = "wrmsr",
+	[HV_EV_IO] = "port i/o",
+	[HV_EV_INVD] = "invd",
+	[HV_EV_DR_ACCESS] = "mov debug register",
+	[HV_EV_VIRT_INSN] = "virtualization instruction",
+	[HV_EV_TRIPLE_FAULT] = "triple fault",
+	[HV_EV_NPF] = "nested page fault",
+	[HV_EV_EXCEPTION] = "exception",
+	[HV_EV_INTR] = "external interrupt",
+	[HV_EV_NMI] = "NMI",
+	[HV_EV_UNHANDLED] = "unhandled exit",
+};
+
+static void __noreturn guest_stop(struct vcpu *v, const char *why)
+{
+	LOG_ERR("vcpu %u: %s: the guest is stopped; the hypervisor stays resident", v->id, why);
+	hv.ops->dump(v);
+	cpu_halt_forever();
+}
+
+static void dispatch(struct vcpu *v, const struct hv_event *ev)
+{
+	u64 val;
+
+	switch (ev->kind) {
+	case HV_EV_CPUID: {
+		struct cpuid_regs r;
+		cpuid_policy((u32)v->gpr[GPR_RAX], (u32)v->gpr[GPR_RCX], &r);
+		v->gpr[GPR_RAX] = r.eax;
+		v->gpr[GPR_RBX] = r.ebx;
+		v->gpr[GPR_RCX] = r.ecx;
+		v->gpr[GPR_RDX] = r.edx;
+		hv_skip_insn(v, ev, 2);
+		return;
+	}
+	case HV_EV_HYPERCALL:
+		hc_dispatch(v);
+		hv_skip_insn(v, ev, 3);
+		return;
+	case HV_EV_MSR_READ:
+		if (!msr_read(v, ev->msr, &val))
+			break;
+		v->gpr[GPR_RAX] = (u32)val;
+		v->gpr[GPR_RDX] = val >> 32;
+		hv_skip_insn(v, ev, 2);
+		return;
+	case HV_EV_MSR_WRITE:
+		val = (v->gpr[GPR_RDX] << 32) | (u32)v->gpr[GPR_RAX];
+		if (!msr_write(v, ev->msr, val))
+			break;
+		hv_skip_insn(v, ev, 2);
+		return;
+	case HV_EV_IO:
+		pcihide_io(v, ev);
+		return;
+	case HV_EV_INVD:
+		/* INVD drops dirty cache lines without writing them back,
+		 * the hypervisor's among them (SDM Vol. 2A INVD): done as
+		 * WBINVD, as KVM and AMD's HWCR.INVDWBINVD do */
+		asm volatile("wbinvd" ::: "memory");
+		hv_skip_insn(v, ev, 2);
+		return;
+	case HV_EV_DR_ACCESS:
+		trace_on_dr_access(v, ev);
+		return;
+	case HV_EV_EXCEPTION: {
+		struct hv_event e = *ev;
+		/* raised while another exception was being delivered: what the
+		 * CPU would have made of the two (SDM Vol. 3 Table 6-5) */
+		if (ev->vectoring && ev->vec_type == HV_VEC_EXCEPTION) {
+			switch (exc_combine(ev->vec_vector, ev->vector)) {
+			case EXC_TRIPLE_FAULT:
+				LOG_INFO("exception %u while delivering a double fault: shutdown", ev->vector);
+				rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
+				guest_stop(v, "guest triple fault (shutdown)");
+			case EXC_DOUBLE_FAULT:
+				e.vector = X86_DF;
+				e.has_error = true;
+				e.error_code = 0;
+				break;
+			case EXC_DELIVER_SECOND:
+				break;
+			}
+		}
+		if (trace_on_exception(v, &e))
+			return;
+		/* not the engine's: deliver it as it was going to be */
+		if (e.vector == X86_PF)
+			hv.ops->set_cr2(v, e.fault_addr);
+		hv.ops->inject_exception(v, e.vector, e.has_error, e.error_code);
+		return;
+	}
+	case HV_EV_INTR:
+		if (ev->vector && !trace_on_interrupt(v, ev->vector))
+			hv.ops->inject_interrupt(v, ev->vector);
+		return;
+	case HV_EV_NMI:
+		if (!trace_on_nmi(v))
+			hv.ops->inject_nmi(v);
+		return;
+	case HV_EV_VIRT_INSN:
+		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */
+		hv_inject_fault(v, X86_UD, false, 0);
+		return;
+	case HV_EV_TRIPLE_FAULT:
+		rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
+		guest_stop(v, "guest triple fault (shutdown)");
+	case HV_EV_NPF:
+		LOG_ERR("nested page fault at gpa %016lx", ev->gpa);
+		guest_stop(v, "unexpected nested page fault");
+	default:
+		LOG_ERR("exit code %lx (%s)", ev->raw,
+			ev->kind < HV_EV_COUNT ? event_name[ev->kind] : "?");
+		guest_stop(v, "unhandled exit");
+	}
+	/* MSR policy said no: #GP(0), as hardware does for a bad MSR access */
+	hv_inject_fault(v, X86_GP, true, 0);
+}
+
+void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
+{
+	/* before anything else: no breakpoint of the guest's (or of the
+	 * engine's, which the guest's code placed) stays armed in root mode */
+	host_dr7_disarm();
+	v->exits++;
+	if (ev->kind < HV_EV_COUNT)
+		v->events[ev->kind]++;
+	trace_exit_begin(v, ev);
+	u64 rip = v->rip;
+	dispatch(v, ev);
+	if (ev->kind <= HV_EV_EMULATED_LAST)
+		hv_emulation_done(v, v->rip != rip);
+	hv_prepare_entry(v);
+}
+
+/*
+ * What follows an emulated instruction, in one place for both backends (as
+ * KVM's common x86 code completes one for both vendors). Completed, it owes
+ * the guest the single-step trap its intercept cut off when the guest's own
+ * TF was set at its start (SDM Vol. 3 18.3.1.4, APM Vol. 2 13.1.3.4): the
+ * engine delivers it while it owns TF (it follows the #DB into the
+ * handler), the backend otherwise. A fault injected instead owes none.
+ * Either way the instruction ended any STI/MOV SS shadow.
+ */
+void hv_emulation_done(struct vcpu *v, bool completed)
+{
+	bool trap = completed && trace_guest_tf(v);
+	if (trap && trace_single_step_trap(v))
+		trap = false;	/* the engine delivered it */
+	hv.ops->set_single_step_trap(v, trap);
+	hv.ops->end_interrupt_shadow(v);
+}
+
+/* VM exit loads DR7 with 400H (SDM Vol. 3 27.5.1): the backend's handler
+ * ran with no breakpoint armed, as core's do after host_dr7_disarm(). */
+void hv_backend_emulated(struct vcpu *v, bool completed)
+{
+	v->exits++;
+	hv_emulation_done(v, completed);
+	hv_prepare_entry(v);
+}
+
+void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
+{
+	hv.ops->inject_exception(v, vector, has_err, err);
+	trace_on_injected(v, vector);
+}
+
+void hv_prepare_entry(struct vcpu *v)
+{
+	trace_before_entry(v);
+	write_dr7(trace_host_dr7(v));	/* last: see trace_host_dr7 */
+}

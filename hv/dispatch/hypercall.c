@@ -1,0 +1,83 @@
+/* Hypercall entry (VMMCALL on SVM, VMCALL on VMX): runs in root mode after
+ * the backend turned the exit into HV_EV_HYPERCALL. ABI: include/hvtrace/abi.h. */
+#include "hvtrace/abi.h"
+#include "dispatch/hypercall.h"
+#include "base/integrity.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/mm.h"
+#include "base/vcpu.h"
+#include "trace/trace.h"
+
+static void hc_status(struct vcpu *v, u64 gpa)
+{
+	struct hvtrace_status st;
+	memset(&st, 0, sizeof(st));
+	st.magic = HVTRACE_STATUS_MAGIC;
+	st.abi_version = HVTRACE_ABI_VERSION;
+	st.size = sizeof(st);
+	st.backend = hv.ops->backend;
+	st.nr_vcpus = hv.nr_vcpus;
+	st.flags = integrity_ok() ? HVTRACE_STATUS_INTEGRITY_OK : 0;
+	st.hv_phys_base = hv.boot.reserve_pa;
+	st.hv_phys_size = hv.boot.reserve_size;
+	for (u32 i = 0; i < hv.nr_vcpus; i++) {
+		st.exits_total += hv.vcpus[i]->exits;
+		st.hypercalls += hv.vcpus[i]->hypercalls;
+	}
+	st.tsc_hz = hv.boot.tsc_hz;
+	(void)v;
+	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
+}
+
+static void hc_vcpu_status(u64 gpa, u32 index)
+{
+	const struct vcpu *w = hv.vcpus[index];
+	struct hvtrace_vcpu_status st;
+	memset(&st, 0, sizeof(st));
+	st.magic = HVTRACE_VCPU_STATUS_MAGIC;
+	st.size = sizeof(st);
+	st.vcpu = index;
+	st.engine = w->trace->engine;
+	st.exits = w->exits;
+	st.trace_exits = w->trace->trace_exits;
+	st.branches = w->trace->branches;
+	st.bts_records = w->trace->ds.records;
+	st.bts_dropped = w->trace->ds.dropped;
+	st.bts_pmis = w->trace->ds.pmis;
+	st.rec_records = w->trace->rec.records;
+	st.rec_lost = w->trace->rec.lost;
+	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
+}
+
+void hc_dispatch(struct vcpu *v)
+{
+	struct hc_args a = {
+		.nr = v->gpr[GPR_RAX],
+		.cpl = hv.ops->get_cpl(v),
+		.buf_gpa = v->gpr[GPR_RBX],
+		.buf_len = v->gpr[GPR_RCX],
+		.index = v->gpr[GPR_RDX],
+	};
+	s64 ret = hc_check(&a, &hv.guest_ram, hv.nr_vcpus);
+
+	v->hypercalls++;
+	if (!ret) {
+		switch (a.nr) {
+		case HVTRACE_HC_VERSION:
+			v->gpr[GPR_RBX] = HVTRACE_ABI_VERSION;
+			v->gpr[GPR_RCX] = HVTRACE_FEAT_HYPERCALL;
+			break;
+		case HVTRACE_HC_STATUS:
+			hc_status(v, a.buf_gpa);
+			break;
+		case HVTRACE_HC_VCPU_STATUS:
+			hc_vcpu_status(a.buf_gpa, (u32)a.index);
+			break;
+		case HVTRACE_HC_TRACE_CTL:
+			ret = rec_hypercall(v, v->gpr[GPR_RBX], v->gpr[GPR_RCX]);
+			break;
+		}
+	}
+	v->gpr[GPR_RAX] = (u64)ret;
+}

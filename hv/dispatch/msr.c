@@ -1,0 +1,288 @@
+/* MSR policy for the MSRs the backends intercept: the guest sees a CPU
+ * without SVM/VMX, and EFER behaves as on hardware (AMD APM Vol. 2 3.1.7,
+ * Intel SDM Vol. 4 Table 2-2) while the hypervisor keeps what it needs;
+ * the Debug Store MSRs belong to hv/trace/ds.c. Every other MSR reaches
+ * the hardware: docs/security.md lists what the guest can and cannot do
+ * with each kind, and why. Root mode. */
+#include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "base/log.h"
+#include "dispatch/msr.h"
+#include "base/vcpu.h"
+#include "trace/trace.h"
+
+/* Every MSR the hypervisor owns: the backends intercept reads and writes of
+ * exactly these ranges (hv/svm/msr.c, hv/vmx/msr.c), and msr_read/msr_write
+ * decide for them. */
+const struct msr_range hv_owned_msrs[] = {
+	{ MSR_EFER, MSR_EFER },
+	{ MSR_VM_CR, MSR_VM_HSAVE_PA },		/* VM_CR, IGNNE, SMM_CTL, VM_HSAVE_PA */
+	{ MSR_IA32_DEBUGCTL, MSR_IA32_DEBUGCTL },
+	{ MSR_IA32_DS_AREA, MSR_IA32_DS_AREA },
+	{ MSR_IA32_MISC_ENABLE, MSR_IA32_MISC_ENABLE },
+	{ MSR_IA32_PERF_GLOBAL_STATUS, MSR_IA32_PERF_GLOBAL_STATUS },
+	{ MSR_IA32_PERF_GLOBAL_OVF_CTRL, MSR_IA32_PERF_GLOBAL_OVF_CTRL },
+	/* the local APIC's location: the hypervisor's to keep */
+	{ MSR_IA32_APICBASE, MSR_IA32_APICBASE },
+	/* features that write memory at physical addresses or change who
+	 * runs SMM: refused */
+	{ MSR_IA32_PEBS_ENABLE, MSR_IA32_PEBS_ENABLE },
+	{ MSR_IA32_RTIT_OUTPUT_BASE, MSR_IA32_RTIT_OUTPUT_MASK_PTRS },
+	{ MSR_IA32_RTIT_CTL, MSR_IA32_RTIT_CR3_MATCH },
+	{ MSR_IA32_RTIT_ADDR0_A, MSR_IA32_RTIT_ADDR3_B },
+	{ MSR_IA32_SMM_MONITOR_CTL, MSR_IA32_SMM_MONITOR_CTL },
+	/* how memory, the reserve included, is cached and decoded */
+	{ MSR_IA32_MTRR_PHYSBASE0, MSR_IA32_MTRR_PHYSBASE0 + 2 * 16 - 1 },
+	{ MSR_IA32_MTRR_FIX64K_00000, MSR_IA32_MTRR_FIX64K_00000 },
+	{ MSR_IA32_MTRR_FIX16K_80000, MSR_IA32_MTRR_FIX16K_A0000 },
+	{ MSR_IA32_MTRR_FIX4K_C0000, MSR_IA32_MTRR_FIX4K_F8000 },
+	{ MSR_IA32_MTRR_DEF_TYPE, MSR_IA32_MTRR_DEF_TYPE },
+	{ MSR_SYSCFG, MSR_SYSCFG },
+	{ MSR_IORR_BASE0, MSR_IORR_MASK1 },
+	{ MSR_TOP_MEM, MSR_TOP_MEM },
+	{ MSR_TOP_MEM2, MSR_TOP_MEM2 },
+	{ MSR_SMM_ADDR, MSR_SMM_MASK },
+};
+const u32 hv_nr_owned_msrs = ARRAY_SIZE(hv_owned_msrs);
+
+static u64 efer_allowed(void)
+{
+	struct cpuid_regs r;
+	u64 ok = EFER_SCE | EFER_LME | EFER_LMA;
+	cpuid_count(0x80000001, 0, &r);
+	if (r.edx & CPUID_80000001_EDX_NX)
+		ok |= EFER_NXE;
+	if (r.edx & CPUID_80000001_EDX_FFXSR)
+		ok |= EFER_FFXSR;
+	if (r.ecx & CPUID_80000001_ECX_TCE)
+		ok |= EFER_TCE;
+	return ok;
+}
+
+/* --- IA32_APIC_BASE --------------------------------------------------------
+ * The guest turns its APIC on and off and into x2APIC mode as on hardware
+ * (SDM Vol. 3 11.12.5: the transitions that #GP, reserved bits #GP), and
+ * those bits reach the hardware. The base address does not: the APIC stays
+ * decoded where the firmware left it and where the hypervisor reaches it
+ * (base/lapic.c); the guest reads back the address it wrote. A guest
+ * moving the real APIC over the hypervisor's memory would make its own
+ * accesses there reach APIC registers instead. */
+
+static bool cpu_has_x2apic(void)
+{
+	struct cpuid_regs r;
+	cpuid_count(1, 0, &r);
+	return r.ecx & CPUID_1_ECX_X2APIC;
+}
+
+static u64 apic_base_read(const struct vcpu *v)
+{
+	return (rdmsr(MSR_IA32_APICBASE) & ~APICBASE_ADDR_MASK) | v->apic_base;
+}
+
+static bool apic_base_write(struct vcpu *v, u64 val)
+{
+	u64 hw = rdmsr(MSR_IA32_APICBASE);
+	u64 ok = APICBASE_BSP | APICBASE_EN | (cpu_has_x2apic() ? APICBASE_EXTD : 0) |
+		 ((hv.boot.phys_limit - 1) & APICBASE_ADDR_MASK);
+	if (val & ~ok)
+		return false;
+	bool en = val & APICBASE_EN, x2 = val & APICBASE_EXTD;
+	bool was_en = hw & APICBASE_EN, was_x2 = hw & APICBASE_EXTD;
+	if ((x2 && !en) ||				/* invalid state */
+	    (was_en && was_x2 && en && !x2) ||		/* x2APIC to xAPIC */
+	    (!was_en && x2))				/* disabled to x2APIC */
+		return false;
+	u64 addr = val & APICBASE_ADDR_MASK;
+	if (addr != v->apic_base && addr != hv.boot.apic_pa)
+		LOG_WARN("vcpu %u: the guest moves its local APIC to %016lx: kept virtual, the APIC "
+			 "stays at %016lx", v->id, addr, hv.boot.apic_pa);
+	v->apic_base = addr;
+	if ((hw ^ val) & (APICBASE_EN | APICBASE_EXTD))
+		wrmsr(MSR_IA32_APICBASE, (hw & ~(APICBASE_EN | APICBASE_EXTD)) |
+						 (val & (APICBASE_EN | APICBASE_EXTD)));
+	return true;
+}
+
+/* --- MTRRs ----------------------------------------------------------------
+ * The guest may program them (an OS copies the boot processor's to the
+ * others, a driver adds a write-combining range) except where the result
+ * would leave any byte of the hypervisor's reserve other than write-back:
+ * uncached or write-combined memory under the hypervisor's data breaks
+ * what it assumes of ordering, and disabling the MTRRs makes all of it
+ * uncached. Such a write is refused with #GP (a real processor would take
+ * it; the guest is told, not silently ignored). Where the firmware left the
+ * reserve other than write-back, the guest can make it no better or worse
+ * than that: its writes pass. SDM Vol. 3 12.11. */
+
+struct mtrr_state {
+	u64 def;
+	u32 vcnt;
+	u64 base[16], mask[16];
+};
+
+static bool mtrr_read_state(struct mtrr_state *m)
+{
+	u64 cap;
+	if (rdmsr_safe(MSR_IA32_MTRRCAP, &cap) || rdmsr_safe(MSR_IA32_MTRR_DEF_TYPE, &m->def))
+		return false;
+	m->vcnt = MIN(MTRRCAP_VCNT(cap), 16u);
+	for (u32 i = 0; i < m->vcnt; i++)
+		if (rdmsr_safe(MSR_IA32_MTRR_PHYSBASE0 + 2 * i, &m->base[i]) ||
+		    rdmsr_safe(MSR_IA32_MTRR_PHYSBASE0 + 2 * i + 1, &m->mask[i]))
+			return false;
+	return true;
+}
+
+/* Does variable range i cover any of [lo, hi] (any of it: true), or all
+ * of it (*all)? A non-contiguous mask (undefined by the SDM) counts as
+ * covering some and not all. */
+static bool mtrr_var_covers(const struct mtrr_state *m, u32 i, u64 lo, u64 hi, bool *all)
+{
+	u64 addr_bits = (hv.boot.phys_limit - 1) & ~(PAGE_SIZE - 1);
+	u64 mask = m->mask[i] & addr_bits, start = m->base[i] & mask;
+	u64 size = (~mask & addr_bits) + PAGE_SIZE;
+	*all = false;
+	if (size & (size - 1))
+		return true;
+	u64 end = start + size - 1;
+	*all = start <= lo && end >= hi;
+	return start <= hi && end >= lo;
+}
+
+/* The reserve stays write-back under these MTRRs: they are enabled, no
+ * valid variable range of another type touches it, and either the default
+ * type is write-back or one write-back range covers all of it. The reserve
+ * is above the first MiB, where the fixed ranges do not reach. */
+static bool mtrr_reserve_wb(const struct mtrr_state *m)
+{
+	u64 lo = hv.boot.reserve_pa, hi = lo + hv.boot.reserve_size - 1;
+	bool covered = (m->def & MTRR_TYPE_MASK) == MTRR_TYPE_WB;
+	if (!(m->def & MTRR_DEF_TYPE_E))
+		return false;
+	for (u32 i = 0; i < m->vcnt; i++) {
+		bool all;
+		if (!(m->mask[i] & MTRR_PHYSMASK_VALID) || !mtrr_var_covers(m, i, lo, hi, &all))
+			continue;
+		if ((m->base[i] & MTRR_TYPE_MASK) != MTRR_TYPE_WB)
+			return false;
+		covered |= all;
+	}
+	return covered;
+}
+
+/* 1: written, 0: refused (#GP). */
+static bool mtrr_write(u32 msr, u64 val)
+{
+	struct mtrr_state m;
+	if (!mtrr_read_state(&m))
+		return false;
+	bool wb_before = mtrr_reserve_wb(&m);
+	u32 i = (msr - MSR_IA32_MTRR_PHYSBASE0) / 2;
+	if (msr == MSR_IA32_MTRR_DEF_TYPE)
+		m.def = val;
+	else if (msr >= MSR_IA32_MTRR_PHYSBASE0 && i < 16) {
+		if (i >= m.vcnt)
+			return false;	/* no such MSR on this processor */
+		if (msr & 1)
+			m.mask[i] = val;
+		else
+			m.base[i] = val;
+	}
+	if (wb_before && !mtrr_reserve_wb(&m)) {
+		LOG_WARN("the guest's MTRR write %x <- %016lx would make the hypervisor's memory "
+			 "other than write-back: refused (#GP)", msr, val);
+		return false;
+	}
+	return wrmsr_safe(msr, val) == 0;
+}
+
+static bool is_mtrr(u32 msr)
+{
+	return (msr >= MSR_IA32_MTRR_PHYSBASE0 && msr < MSR_IA32_MTRR_PHYSBASE0 + 32) ||
+	       msr == MSR_IA32_MTRR_FIX64K_00000 ||
+	       (msr >= MSR_IA32_MTRR_FIX16K_80000 && msr <= MSR_IA32_MTRR_FIX16K_A0000) ||
+	       (msr >= MSR_IA32_MTRR_FIX4K_C0000 && msr <= MSR_IA32_MTRR_FIX4K_F8000) ||
+	       msr == MSR_IA32_MTRR_DEF_TYPE;
+}
+
+/* AMD's memory-decoding MSRs (TOP_MEM, TOP_MEM2, the IORRs, SYSCFG, the
+ * SMM range): a new value could turn the reserve into MMIO, hand it to
+ * SMM or change its encryption. Frozen: writing the value they hold is
+ * accepted (firmware and OSes rewrite what is there), any other is #GP. */
+static bool is_frozen(u32 msr)
+{
+	return msr == MSR_SYSCFG || (msr >= MSR_IORR_BASE0 && msr <= MSR_IORR_MASK1) ||
+	       msr == MSR_TOP_MEM || msr == MSR_TOP_MEM2 ||
+	       (msr >= MSR_SMM_ADDR && msr <= MSR_SMM_MASK);
+}
+
+/* A hardware MSR the guest may read: its value, or false (#GP) where this
+ * processor has no such MSR. */
+static bool hw_read(u32 msr, u64 *val)
+{
+	return rdmsr_safe(msr, val) == 0;
+}
+
+bool msr_read(struct vcpu *v, u32 msr, u64 *val)
+{
+	int r = ds_msr_read(v, msr, val);
+	if (r)
+		return r > 0;
+	switch (msr) {
+	case MSR_EFER:
+		*val = hv.ops->get_efer(v);
+		return true;
+	case MSR_IA32_FEATURE_CONTROL:
+		/* (VMX backend) as on a machine whose firmware locked VMX off
+		 * (Intel SDM Vol. 3 24.7); writing a locked value is #GP */
+		*val = (rdmsr(MSR_IA32_FEATURE_CONTROL) | FEATURE_CONTROL_LOCK) &
+		       ~(FEATURE_CONTROL_VMX_INSIDE_SMX | FEATURE_CONTROL_VMX_OUTSIDE_SMX);
+		return true;
+	case MSR_IA32_APICBASE:
+		*val = apic_base_read(v);
+		return true;
+	}
+	if (is_mtrr(msr) || is_frozen(msr))
+		return hw_read(msr, val);
+	/* VM_CR, VM_HSAVE_PA, IGNNE, SMM_CTL, IA32_VMX_*: #GP as on a CPU
+	 * without SVM or VMX; PEBS_ENABLE, Intel PT, SMM_MONITOR_CTL: as on a
+	 * CPU without those features */
+	return false;
+}
+
+bool msr_write(struct vcpu *v, u32 msr, u64 val)
+{
+	int r = ds_msr_write(v, msr, val);
+	if (r)
+		return r > 0;
+	switch (msr) {
+	case MSR_EFER: {
+		u64 cur = hv.ops->get_efer(v);
+		if (val & ~efer_allowed())
+			return false;
+		/* APM 3.1.7: changing LME while paging is enabled is #GP */
+		if ((hv.ops->get_cr(v, 0) & CR0_PG) && ((val ^ cur) & EFER_LME))
+			return false;
+		/* LMA is set and cleared by the processor; writes leave it */
+		hv.ops->set_efer(v, (val & ~EFER_LMA) | (cur & EFER_LMA));
+		return true;
+	}
+	case MSR_IA32_APICBASE:
+		return apic_base_write(v, val);
+	}
+	if (is_mtrr(msr))
+		return mtrr_write(msr, val);
+	if (is_frozen(msr)) {
+		u64 cur;
+		if (!hw_read(msr, &cur))
+			return false;
+		if (cur != val)
+			LOG_WARN("the guest writes %016lx to MSR %x (now %016lx): refused (#GP), it "
+				 "decides how the hypervisor's memory is decoded", val, msr, cur);
+		return cur == val;
+	}
+	return false;
+}
