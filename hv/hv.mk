@@ -9,7 +9,8 @@ hv-base-y := base/exc.o base/gmem.o base/mm.o base/memmap.o base/pgbuild.o base/
 hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o
 hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o
 hv-vmx-y := vmx/vmx.o vmx/exit.o vmx/ept.o vmx/msr.o vmx/ctls.o vmx/run.o
-hv-trace-y := trace/decode.o trace/ds.o trace/engine.o trace/rec.o
+hv-trace-y := trace/decode.o trace/ds.o trace/engine.o trace/branch.o trace/dr.o trace/follow.o \
+	trace/rec.o
 
 HV_OBJS := $(addprefix $(BUILD)/hv/,$(hv-dispatch-y) $(hv-base-y) $(hv-x86-y) $(hv-svm-y) $(hv-vmx-y) $(hv-trace-y))
 

@@ -1,7 +1,8 @@
 # Host unit tests of pure logic shared with the hypervisor and the loader.
 UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -Ihv -Iinclude -Iefi-loader -Itests/unit
-UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_rec test_exc test_pcicfg
+UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_rec test_exc test_pcicfg \
+	test_branch
 
 unit-src-test_config := efi-loader/config.c hv/base/fmt.c
 unit-src-test_pgbuild := hv/base/pgbuild.c hv/base/memmap.c
@@ -11,6 +12,7 @@ unit-src-test_ept := hv/vmx/ept.c hv/base/pgbuild.c hv/base/memmap.c
 unit-src-test_rec := hv/trace/rec.c hv/base/memmap.c
 unit-src-test_exc := hv/base/exc.c
 unit-src-test_pcicfg := hv/base/pcicfg.c
+unit-src-test_branch := hv/trace/branch.c hv/trace/decode.c
 
 define unit_rule
 $(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/base/*.h hv/dispatch/*.h hv/vmx/*.h hv/trace/*.h efi-loader/*.h include/hvtrace/*.h)

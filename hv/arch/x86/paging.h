@@ -35,6 +35,8 @@
 
 #define RFLAGS_TF	(1ull << 8)
 #define RFLAGS_IF	(1ull << 9)
+#define RFLAGS_OF	(1ull << 11)
+#define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_VM	(1ull << 17)
 
 #endif

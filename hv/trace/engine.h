@@ -1,0 +1,41 @@
+/* The engines' own declarations, shared by the files that make them up
+ * (engine.c: the state machine; branch.c: branch semantics; dr.c: the
+ * debug registers; follow.c: following events into handlers). Nothing
+ * outside hv/trace includes this header: trace/trace.h is the interface. */
+#ifndef HV_TRACE_ENGINE_H
+#define HV_TRACE_ENGINE_H
+
+#include "base/vcpu.h"
+#include "trace/branch.h"
+#include "trace/trace.h"
+
+/* Exceptions the engines follow: all but NMI (2) and #MC (18), which stay
+ * the platform's. */
+#define TRACE_EXCEPTIONS	(0xffffffffu & ~(1u << X86_NMI) & ~(1u << X86_MC))
+
+/* engine.c */
+bool trigger_hit(struct vcpu *v, const struct hv_event *ev);
+void step_completed(struct vcpu *v);
+bool step_branched(const struct step_state *s);
+
+/* dr.c: the engine's breakpoint (DR3, and DR2 for a second stop) and the
+ * guest's debug registers while the engine holds some */
+u64 exec_bps(u64 dr7, int first, int last);
+u64 guest_exec_bps(u64 dr7);
+void bp_disarm(struct vcpu *v);
+void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr2, u64 from, int cpl);
+void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl);
+void bp_arm_handler(struct vcpu *v, u64 addr, u64 from, int cpl, u8 kind, u32 aux);
+u64 guest_dr23_hits(struct vcpu *v, u64 lin);
+u64 guest_dr_read(struct vcpu *v, int n);
+
+/* follow.c: events followed into the guest's handlers */
+void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);
+void nmi_deliver(struct vcpu *v);
+void inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
+bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes, u64 lin,
+		     int cpl);
+bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 lin,
+		    int cpl);
+
+#endif
