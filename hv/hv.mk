@@ -5,7 +5,7 @@
 hv-dispatch-y := dispatch/entry.o dispatch/event.o dispatch/cpuid.o dispatch/msr.o \
 	dispatch/hypercall.o dispatch/hc_check.o dispatch/pcihide.o dispatch/image.o
 hv-base-y := base/exc.o base/gmem.o base/mm.o base/memmap.o base/pgbuild.o base/integrity.o \
-	base/log.o base/lib.o base/fmt.o base/status.o base/pcicfg.o base/lapic.o base/insn.o base/rootexc.o
+	base/log.o base/lib.o base/fmt.o base/status.o base/pcicfg.o base/lapic.o base/insn.o base/rootexc.o base/hv.o
 hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o
 hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o
 hv-vmx-y := vmx/vmx.o vmx/exit.o vmx/ept.o vmx/msr.o vmx/ctls.o vmx/run.o

@@ -5,12 +5,18 @@
 #
 # plus include/hvtrace (the shared ABI) from anywhere, and base/types.h
 # (the basic types every layer speaks) from arch too. Backends do not
-# include each other. Prints each include that points the wrong way and
-# exits 1 if there is one (make test runs it: docs/architecture.md).
+# include each other. With OBJ_DIR (the built objects), the same rule for
+# symbols: no object uses a function or variable defined in a layer above
+# its own, but for two calls made through a table on purpose: the
+# root-mode exception stubs (arch) calling exc_handler (base), and the
+# vendor table in dispatch/entry.c naming svm_ops and vmx_ops. Prints each
+# include or symbol that points the wrong way and exits 1 if there is one
+# (make test runs it: docs/architecture.md).
 #
-#   scripts/check-layers.sh [HV_DIR]      (default: hv)
+#   scripts/check-layers.sh [HV_DIR [OBJ_DIR]]      (default: hv)
 set -u
 hv=${1:-hv}
+objs=${2:-}
 level() {
 	case "$1" in
 	arch) echo 0 ;; base) echo 1 ;; trace) echo 2 ;; dispatch) echo 3 ;;
@@ -42,8 +48,40 @@ while IFS= read -r f; do
 		fi
 	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
 done < <(find "$hv" -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sort)
+syms=0
+if [ -n "$objs" ]; then
+	# "LAYER OBJECT KIND SYMBOL" for every defined (T D B R) and undefined
+	# (U) symbol of every object in a layer
+	table=$(find "$objs" -name '*.o' | sort | while IFS= read -r o; do
+		rel=${o#"$objs"/}
+		layer=${rel%%/*}
+		[ "$(level "$layer")" -ge 0 ] || continue
+		nm "$o" | awk -v l="$layer" -v o="$rel" \
+			'NF == 3 && $2 ~ /^[TDBRC]$/ { print l, o, "D", $3 } NF == 2 && $1 == "U" { print l, o, "U", $2 }'
+	done)
+	syms=$(printf '%s\n' "$table" | awk '$3 == "U"' | wc -l)
+	while read -r layer obj sym dlayer dobj; do
+		case "$layer:$sym" in
+		arch:exc_handler | dispatch:svm_ops | dispatch:vmx_ops) continue ;;
+		esac
+		echo "$obj: $layer uses $sym, defined in $dobj ($dlayer)"
+		bad=1
+	done < <(printf '%s\n' "$table" | awk '
+		function lv(x) { return x == "arch" ? 0 : x == "base" ? 1 : x == "trace" ? 2 : x == "dispatch" ? 3 : 4 }
+		$3 == "D" { dl[$4] = $1; dob[$4] = $2; next }
+		$3 == "U" { u[++n] = $0 }
+		END {
+			for (i = 1; i <= n; i++) {
+				split(u[i], f, " ")
+				if (!(f[4] in dl)) continue
+				d = dl[f[4]]
+				if (lv(d) > lv(f[1]) || (lv(d) == 4 && d != f[1]))
+					print f[1], f[2], f[4], d, dob[f[4]]
+			}
+		}')
+fi
 if [ $bad = 0 ]; then
-	echo "layers: $n includes, none pointing up"
+	echo "layers: $n includes${objs:+ and $syms symbol uses}, none pointing up"
 	exit 0
 fi
 echo "layers: includes point up (see the lines above; the rule is in docs/architecture.md)"

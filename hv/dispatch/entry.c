@@ -15,8 +15,6 @@
 #include "dispatch/dispatch.h"
 #include "trace/trace.h"
 
-struct hv hv;
-
 extern const struct hv_image_hdr hv_image_hdr;
 
 static const struct hv_arch_ops *pick_backend(void)
