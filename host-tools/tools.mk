@@ -7,7 +7,9 @@ HT_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 HT_LIBS := -lelf
 
 HT_LIB_SRCS := $(addprefix host-tools/lib/,rec.c chan.c dump.c producer.c file.c sym.c)
-HT_CLI_SRCS := $(addprefix host-tools/src/,hvtrace.c cmd_chan.c cmd_file.c synth.c)
+# report.c and print.c are the part of the command the fuzzers link too
+HT_OUT_SRCS := $(addprefix host-tools/src/,report.c print.c)
+HT_CLI_SRCS := $(addprefix host-tools/src/,hvtrace.c cmd_chan.c cmd_file.c synth.c) $(HT_OUT_SRCS)
 HT_HDRS := host-tools/lib/libhvtrace.h host-tools/src/cli.h include/hvtrace/abi.h \
 	include/hvtrace/record.h
 
@@ -42,10 +44,17 @@ $(HT_TEST): host-tools/tests/test_libhvtrace.c $(HT_LIB_SRCS) $(HT_HDRS) tests/u
 	@mkdir -p $(@D)
 	$(HOSTCC) $(HT_CFLAGS) -O1 $(HT_SAN) -Itests/unit -o $@ $< $(HT_LIB_SRCS) $(HT_LIBS) -lpthread
 
-# Both print "NAME: N passed, M failed" (tests/run-all.sh sums them).
-test-host-tools: $(HT_TEST) $(HT_ASAN_BIN)
+# The crafted inputs of hostile.sh, made at test time.
+HT_GEN := $(HT_DIR)/gen_hostile
+$(HT_GEN): host-tools/tests/gen_hostile.c $(HT_LIB) $(HT_HDRS)
+	$(HOSTCC) $(HT_CFLAGS) -o $@ $< $(HT_LIB) $(HT_LIBS)
+
+# Each prints "NAME: N passed, M failed" (tests/run-all.sh sums them).
+# hostile.sh times the optimized build: the sanitizers would slow it.
+test-host-tools: $(HT_TEST) $(HT_ASAN_BIN) $(HT_BIN) $(HT_GEN)
 	@fail=0; $(HT_TEST) || fail=1; \
-	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/cli.sh || fail=1; exit $$fail
+	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/cli.sh || fail=1; \
+	HVTRACE=$(HT_BIN) GEN=$(HT_GEN) host-tools/tests/hostile.sh || fail=1; exit $$fail
 
 # libFuzzer harnesses, FUZZ_SECONDS each (not part of make test).
 FUZZ_SECONDS ?= 60

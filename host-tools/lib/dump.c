@@ -6,6 +6,18 @@
  * PT_LOAD segments, p_paddr -> p_offset, walked with libelf). The header
  * sits at a 4 KiB-aligned guest-physical address (record.h), so only
  * those are scanned for HVTRACE_CHAN_MAGIC.
+ *
+ * The guest owns most of the memory scanned and may have written headers
+ * of its own there, so the scan keeps every page that holds a valid
+ * header and leaves the choice to the caller (hvt_dump_chan). Neither
+ * format says where the hypervisor's reserve is (the UEFI memory map is
+ * not in a dump), and even the reserve is no proof: the guest's writes to
+ * hidden pages land in the sink page, which lies in it (docs/channel.md).
+ *
+ * Cost: one look at each page; a page with the magic is checked against
+ * its own header first (nothing else read), then the range it claims is
+ * looked up in O(log n) over the segments, sorted once, so a dump crafted
+ * with many segments or many forged headers is scanned in linear time.
  */
 #include <gelf.h>
 #include <libelf.h>
@@ -17,48 +29,96 @@
 
 #define MAX_REGIONS 4096
 
-struct region {
-	uint64_t paddr, len;
+/* A run of guest-physical memory in the dump. run_end: where the run of
+ * regions adjacent to this one (it and those after it) stops, so that a
+ * range starting in it is covered iff it ends by run_end. */
+struct hvt_dump_region {
+	uint64_t paddr, len, run_end;
 	const uint8_t *data;
+	size_t phdr;		/* ELF: its program header's index */
 };
 
-struct phys {
-	struct region *r;
-	size_t n;
-};
-
-/* Copies [pa, pa + len) out of the regions; -1 unless all of it is there. */
-static int read_phys(const struct phys *p, uint64_t pa, void *out, uint64_t len, int copy)
+/* The region holding pa (regions sorted by paddr, none overlapping). */
+static const struct hvt_dump_region *find_region(const struct hvt_dump *d, uint64_t pa)
 {
+	size_t lo = 0, hi = d->nr_region;
+
+	while (lo < hi) {	/* the first region starting above pa */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->region[mid].paddr <= pa)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || pa - d->region[lo - 1].paddr >= d->region[lo - 1].len)
+		return NULL;
+	return &d->region[lo - 1];
+}
+
+static int covered(const struct hvt_dump *d, uint64_t pa, uint64_t len)
+{
+	const struct hvt_dump_region *r = find_region(d, pa);
+
+	return r && len <= r->run_end - pa;
+}
+
+/* Copies [pa, pa + len), which covered() accepted, out of the regions. */
+static void read_phys(const struct hvt_dump *d, uint64_t pa, void *out, uint64_t len)
+{
+	const struct hvt_dump_region *r = find_region(d, pa);
+	uint8_t *o = out;
+
 	while (len) {
-		size_t i;
-		int found = 0;
+		uint64_t k = r->len - (pa - r->paddr);
 
-		for (i = 0; i < p->n; i++) {
-			const struct region *r = &p->r[i];
+		if (k > len)
+			k = len;
+		memcpy(o, r->data + (pa - r->paddr), k);
+		o += k;
+		pa += k;
+		len -= k;
+		r++;
+	}
+}
 
-			if (pa >= r->paddr && pa - r->paddr < r->len) {
-				uint64_t k = r->len - (pa - r->paddr);
+static int cmp_region(const void *a, const void *b)
+{
+	const struct hvt_dump_region *x = a, *y = b;
 
-				if (k > len)
-					k = len;
-				if (copy) {
-					memcpy(out, r->data + (pa - r->paddr), k);
-					out = (uint8_t *)out + k;
-				}
-				pa += k;
-				len -= k;
-				found = 1;
-				break;
-			}
-		}
-		if (!found)
+	return x->paddr < y->paddr ? -1 : x->paddr > y->paddr;
+}
+
+/* Sorts the regions, refuses overlapping ones (two contents for one
+ * address: the scan and the copy could read different ones), and links
+ * adjacent ones into runs. */
+static int sort_regions(struct hvt_dump *d, struct hvt_err *err)
+{
+	size_t i;
+
+	qsort(d->region, d->nr_region, sizeof(*d->region), cmp_region);
+	for (i = 1; i < d->nr_region; i++) {
+		const struct hvt_dump_region *a = &d->region[i - 1], *b = &d->region[i];
+
+		if (b->paddr - a->paddr < a->len) {
+			hvt_seterr(err, "dump: PT_LOAD %zu (0x%llx..0x%llx) overlaps PT_LOAD %zu (0x%llx..0x%llx)",
+				   b->phdr, (unsigned long long)b->paddr,
+				   (unsigned long long)(b->paddr + b->len), a->phdr,
+				   (unsigned long long)a->paddr, (unsigned long long)(a->paddr + a->len));
 			return -1;
+		}
+	}
+	for (i = d->nr_region; i--;) {
+		struct hvt_dump_region *r = &d->region[i];
+
+		r->run_end = r->paddr + r->len;
+		if (i + 1 < d->nr_region && r->run_end == r[1].paddr)
+			r->run_end = r[1].run_end;
 	}
 	return 0;
 }
 
-static int elf_regions(struct phys *p, const void *buf, size_t len, struct hvt_err *err)
+static int elf_regions(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err)
 {
 	Elf *e;
 	size_t nph, i;
@@ -78,8 +138,8 @@ static int elf_regions(struct phys *p, const void *buf, size_t len, struct hvt_e
 		hvt_seterr(err, "dump: ELF has %zu program headers (at most %d)", nph, MAX_REGIONS);
 		goto out;
 	}
-	p->r = calloc(nph ? nph : 1, sizeof(*p->r));
-	if (!p->r) {
+	d->region = calloc(nph ? nph : 1, sizeof(*d->region));
+	if (!d->region) {
 		hvt_seterr(err, "dump: out of memory");
 		goto out;
 	}
@@ -102,9 +162,12 @@ static int elf_regions(struct phys *p, const void *buf, size_t len, struct hvt_e
 				   (unsigned long long)ph.p_paddr, (unsigned long long)ph.p_filesz);
 			goto out;
 		}
-		p->r[p->n++] = (struct region){ ph.p_paddr, ph.p_filesz, (const uint8_t *)buf + ph.p_offset };
+		d->region[d->nr_region++] = (struct hvt_dump_region){
+			.paddr = ph.p_paddr, .len = ph.p_filesz,
+			.data = (const uint8_t *)buf + ph.p_offset, .phdr = i,
+		};
 	}
-	if (!p->n) {
+	if (!d->nr_region) {
 		hvt_seterr(err, "dump: ELF core without PT_LOAD segments");
 		goto out;
 	}
@@ -114,109 +177,176 @@ out:
 	return rc;
 }
 
-static int scan(struct hvt_chan *ch, const struct phys *p, struct hvt_err *err)
+/* Whether the page at pa holds a valid channel header, whose whole size
+ * the dump holds; fills c. The header's own checks come first: they read
+ * nothing past it. */
+static int check_header(const struct hvt_dump *d, uint64_t pa, struct hvtrace_chan *hdr,
+			struct hvt_dump_cand *c, struct hvt_err *why)
+{
+	struct hvt_chan tmp;
+
+	if (!covered(d, pa, sizeof(*hdr))) {
+		hvt_seterr(why, "channel header at 0x%llx runs past the dump", (unsigned long long)pa);
+		return -1;
+	}
+	read_phys(d, pa, hdr, sizeof(*hdr));
+	if (hvt_chan_validate(&tmp, hdr, hdr->size > sizeof(*hdr) ? hdr->size : sizeof(*hdr), why))
+		return -1;
+	if (!covered(d, pa, hdr->size)) {
+		hvt_seterr(why, "channel at 0x%llx: size %llu runs past the dump", (unsigned long long)pa,
+			   (unsigned long long)hdr->size);
+		return -1;
+	}
+	*c = (struct hvt_dump_cand){
+		.pa = pa, .size = hdr->size, .phys_base = hdr->phys_base,
+		.abi_version = hdr->abi_version, .nr_rings = hdr->nr_rings,
+		.nr_vcpus = hdr->nr_vcpus, .state = hdr->state, .where = hdr->where,
+	};
+	return 0;
+}
+
+static int scan(struct hvt_dump *d, struct hvt_err *err)
 {
 	struct hvtrace_chan *hdr = malloc(sizeof(*hdr));
-	unsigned candidates = 0;
-	size_t i;
+	size_t i, cap = 0, rejected = 0;
 	struct hvt_err last = { "" };
 
 	if (!hdr) {
 		hvt_seterr(err, "dump: out of memory");
 		return -1;
 	}
-	for (i = 0; i < p->n; i++) {
-		const struct region *r = &p->r[i];
+	for (i = 0; i < d->nr_region; i++) {
+		const struct hvt_dump_region *r = &d->region[i];
 		uint64_t pa = (r->paddr + 4095) & ~4095ull;
 
-		for (; pa >= r->paddr && pa - r->paddr + 8 <= r->len; pa += 4096) {
-			struct hvt_chan tmp;
+		for (; pa >= r->paddr && pa - r->paddr < r->len; pa += 4096) {
+			struct hvt_dump_cand c;
 			uint64_t magic;
-			void *copy;
 
-			memcpy(&magic, r->data + (pa - r->paddr), 8);
+			if (!covered(d, pa, 8))
+				continue;
+			read_phys(d, pa, &magic, 8);
 			if (magic != HVTRACE_CHAN_MAGIC)
 				continue;
-			candidates++;
-			if (read_phys(p, pa, hdr, sizeof(*hdr), 1)) {
-				hvt_seterr(&last, "channel header at 0x%llx runs past the dump",
-					   (unsigned long long)pa);
+			if (check_header(d, pa, hdr, &c, &last)) {
+				rejected++;
 				continue;
 			}
-			if (hdr->size < sizeof(*hdr) || read_phys(p, pa, NULL, hdr->size, 0)) {
-				hvt_seterr(&last, "channel at 0x%llx: size %llu runs past the dump",
-					   (unsigned long long)pa, (unsigned long long)hdr->size);
-				continue;
+			if (d->nr_cand == cap) {
+				struct hvt_dump_cand *n = realloc(d->cand, (cap ? 2 * cap : 4) * sizeof(*n));
+
+				if (!n) {
+					free(hdr);
+					hvt_seterr(err, "dump: out of memory");
+					return -1;
+				}
+				d->cand = n;
+				cap = cap ? 2 * cap : 4;
 			}
-			/* the header alone first (it only reads the header), then the copy */
-			if (hvt_chan_validate(&tmp, hdr, hdr->size, &last))
-				continue;
-			copy = malloc(hdr->size);
-			if (!copy) {
-				hvt_seterr(&last, "channel at 0x%llx: out of memory for %llu bytes",
-					   (unsigned long long)pa, (unsigned long long)hdr->size);
-				continue;
-			}
-			read_phys(p, pa, copy, hdr->size, 1);
-			if (hvt_chan_validate(ch, copy, hdr->size, &last)) {
-				free(copy);
-				continue;
-			}
-			ch->source = HVT_SRC_DUMP;
-			ch->owns_copy = 1;
-			ch->found_at = pa;
-			free(hdr);
-			return 0;
+			d->cand[d->nr_cand++] = c;
 		}
 	}
 	free(hdr);
-	if (!candidates)
+	if (d->nr_cand)
+		return 0;
+	if (!rejected)
 		hvt_seterr(err, "dump: no channel (no 4 KiB-aligned page starts with HVTRCHN1)");
 	else
-		hvt_seterr(err, "dump: %u candidate page%s rejected, the last: %s", candidates,
-			   candidates == 1 ? "" : "s", last.msg);
+		hvt_seterr(err, "dump: %zu candidate page%s rejected, the last: %s", rejected,
+			   rejected == 1 ? "" : "s", last.msg);
 	return -1;
 }
 
-int hvt_chan_open_dump_mem(struct hvt_chan *ch, const void *buf, size_t len, struct hvt_err *err)
+int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err)
 {
-	struct region raw = { 0, len, buf };
-	struct phys p = { &raw, 1 };
-	int rc;
-
+	memset(d, 0, sizeof(*d));
 	if (len >= 8 && !memcmp(buf, "KDUMP   ", 8)) {
 		hvt_seterr(err, "dump: kdump-compressed format is not supported "
 				"(use dump-guest-memory without -z/-l/-s, or pmemsave)");
 		return -1;
 	}
 	if (len >= 4 && !memcmp(buf, ELFMAG, SELFMAG)) {
-		p.r = NULL;
-		p.n = 0;
-		if (elf_regions(&p, buf, len, err)) {
-			free(p.r);
+		d->format = "elf";
+		if (elf_regions(d, buf, len, err) || sort_regions(d, err))
+			goto bad;
+	} else {
+		d->format = "raw";
+		d->region = malloc(sizeof(*d->region));
+		if (!d->region) {
+			hvt_seterr(err, "dump: out of memory");
 			return -1;
 		}
-		rc = scan(ch, &p, err);
-		free(p.r);
-		if (!rc)
-			ch->dump_format = "elf";
-		return rc;
+		d->region[0] = (struct hvt_dump_region){ .paddr = 0, .len = len, .run_end = len, .data = buf };
+		d->nr_region = 1;
 	}
-	rc = scan(ch, &p, err);
-	if (!rc)
-		ch->dump_format = "raw";
-	return rc;
+	if (!scan(d, err))
+		return 0;
+bad:
+	hvt_dump_close(d);
+	return -1;
 }
 
-int hvt_chan_open_dump(struct hvt_chan *ch, const char *path, struct hvt_err *err)
+int hvt_dump_open(struct hvt_dump *d, const char *path, struct hvt_err *err)
 {
 	size_t len;
 	void *map = hvt_map_file(path, 0, 1, &len, err);
-	int rc;
 
 	if (!map)
 		return -1;
-	rc = hvt_chan_open_dump_mem(ch, map, len, err);
-	munmap(map, len);
-	return rc;
+	if (hvt_dump_open_mem(d, map, len, err)) {
+		munmap(map, len);
+		return -1;
+	}
+	d->map = map;
+	d->map_len = len;
+	return 0;
+}
+
+int hvt_dump_chan(const struct hvt_dump *d, uint64_t pa, struct hvt_chan *ch, struct hvt_err *err)
+{
+	const struct hvt_dump_cand *c;
+	size_t lo = 0, hi = d->nr_cand;
+	void *copy;
+
+	while (lo < hi) {	/* the first at or above pa: the scan went up */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->cand[mid].pa < pa)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == d->nr_cand || d->cand[lo].pa != pa) {
+		hvt_seterr(err, "dump: no valid channel header at guest-physical 0x%llx",
+			   (unsigned long long)pa);
+		return -1;
+	}
+	c = &d->cand[lo];
+	copy = malloc(c->size);
+	if (!copy) {
+		hvt_seterr(err, "channel at 0x%llx: out of memory for %llu bytes",
+			   (unsigned long long)pa, (unsigned long long)c->size);
+		return -1;
+	}
+	/* validated again as copied: the scan read a file that may change */
+	read_phys(d, pa, copy, c->size);
+	if (hvt_chan_validate(ch, copy, c->size, err)) {
+		free(copy);
+		return -1;
+	}
+	ch->source = HVT_SRC_DUMP;
+	ch->owns_copy = 1;
+	ch->found_at = pa;
+	ch->dump_format = d->format;
+	ch->dump_headers = d->nr_cand;
+	return 0;
+}
+
+void hvt_dump_close(struct hvt_dump *d)
+{
+	free(d->region);
+	free(d->cand);
+	if (d->map)
+		munmap(d->map, d->map_len);
+	memset(d, 0, sizeof(*d));
 }

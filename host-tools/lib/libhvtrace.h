@@ -79,6 +79,7 @@ struct hvt_chan {
 	enum hvt_source source;
 	uint64_t found_at;		/* dumps: guest-physical address of the header */
 	const char *dump_format;	/* dumps: "raw" or "elf" */
+	size_t dump_headers;		/* dumps: valid headers the dump holds (>= 1) */
 	/* private */
 	void *map;
 	size_t map_len;
@@ -91,11 +92,42 @@ int hvt_chan_validate(struct hvt_chan *ch, void *base, uint64_t avail, struct hv
 
 /* Attach to an ivshmem backing file, mapped shared read/write. */
 int hvt_chan_open_shm(struct hvt_chan *ch, const char *path, struct hvt_err *err);
-/* Find the channel in a guest memory dump (raw pmemsave image or an ELF
- * core from dump-guest-memory) and copy it out. */
-int hvt_chan_open_dump(struct hvt_chan *ch, const char *path, struct hvt_err *err);
-int hvt_chan_open_dump_mem(struct hvt_chan *ch, const void *buf, size_t len, struct hvt_err *err);
 void hvt_chan_close(struct hvt_chan *ch);
+
+/* A guest memory dump: a raw pmemsave image or an ELF core from
+ * dump-guest-memory. The guest can write a header that validates into its
+ * own RAM, and a dump does not say where the hypervisor's memory is, so
+ * opening one finds every page holding a valid channel header (whose
+ * whole size the dump holds): the candidates. Opening fails when there is
+ * none; with more than one the caller must choose (a forgery can sit
+ * below the real header as well as above it). Linear in the dump's size:
+ * at most 4096 ELF segments, not overlapping. */
+struct hvt_dump_cand {
+	uint64_t pa;		/* guest-physical address of the header */
+	uint64_t size;		/* the header's fields, as validated */
+	uint64_t phys_base;	/* == pa in a header the hypervisor wrote */
+	uint32_t abi_version, nr_rings, nr_vcpus, state, where;
+};
+
+struct hvt_dump_region;
+
+struct hvt_dump {
+	const char *format;		/* "raw" or "elf" */
+	struct hvt_dump_cand *cand;	/* by address */
+	size_t nr_cand;
+	/* private */
+	struct hvt_dump_region *region;	/* by address */
+	size_t nr_region;
+	void *map;
+	size_t map_len;
+};
+
+int hvt_dump_open(struct hvt_dump *d, const char *path, struct hvt_err *err);
+int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err);
+/* Copies out the channel whose header is at guest-physical pa (one of the
+ * candidates) and validates the copy; ch stays valid after hvt_dump_close. */
+int hvt_dump_chan(const struct hvt_dump *d, uint64_t pa, struct hvt_chan *ch, struct hvt_err *err);
+void hvt_dump_close(struct hvt_dump *d);
 
 /* The live state fields (volatile reads). */
 uint32_t hvt_chan_state(const struct hvt_chan *ch);
@@ -193,6 +225,12 @@ const char *hvt_synth_func_name(unsigned k, char *buf, size_t len);
 /* A guest memory dump as an ELF core (dump-guest-memory's layout: PT_LOAD
  * [0, at) and [at, end) of mem); malloc'd, *len bytes. */
 void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *len);
+/* The same with a PT_LOAD per segment, in the order given (mem indexed by
+ * guest-physical address); at most 65534 segments. */
+struct hvt_elf_seg {
+	uint64_t paddr, len;
+};
+void *hvt_elf_core_segs(const uint8_t *mem, const struct hvt_elf_seg *seg, unsigned n, size_t *len);
 
 /* ---------------------------------------------------------------- */
 /* Trace files. */

@@ -263,17 +263,20 @@ void hvt_synth_rec(uint32_t vcpu, uint64_t i, unsigned nfuncs, struct hvtrace_re
 	}
 }
 
-/* An ELF core as dump-guest-memory writes one: two PT_LOAD segments,
- * [0, at) and [at, end) of mem, at file offsets unlike their p_paddr. */
-void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *len)
+/* An ELF core as dump-guest-memory writes one: a PT_LOAD per segment, in
+ * the order given, back to back from the first page after the program
+ * headers (so at file offsets unlike their p_paddr). */
+void *hvt_elf_core_segs(const uint8_t *mem, const struct hvt_elf_seg *seg, unsigned n, size_t *len)
 {
-	uint64_t off1 = 0x1000, off2 = (off1 + at + 0x1fff) & ~0xfffull;
+	uint64_t off = (sizeof(Elf64_Ehdr) + n * sizeof(Elf64_Phdr) + 0xfff) & ~0xfffull;
 	uint8_t *f;
 	Elf64_Ehdr *e;
 	Elf64_Phdr *ph;
+	unsigned i;
 
-	*len = off2 + (end - at);
-	f = calloc(1, *len);
+	for (i = 0, *len = off; i < n; i++)
+		*len += seg[i].len;
+	f = n < PN_XNUM ? calloc(1, *len) : NULL;
 	if (!f)
 		return NULL;
 	e = (Elf64_Ehdr *)f;
@@ -288,13 +291,21 @@ void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *
 	e->e_phoff = sizeof(*e);
 	e->e_ehsize = sizeof(*e);
 	e->e_phentsize = sizeof(*ph);
-	e->e_phnum = 2;
-	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off1, .p_vaddr = 0xffff888000000000ull,
-			      .p_paddr = 0, .p_filesz = at, .p_memsz = at, .p_align = 0x1000 };
-	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off2,
-			      .p_vaddr = 0xffff888000000000ull + at, .p_paddr = at,
-			      .p_filesz = end - at, .p_memsz = end - at, .p_align = 0x1000 };
-	memcpy(f + off1, mem, at);
-	memcpy(f + off2, mem + at, end - at);
+	e->e_phnum = (uint16_t)n;
+	for (i = 0; i < n; i++) {
+		ph[i] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off,
+				      .p_vaddr = 0xffff888000000000ull + seg[i].paddr,
+				      .p_paddr = seg[i].paddr, .p_filesz = seg[i].len,
+				      .p_memsz = seg[i].len, .p_align = 0x1000 };
+		memcpy(f + off, mem + seg[i].paddr, seg[i].len);
+		off += seg[i].len;
+	}
 	return f;
+}
+
+void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *len)
+{
+	const struct hvt_elf_seg seg[2] = { { 0, at }, { at, end - at } };
+
+	return hvt_elf_core_segs(mem, seg, 2, len);
 }

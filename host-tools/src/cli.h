@@ -26,8 +26,9 @@ int parse_u64(const char *s, uint64_t *v);
 /* The index of name in names[0..n) (NULL entries skipped), or -1. */
 int parse_name(const char *s, const char *(*name)(unsigned), unsigned n);
 
-/* --shm PATH or --dump FILE (exactly one). */
-int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump);
+/* --shm PATH or --dump FILE (exactly one); at: --at ADDR (dumps), or NULL. */
+int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump,
+		 const char *at);
 /* A trace file with every record checked; warns about an unfinished one. */
 int open_trace(struct hvt_file *f, const char *path);
 int load_symbols(struct hvt_syms *s, const char *path);
@@ -36,6 +37,20 @@ void json_str(FILE *out, const char *s);
 /* One record, as `hvtrace dump` prints it. syms may be NULL. */
 void print_rec_text(FILE *out, const struct hvtrace_rec *r, const struct hvt_syms *syms);
 void print_rec_json(FILE *out, const struct hvtrace_rec *r, const struct hvt_syms *syms);
+
+#define MAX_VCPUS 0x10000u	/* a record's vcpu is 16 bits */
+
+/* report.c: `report` and `export` over a checked file, written to out;
+ * s may be NULL (export). -1: out of memory. */
+struct report_opts {
+	int calls;		/* the function-call history of each vCPU */
+	uint64_t hot;		/* the N most frequent branch pairs (0: none) */
+	uint64_t last;		/* each vCPU's last N records (0: none) */
+	int64_t vcpu;		/* only this vCPU, or -1 */
+};
+int report_write(FILE *out, const struct hvt_file *f, const struct hvt_syms *s,
+		 const struct report_opts *opt);
+int export_write(FILE *out, const struct hvt_file *f, const struct hvt_syms *s, const char *source);
 
 int cmd_status(int argc, char **argv);
 int cmd_record(int argc, char **argv);

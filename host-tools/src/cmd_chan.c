@@ -55,12 +55,14 @@ static int guarded(int (*fn)(int, char **), int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char status_help[] =
-	"usage: hvtrace status (--shm PATH | --dump FILE) [--json]\n"
+	"usage: hvtrace status (--shm PATH | --dump FILE [--at ADDR]) [--json]\n"
 	"Shows the channel: where it is, its state and freeze reason, tsc_hz, and per\n"
 	"ring: vcpu, consumer, mode, capacity, fill (records held), head, lost,\n"
 	"filtered, waits, and whether a reader is attached.\n"
 	"  --shm PATH    an ivshmem backing file (memory-backend-file mem-path)\n"
 	"  --dump FILE   a guest memory dump: raw pmemsave image or dump-guest-memory ELF\n"
+	"  --at ADDR     the channel header at guest-physical ADDR, when the dump holds\n"
+	"                more than one (a guest can forge one in its RAM: all are listed)\n"
 	"  --json        one JSON object\n";
 
 static void status_text(const struct hvt_chan *ch, const char *path,
@@ -69,11 +71,12 @@ static void status_text(const struct hvt_chan *ch, const char *path,
 	const struct hvtrace_chan *h = ch->hdr;
 	unsigned i;
 
-	if (ch->source == HVT_SRC_DUMP)
-		printf("channel: %s (%s dump), header at guest-physical 0x%llx\n", path, ch->dump_format,
-		       (unsigned long long)ch->found_at);
-	else
+	if (ch->source != HVT_SRC_DUMP)
 		printf("channel: %s (shared memory)\n", path);
+	else
+		printf("channel: %s (%s dump), header at guest-physical 0x%llx%s\n", path,
+		       ch->dump_format, (unsigned long long)ch->found_at,
+		       ch->dump_headers > 1 ? " (chosen with --at: the dump holds more than one)" : "");
 	printf("abi: %u.%u, %llu bytes, where %s, phys_base 0x%llx\n", h->abi_version >> 16,
 	       h->abi_version & 0xffff, (unsigned long long)ch->size, hvt_where_name(h->where),
 	       (unsigned long long)h->phys_base);
@@ -112,8 +115,8 @@ static void status_json(const struct hvt_chan *ch, const char *path,
 	printf("{\"source\":\"%s\",\"path\":", ch->source == HVT_SRC_DUMP ? "dump" : "shm");
 	json_str(stdout, path);
 	if (ch->source == HVT_SRC_DUMP)
-		printf(",\"dump_format\":\"%s\",\"found_at\":\"0x%llx\"", ch->dump_format,
-		       (unsigned long long)ch->found_at);
+		printf(",\"dump_format\":\"%s\",\"found_at\":\"0x%llx\",\"dump_headers\":%zu",
+		       ch->dump_format, (unsigned long long)ch->found_at, ch->dump_headers);
 	printf(",\"abi\":\"%u.%u\",\"size\":%llu,\"where\":\"%s\",\"phys_base\":\"0x%llx\"",
 	       h->abi_version >> 16, h->abi_version & 0xffff, (unsigned long long)ch->size,
 	       hvt_where_name(h->where), (unsigned long long)h->phys_base);
@@ -145,9 +148,9 @@ static int status_main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "shm", required_argument, NULL, 's' }, { "dump", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },	 { "help", no_argument, NULL, OPT_HELP },
-		{ 0 },
+		{ "at", required_argument, NULL, 'a' },	 { 0 },
 	};
-	const char *shm = NULL, *dump = NULL;
+	const char *shm = NULL, *dump = NULL, *at = NULL;
 	struct hvt_ring_counters c[HVTRACE_CHAN_MAX_RINGS];
 	struct hvt_chan ch;
 	struct hvt_err err;
@@ -159,6 +162,7 @@ static int status_main(int argc, char **argv)
 		switch (opt) {
 		case 's': shm = optarg; break;
 		case 'd': dump = optarg; break;
+		case 'a': at = optarg; break;
 		case 'j': json = 1; break;
 		case OPT_HELP: fputs(status_help, stdout); return 0;
 		default: return rc ? rc : usage_error("status", "unexpected option");
@@ -167,7 +171,7 @@ static int status_main(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("status", "unexpected argument '%s'", argv[optind]);
 	bus_what = shm ? shm : dump;
-	if ((rc = open_channel(&ch, "status", shm, dump)))
+	if ((rc = open_channel(&ch, "status", shm, dump, at)))
 		return rc;
 	for (i = 0; i < ch.nr_rings; i++)
 		if (hvt_ring_counters(&ch, i, &c[i], &err)) {
@@ -433,20 +437,22 @@ static int record_main(int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char snapshot_help[] =
-	"usage: hvtrace snapshot (--shm PATH | --dump FILE) -o FILE\n"
+	"usage: hvtrace snapshot (--shm PATH | --dump FILE [--at ADDR]) -o FILE\n"
 	"Copies the flight recorder (every OVERWRITE ring) into a trace file flagged\n"
 	"SNAPSHOT (and FROZEN when the channel was frozen by a guest crash), the\n"
 	"records of all vCPUs merged by TSC (stable). Records a live producer lapped\n"
-	"while they were copied are thrown away.\n";
+	"while they were copied are thrown away.\n"
+	"  --at ADDR   the channel header at guest-physical ADDR, when the dump holds\n"
+	"              more than one (a guest can forge one in its RAM: all are listed)\n";
 
 static int snapshot_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "shm", required_argument, NULL, 's' },   { "dump", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, OPT_HELP },
-		{ 0 },
+		{ "at", required_argument, NULL, 'a' },	    { 0 },
 	};
-	const char *shm = NULL, *dump = NULL, *out = NULL;
+	const char *shm = NULL, *dump = NULL, *out = NULL, *at = NULL;
 	struct hvtrace_rec *all;
 	uint64_t total_cap = 0, n = 0, torn = 0, bad = 0, lost = 0;
 	struct hvt_fwriter w;
@@ -461,6 +467,7 @@ static int snapshot_main(int argc, char **argv)
 		switch (opt) {
 		case 's': shm = optarg; break;
 		case 'd': dump = optarg; break;
+		case 'a': at = optarg; break;
 		case 'o': out = optarg; break;
 		case OPT_HELP: fputs(snapshot_help, stdout); return 0;
 		default: return rc ? rc : usage_error("snapshot", "unexpected option");
@@ -471,7 +478,7 @@ static int snapshot_main(int argc, char **argv)
 	if (!out)
 		return usage_error("snapshot", "-o FILE is required");
 	bus_what = shm ? shm : dump;
-	if ((rc = open_channel(&ch, "snapshot", shm, dump)))
+	if ((rc = open_channel(&ch, "snapshot", shm, dump, at)))
 		return rc;
 	state = hvt_chan_state(&ch);
 	live = ch.source == HVT_SRC_SHM &&

@@ -2,8 +2,8 @@
 /*
  * hvtrace: the host's command for the export channel and trace files
  * (docs/host-tools.md). main() picks the subcommand; the helpers here are
- * the ones every subcommand uses: messages, exit codes, opening inputs,
- * printing a record.
+ * the ones every subcommand uses: messages, exit codes, opening inputs
+ * (printing a record: print.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,10 +17,12 @@ static const char usage[] =
 	"usage: hvtrace COMMAND [OPTIONS]\n"
 	"\n"
 	"Commands:\n"
-	"  status   (--shm PATH | --dump FILE) [--json]   the channel and its rings\n"
+	"  status   (--shm PATH | --dump FILE [--at ADDR]) [--json]\n"
+	"                                                 the channel and its rings\n"
 	"  record   --shm PATH -o FILE [--rate N] [--idle-exit SEC] [--quiet]\n"
 	"                                                 drain the lossless rings into FILE\n"
-	"  snapshot (--shm PATH | --dump FILE) -o FILE    the flight recorder into FILE\n"
+	"  snapshot (--shm PATH | --dump FILE [--at ADDR]) -o FILE\n"
+	"                                                 the flight recorder into FILE\n"
 	"  dump     FILE [--json] [--symbols SYMFILE]     one line per record\n"
 	"  report   FILE --symbols SYMFILE [--calls] [--hot N] [--last N] [--vcpu N]\n"
 	"  export   FILE --perfetto OUT.json [--symbols SYMFILE]\n"
@@ -99,14 +101,81 @@ int parse_name(const char *s, const char *(*name)(unsigned), unsigned n)
 	return -1;
 }
 
-int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump)
+/* Lists at most this many of a dump's headers: a crafted dump can hold
+ * one on every page. */
+#define LIST_MAX 32
+
+static void list_headers(const struct hvt_dump *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_cand && i < LIST_MAX; i++) {
+		const struct hvt_dump_cand *c = &d->cand[i];
+		const char *state = hvt_state_name(c->state), *where = hvt_where_name(c->where);
+
+		fprintf(stderr, "  --at 0x%llx: abi %u.%u, %u ring%s, %u vcpu%s, %llu bytes, state %s, where %s, "
+			"phys_base 0x%llx%s\n",
+			(unsigned long long)c->pa, c->abi_version >> 16, c->abi_version & 0xffff,
+			c->nr_rings, c->nr_rings == 1 ? "" : "s", c->nr_vcpus, c->nr_vcpus == 1 ? "" : "s",
+			(unsigned long long)c->size, state, where, (unsigned long long)c->phys_base,
+			c->phys_base == c->pa ? "" : " (not its address)");
+	}
+	if (d->nr_cand > LIST_MAX)
+		fprintf(stderr, "  ... and %zu more, not listed\n", d->nr_cand - LIST_MAX);
+}
+
+/* Hex, 0x optional: the hypervisor logs the channel's address as %016lx,
+ * which strtoull's base 0 would read as octal. */
+static int parse_addr(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!*s || *s == '-')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 16);
+	return errno || *end ? -1 : 0;
+}
+
+/* A dump's channel: its only valid header, or the one at `at`. More than
+ * one and no `at` is an error listing them all: the guest may have forged
+ * any of them, and only the user can know which is the hypervisor's. */
+static int open_dump(struct hvt_chan *ch, const char *cmd, const char *path, const char *at)
+{
+	struct hvt_dump d;
+	struct hvt_err err;
+	uint64_t pa = 0;
+	int rc = 0;
+
+	if (at && parse_addr(at, &pa))
+		return usage_error(cmd, "--at takes a guest-physical address in hex, not '%s'", at);
+	if (hvt_dump_open(&d, path, &err))
+		return fail(path, "%s", err.msg);
+	if (!at && d.nr_cand > 1) {
+		rc = fail(path, "dump: %zu pages hold a valid channel header, and a guest can forge one "
+			  "in its RAM: choose with --at ADDR (the hypervisor logs its own as "
+			  "'recorder: channel at ADDR')", d.nr_cand);
+		list_headers(&d);
+	} else if (hvt_dump_chan(&d, at ? pa : d.cand[0].pa, ch, &err)) {
+		rc = fail(path, "%s", err.msg);
+		list_headers(&d);
+	}
+	hvt_dump_close(&d);
+	return rc;
+}
+
+int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump, const char *at)
 {
 	struct hvt_err err;
 
 	if (!shm == !dump)
 		return usage_error(cmd, "give exactly one of --shm PATH and --dump FILE");
-	if (shm ? hvt_chan_open_shm(ch, shm, &err) : hvt_chan_open_dump(ch, dump, &err))
-		return fail(shm ? shm : dump, "%s", err.msg);
+	if (dump)
+		return open_dump(ch, cmd, dump, at);
+	if (at)
+		return usage_error(cmd, "--at goes with --dump");
+	if (hvt_chan_open_shm(ch, shm, &err))
+		return fail(shm, "%s", err.msg);
 	return 0;
 }
 
@@ -133,110 +202,6 @@ int load_symbols(struct hvt_syms *s, const char *path)
 	if (hvt_syms_load(s, path, &err))
 		return fail("symbols", "%s", err.msg);
 	return 0;
-}
-
-void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
-static const char *addr_str(const struct hvt_syms *syms, uint64_t a, char *buf, size_t len)
-{
-	if (syms)
-		return hvt_syms_format(syms, a, buf, len);
-	snprintf(buf, len, "0x%llx", (unsigned long long)a);
-	return buf;
-}
-
-void print_rec_text(FILE *out, const struct hvtrace_rec *r, const struct hvt_syms *syms)
-{
-	char from[160], to[160];
-	const struct hvt_syms *s = r->kind == HVTRACE_REC_CR3 ? NULL : syms;
-
-	fprintf(out, "%llu %u %s ", (unsigned long long)r->tsc, r->vcpu, hvt_kind_name(r->kind));
-	switch (r->kind) {
-	case HVTRACE_REC_MARKER:
-		/* start and crash markers carry an address: where it began or broke */
-		if (r->aux == HVTRACE_MARK_START || r->aux == HVTRACE_MARK_CRASH)
-			fprintf(out, "%s %s\n", hvt_marker_name(r->aux), addr_str(s, r->from, from, sizeof(from)));
-		else
-			fprintf(out, "%s 0x%llx\n", hvt_marker_name(r->aux), (unsigned long long)r->from);
-		return;
-	case HVTRACE_REC_LOST:
-		fprintf(out, "%llu records (first at tsc %llu)\n", (unsigned long long)r->from,
-			(unsigned long long)r->to);
-		return;
-	}
-	fprintf(out, "%s -> %s cpl %u->%u", addr_str(s, r->from, from, sizeof(from)),
-		addr_str(s, r->to, to, sizeof(to)), HVTRACE_INFO_FROM_CPL(r->info),
-		HVTRACE_INFO_TO_CPL(r->info));
-	switch (r->kind) {
-	case HVTRACE_REC_BRANCH:
-	case HVTRACE_REC_FAR:
-		fprintf(out, " %s\n", hvt_branch_type_name(r->aux));
-		break;
-	case HVTRACE_REC_INTERRUPT:
-		fprintf(out, " vector 0x%x%s\n", HVTRACE_AUX_VECTOR(r->aux),
-			r->aux & HVTRACE_AUX_NMI ? " nmi" : "");
-		break;
-	case HVTRACE_REC_EXCEPTION:
-		fprintf(out, " vector %u%s\n", HVTRACE_AUX_VECTOR(r->aux),
-			r->aux & HVTRACE_AUX_SOFT ? " soft" : "");
-		break;
-	default:
-		fputc('\n', out);
-	}
-}
-
-void print_rec_json(FILE *out, const struct hvtrace_rec *r, const struct hvt_syms *syms)
-{
-	char buf[160];
-
-	fprintf(out, "{\"tsc\":%llu,\"vcpu\":%u,\"kind\":\"%s\"", (unsigned long long)r->tsc, r->vcpu,
-		hvt_kind_name(r->kind));
-	switch (r->kind) {
-	case HVTRACE_REC_MARKER:
-		fprintf(out, ",\"marker\":\"%s\",\"value\":\"0x%llx\"}\n", hvt_marker_name(r->aux),
-			(unsigned long long)r->from);
-		return;
-	case HVTRACE_REC_LOST:
-		fprintf(out, ",\"count\":%llu,\"first_tsc\":%llu}\n", (unsigned long long)r->from,
-			(unsigned long long)r->to);
-		return;
-	case HVTRACE_REC_BRANCH:
-	case HVTRACE_REC_FAR:
-		fprintf(out, ",\"type\":\"%s\"", hvt_branch_type_name(r->aux));
-		break;
-	case HVTRACE_REC_INTERRUPT:
-		fprintf(out, ",\"vector\":%u,\"nmi\":%s", HVTRACE_AUX_VECTOR(r->aux),
-			r->aux & HVTRACE_AUX_NMI ? "true" : "false");
-		break;
-	case HVTRACE_REC_EXCEPTION:
-		fprintf(out, ",\"vector\":%u,\"soft\":%s", HVTRACE_AUX_VECTOR(r->aux),
-			r->aux & HVTRACE_AUX_SOFT ? "true" : "false");
-		break;
-	}
-	fprintf(out, ",\"from\":\"0x%llx\",\"to\":\"0x%llx\",\"from_cpl\":%u,\"to_cpl\":%u,\"aux\":%u",
-		(unsigned long long)r->from, (unsigned long long)r->to, HVTRACE_INFO_FROM_CPL(r->info),
-		HVTRACE_INFO_TO_CPL(r->info), r->aux);
-	if (syms && r->kind != HVTRACE_REC_CR3) {
-		fputs(",\"from_sym\":", out);
-		json_str(out, hvt_syms_format(syms, r->from, buf, sizeof(buf)));
-		fputs(",\"to_sym\":", out);
-		json_str(out, hvt_syms_format(syms, r->to, buf, sizeof(buf)));
-	}
-	fputs("}\n", out);
 }
 
 static const struct {

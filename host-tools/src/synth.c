@@ -20,7 +20,7 @@ static const char synth_help[] =
 	"usage (tests only):\n"
 	"  hvtrace synth chan -o PATH [--vcpus N] [--ring VCPU:MODE:CAP[:RECORDS[:WAIT_US]]]...\n"
 	"        [--state S] [--freeze R] [--tsc-hz HZ] [--funcs N]\n"
-	"        [--dump raw|elf --at GPA [--decoy]]   (MODE: overwrite|lossless)\n"
+	"        [--dump raw|elf --at GPA [--decoy] [--forge GPA]]   (MODE: overwrite|lossless)\n"
 	"  hvtrace synth produce --shm PATH --ring I --count N [--wait-reader SEC]\n"
 	"        [--pace-us U --batch B] [--stop]\n"
 	"  hvtrace synth state --shm PATH --state S [--freeze R]\n"
@@ -31,7 +31,7 @@ static const char synth_help[] =
 enum {
 	O_OUT = 'o', O_HELP = 'h', O_VCPUS = 256, O_RING, O_STATE, O_FREEZE, O_TSC_HZ, O_FUNCS,
 	O_DUMP, O_AT, O_DECOY, O_SHM, O_COUNT, O_WAIT_READER, O_PACE, O_BATCH, O_STOP, O_RECORDS,
-	O_UNFINISHED, O_PARTIAL,
+	O_UNFINISHED, O_PARTIAL, O_FORGE,
 };
 
 static const struct option synth_opts[] = {
@@ -46,6 +46,7 @@ static const struct option synth_opts[] = {
 	{ "stop", no_argument, NULL, O_STOP },		{ "records", required_argument, NULL, O_RECORDS },
 	{ "unfinished", no_argument, NULL, O_UNFINISHED },
 	{ "partial", no_argument, NULL, O_PARTIAL },	{ "help", no_argument, NULL, O_HELP },
+	{ "forge", required_argument, NULL, O_FORGE },
 	{ 0 },
 };
 
@@ -55,6 +56,7 @@ struct synth {
 	uint64_t ring_records[HVTRACE_CHAN_MAX_RINGS];
 	unsigned nr_rings;
 	uint64_t vcpus, tsc_hz, funcs, at, ring_index, count, wait_reader, pace_us, batch, records;
+	uint64_t forge;		/* a second, forged channel below the real one (0: none) */
 	int state, freeze, decoy, stop, unfinished, partial, have_ring_index;
 };
 
@@ -116,6 +118,7 @@ static int get_opts(struct synth *s, int argc, char **argv)
 		case O_TSC_HZ: num = &s->tsc_hz; break;
 		case O_FUNCS: num = &s->funcs; break;
 		case O_AT: num = &s->at; break;
+		case O_FORGE: num = &s->forge; break;
 		case O_COUNT: num = &s->count; break;
 		case O_WAIT_READER: num = &s->wait_reader; break;
 		case O_PACE: num = &s->pace_us; break;
@@ -180,6 +183,19 @@ static int fill_chan(struct synth *s, void *buf, uint64_t size)
 	return 0;
 }
 
+/* A one-page channel without rings, stopped, claiming to be the
+ * hypervisor's (reserved RAM, phys_base its own address). */
+static void forge_chan(uint8_t *at, uint64_t pa)
+{
+	struct hvtrace_chan *h = (struct hvtrace_chan *)at;
+	struct hvt_err err;
+
+	hvt_chan_layout(h, HVTRACE_CHAN_HDR_SIZE, NULL, 0, 1, 0, &err);
+	hvt_chan_set_state(h, HVTRACE_STATE_STOPPED, HVTRACE_FREEZE_NONE, 0);
+	h->phys_base = pa;
+	h->where = HVTRACE_CHAN_RESERVED_RAM;
+}
+
 static int write_file(const char *path, const void *buf, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -213,6 +229,8 @@ static int synth_chan(struct synth *s)
 
 		if (s->at % 4096 || s->at < 0x2000 || s->at > (1ull << 30))
 			return usage_error("synth", "--at takes a 4 KiB-aligned address 0x2000..1 GiB");
+		if (s->forge % 4096 || (s->forge && s->forge + 4096 > s->at))
+			return usage_error("synth", "--forge takes a 4 KiB-aligned address below --at");
 		mem = calloc(1, end);
 		if (!mem)
 			return fail("synth", "out of memory");
@@ -222,6 +240,8 @@ static int synth_chan(struct synth *s)
 
 			memcpy(mem + s->at - 0x1000, &magic, 8);
 		}
+		if (s->forge)	/* what a guest can write into its RAM: a valid header */
+			forge_chan(mem + s->forge, s->forge);
 		rc = fill_chan(s, mem + s->at, size);
 		if (!rc) {
 			((struct hvtrace_chan *)(mem + s->at))->phys_base = s->at;

@@ -105,6 +105,35 @@ for f in raw elf; do
 	"$H" dump "$T/snap.$f" >"$T/snap.$f.txt" 2>/dev/null
 	check "snapshot from a $f dump == from shm" cmp -s "$T/snap.txt" "$T/snap.$f.txt"
 done
+# a forged header below the real one: both listed, neither picked, --at picks
+for f in raw elf; do
+	"$H" synth chan -o "$T/forged.$f" --dump $f --at 0x20000 --forge 0x8000 --vcpus 2 \
+		--tsc-hz 1000000000 --ring 0:overwrite:64:100 --ring 1:overwrite:64:30 --state frozen \
+		--freeze triple-fault
+	run 1 "status --dump ($f) with a forged header: refused" "$H" status --dump "$T/forged.$f"
+	check "forged ($f): says why and how to choose" has "$T/err" \
+		"^hvtrace: $T/forged.$f: dump: 2 pages hold a valid channel header.*--at ADDR"
+	check "forged ($f): lists the forgery" has "$T/err" \
+		"^  --at 0x8000: abi [0-9.]+, 0 rings, 1 vcpu, 4096 bytes, state stopped, where reserved-ram, phys_base 0x8000$"
+	check "forged ($f): lists the real one" has "$T/err" "^  --at 0x20000: abi [0-9.]+, 2 rings, 2 vcpus, .*state frozen"
+	run 1 "snapshot --dump ($f) with a forged header: refused" "$H" snapshot --dump "$T/forged.$f" -o "$T/forged-snap.hvt"
+	check "forged ($f): no file written" test ! -e "$T/forged-snap.hvt"
+	run 0 "status --dump ($f) --at the real one" "$H" status --dump "$T/forged.$f" --at 0x20000
+	check "--at ($f): the real one" has "$T/out" "header at guest-physical 0x20000 \(chosen with --at"
+	check "--at ($f): its rings" has "$T/out" "^vcpus: 2, rings: 2$"
+	run 0 "status --dump ($f) --at the forgery (hex without 0x)" "$H" status --dump "$T/forged.$f" --at 8000
+	check "--at ($f): the forgery" has "$T/out" "^state: stopped"
+	run 0 "snapshot --dump ($f) --at the real one" "$H" snapshot --dump "$T/forged.$f" --at 0x20000 -o "$T/snapf.hvt"
+	"$H" dump "$T/snapf.hvt" >"$T/snapf.txt" 2>/dev/null
+	check "snapshot --at ($f) == from shm" cmp -s "$T/snap.txt" "$T/snapf.txt"
+	run 1 "status --dump ($f) --at a page without a header" "$H" status --dump "$T/forged.$f" --at 0x9000
+	check "--at nothing ($f): message" has "$T/err" "no valid channel header at guest-physical 0x9000"
+done
+run 2 "status --at with --shm" "$H" status --shm "$C" --at 0x1000
+run 2 "status --at not hex" "$H" status --dump "$T/forged.raw" --at 0xzz
+"$H" synth chan -o "$T/one.raw" --dump raw --at 0x20000 --ring 0:overwrite:64:10
+run 0 "status --at on a dump with one header" "$H" status --dump "$T/one.raw" --at 0x20000
+check "--at, one header: no note" has "$T/out" "header at guest-physical 0x20000$"
 head -c 1048576 /dev/zero >"$T/zero.img"
 run 1 "snapshot --dump without a channel" "$H" snapshot --dump "$T/zero.img" -o "$T/x.hvt"
 check "no channel: message" has "$T/err" "^hvtrace: $T/zero.img: dump: no channel"

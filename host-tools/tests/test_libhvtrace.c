@@ -540,6 +540,21 @@ static void test_corrupt_channels(void)
 	free(good);
 }
 
+/* The channel of a dump with exactly one valid header, as hvtrace opens it. */
+static int open_dump_mem(struct hvt_chan *ch, const void *buf, size_t len, struct hvt_err *err)
+{
+	struct hvt_dump d;
+	int rc;
+
+	if (hvt_dump_open_mem(&d, buf, len, err))
+		return -1;
+	rc = d.nr_cand == 1 ? hvt_dump_chan(&d, d.cand[0].pa, ch, err) : -1;
+	if (d.nr_cand != 1)
+		hvt_seterr(err, "%zu headers", d.nr_cand);
+	hvt_dump_close(&d);
+	return rc;
+}
+
 struct dump_case {
 	const char *name, *expect;
 	int (*make)(uint8_t *mem, size_t len, void *chan, uint64_t chan_size);
@@ -608,12 +623,12 @@ static void test_dumps(void)
 	/* found in a raw image and an ELF core, at the same address */
 	d_decoy(mem, DUMP_LEN, chan, size);
 	memcpy(mem + DUMP_AT, chan, size);
-	CHECK(hvt_chan_open_dump_mem(&ch, mem, DUMP_LEN, &err) == 0 && ch.found_at == DUMP_AT &&
+	CHECK(open_dump_mem(&ch, mem, DUMP_LEN, &err) == 0 && ch.found_at == DUMP_AT &&
 		      !strcmp(ch.dump_format, "raw") && ch.nr_rings == 2,
 	      "raw: %s", err.msg);
 	hvt_chan_close(&ch);
 	elf = hvt_elf_core_image(mem, DUMP_AT, DUMP_LEN, &elf_len);
-	CHECK(hvt_chan_open_dump_mem(&ch, elf, elf_len, &err) == 0 && ch.found_at == DUMP_AT &&
+	CHECK(open_dump_mem(&ch, elf, elf_len, &err) == 0 && ch.found_at == DUMP_AT &&
 		      !strcmp(ch.dump_format, "elf"),
 	      "elf: %s", err.msg);
 	hvt_chan_close(&ch);
@@ -623,18 +638,18 @@ static void test_dumps(void)
 		Elf64_Phdr *ph = (Elf64_Phdr *)(elf + e->e_phoff);
 
 		ph[1].p_filesz = elf_len;	/* runs past the file */
-		CHECK(hvt_chan_open_dump_mem(&ch, elf, elf_len, &err) < 0 &&
+		CHECK(open_dump_mem(&ch, elf, elf_len, &err) < 0 &&
 			      strstr(err.msg, "runs past the file"),
 		      "PT_LOAD past the file: %s", err.msg);
 		ph[0].p_type = PT_NOTE;
 		ph[1].p_type = PT_NULL;
-		CHECK(hvt_chan_open_dump_mem(&ch, elf, elf_len, &err) < 0 && strstr(err.msg, "PT_LOAD"),
+		CHECK(open_dump_mem(&ch, elf, elf_len, &err) < 0 && strstr(err.msg, "PT_LOAD"),
 		      "no PT_LOAD: %s", err.msg);
 		e->e_phnum = 0xffff;
 		e->e_phoff = elf_len - 8;
-		CHECK(hvt_chan_open_dump_mem(&ch, elf, elf_len, &err) < 0, "bad e_phoff: %s", err.msg);
+		CHECK(open_dump_mem(&ch, elf, elf_len, &err) < 0, "bad e_phoff: %s", err.msg);
 		memcpy(elf, "KDUMP   ", 8);
-		CHECK(hvt_chan_open_dump_mem(&ch, elf, elf_len, &err) < 0 && strstr(err.msg, "kdump"),
+		CHECK(open_dump_mem(&ch, elf, elf_len, &err) < 0 && strstr(err.msg, "kdump"),
 		      "kdump: %s", err.msg);
 	}
 	free(elf);
@@ -646,15 +661,70 @@ static void test_dumps(void)
 		err.msg[0] = 0;
 		if (c->elf) {
 			elf = hvt_elf_core_image(mem, DUMP_AT, DUMP_LEN, &elf_len);
-			rc = hvt_chan_open_dump_mem(&ch, elf, elf_len, &err);
+			rc = open_dump_mem(&ch, elf, elf_len, &err);
 			free(elf);
 		} else {
-			rc = hvt_chan_open_dump_mem(&ch, mem, DUMP_LEN, &err);
+			rc = open_dump_mem(&ch, mem, DUMP_LEN, &err);
 		}
 		expect_refused(c->name, rc, &err, c->expect);
 		if (!rc)
 			hvt_chan_close(&ch);
 	}
+	free(mem);
+	free(chan);
+}
+
+/* ELF segments in any order and split inside the channel; a hole or an
+ * overlap refused; every valid header found and none picked for the caller. */
+static void test_dump_candidates(void)
+{
+	uint64_t size;
+	void *chan = make_two_rings(&size);
+	uint8_t *mem = malloc(DUMP_LEN), *elf;
+	struct hvt_elf_seg seg[4] = {
+		{ 0xa100, DUMP_LEN - 0xa100 }, { 0x9000, 0x1100 }, { DUMP_AT, 0x1000 }, { 0, DUMP_AT },
+	};
+	struct hvt_dump d;
+	struct hvt_chan ch;
+	struct hvt_err err;
+	size_t len;
+
+	d_none(mem, DUMP_LEN, chan, size);
+	memcpy(mem + DUMP_AT, chan, size);
+	elf = hvt_elf_core_segs(mem, seg, 4, &len);
+	CHECK(hvt_dump_open_mem(&d, elf, len, &err) == 0 && d.nr_cand == 1 && d.cand[0].pa == DUMP_AT &&
+		      d.cand[0].nr_rings == 2 && d.cand[0].size == size,
+	      "segments reversed and split: %s", err.msg);
+	CHECK(hvt_dump_chan(&d, DUMP_AT, &ch, &err) == 0 && !memcmp(ch.base, chan, size) &&
+		      ch.dump_headers == 1,
+	      "the channel copied across three segments: %s", err.msg);
+	hvt_chan_close(&ch);
+	hvt_dump_close(&d);
+	free(elf);
+	seg[1].len = 0x1000;	/* 0xa000..0xa100 missing */
+	elf = hvt_elf_core_segs(mem, seg, 4, &len);
+	expect_refused("a hole inside the channel", hvt_dump_open_mem(&d, elf, len, &err), &err,
+		       "runs past the dump");
+	free(elf);
+	seg[1] = (struct hvt_elf_seg){ 0x8800, 0x1900 };
+	elf = hvt_elf_core_segs(mem, seg, 4, &len);
+	expect_refused("overlapping segments", hvt_dump_open_mem(&d, elf, len, &err), &err,
+		       "PT_LOAD 1 (0x8800..0xa100) overlaps PT_LOAD 2 (0x8000..0x9000)");
+	free(elf);
+
+	/* a header the guest wrote below the real one: both are candidates */
+	memcpy(mem + 0x2000, chan, size);
+	CHECK(hvt_dump_open_mem(&d, mem, DUMP_LEN, &err) == 0 && d.nr_cand == 2 &&
+		      d.cand[0].pa == 0x2000 && d.cand[1].pa == DUMP_AT,
+	      "two headers: %s, %zu candidates", err.msg, d.nr_cand);
+	CHECK(hvt_dump_chan(&d, DUMP_AT, &ch, &err) == 0 && ch.found_at == DUMP_AT && ch.dump_headers == 2,
+	      "the one asked for: %s", err.msg);
+	hvt_chan_close(&ch);
+	CHECK(hvt_dump_chan(&d, 0x2000, &ch, &err) == 0 && ch.found_at == 0x2000, "the other: %s", err.msg);
+	hvt_chan_close(&ch);
+	expect_refused("a page without a header", hvt_dump_chan(&d, 0x3000, &ch, &err), &err,
+		       "no valid channel header at guest-physical 0x3000");
+	hvt_dump_close(&d);
 	free(mem);
 	free(chan);
 }
@@ -789,6 +859,7 @@ int main(void)
 	test_symbols();
 	test_corrupt_channels();
 	test_dumps();
+	test_dump_candidates();
 	test_corrupt_files();
 	test_corrupt_syms();
 	{
