@@ -59,14 +59,14 @@ test-host-tools: $(HT_TEST) $(HT_ASAN_BIN) $(HT_BIN) $(HT_GEN)
 # libFuzzer harnesses, FUZZ_SECONDS each (not part of make test).
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
-HT_FUZZ_TARGETS := chan dump file sym
+HT_FUZZ_TARGETS := chan dump file sym report
 HT_FUZZ_BINS := $(addprefix $(HT_DIR)/fuzz/fuzz_,$(HT_FUZZ_TARGETS))
 
-$(HT_DIR)/fuzz/fuzz_%: host-tools/fuzz/fuzz_%.c $(HT_LIB_SRCS) $(HT_HDRS)
+$(HT_DIR)/fuzz/fuzz_%: host-tools/fuzz/fuzz_%.c $(HT_LIB_SRCS) $(HT_OUT_SRCS) $(HT_HDRS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Iinclude -Ihost-tools/lib \
+	$(FUZZ_CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Iinclude -Ihost-tools/lib -Ihost-tools/src \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ $< $(HT_LIB_SRCS) $(HT_LIBS)
+		-o $@ $< $(HT_LIB_SRCS) $(HT_OUT_SRCS) $(HT_LIBS)
 
 fuzz: $(HT_FUZZ_BINS)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) host-tools/fuzz/run.sh $(HT_DIR)/fuzz $(HT_FUZZ_TARGETS)

@@ -10,7 +10,7 @@ H=${HVTRACE:-build/host-tools/hvtrace}
 secs=${FUZZ_SECONDS:-60}
 seeds=$dir/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{chan,dump,file,sym}
+mkdir -p "$seeds"/{chan,dump,file,sym,report}
 # seeds: a channel, dumps (raw, ELF), trace files, symbol maps, a tiny ELF
 "$H" synth chan -o "$seeds/chan/two-rings" --vcpus 2 --ring 0:overwrite:8:20 --ring 1:lossless:4:3 --state frozen --freeze reset
 "$H" synth chan -o "$seeds/chan/three" --vcpus 3 --ring 0:overwrite:2:1 --ring 2:lossless:2:5 --ring 1:overwrite:4:0
@@ -18,6 +18,7 @@ mkdir -p "$seeds"/{chan,dump,file,sym}
 "$H" synth chan -o "$seeds/dump/elf" --dump elf --at 0x2000 --ring 0:overwrite:4:9
 "$H" synth file -o "$seeds/file/done" --records 12 --vcpus 2 --tsc-hz 1000
 "$H" synth file -o "$seeds/file/partial" --records 3 --partial
+cp "$seeds/file/done" "$seeds/file/partial" "$seeds/report/"	# report and export read trace files
 "$H" synth sysmap -o "$seeds/sym/map" --funcs 12
 printf 'int f(void){return 1;}\nvoid _start(void){f();for(;;);}\n' >"$seeds/tiny.c"
 cc -O1 -nostdlib -static -s -Wl,--strip-debug -o "$seeds/sym/elf-stripped" "$seeds/tiny.c" 2>/dev/null
