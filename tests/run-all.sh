@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test tier that `make test` covers and sums their closing
-# "N passed, M failed" lines into one. Tiers: host unit tests, the decoder's
-# differential test (bounded sample), the host tools (libhvtrace, hvtrace),
-# QEMU integration tests, Bochs (VMX) integration tests.
+# "N passed, M failed" lines into one. Tiers: the hypervisor's layers
+# (scripts/check-layers.sh), host unit tests, the decoder's differential
+# test (bounded sample; each run one test, its strings counted apart), the
+# host tools (libhvtrace, hvtrace), QEMU integration tests, Bochs (VMX)
+# integration tests.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -32,6 +34,8 @@ tier() {
 
 # the unit-test binaries tests/unit/unit.mk builds (make test-run passes them)
 [ -n "${UNIT_BINS:-}" ] || { echo "run-all.sh: UNIT_BINS is empty: run it through 'make test'" >&2; exit 2; }
+# includes and symbols of the objects make just built
+tier layers scripts/check-layers.sh hv "$BUILD/hv"
 for t in $UNIT_BINS; do
 	tier "unit/$(basename "$t")" "$t"
 done

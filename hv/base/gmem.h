@@ -5,7 +5,7 @@
 #ifndef HV_BASE_GMEM_H
 #define HV_BASE_GMEM_H
 #include "base/types.h"
-#include "trace/decode.h"
+#include "arch/x86/decode/decode.h"
 struct vcpu;
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
 /* Copies up to len bytes at guest-linear gva; returns how many could be read. */

@@ -18,7 +18,7 @@
 #include "base/vcpu.h"
 #include "dispatch/dispatch.h"
 #include "trace/trace.h"
-#include "trace/decode.h"
+#include "arch/x86/decode/decode.h"
 
 static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_CPUID] = "cpuid",

@@ -5,7 +5,7 @@
 #define HV_TRACE_BRANCH_H
 
 #include "base/vcpu.h"
-#include "trace/decode.h"
+#include "arch/x86/decode/decode.h"
 
 /* The record kind (enum hvtrace_rec_kind) and branch type of a transfer */
 u8 rec_kind_of(const struct dec_insn *in, u32 *type);

@@ -5,7 +5,7 @@
 #define HV_TRACE_TRACE_H
 
 #include "base/types.h"
-#include "trace/decode.h"
+#include "arch/x86/decode/decode.h"
 #include "trace/rec.h"
 
 struct vcpu;

@@ -1,4 +1,4 @@
-# tests/unit/decode.mk — builds hv/trace/decode.c freestanding (to catch libc dependencies) and
+# tests/unit/decode.mk — builds the decoder (hv/arch/x86/decode/) freestanding (to catch libc dependencies) and
 # runs its differential test against Zydis on random byte strings and the kernel's text.
 BUILD ?= build
 HOSTCC ?= cc
@@ -28,16 +28,20 @@ DECODE_FULL_COUNT ?= 50000000
 
 # Freestanding compile of the decoder, exactly as the hypervisor builds it; it must not
 # reference any external symbol (no libc, no compiler-inserted memset/memcpy).
-$(DECODE_KOBJ): hv/trace/decode.c hv/trace/decode.h
-	@mkdir -p $(@D)
-	$(DECODE_KCC) $(DECODE_KCFLAGS) -c $< -o $@
+DECODE_SRCS := $(wildcard hv/arch/x86/decode/*.c)
+DECODE_HDRS := $(wildcard hv/arch/x86/decode/*.h)
+$(DECODE_KOBJ): $(DECODE_SRCS) $(DECODE_HDRS)
+	@mkdir -p $(@D)/decode-freestanding
+	@for f in $(DECODE_SRCS); do \
+		$(DECODE_KCC) $(DECODE_KCFLAGS) -c $$f -o $(@D)/decode-freestanding/$$(basename $$f .c).o || exit 1; done
+	$(LD) -r -o $@ $(@D)/decode-freestanding/*.o
 	@undef=$$(nm -u $@); if [ -n "$$undef" ]; then \
-		echo "decode.c: freestanding object references external symbols:"; echo "$$undef"; \
+		echo "decoder: freestanding object references external symbols:"; echo "$$undef"; \
 		rm -f $@; exit 1; fi
 
-$(DECODE_TEST): tests/unit/test_decode.c hv/trace/decode.c hv/trace/decode.h
+$(DECODE_TEST): tests/unit/test_decode.c $(DECODE_SRCS) $(DECODE_HDRS)
 	@mkdir -p $(@D)
-	$(HOSTCC) $(DECODE_HOST_CFLAGS) -o $@ tests/unit/test_decode.c hv/trace/decode.c $(DECODE_HOST_LIBS)
+	$(HOSTCC) $(DECODE_HOST_CFLAGS) -o $@ tests/unit/test_decode.c $(DECODE_SRCS) $(DECODE_HOST_LIBS)
 
 # Downloads the kernel if it is not there yet (fetch-kernel.sh is a no-op otherwise).
 decode-fetch-kernel:

@@ -12,10 +12,10 @@ unit-src-test_ept := hv/vmx/ept.c hv/base/pgbuild.c hv/base/memmap.c
 unit-src-test_rec := hv/trace/rec.c hv/base/memmap.c
 unit-src-test_exc := hv/base/exc.c
 unit-src-test_pcicfg := hv/base/pcicfg.c
-unit-src-test_branch := hv/trace/branch.c hv/trace/decode.c
+unit-src-test_branch := hv/trace/branch.c $(wildcard hv/arch/x86/decode/*.c)
 
 define unit_rule
-$(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/base/*.h hv/dispatch/*.h hv/vmx/*.h hv/trace/*.h efi-loader/*.h include/hvtrace/*.h)
+$(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/base/*.h hv/dispatch/*.h hv/vmx/*.h hv/trace/*.h hv/arch/x86/decode/*.h efi-loader/*.h include/hvtrace/*.h)
 	@mkdir -p $$(dir $$@)
 	$$(HOSTCC) $$(UNIT_CFLAGS) -o $$@ tests/unit/$(1).c $$(unit-src-$(1))
 endef

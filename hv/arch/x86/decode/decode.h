@@ -1,7 +1,7 @@
-/* hv/trace/decode.h — x86 instruction length and branch decoder (freestanding).
+/* hv/arch/x86/decode/decode.h — x86 instruction length and branch decoder (freestanding).
  * Decodes one instruction of 16-, 32- or 64-bit code: length, validity, control-transfer kind and static target. */
-#ifndef HV_TRACE_DECODE_H
-#define HV_TRACE_DECODE_H
+#ifndef HV_X86_DECODE_H
+#define HV_X86_DECODE_H
 
 #include <stdint.h>
 #include <stddef.h>
