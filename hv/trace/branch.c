@@ -3,6 +3,7 @@
  * operand), before it runs. Used by the fast engine to plan its stops and
  * host-tested on its own (tests/unit/test_branch.c). Root mode. */
 #include "hvtrace/abi.h"
+#include "arch/x86/paging.h"
 #include "base/gmem.h"
 #include "trace/branch.h"
 
@@ -30,7 +31,8 @@ u8 rec_kind_of(const struct dec_insn *in, u32 *type)
 bool branch_taken(const struct dec_insn *insn, u64 rflags, u64 rcx)
 {
 	u64 f = rflags;
-	bool cf = f & 1, pf = f & 4, zf = f & 0x40, sf = f & 0x80, of = f & 0x800;
+	bool cf = f & RFLAGS_CF, pf = f & RFLAGS_PF, zf = f & RFLAGS_ZF, sf = f & RFLAGS_SF,
+	     of = f & RFLAGS_OF;
 	u8 op = insn->opcode;
 
 	if (insn->branch == DEC_BR_LOOP) {

@@ -184,7 +184,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 	int dr = ((in.modrm >> 3) & 7) | (((in.rex >> 2) & 1) << 3);
 	int gpr = (in.modrm & 7) | ((in.rex & 1) << 3);
 	if (dr == 4 || dr == 5) {
-		if (hv.ops->get_cr(v, 4) & (1ull << 3)) /* CR4.DE */
+		if (hv.ops->get_cr(v, 4) & CR4_DE)
 			dr = 8;
 		else
 			dr += 2;

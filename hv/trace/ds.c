@@ -184,7 +184,8 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 		return;
 	}
 	u64 next = index + sizeof(rec);
-	if (!gmem_write_linear(v, ds->ds_area + 8, &next, sizeof(next))) {
+	if (!gmem_write_linear(v, ds->ds_area + __builtin_offsetof(struct ds_area64, bts_index), &next,
+			       sizeof(next))) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}

@@ -206,6 +206,18 @@ void set_gate(struct gate *g, void *h)
 	*g = (struct gate){ (uint16_t)a, cs, 0, 0x8e, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
 }
 
+struct gate handle_exception(uint8_t vec, void *handler)
+{
+	struct gate *idt = idt_base(), old = idt[vec];
+	set_gate(&idt[vec], handler);
+	return old;
+}
+
+void gate_restore(uint8_t vec, struct gate old)
+{
+	idt_base()[vec] = old;
+}
+
 uint64_t irq_save(void)
 {
 	uint64_t f;

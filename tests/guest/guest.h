@@ -11,6 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+/* The hypervisor's own hardware definitions (hv/arch/x86): MSRs and their
+ * bits, control registers and RFLAGS, vectors, the DS save area and the
+ * BTS record, the local APIC. One definition for the hypervisor and its
+ * tests. */
+#include "arch/x86/apic.h"
+#include "arch/x86/ds.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "arch/x86/vectors.h"
 
 /* hv/base/fmt.c, linked into every guest test */
 int hv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
@@ -60,12 +69,18 @@ bool under_hvtrace(void);
 struct gate { uint16_t off0, sel; uint8_t ist, type; uint16_t off1; uint32_t off2, rsvd; } __attribute__((packed));
 struct gate *idt_base(void);
 void set_gate(struct gate *g, void *handler);
+/* Points vector `vec` at `handler` and returns the gate it replaced, for
+ * gate_restore() (the kvm-unit-tests handle_exception() idea). */
+struct gate handle_exception(uint8_t vec, void *handler);
+void gate_restore(uint8_t vec, struct gate old);
 /* CLI, returning the RFLAGS to give irq_restore() */
 uint64_t irq_save(void);
 void irq_restore(uint64_t rflags);
 
 /* pmi.S: the PMI handler (pmi_handler, for vector PMI_VECTOR) and its count */
 #define PMI_VECTOR 0xe0
+/* IA32_DEBUGCTL with BTS on (TR and BTS) */
+#define TRACE (DEBUGCTL_TR | DEBUGCTL_BTS)
 extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
 /* SVM on AMD and Hygon, VMX on Intel */
 bool cpu_is_amd(void);

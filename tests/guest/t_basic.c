@@ -10,16 +10,6 @@
 #include "guest.h"
 #include "hvtrace/abi.h"
 
-#define MSR_EFER	0xc0000080
-#define MSR_VM_CR	0xc0010114
-#define MSR_VM_HSAVE_PA	0xc0010117
-#define EFER_SVME	(1ull << 12)
-#define MSR_IA32_FEATURE_CONTROL 0x3a
-#define MSR_IA32_VMX_BASIC	0x480
-#define MSR_IA32_VMX_VMFUNC	0x491
-#define CR0_NE		(1ull << 5)
-#define CR4_VMXE	(1ull << 13)
-#define CR4_OSXSAVE	(1ull << 18)
 
 static void test_cpuid(void)
 {

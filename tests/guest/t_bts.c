@@ -10,27 +10,6 @@
 #include "guest.h"
 #include "hvtrace/abi.h"
 
-#define MSR_IA32_APICBASE	0x1b
-#define MSR_MISC_ENABLE		0x1a0
-#define MSR_DEBUGCTL		0x1d9
-#define MSR_PERF_GLOBAL_STATUS	0x38e
-#define MSR_PERF_GLOBAL_OVF_CTRL 0x390
-#define MSR_DS_AREA		0x600
-#define DEBUGCTL_TR		(1ull << 6)
-#define DEBUGCTL_BTS		(1ull << 7)
-#define DEBUGCTL_BTINT		(1ull << 8)
-#define DEBUGCTL_BTS_OFF_OS	(1ull << 9)
-#define TRACE			(DEBUGCTL_TR | DEBUGCTL_BTS)
-#define OVF_BUFFER		(1ull << 62)
-
-struct ds_area64 {
-	uint64_t bts_base, bts_index, bts_abs_max, bts_threshold;
-	uint64_t pebs[8];
-};
-struct bts_rec {
-	uint64_t from, to, flags;
-};
-
 #define SYM(x) extern char x[] __attribute__((visibility("hidden")))
 SYM(tf_c0); SYM(tf_c1); SYM(tf_c2); SYM(tf_c3); SYM(tf_c4); SYM(tf_c5);
 void seq_tf_cpuid(uint64_t debugctl);
@@ -62,7 +41,6 @@ SYM(c32_ret); SYM(c16_base); SYM(c16_entry); SYM(c16_t1); SYM(c16_call); SYM(c16
 SYM(c16_lret); SYM(c16_func); SYM(c16_ret); SYM(of_handler); SYM(of_iret);
 void seq_far(uint64_t debugctl, uint64_t cs);
 extern volatile uint64_t pushf16_image __attribute__((visibility("hidden")));
-#define RFLAGS_TF16 0x100
 struct far32 { uint32_t off; uint16_t sel; } __attribute__((packed));
 extern struct far32 far_jmp __attribute__((visibility("hidden")));
 extern struct far32 far_call32 __attribute__((visibility("hidden")));
@@ -95,7 +73,7 @@ void seq_chain(uint64_t debugctl);
 void seq_pushf(uint64_t debugctl, uint64_t *out);
 
 static struct ds_area64 ds __attribute__((aligned(64)));
-static struct bts_rec buf[64] __attribute__((aligned(64)));
+static struct bts_record64 buf[64] __attribute__((aligned(64)));
 
 #define R(f, t) { (f), (t), 0 }
 /* an expected record whose source runs in ring 3 (flags is not compared:
@@ -108,18 +86,18 @@ static void ds_setup(unsigned n, unsigned thr)
 	SetMem(buf, sizeof(buf), 0xee);
 	ds.bts_base = A(buf);
 	ds.bts_index = A(buf);
-	ds.bts_abs_max = A(buf) + n * sizeof(struct bts_rec);
-	ds.bts_threshold = A(buf) + thr * sizeof(struct bts_rec);
-	wrmsr(MSR_DS_AREA, A(&ds));
+	ds.bts_abs_max = A(buf) + n * sizeof(struct bts_record64);
+	ds.bts_int_threshold = A(buf) + thr * sizeof(struct bts_record64);
+	wrmsr(MSR_IA32_DS_AREA, A(&ds));
 }
 
 static unsigned used(void)
 {
-	return (unsigned)((ds.bts_index - ds.bts_base) / sizeof(struct bts_rec));
+	return (unsigned)((ds.bts_index - ds.bts_base) / sizeof(struct bts_record64));
 }
 
 /* Compares buf[0..n) with want[]; reports the first differences. */
-static void check_records(const char *name, const struct bts_rec *want, unsigned n, unsigned got)
+static void check_records(const char *name, const struct bts_record64 *want, unsigned n, unsigned got)
 {
 	unsigned bad = 0;
 	char first[120] = "";
@@ -151,28 +129,28 @@ static void test_msrs(void)
 	struct cpuid r = cpuid(1, 0);
 	report(r.d & (1u << 21), "cpuid_ds", "edx %x", r.d);
 	report(r.c & (1u << 2), "cpuid_dtes64", "ecx %x", r.c);
-	uint64_t me = rdmsr(MSR_MISC_ENABLE);
+	uint64_t me = rdmsr(MSR_IA32_MISC_ENABLE);
 	report(!(me & (1ull << 11)) && (me & (1ull << 12)), "misc_enable_bts_available", "%lx", me);
-	wrmsr(MSR_MISC_ENABLE, me | (1ull << 11));
-	report(!(rdmsr(MSR_MISC_ENABLE) & (1ull << 11)), "misc_enable_bts_bit_read_only", NULL);
+	wrmsr(MSR_IA32_MISC_ENABLE, me | (1ull << 11));
+	report(!(rdmsr(MSR_IA32_MISC_ENABLE) & (1ull << 11)), "misc_enable_bts_bit_read_only", NULL);
 
 	faults_catch();
-	report(wrmsr_fault(MSR_DS_AREA, 0x0000800000000000ull) == 13, "ds_area_noncanonical_gp", NULL);
-	report(wrmsr_fault(MSR_DS_AREA, 0xffff800000001000ull) < 0, "ds_area_canonical_high_ok", NULL);
-	report(rdmsr(MSR_DS_AREA) == 0xffff800000001000ull, "ds_area_readback", NULL);
-	report(wrmsr_fault(MSR_DEBUGCTL, 1ull << 2) == 13, "debugctl_reserved_bit_gp", NULL);
-	report(wrmsr_fault(MSR_DEBUGCTL, 1ull << 32) == 13, "debugctl_high_bit_gp", NULL);
-	report(wrmsr_fault(MSR_DEBUGCTL, DEBUGCTL_BTS_OFF_OS | 1) < 0 &&
-		       rdmsr(MSR_DEBUGCTL) == (DEBUGCTL_BTS_OFF_OS | 1),
-	       "debugctl_readback", "%lx", rdmsr(MSR_DEBUGCTL));
-	wrmsr(MSR_DEBUGCTL, 0);
-	report(wrmsr_fault(MSR_PERF_GLOBAL_STATUS, 0) == 13, "perf_global_status_read_only", NULL);
+	report(wrmsr_fault(MSR_IA32_DS_AREA, 0x0000800000000000ull) == 13, "ds_area_noncanonical_gp", NULL);
+	report(wrmsr_fault(MSR_IA32_DS_AREA, 0xffff800000001000ull) < 0, "ds_area_canonical_high_ok", NULL);
+	report(rdmsr(MSR_IA32_DS_AREA) == 0xffff800000001000ull, "ds_area_readback", NULL);
+	report(wrmsr_fault(MSR_IA32_DEBUGCTL, 1ull << 2) == 13, "debugctl_reserved_bit_gp", NULL);
+	report(wrmsr_fault(MSR_IA32_DEBUGCTL, 1ull << 32) == 13, "debugctl_high_bit_gp", NULL);
+	report(wrmsr_fault(MSR_IA32_DEBUGCTL, DEBUGCTL_BTS_OFF_OS | 1) < 0 &&
+		       rdmsr(MSR_IA32_DEBUGCTL) == (DEBUGCTL_BTS_OFF_OS | 1),
+	       "debugctl_readback", "%lx", rdmsr(MSR_IA32_DEBUGCTL));
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	report(wrmsr_fault(MSR_IA32_PERF_GLOBAL_STATUS, 0) == 13, "perf_global_status_read_only", NULL);
 	faults_release();
 }
 
 static void test_near(void)
 {
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(n_jz_taken), A(n_jz_taken) + 3),	/* over the nop, to n_t1 */
 		R(A(n_jnz_near), A(n_t2)),
 		R(A(n_jmp_short), A(n_t3)),
@@ -195,8 +173,8 @@ static void test_near(void)
 
 static void test_events(void)
 {
-	struct gate *idt = idt_base(), saved[3] = { idt[3], idt[6], idt[0x81] };
-	const struct bts_rec want[] = {
+	struct gate saved[3];
+	const struct bts_record64 want[] = {
 		R(A(e_int3), A(bp_handler)),
 		R(A(e_bp_iret), A(e_after_int3)),
 		R(A(e_ud), A(ud_handler)),
@@ -206,34 +184,34 @@ static void test_events(void)
 	};
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[3], bp_handler);
-	set_gate(&idt[6], ud_handler);
-	set_gate(&idt[0x81], intn_handler);
+	saved[0] = handle_exception(X86_BP, bp_handler);
+	saved[1] = handle_exception(X86_UD, ud_handler);
+	saved[2] = handle_exception(0x81, intn_handler);
 	seq_events(TRACE);
-	idt[3] = saved[0];
-	idt[6] = saved[1];
-	idt[0x81] = saved[2];
+	gate_restore(X86_BP, saved[0]);
+	gate_restore(X86_UD, saved[1]);
+	gate_restore(0x81, saved[2]);
 	irq_restore(f);
 	check_records("bts_int3_fault_intn", want, sizeof(want) / sizeof(want[0]), used());
 }
 
-static const struct bts_rec *chain(void)
+static const struct bts_record64 *chain(void)
 {
-	static struct bts_rec c[6];
-	c[0] = (struct bts_rec){ A(c_j1), A(c_t1), 0 };
-	c[1] = (struct bts_rec){ A(c_j2), A(c_t2), 0 };
-	c[2] = (struct bts_rec){ A(c_j3), A(c_t3), 0 };
-	c[3] = (struct bts_rec){ A(c_j4), A(c_t4), 0 };
-	c[4] = (struct bts_rec){ A(c_j5), A(c_t5), 0 };
-	c[5] = (struct bts_rec){ A(c_j6), A(c_t6), 0 };
+	static struct bts_record64 c[6];
+	c[0] = (struct bts_record64){ A(c_j1), A(c_t1), 0 };
+	c[1] = (struct bts_record64){ A(c_j2), A(c_t2), 0 };
+	c[2] = (struct bts_record64){ A(c_j3), A(c_t3), 0 };
+	c[3] = (struct bts_record64){ A(c_j4), A(c_t4), 0 };
+	c[4] = (struct bts_record64){ A(c_j5), A(c_t5), 0 };
+	c[5] = (struct bts_record64){ A(c_j6), A(c_t6), 0 };
 	return c;
 }
 
 static void test_wrap(void)
 {
-	const struct bts_rec *c = chain();
+	const struct bts_record64 *c = chain();
 	/* BTINT clear: a circular buffer of 4: records 5 and 6 overwrite 1 and 2 */
-	struct bts_rec want[4] = { c[4], c[5], c[2], c[3] };
+	struct bts_record64 want[4] = { c[4], c[5], c[2], c[3] };
 	ds_setup(4, 2);
 	uint64_t f = irq_save();
 	seq_chain(TRACE);
@@ -245,21 +223,20 @@ static void test_wrap(void)
 
 static void test_threshold(void)
 {
-	const struct bts_rec *c = chain();
+	const struct bts_record64 *c = chain();
 	struct hvtrace_vcpu_status before, after;
-	bool x2 = rdmsr(MSR_IA32_APICBASE) & (1ull << 10);
+	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
 	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
-	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(apic + 0x340);
-	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(0x834) : *lvtpc;
-	struct gate *idt = idt_base(), saved = idt[PMI_VECTOR];
+	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(apic + APIC_LVTPC);
+	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
 
 	report_info("local APIC in %s mode, LVTPC %x", x2 ? "x2APIC" : "xAPIC", old_lvt);
-	set_gate(&idt[PMI_VECTOR], pmi_handler);
+	struct gate saved = handle_exception(PMI_VECTOR, pmi_handler);
 	if (x2)
-		wrmsr(0x834, PMI_VECTOR);
+		wrmsr(X2APIC_MSR(APIC_LVTPC), PMI_VECTOR);
 	else
 		*lvtpc = PMI_VECTOR;
-	wrmsr(MSR_PERF_GLOBAL_OVF_CTRL, OVF_BUFFER);
+	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_STATUS_OVF_BUFFER);
 	pmi_count = 0;
 	vcpu_status(&before);
 
@@ -268,50 +245,49 @@ static void test_threshold(void)
 	ds_setup(4, 2);
 	uint64_t f = irq_save();
 	seq_chain(TRACE | DEBUGCTL_BTINT);
-	uint64_t status = rdmsr(MSR_PERF_GLOBAL_STATUS);
+	uint64_t status = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
 	uint64_t pmis_masked = pmi_count;
 	asm volatile("sti; nop; nop; nop" ::: "memory");	/* let the PMI in */
 	for (int i = 0; i < 100000 && !pmi_count; i++)
 		asm volatile("pause");
 	asm volatile("cli");
-	uint32_t lvt_after = x2 ? (uint32_t)rdmsr(0x834) : *lvtpc;
+	uint32_t lvt_after = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
 	irq_restore(f);
 	vcpu_status(&after);
 
 	check_records("bts_btint_stops_when_full", c, 4, used());
-	report(status & OVF_BUFFER, "perf_global_status_ovf_buffer", "%lx", status);
-	report(pmis_masked == 0 && pmi_count == 1, "bts_threshold_pmi", "pmis %lu (with IF=0: %lu)",
+	report(status & PERF_GLOBAL_STATUS_OVF_BUFFER, "perf_global_status_ovf_buffer", "%lx", status);
+	report(pmis_masked == 0 && pmi_count == 1, "bts_int_threshold_pmi", "pmis %lu (with IF=0: %lu)",
 	       pmi_count, pmis_masked);
 	report(lvt_after & (1u << 16), "lvtpc_masked_after_pmi", "lvtpc %x", lvt_after);
 	report(after.bts_dropped - before.bts_dropped == 2 && after.bts_pmis - before.bts_pmis == 1,
 	       "status_dropped_and_pmis", "dropped %lu pmis %lu", after.bts_dropped - before.bts_dropped,
 	       after.bts_pmis - before.bts_pmis);
-	wrmsr(MSR_PERF_GLOBAL_OVF_CTRL, OVF_BUFFER);
-	report(!(rdmsr(MSR_PERF_GLOBAL_STATUS) & OVF_BUFFER), "perf_global_ovf_ctrl_clears", NULL);
+	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_STATUS_OVF_BUFFER);
+	report(!(rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & PERF_GLOBAL_STATUS_OVF_BUFFER), "perf_global_ovf_ctrl_clears", NULL);
 
 	if (x2)
-		wrmsr(0x834, old_lvt);
+		wrmsr(X2APIC_MSR(APIC_LVTPC), old_lvt);
 	else
 		*lvtpc = old_lvt;
-	idt[PMI_VECTOR] = saved;
+	gate_restore(PMI_VECTOR, saved);
 }
 
 /* An external interrupt in the middle of traced code: a self-IPI made
  * pending with IF=0 arrives right after STI's shadow. */
 static void test_interrupt(void)
 {
-	bool x2 = rdmsr(MSR_IA32_APICBASE) & (1ull << 10);
+	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
 	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
-	struct gate *idt = idt_base(), saved = idt[0xe1];
-	struct bts_rec want[3];
+	struct bts_record64 want[3];
 	unsigned n = 0;
 
-	want[n++] = (struct bts_rec)R(A(i_after), A(irq_handler));
+	want[n++] = (struct bts_record64)R(A(i_after), A(irq_handler));
 	if (x2)
-		want[n++] = (struct bts_rec)R(A(i_jnz), A(i_x2));
+		want[n++] = (struct bts_record64)R(A(i_jnz), A(i_x2));
 	else
-		want[n++] = (struct bts_rec)R(A(i_jmp), A(i_done));
-	want[n++] = (struct bts_rec)R(A(i_iret), A(i_after));
+		want[n++] = (struct bts_record64)R(A(i_jmp), A(i_done));
+	want[n++] = (struct bts_record64)R(A(i_iret), A(i_after));
 
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
@@ -320,14 +296,14 @@ static void test_interrupt(void)
 	 * into the trace */
 	uint64_t cr8;
 	asm volatile("mov %%cr8, %0; mov %1, %%cr8" : "=&r"(cr8) : "r"(0xdull));
-	set_gate(&idt[0xe1], irq_handler);
+	struct gate saved = handle_exception(0xe1, irq_handler);
 	if (x2)
 		wrmsr(0x830, 0xe1 | (1u << 14) | (1u << 18));
 	else
 		*(volatile uint32_t *)(uintptr_t)(apic + 0x300) = 0xe1 | (1u << 14) | (1u << 18);
 	seq_irq(TRACE);
 	asm volatile("mov %0, %%cr8" ::"r"(cr8));
-	idt[0xe1] = saved;
+	gate_restore(0xe1, saved);
 	irq_restore(f);
 	check_records("bts_interrupt_mid_trace", want, n, used());
 }
@@ -337,11 +313,10 @@ static void test_interrupt(void)
  * it interrupts to the vector-2 handler, and back by IRET. */
 static void test_nmi(void)
 {
-	bool x2 = rdmsr(MSR_IA32_APICBASE) & (1ull << 10);
+	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
 	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
-	struct gate *idt = idt_base(), saved = idt[2];
 	uint64_t at = x2 ? A(nm_x2) : A(nm_x);
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(at, A(nmi_handler)),
 		R(A(nm_iret), at),
 		R(at, A(nm_done)),
@@ -355,7 +330,7 @@ static void test_nmi(void)
 		icr = A(r);
 	}
 	uint64_t f = irq_save();
-	set_gate(&idt[2], nmi_handler);
+	struct gate saved = handle_exception(X86_NMI, nmi_handler);
 	/* untraced, then traced: taken at once, before any IRET */
 	nmi_count = 0;
 	seq_nmi(0, icr, value);
@@ -365,7 +340,7 @@ static void test_nmi(void)
 	seq_nmi(TRACE, icr, value);
 	uint64_t traced = nmi_count;
 	self_iret();	/* a late one would come in now */
-	idt[2] = saved;
+	gate_restore(X86_NMI, saved);
 	irq_restore(f);
 	report(untraced == 1 && traced == 1 && nmi_count == 1, "nmi_delivered_at_once",
 	       "%lu NMIs untraced, %lu traced, %lu after an IRET", untraced, traced, nmi_count);
@@ -380,7 +355,7 @@ static void test_syscall(void)
 		 fmask = rdmsr(0xc0000084);
 	uint16_t cs;
 	asm volatile("mov %%cs, %0" : "=r"(cs));
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(s_sys), A(sys_handler)),
 		R(A(s_jmp), A(s_after)),
 	};
@@ -404,15 +379,14 @@ static void test_syscall(void)
  * ends the instruction before the CPU's single-step logic sees it). */
 static void test_tf_over_cpuid(const char *name, uint64_t debugctl)
 {
-	struct gate *idt = idt_base(), saved = idt[1];
 	if (debugctl)
 		ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[1], btf_db_handler);
+	struct gate saved = handle_exception(X86_DB, btf_db_handler);
 	btf_n = 0;
 	db_dr6_and = ~0ull;
 	seq_tf_cpuid(debugctl);
-	idt[1] = saved;
+	gate_restore(X86_DB, saved);
 	irq_restore(f);
 	report(btf_n == 6 && btf_log[0] == A(tf_c0) && btf_log[1] == A(tf_c1) && btf_log[2] == A(tf_c2) &&
 	       (db_dr6_and & (1 << 14)),
@@ -420,7 +394,7 @@ static void test_tf_over_cpuid(const char *name, uint64_t debugctl)
 	       btf_n, btf_log[0], btf_log[1], btf_log[2], A(tf_c0), A(tf_c1), A(tf_c2), db_dr6_and);
 	if (debugctl) {
 		/* each trap is a record to the handler and one back by IRET */
-		const struct bts_rec want[] = {
+		const struct bts_record64 want[] = {
 			R(A(tf_c0), A(btf_db_handler)), R(A(btf_iret), A(tf_c0)),
 			R(A(tf_c1), A(btf_db_handler)), R(A(btf_iret), A(tf_c1)),	/* after CPUID */
 			R(A(tf_c2), A(btf_db_handler)), R(A(btf_iret), A(tf_c2)),
@@ -436,8 +410,7 @@ static void test_tf_over_cpuid(const char *name, uint64_t debugctl)
  * would on hardware, with DR6.BS, and BTS records each trap and IRET. */
 static void test_guest_tf(void)
 {
-	struct gate *idt = idt_base(), saved = idt[1];
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(g_2), A(db_handler)), R(A(g_iret), A(g_2)),	/* after nop */
 		R(A(g_2), A(g_3)),				/* the jmp */
 		R(A(g_3), A(db_handler)), R(A(g_iret), A(g_3)),	/* after jmp */
@@ -448,11 +421,11 @@ static void test_guest_tf(void)
 	};
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[1], db_handler);
+	struct gate saved = handle_exception(X86_DB, db_handler);
 	db_count = 0;
 	db_dr6_and = ~0ull;
 	seq_guest_tf(TRACE);
-	idt[1] = saved;
+	gate_restore(X86_DB, saved);
 	irq_restore(f);
 	report(db_count == 6, "guest_single_step_traps", "%lu #DB, want 6", db_count);
 	report(db_dr6_and & (1 << 14), "guest_dr6_bs_on_each_trap", "DR6 AND of all entries %lx",
@@ -464,20 +437,19 @@ static void test_guest_tf(void)
  * its handler sees DR6.B0, and BTS records the fault and the IRET. */
 static void test_guest_breakpoint(void)
 {
-	struct gate *idt = idt_base(), saved = idt[1];
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(b_hit), A(bp_db_handler)),
 		R(A(b_iret), A(b_hit)),
 	};
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[1], bp_db_handler);
+	struct gate saved = handle_exception(X86_DB, bp_db_handler);
 	db_count = 0;
 	bp_dr6 = 0;
 	asm volatile("mov %0, %%dr0; mov %1, %%dr7" ::"r"(A(b_hit)), "r"(0x401ull));
 	seq_guest_bp(TRACE);
 	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
-	idt[1] = saved;
+	gate_restore(X86_DB, saved);
 	irq_restore(f);
 	report(db_count == 1 && (bp_dr6 & 1), "guest_breakpoint_fires", "%lu #DB, DR6 %lx", db_count,
 	       bp_dr6);
@@ -489,15 +461,14 @@ static void test_guest_breakpoint(void)
  * (RF lets the instruction run after), with DR6.B2 / B3. */
 static void test_guest_breakpoint23(void)
 {
-	struct gate *idt = idt_base(), saved = idt[1];
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(d_hit2), A(bp_db_handler)), R(A(b_iret), A(d_hit2)),
 		R(A(d_jmp), A(d_t)),
 		R(A(d_hit3), A(bp_db_handler)), R(A(b_iret), A(d_hit3)),
 	};
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[1], bp_db_handler);
+	struct gate saved = handle_exception(X86_DB, bp_db_handler);
 	db_count = 0;
 	bp_dr6 = 0;
 	/* DR7: L2 and L3, RW/LEN 00 */
@@ -505,7 +476,7 @@ static void test_guest_breakpoint23(void)
 		     "r"(0x450ull));
 	seq_guest_bp23(TRACE);
 	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
-	idt[1] = saved;
+	gate_restore(X86_DB, saved);
 	irq_restore(f);
 	report(db_count == 2 && (bp_dr6 & 0xc) == 0xc, "guest_breakpoints_dr2_dr3_fire",
 	       "%lu #DB, want 2; DR6 OR %lx", db_count, bp_dr6);
@@ -589,12 +560,12 @@ static bool gdt_setup(void)
 }
 
 /* The records of `all` that BTS_OFF_OS / BTS_OFF_USR keep (flags: the CPL) */
-static unsigned cpl_filter(const struct bts_rec *all, unsigned n, uint64_t debugctl, struct bts_rec *out)
+static unsigned cpl_filter(const struct bts_record64 *all, unsigned n, uint64_t debugctl, struct bts_record64 *out)
 {
 	unsigned k = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (!(all[i].flags == 0 && (debugctl & DEBUGCTL_BTS_OFF_OS)) &&
-		    !(all[i].flags == 3 && (debugctl & (1ull << 10))))
+		    !(all[i].flags == 3 && (debugctl & DEBUGCTL_BTS_OFF_USR)))
 			out[k++] = all[i];
 	return k;
 }
@@ -605,14 +576,14 @@ static unsigned cpl_filter(const struct bts_rec *all, unsigned n, uint64_t debug
  * filter. */
 static void run_user(const char *name, uint64_t debugctl)
 {
-	struct gate *idt = idt_base(), saved[2] = { idt[0x82], idt[6] };
+	struct gate *idt = idt_base(), saved[2];
 	const uint64_t efer = rdmsr(0xc0000080), star = rdmsr(0xc0000081), lstar = rdmsr(0xc0000082),
 		       fmask = rdmsr(0xc0000084), se_cs = rdmsr(0x174), se_esp = rdmsr(0x175),
 		       se_eip = rdmsr(0x176);
 	uint16_t cs;
 	bool amd = cpu_is_amd();
 	asm volatile("mov %%cs, %0" : "=r"(cs));
-	const struct bts_rec all[] = {
+	const struct bts_record64 all[] = {
 		R(A(u_iret), A(u_start)),
 		R3(A(u_jmp), A(u_t1)),
 		R3(A(u_call), A(u_func)),
@@ -623,14 +594,14 @@ static void run_user(const char *name, uint64_t debugctl)
 		R(amd ? A(e_ud_iret) : A(u_sysexit), A(u_after_sysenter)),
 		R3(A(u_int), A(u_gate)),
 	};
-	struct bts_rec want[9];
+	struct bts_record64 want[9];
 	unsigned n = cpl_filter(all, 9, debugctl, want);
 
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[0x82], u_gate);
+	saved[0] = handle_exception(0x82, u_gate);
 	idt[0x82].type = 0xee;	/* DPL 3: reachable from ring 3 */
-	set_gate(&idt[6], ud_handler);
+	saved[1] = handle_exception(X86_UD, ud_handler);
 	wrmsr(0xc0000080, efer | 1);	/* SCE */
 	/* SYSCALL: our CS; SYSRET: CS = 0x40 + 16, SS = 0x40 + 8 (RPL 3) */
 	wrmsr(0xc0000081, ((uint64_t)(SEL_UDATA - 8) << 48) | ((uint64_t)cs << 32));
@@ -647,8 +618,8 @@ static void run_user(const char *name, uint64_t debugctl)
 	wrmsr(0xc0000082, lstar);
 	wrmsr(0xc0000081, star);
 	wrmsr(0xc0000080, efer);
-	idt[0x82] = saved[0];
-	idt[6] = saved[1];
+	gate_restore(0x82, saved[0]);
+	gate_restore(X86_UD, saved[1]);
 	irq_restore(f);
 	check_records(name, want, n, used());
 }
@@ -662,7 +633,7 @@ static void test_user_mode(void)
 	report_info("ring 3: SYSENTER %s", cpu_is_amd() ? "#UD (AMD, long mode)" : "to its handler");
 	run_user("bts_user_mode_all", TRACE);
 	run_user("bts_off_os_ring3", TRACE | DEBUGCTL_BTS_OFF_OS);
-	run_user("bts_off_usr_ring3", TRACE | (1ull << 10));
+	run_user("bts_off_usr_ring3", TRACE | DEBUGCTL_BTS_OFF_USR);
 }
 
 /* Far JMP/CALL/RET between 64-bit selectors, into 32-bit compatibility
@@ -675,10 +646,9 @@ static void test_far(void)
 		report_skip("bts_far_compat_16bit", "the firmware's GDT is larger than expected");
 		return;
 	}
-	struct gate *idt = idt_base(), saved = idt[4];
 	uint16_t cs;
 	asm volatile("mov %%cs, %0" : "=r"(cs));
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(f_ljmp), A(f_t1)),
 		R(A(f_lcall), A(c32_entry)),
 		R(A(c32_entry), A(c32_t1)),
@@ -699,15 +669,15 @@ static void test_far(void)
 	far_call32 = (struct far32){ (uint32_t)A(c32_entry), SEL_CODE32 };
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[4], of_handler);
+	struct gate saved = handle_exception(X86_OF, of_handler);
 	seq_far(TRACE, cs);
-	idt[4] = saved;
+	gate_restore(X86_OF, saved);
 	irq_restore(f);
 	check_records("bts_far_compat_16bit", want, sizeof(want) / sizeof(want[0]), used());
 	/* the 16-bit code's PUSHF, stepped by the engine, on a stack segment
 	 * based at stack16: the image there, without the engine's TF */
 	uint16_t img = *(volatile uint16_t *)(stack16 + 0xfe);
-	report(!(pushf16_image & RFLAGS_TF16) && img == (uint16_t)pushf16_image,
+	report(!(pushf16_image & RFLAGS_TF) && img == (uint16_t)pushf16_image,
 	       "pushf_16bit_ss_base_hides_engine_tf", "popped %lx, at SS.base+0xfe %x", pushf16_image, img);
 }
 
@@ -715,18 +685,18 @@ static void test_far(void)
  * raises #UD instead: then that fault is the record) */
 static void test_int1(void)
 {
-	struct gate *idt = idt_base(), saved[2] = { idt[1], idt[6] };
+	struct gate saved[2];
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[1], int1_handler);
-	set_gate(&idt[6], x_ud_handler);
+	saved[0] = handle_exception(X86_DB, int1_handler);
+	saved[1] = handle_exception(X86_UD, x_ud_handler);
 	int1_count = int1_ud_count = 0;
 	seq_int1(TRACE);
-	idt[1] = saved[0];
-	idt[6] = saved[1];
+	gate_restore(X86_DB, saved[0]);
+	gate_restore(X86_UD, saved[1]);
 	irq_restore(f);
 	bool ud = int1_ud_count;
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(x_int1), ud ? A(x_ud_handler) : A(int1_handler)),
 		R(ud ? A(x_ud_iret) : A(x_int1_iret), A(x_after_int1)),
 	};
@@ -741,15 +711,14 @@ static void test_int1(void)
  * with DR6.BS; traced (each #DB and IRET recorded too) and not traced */
 static void run_btf(const char *name, uint64_t debugctl)
 {
-	struct gate *idt = idt_base(), saved = idt[1];
 	const uint64_t rips[] = { A(t_1), A(t_func), A(t_after) };
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[1], btf_db_handler);
+	struct gate saved = handle_exception(X86_DB, btf_db_handler);
 	btf_n = 0;
 	db_dr6_and = ~0ull;
 	seq_btf(debugctl);
-	idt[1] = saved;
+	gate_restore(X86_DB, saved);
 	irq_restore(f);
 	unsigned bad = 0;
 	for (unsigned i = 0; i < 3 && i < btf_n; i++)
@@ -765,7 +734,7 @@ static void test_btf(void)
 {
 	run_btf("btf_step_on_branches", 1ull << 1);
 	run_btf("btf_step_on_branches_traced", TRACE | (1ull << 1));
-	const struct bts_rec want[] = {
+	const struct bts_record64 want[] = {
 		R(A(t_jmp), A(t_1)), R(A(t_1), A(btf_db_handler)), R(A(btf_iret), A(t_1)),
 		R(A(t_call), A(t_func)), R(A(t_func), A(btf_db_handler)), R(A(btf_iret), A(t_func)),
 		R(A(t_ret), A(t_after)), R(A(t_after), A(btf_db_handler)), R(A(btf_iret), A(t_after)),
@@ -779,26 +748,27 @@ static void test_btf(void)
  * them as the CPU would). */
 static void test_double_fault(void)
 {
-	struct gate *idt = idt_base(), saved[3] = { idt[8], idt[11], idt[13] };
-	const struct bts_rec want[] = {
+	struct gate *idt = idt_base(), saved[3];
+	saved[2] = idt[X86_GP];
+	const struct bts_record64 want[] = {
 		R(A(x_gp), A(df_handler)),
 		R(A(df_iret), A(x_after_gp)),
 	};
 	uint64_t counts[2][2];
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	set_gate(&idt[8], df_handler);
-	set_gate(&idt[11], np_handler);
-	idt[13].type &= 0x7f;	/* not present */
+	saved[0] = handle_exception(X86_DF, df_handler);
+	saved[1] = handle_exception(X86_NP, np_handler);
+	idt[X86_GP].type &= 0x7f;	/* not present */
 	for (int traced = 0; traced < 2; traced++) {
 		df_count = np_count = 0;
 		seq_df(traced ? TRACE : 0, 0x8000000000000000ull);
 		counts[traced][0] = df_count;
 		counts[traced][1] = np_count;
 	}
-	idt[8] = saved[0];
-	idt[11] = saved[1];
-	idt[13] = saved[2];
+	gate_restore(X86_DF, saved[0]);
+	gate_restore(X86_NP, saved[1]);
+	gate_restore(X86_GP, saved[2]);
 	irq_restore(f);
 	report(counts[0][0] == 1 && counts[0][1] == 0, "double_fault_native", "#DF %lu #NP %lu",
 	       counts[0][0], counts[0][1]);
@@ -823,7 +793,7 @@ static void test_filters_and_flags(void)
 	seq_pushf(TRACE, &flags);
 	irq_restore(f);
 	report(!(flags & (1 << 8)), "pushf_hides_engine_tf", "pushed flags %lx", flags);
-	report(rdmsr(MSR_DEBUGCTL) == 0, "debugctl_off_after", NULL);
+	report(rdmsr(MSR_IA32_DEBUGCTL) == 0, "debugctl_off_after", NULL);
 }
 
 static void test_bad_ds(void)
@@ -837,9 +807,9 @@ static void test_bad_ds(void)
 	uint64_t f = irq_save();
 	/* a DS area nobody mapped, then one inside the hypervisor's range,
 	 * then a good area whose buffer points into the hypervisor */
-	wrmsr(MSR_DS_AREA, 0x00007f0000000000ull);
+	wrmsr(MSR_IA32_DS_AREA, 0x00007f0000000000ull);
 	seq_chain(TRACE);
-	wrmsr(MSR_DS_AREA, hs.hv_phys_base + 0x1000);
+	wrmsr(MSR_IA32_DS_AREA, hs.hv_phys_base + 0x1000);
 	seq_chain(TRACE);
 	ds_setup(64, 64);
 	ds.bts_base = ds.bts_index = hs.hv_phys_base;

@@ -25,35 +25,12 @@
 #include "hvtrace/abi.h"
 #include "hv_syms.h"
 
-#define MSR_APICBASE		0x1b
-#define MSR_MTRRCAP		0xfe
-#define MSR_DEBUGCTL		0x1d9
-#define MSR_MTRR_PHYSBASE0	0x200
-#define MSR_MTRR_DEF_TYPE	0x2ff
-#define MSR_PEBS_ENABLE		0x3f1
-#define MSR_RTIT_CTL		0x570
-#define MSR_DS_AREA		0x600
-#define MSR_TOP_MEM		0xc001001a
-#define MSR_TOP_MEM2		0xc001001d
-#define MSR_IORR_MASK0		0xc0010017
-#define DEBUGCTL_TR		(1ull << 6)
-#define DEBUGCTL_BTS		(1ull << 7)
-#define DEBUGCTL_BTINT		(1ull << 8)
-#define TRACE			(DEBUGCTL_TR | DEBUGCTL_BTS)
-#define APIC_DEFAULT		0xfee00000ull
-
-struct ds_area64 {
-	uint64_t bts_base, bts_index, bts_abs_max, bts_threshold;
-	uint64_t pebs[8];
-};
-struct bts_rec {
-	uint64_t from, to, flags;
-};
+#define APIC_DEFAULT		0xfee00000ull	/* the local APIC's reset base */
 
 extern char pmi_handler[] __attribute__((visibility("hidden")));
 
 static struct ds_area64 ds __attribute__((aligned(64)));
-static struct bts_rec buf[64] __attribute__((aligned(64)));
+static struct bts_record64 buf[64] __attribute__((aligned(64)));
 static uint64_t reserve, reserve_size;
 static bool amd;
 
@@ -73,9 +50,9 @@ static __attribute__((noinline)) uint64_t branches(uint64_t n)
 static void traced(uint64_t debugctl, uint64_t n)
 {
 	uint64_t f = irq_save();
-	wrmsr(MSR_DEBUGCTL, debugctl);
+	wrmsr(MSR_IA32_DEBUGCTL, debugctl);
 	branches(n);
-	wrmsr(MSR_DEBUGCTL, 0);
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
 	irq_restore(f);
 }
 
@@ -121,9 +98,9 @@ static void ds_setup(uint64_t base, uint64_t n, uint64_t thr)
 {
 	ds.bts_base = base;
 	ds.bts_index = base;
-	ds.bts_abs_max = base + n * sizeof(struct bts_rec);
-	ds.bts_threshold = base + thr * sizeof(struct bts_rec);
-	wrmsr(MSR_DS_AREA, A(&ds));
+	ds.bts_abs_max = base + n * sizeof(struct bts_record64);
+	ds.bts_int_threshold = base + thr * sizeof(struct bts_record64);
+	wrmsr(MSR_IA32_DS_AREA, A(&ds));
 }
 
 
@@ -131,27 +108,27 @@ static void ds_setup(uint64_t base, uint64_t n, uint64_t thr)
 
 static void test_apic_base(void)
 {
-	uint64_t orig = rdmsr(MSR_APICBASE);
-	bool x2 = orig & (1ull << 10);
-	report(wrmsr_fault(MSR_APICBASE, orig | (1ull << 9)) == 13, "apic_base_reserved_bit_gp", NULL);
-	report(!x2 || wrmsr_fault(MSR_APICBASE, orig & ~(1ull << 10)) == 13,
+	uint64_t orig = rdmsr(MSR_IA32_APICBASE);
+	bool x2 = orig & APICBASE_EXTD;
+	/* bit 9 is reserved (SDM Vol. 3 Figure 11-5) */
+	report(wrmsr_fault(MSR_IA32_APICBASE, orig | (1ull << 9)) == X86_GP, "apic_base_reserved_bit_gp", NULL);
+	report(!x2 || wrmsr_fault(MSR_IA32_APICBASE, orig & ~APICBASE_EXTD) == X86_GP,
 	       "apic_base_x2apic_to_xapic_gp", NULL);
 
 	/* moved onto the hypervisor's first page: its header and code */
 	uint64_t moved = (orig & 0xfff) | reserve;
-	int vec = wrmsr_fault(MSR_APICBASE, moved);
-	uint64_t back = rdmsr(MSR_APICBASE);
+	int vec = wrmsr_fault(MSR_IA32_APICBASE, moved);
+	uint64_t back = rdmsr(MSR_IA32_APICBASE);
 	report(vec < 0 && back == moved, "apic_base_moved_reads_back", "vec %d read %lx want %lx", vec,
 	       back, moved);
 
 	/* a BTS threshold PMI while it is moved: delivered through the real
 	 * APIC, nothing written at the guest's base */
-	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(APIC_DEFAULT + 0x340);
-	struct gate *idt = idt_base(), saved = idt[PMI_VECTOR];
-	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(0x834) : *lvtpc;
-	set_gate(&idt[PMI_VECTOR], pmi_handler);
+	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(APIC_DEFAULT + APIC_LVTPC);
+	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
+	struct gate saved = handle_exception(PMI_VECTOR, pmi_handler);
 	if (x2)
-		wrmsr(0x834, PMI_VECTOR);
+		wrmsr(X2APIC_MSR(APIC_LVTPC), PMI_VECTOR);
 	else
 		*lvtpc = PMI_VECTOR;
 	pmi_count = 0;
@@ -162,15 +139,15 @@ static void test_apic_base(void)
 	for (int i = 0; i < 100000 && !pmi_count; i++)
 		asm volatile("pause");
 	asm volatile("cli");
-	wrmsr(MSR_APICBASE, orig);
+	wrmsr(MSR_IA32_APICBASE, orig);
 	if (x2)
-		wrmsr(0x834, old_lvt);
+		wrmsr(X2APIC_MSR(APIC_LVTPC), old_lvt);
 	else
 		*lvtpc = old_lvt;
-	idt[PMI_VECTOR] = saved;
+	gate_restore(PMI_VECTOR, saved);
 	asm volatile("sti");
 	report(pmi_count == 1, "pmi_with_apic_base_moved", "pmis %lu", pmi_count);
-	report(rdmsr(MSR_APICBASE) == orig, "apic_base_restored", NULL);
+	report(rdmsr(MSR_IA32_APICBASE) == orig, "apic_base_restored", NULL);
 	report_intact("apic_base_moved_intact");
 }
 
@@ -208,14 +185,14 @@ static void test_breakpoints(bool with_engine)
 	set_drs(hv_code, all4);
 	asm volatile("cli");	/* as in traced() */
 	if (with_engine)
-		wrmsr(MSR_DEBUGCTL, TRACE);
+		wrmsr(MSR_IA32_DEBUGCTL, TRACE);
 	for (int i = 0; i < 20; i++) {
 		cpuid(0, 0);
 		hypercall(HVTRACE_HC_VERSION, &b, &c);
 		branches(4);
 	}
 	if (with_engine)
-		wrmsr(MSR_DEBUGCTL, 0);
+		wrmsr(MSR_IA32_DEBUGCTL, 0);
 	asm volatile("sti");
 	bool same = drs_read_back(hv_code, all4);
 	const uint64_t zero[4] = { 0, 0, 0, 0 };
@@ -291,8 +268,8 @@ static void test_bts_wrap(void)
 
 	uint64_t before = bts_dropped();
 	ds.bts_base = ds.bts_index = 0xfffffffffffffff0ull;
-	ds.bts_abs_max = ds.bts_threshold = 0xffffffffffffffffull;
-	wrmsr(MSR_DS_AREA, A(&ds));
+	ds.bts_abs_max = ds.bts_int_threshold = 0xffffffffffffffffull;
+	wrmsr(MSR_IA32_DS_AREA, A(&ds));
 	traced(TRACE, 4);
 	bool top_untouched = true;
 	for (int i = 0; i < 4096; i++)
@@ -314,9 +291,9 @@ static void test_bts_wrap(void)
 static void test_ds_in_hv_and_mmio(void)
 {
 	uint64_t before = bts_dropped();
-	wrmsr(MSR_DS_AREA, reserve + 0x2000);		/* the DS area in the reserve */
+	wrmsr(MSR_IA32_DS_AREA, reserve + 0x2000);		/* the DS area in the reserve */
 	traced(TRACE, 4);
-	wrmsr(MSR_DS_AREA, APIC_DEFAULT);		/* ... in the local APIC */
+	wrmsr(MSR_IA32_DS_AREA, APIC_DEFAULT);		/* ... in the local APIC */
 	traced(TRACE, 4);
 	ds_setup(reserve, 64, 64);			/* the buffer in the reserve */
 	traced(TRACE, 4);
@@ -335,7 +312,7 @@ static void test_decode_msrs(void)
 		report_skip("top_mem_frozen", "AMD's memory-decoding MSRs");
 		return;
 	}
-	static const uint32_t msrs[] = { MSR_TOP_MEM, MSR_TOP_MEM2, MSR_IORR_MASK0 };
+	static const uint32_t msrs[] = { MSR_TOP_MEM, MSR_TOP_MEM2, MSR_IORR_BASE0 + 1 };
 	for (unsigned i = 0; i < 3; i++) {
 		uint64_t v, after;
 		char name[48];
@@ -358,11 +335,11 @@ static void test_mtrrs(void)
 		report_skip("mtrr_disable_refused", "no MTRRs");
 		return;
 	}
-	uint64_t cap = rdmsr(MSR_MTRRCAP), def = rdmsr(MSR_MTRR_DEF_TYPE), v;
+	uint64_t cap = rdmsr(MSR_IA32_MTRRCAP), def = rdmsr(MSR_IA32_MTRR_DEF_TYPE), v;
 	unsigned vcnt = cap & 0xff, free_pair = vcnt;
 	bool wb = (def & (1ull << 11)) && (def & 0xff) == 6;
 	for (unsigned i = 0; i < vcnt; i++) {
-		uint64_t base = rdmsr(MSR_MTRR_PHYSBASE0 + 2 * i), mask = rdmsr(MSR_MTRR_PHYSBASE0 + 2 * i + 1);
+		uint64_t base = rdmsr(MSR_IA32_MTRR_PHYSBASE0 + 2 * i), mask = rdmsr(MSR_IA32_MTRR_PHYSBASE0 + 2 * i + 1);
 		if (!(mask & (1ull << 11))) {
 			if (free_pair == vcnt)
 				free_pair = i;
@@ -379,14 +356,14 @@ static void test_mtrrs(void)
 		report_skip("mtrr_disable_refused", "the firmware left the reserve other than write-back");
 		return;
 	}
-	report(wrmsr_fault(MSR_MTRR_DEF_TYPE, def & ~(1ull << 11)) == 13, "mtrr_disable_refused", NULL);
-	report(wrmsr_fault(MSR_MTRR_DEF_TYPE, def) < 0, "mtrr_def_type_same_ok", NULL);
-	report(rdmsr(MSR_MTRR_DEF_TYPE) == def, "mtrr_def_type_unchanged", NULL);
+	report(wrmsr_fault(MSR_IA32_MTRR_DEF_TYPE, def & ~(1ull << 11)) == 13, "mtrr_disable_refused", NULL);
+	report(wrmsr_fault(MSR_IA32_MTRR_DEF_TYPE, def) < 0, "mtrr_def_type_same_ok", NULL);
+	report(rdmsr(MSR_IA32_MTRR_DEF_TYPE) == def, "mtrr_def_type_unchanged", NULL);
 	if (free_pair == vcnt) {
 		report_skip("mtrr_uc_over_reserve_refused", "no free variable MTRR");
 		return;
 	}
-	uint32_t b = MSR_MTRR_PHYSBASE0 + 2 * free_pair;
+	uint32_t b = MSR_IA32_MTRR_PHYSBASE0 + 2 * free_pair;
 	uint64_t mask = (~(reserve_size - 1) & 0x000ffffffffff000ull & ((1ull << 36) - 1)) | (1ull << 11);
 	report(wrmsr_fault(b, reserve | 0) < 0, "mtrr_base_write_ok", "an unused pair's base");
 	report(wrmsr_fault(b + 1, mask) == 13, "mtrr_uc_over_reserve_refused", NULL);
@@ -398,8 +375,8 @@ static void test_mtrrs(void)
 static void test_feature_msrs(void)
 {
 	uint64_t v;
-	report(wrmsr_fault(MSR_PEBS_ENABLE, 1) == 13, "pebs_enable_gp", NULL);
-	report(rdmsr_fault(MSR_RTIT_CTL, &v) == 13 && wrmsr_fault(MSR_RTIT_CTL, 1) == 13, "intel_pt_msrs_gp",
+	report(wrmsr_fault(MSR_IA32_PEBS_ENABLE, 1) == 13, "pebs_enable_gp", NULL);
+	report(rdmsr_fault(MSR_IA32_RTIT_CTL, &v) == 13 && wrmsr_fault(MSR_IA32_RTIT_CTL, 1) == 13, "intel_pt_msrs_gp",
 	       NULL);
 	report(!(cpuid(7, 0).b & (1u << 25)), "intel_pt_hidden", NULL);
 }
@@ -481,7 +458,7 @@ static void test_channel_scribble(void)
 	 * interrupts */
 	report(r == 0, "channel_scribbled_filter", "ret %ld", r);
 	report(ds.bts_index > ds.bts_base, "channel_scribbled_bts",
-	       "%lu records", (ds.bts_index - ds.bts_base) / sizeof(struct bts_rec));
+	       "%lu records", (ds.bts_index - ds.bts_base) / sizeof(struct bts_record64));
 	report_intact("channel_scribbled_intact");
 }
 

@@ -10,9 +10,6 @@
 #include "guest.h"
 #include "hvtrace/abi.h"
 
-#define MSR_DEBUGCTL	0x1d9
-#define MSR_DS_AREA	0x600
-#define TRACE		((1ull << 6) | (1ull << 7))
 
 static struct { uint64_t base, index, max, thr, pebs[8]; } ds __attribute__((aligned(64)));
 static uint64_t buf[3 * 4096] __attribute__((aligned(64)));
@@ -60,7 +57,7 @@ static void run(const char *name, bool traced, uint64_t count)
 	ds.max = ds.base + sizeof(buf);
 	ds.thr = ds.max + 24;
 	if (traced)
-		wrmsr(MSR_DS_AREA, (uint64_t)(uintptr_t)&ds);
+		wrmsr(MSR_IA32_DS_AREA, (uint64_t)(uintptr_t)&ds);
 	vcpu_status(&a);
 	/* no timer interrupts inside the measured work (the firmware's Print
 	 * turns them back on, so this is per run) */
@@ -68,10 +65,10 @@ static void run(const char *name, bool traced, uint64_t count)
 	asm volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
 	uint64_t t0 = rdtsc();
 	if (traced)
-		wrmsr(MSR_DEBUGCTL, TRACE);
+		wrmsr(MSR_IA32_DEBUGCTL, TRACE);
 	uint64_t steps = collatz(1000, count);
 	if (traced)
-		wrmsr(MSR_DEBUGCTL, 0);
+		wrmsr(MSR_IA32_DEBUGCTL, 0);
 	uint64_t t1 = rdtsc();
 	if (flags & (1 << 9))
 		asm volatile("sti" ::: "memory");

@@ -26,6 +26,7 @@
 #define CR0_NW		(1ull << 29)
 #define CR0_CD		(1ull << 30)
 #define CR0_PG		(1ull << 31)
+#define CR4_DE		(1ull << 3)	/* debugging extensions: DR4/DR5 #UD */
 #define CR4_PSE		(1ull << 4)
 #define CR4_PAE		(1ull << 5)
 #define CR4_LA57	(1ull << 12)
@@ -33,6 +34,10 @@
 #define CR4_PCIDE	(1ull << 17)
 #define CR4_OSXSAVE	(1ull << 18)
 
+#define RFLAGS_CF	(1ull << 0)
+#define RFLAGS_PF	(1ull << 2)
+#define RFLAGS_ZF	(1ull << 6)
+#define RFLAGS_SF	(1ull << 7)
 #define RFLAGS_TF	(1ull << 8)
 #define RFLAGS_IF	(1ull << 9)
 #define RFLAGS_OF	(1ull << 11)

@@ -8,6 +8,7 @@
 #define X86_OF	4
 #define X86_UD	6
 #define X86_DF	8
+#define X86_NP	11
 #define X86_GP	13
 #define X86_PF	14
 #define X86_MC	18
