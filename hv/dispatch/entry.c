@@ -5,6 +5,7 @@
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/desc.h"
+#include "arch/x86/paging.h"
 #include "base/boot.h"
 #include "base/integrity.h"
 #include "base/lib.h"
@@ -87,7 +88,7 @@ int hv_entry(const struct hv_boot *bp)
 	v->rip = bp->guest.rip;
 	v->gpr[GPR_RSP] = bp->guest.rsp;
 	v->gpr[GPR_RAX] = HV_OK;
-	v->rflags = 0x2;
+	v->rflags = RFLAGS_FIXED1;
 	trace_update(v);	/* trace.start = boot: the engine runs from here */
 	hv_prepare_entry(v);
 	LOG_INFO("%s backend ready, %lu KiB free; entering the guest", hv.ops->name,

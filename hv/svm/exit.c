@@ -5,6 +5,7 @@
  * Appendix C. */
 #include "hvtrace/abi.h"
 #include "arch/x86/paging.h"
+#include "arch/x86/vectors.h"
 #include "base/log.h"
 #include "svm/svm.h"
 
@@ -20,9 +21,10 @@ static void exit_msr(struct svm_vcpu *sv, struct hv_event *ev)
  * holds its error code where it has one, EXITINFO2 the #PF address. */
 static void exit_exception(struct svm_vcpu *sv, struct hv_event *ev)
 {
-	static const u32 has_error = (1u << 8) | (1u << 10) | (1u << 11) | (1u << 12) |
-				     (1u << 13) | (1u << 14) | (1u << 17) | (1u << 21) |
-				     (1u << 29) | (1u << 30);
+	static const u32 has_error = (1u << X86_DF) | (1u << X86_TS) | (1u << X86_NP) |
+				     (1u << X86_SS) | (1u << X86_GP) | (1u << X86_PF) |
+				     (1u << X86_AC) | (1u << X86_CP) | (1u << X86_VC) |
+				     (1u << X86_SX);
 	ev->kind = HV_EV_EXCEPTION;
 	ev->vector = (u8)(sv->vmcb->control.exit_code - SVM_EXIT_EXCP_BASE);
 	ev->has_error = has_error & (1u << ev->vector);

@@ -161,7 +161,9 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 	if ((cpl == 0 && (ds->debugctl & DEBUGCTL_BTS_OFF_OS)) ||
 	    (cpl > 0 && (ds->debugctl & DEBUGCTL_BTS_OFF_USR)))
 		return;
-	if (gmem_read_linear(v, ds->ds_area, &area, 0x20) != 0x20) {
+	/* the BTS half of the save area (the PEBS fields are not used) */
+	const size_t bts_fields = offsetof(struct ds_area64, pebs_base);
+	if (gmem_read_linear(v, ds->ds_area, &area, bts_fields) != bts_fields) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}
@@ -184,8 +186,8 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 		return;
 	}
 	u64 next = index + sizeof(rec);
-	if (!gmem_write_linear(v, ds->ds_area + __builtin_offsetof(struct ds_area64, bts_index), &next,
-			       sizeof(next))) {
+	u64 index_at = ds->ds_area + offsetof(struct ds_area64, bts_index);
+	if (!gmem_write_linear(v, index_at, &next, sizeof(next))) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}

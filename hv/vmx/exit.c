@@ -7,6 +7,7 @@
  * errors (31.4) and VM-entry failures (27.8), and the VMCS dump. Root mode. */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpuid.h"
+#include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "base/gmem.h"
@@ -299,7 +300,7 @@ static bool exit_exception(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event 
 	ev->fault_addr = qual;
 	ev->insn_len = 0;
 	if (ev->vector == X86_DB) {
-		u64 dr6 = 0xffff0ff0ull | (qual & 0x600f);
+		u64 dr6 = DR6_CLEAN | (qual & DR6_CAUSES);
 		asm volatile("mov %0, %%dr6" ::"r"(dr6));
 	}
 	return true;

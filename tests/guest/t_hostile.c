@@ -312,7 +312,7 @@ static void test_decode_msrs(void)
 		report_skip("top_mem_frozen", "AMD's memory-decoding MSRs");
 		return;
 	}
-	static const uint32_t msrs[] = { MSR_TOP_MEM, MSR_TOP_MEM2, MSR_IORR_BASE0 + 1 };
+	static const uint32_t msrs[] = { MSR_TOP_MEM, MSR_TOP_MEM2, MSR_IORR_MASK0 };
 	for (unsigned i = 0; i < 3; i++) {
 		uint64_t v, after;
 		char name[48];

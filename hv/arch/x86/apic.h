@@ -1,9 +1,14 @@
 /* Local APIC registers (Intel SDM Vol. 3 11.4 "Local APIC", 11.12 "x2APIC"):
- * xAPIC MMIO offsets; the x2APIC MSR of a register is 0x800 + offset / 16. */
+ * xAPIC MMIO offsets; the x2APIC MSR of a register is 0x800 + offset / 16.
+ * Macros only: the guest test programs and assembly use them too. */
 #ifndef HV_X86_APIC_H
 #define HV_X86_APIC_H
 
+#define APIC_BASE_DEFAULT 0xfee00000u	/* 11.4.1: where reset puts the xAPIC */
+
 #define APIC_ID		0x020
+#define APIC_ID_XAPIC_MASK 0xff000000u	/* the xAPIC ID, as ICR_HI's destination wants it */
+#define APIC_EOI	0x0b0
 #define APIC_ICR_LO	0x300
 #define APIC_ICR_HI	0x310
 #define APIC_LVTPC	0x340

@@ -4,6 +4,7 @@
 #define HV_X86_CPU_H
 
 #include "base/types.h"
+#include "arch/x86/dr.h"
 
 struct cpuid_regs {
 	u32 eax, ebx, ecx, edx;
@@ -66,8 +67,8 @@ static inline void write_dr7(u64 v) { asm volatile("mov %0, %%dr7" ::"r"(v)); }
  * 15.7.2, SDM Vol. 3 28.5.1): two MOVs. */
 static inline void host_dr7_disarm(void)
 {
-	write_dr7(0x400ull | (1ull << 16));
-	write_dr7(0x400ull);
+	write_dr7(DR7_FIXED1 | (1ull << DR7_RW_SHIFT(0)));	/* RW0 = 01 */
+	write_dr7(DR7_FIXED1);
 }
 
 static inline u64 read_rflags(void)

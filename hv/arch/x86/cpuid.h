@@ -5,6 +5,7 @@
 
 #define CPUID_1_ECX_DTES64		(1u << 2)
 #define CPUID_1_ECX_VMX			(1u << 5)
+#define CPUID_1_EDX_MTRR		(1u << 12)
 #define CPUID_1_EDX_DS			(1u << 21)
 #define CPUID_1_ECX_X2APIC		(1u << 21)
 #define CPUID_1_ECX_XSAVE		(1u << 26)

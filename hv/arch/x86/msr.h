@@ -1,5 +1,6 @@
 /* x86 model-specific register numbers and bits, named as in the Intel SDM
- * Vol. 4 and the AMD APM Vol. 2. Definitions only. */
+ * Vol. 4 and the AMD APM Vol. 2. Definitions only: the guest test programs
+ * and assembly use them too. */
 #ifndef HV_X86_MSR_H
 #define HV_X86_MSR_H
 
@@ -32,8 +33,7 @@
 #define MSR_IA32_RTIT_ADDR0_A		0x00000580
 #define MSR_IA32_RTIT_ADDR3_B		0x00000587
 #define MSR_IA32_DS_AREA		0x00000600
-#define MSR_X2APIC_ICR			0x00000830
-#define MSR_X2APIC_LVTPC		0x00000834
+/* the x2APIC registers: X2APIC_MSR() in apic.h */
 
 /* SDM Vol. 4 Table 2-2 / Vol. 3 17.4.1: IA32_DEBUGCTL */
 #define DEBUGCTL_LBR			(1ull << 0)
@@ -105,6 +105,7 @@
 /* AMD APM Vol. 2 7.9 and BKDGs: memory decoding and system configuration */
 #define MSR_SYSCFG			0xc0010010
 #define MSR_IORR_BASE0			0xc0010016	/* BASE0, MASK0, BASE1, MASK1 */
+#define MSR_IORR_MASK0			0xc0010017
 #define MSR_IORR_MASK1			0xc0010019
 #define MSR_TOP_MEM			0xc001001a
 #define MSR_TOP_MEM2			0xc001001d

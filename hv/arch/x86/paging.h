@@ -1,5 +1,7 @@
 /* x86-64 4-level paging entry bits (Intel SDM Vol. 3 4.5, AMD APM Vol. 2
- * 5.3), shared by the host page tables and AMD nested page tables. */
+ * 5.3), shared by the host page tables and AMD nested page tables; the
+ * CR0, CR4 and RFLAGS bits. Macros only: the guest test programs and
+ * assembly use them too. */
 #ifndef HV_X86_PAGING_H
 #define HV_X86_PAGING_H
 
@@ -20,9 +22,11 @@
 #define PTE_NX		(1ull << 63)
 #define PTE_ADDR_MASK	0x000ffffffffff000ull
 
-/* CR0/CR4 bits needed to know the guest's paging mode */
+/* CR0/CR4 bits needed to know the guest's paging mode, and the others the
+ * hypervisor reads (SDM Vol. 3 2.5) */
 #define CR0_PE		(1ull << 0)
 #define CR0_NE		(1ull << 5)
+#define CR0_WP		(1ull << 16)
 #define CR0_NW		(1ull << 29)
 #define CR0_CD		(1ull << 30)
 #define CR0_PG		(1ull << 31)
@@ -34,12 +38,15 @@
 #define CR4_PCIDE	(1ull << 17)
 #define CR4_OSXSAVE	(1ull << 18)
 
+/* RFLAGS (SDM Vol. 1 3.4.3, Vol. 3 2.3) */
 #define RFLAGS_CF	(1ull << 0)
+#define RFLAGS_FIXED1	(1ull << 1)	/* reads as 1 */
 #define RFLAGS_PF	(1ull << 2)
 #define RFLAGS_ZF	(1ull << 6)
 #define RFLAGS_SF	(1ull << 7)
 #define RFLAGS_TF	(1ull << 8)
 #define RFLAGS_IF	(1ull << 9)
+#define RFLAGS_DF	(1ull << 10)
 #define RFLAGS_OF	(1ull << 11)
 #define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_VM	(1ull << 17)
