@@ -8,7 +8,7 @@ LD ?= ld
 OBJCOPY ?= objcopy
 KERNEL_DIR ?= $(BUILD)/cache/linux
 
-.PHONY: all guest-tests deps test test-run test-unit test-integration demo demo-run bench bench-run clean help
+.PHONY: all guest-tests deps test test-run test-unit test-integration test-nested demo demo-run bench bench-run clean help
 all: $(BUILD)/hvtrace.efi $(BUILD)/guest-agent/hvtrace-agent guest-tests
 
 include hv/hv.mk
@@ -24,6 +24,7 @@ guest-tests: $(GUEST_EFIS)
 help:
 	@echo "make             build the hypervisor, loader, guest agent and guest tests"
 	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
+	@echo "make test-nested hvtrace under real KVM with nested SVM (inside QEMU TCG)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU"
 	@echo "make bench       benchmarks, results in bench/results/"
 	@echo "make deps        install the Debian packages needed (as root)"
@@ -34,7 +35,7 @@ deps:
 
 # The guest's kernel (Debian's own, unpacked into the build cache) and its
 # busybox initramfs with the guest agent.
-$(KERNEL_DIR)/vmlinuz:
+$(KERNEL_DIR)/vmlinuz $(KERNEL_DIR)/modules/order:
 	scripts/fetch-kernel.sh $(KERNEL_DIR)
 
 $(BUILD)/initrd.gz: scripts/mkinitramfs.sh $(BUILD)/guest-agent/hvtrace-agent
@@ -51,6 +52,12 @@ test-run: all $(GUEST_IMAGES) $(UNIT_BINS)
 
 test-integration: all $(GUEST_IMAGES)
 	@tests/integration.sh
+
+# hvtrace under Linux's real KVM with nested SVM, inside QEMU TCG (not yet
+# part of make test: tests/integration-nested.sh, README)
+test-nested: deps
+	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
+	@tests/integration-nested.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run

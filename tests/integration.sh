@@ -16,7 +16,7 @@ ABI_MAJOR=$(sed -nE 's/^#define HVTRACE_ABI_MAJOR ([0-9]+)/\1/p' include/hvtrace
 ABI_MINOR=$(sed -nE 's/^#define HVTRACE_ABI_MINOR ([0-9]+)/\1/p' include/hvtrace/abi.h)
 
 accel_note() {
-	HVTRACE_QUIET_ACCEL= tests/lib/qemu.sh --dir /nonexistent --log /dev/null 2>&1 >/dev/null | grep "using" || true
+	tests/lib/qemu.sh --which-accel
 }
 
 run() { boot qemu "$@"; }

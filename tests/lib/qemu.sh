@@ -6,6 +6,7 @@
 #                     [--smp N] [--mem MIB] [--tee] [--until REGEX]
 #                     [--cpu-flags FLAGS] [--then CMD]
 #                     [-- EXTRA QEMU ARGS]
+#   tests/lib/qemu.sh --which-accel     (prints "using kvm" or "using tcg: WHY")
 #
 # --cpu-flags: appended to the CPU model (e.g. -hypervisor: QEMU itself sets
 # CPUID.1:ECX[31] for its guests, which would mask hvtrace's own).
@@ -19,7 +20,7 @@
 # kvm_intel nested=Y) and /dev/kvm is usable; otherwise TCG, and says why.
 # Exit status: QEMU's, or 124 when the time bound killed it.
 set -u
-dir= log= timeout=120 cpu= cpuflags= smp=1 mem=512 tee=0 until= then=
+dir= log= timeout=120 cpu= cpuflags= smp=1 mem=512 tee=0 until= then= which=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dir) dir=$2; shift 2 ;;
@@ -32,11 +33,15 @@ while [ $# -gt 0 ]; do
 	--tee) tee=1; shift ;;
 	--until) until=$2; shift 2 ;;
 	--then) then=$2; shift 2 ;;
+	--which-accel) which=1; shift ;;
 	--) shift; break ;;
 	*) echo "qemu.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
-[ -n "$dir" ] && [ -n "$log" ] || { echo "qemu.sh: --dir and --log are required" >&2; exit 2; }
+if [ "$which" = 0 ] && { [ -z "$dir" ] || [ -z "$log" ]; }; then
+	echo "qemu.sh: --dir and --log are required" >&2
+	exit 2
+fi
 
 OVMF_CODE=${OVMF_CODE:-/usr/share/OVMF/OVMF_CODE.fd}
 OVMF_VARS=${OVMF_VARS:-/usr/share/OVMF/OVMF_VARS.fd}
@@ -54,11 +59,17 @@ auto)
 	if [ -w /dev/kvm ] && nested_kvm; then accel=kvm
 	else
 		accel=tcg
-		[ -n "${HVTRACE_QUIET_ACCEL:-}" ] || echo "qemu.sh: using TCG: the host offers no nested virtualization through KVM (kvm_amd/kvm_intel nested is off or absent)" >&2
+		[ -n "${HVTRACE_QUIET_ACCEL:-}" ] || [ "$which" = 1 ] || echo "qemu.sh: using TCG: the host offers no nested virtualization through KVM (kvm_amd/kvm_intel nested is off or absent)" >&2
 	fi ;;
 tcg|kvm) ;;
 *) echo "qemu.sh: HVTRACE_ACCEL must be tcg, kvm or auto" >&2; exit 2 ;;
 esac
+if [ "$which" = 1 ]; then
+	if [ "$accel" = kvm ]; then echo "qemu.sh: using KVM (HVTRACE_ACCEL=${HVTRACE_ACCEL:-auto})"
+	elif [ "${HVTRACE_ACCEL:-auto}" = tcg ]; then echo "qemu.sh: using TCG (HVTRACE_ACCEL=tcg)"
+	else echo "qemu.sh: using TCG: the host offers no nested virtualization through KVM (kvm_amd/kvm_intel nested is off or absent)"; fi
+	exit 0
+fi
 if [ -z "$cpu" ]; then
 	[ "$accel" = kvm ] && cpu=host || cpu=max
 fi
