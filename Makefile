@@ -35,7 +35,7 @@ deps:
 
 # The guest's kernel (Debian's own, unpacked into the build cache) and its
 # busybox initramfs with the guest agent.
-$(KERNEL_DIR)/vmlinuz $(KERNEL_DIR)/modules/order:
+$(KERNEL_DIR)/vmlinuz $(KERNEL_DIR)/modules/order &:
 	scripts/fetch-kernel.sh $(KERNEL_DIR)
 
 $(BUILD)/initrd.gz: scripts/mkinitramfs.sh $(BUILD)/guest-agent/hvtrace-agent
