@@ -46,10 +46,11 @@ static const char *func_name(const struct hvt_syms *s, uint64_t a, char *buf, si
 }
 
 /* The records of each vCPU, in file order: vCPU v's indices are
- * idx[first[v] .. first[v + 1]). */
+ * idx[first[v] .. first[v + 1]), for v < nv (the highest vCPU seen + 1). */
 struct by_vcpu {
-	uint64_t *first;	/* MAX_VCPUS + 1 */
+	uint64_t *first;	/* nv + 1 */
 	uint64_t *idx;
+	uint32_t nv;
 };
 
 static void by_vcpu_free(struct by_vcpu *b)
@@ -63,9 +64,12 @@ static int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t on
 {
 	uint64_t i, *next;
 
-	b->first = calloc(MAX_VCPUS + 1, sizeof(*b->first));
+	for (i = 0, b->nv = 0; i < f->nr; i++)
+		if (f->recs[i].vcpu >= b->nv && (only < 0 || f->recs[i].vcpu == only))
+			b->nv = f->recs[i].vcpu + 1u;
+	b->first = calloc(b->nv + 1, sizeof(*b->first));
 	b->idx = malloc((f->nr ? f->nr : 1) * sizeof(*b->idx));
-	next = calloc(MAX_VCPUS, sizeof(*next));
+	next = calloc(b->nv ? b->nv : 1, sizeof(*next));
 	if (!b->first || !b->idx || !next) {
 		by_vcpu_free(b);
 		free(next);
@@ -74,7 +78,7 @@ static int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t on
 	for (i = 0; i < f->nr; i++)
 		if (only < 0 || f->recs[i].vcpu == only)
 			b->first[f->recs[i].vcpu + 1]++;
-	for (i = 0; i < MAX_VCPUS; i++) {
+	for (i = 0; i < b->nv; i++) {
 		b->first[i + 1] += b->first[i];
 		next[i] = b->first[i];
 	}
@@ -116,36 +120,62 @@ struct pair {
 	uint64_t from, to, count;
 };
 
-static int cmp_from_to(const void *a, const void *b)
+static int less_from_to(const struct pair *x, const struct pair *y)
 {
-	const struct pair *x = a, *y = b;
-
-	if (x->from != y->from)
-		return x->from < y->from ? -1 : 1;
-	return x->to < y->to ? -1 : x->to > y->to;
+	return x->from != y->from ? x->from < y->from : x->to < y->to;
 }
 
 /* Most frequent first; ties by address, so the output is one order. */
-static int cmp_hot(const void *a, const void *b)
+static int less_hot(const struct pair *x, const struct pair *y)
 {
-	const struct pair *x = a, *y = b;
-
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
-	return cmp_from_to(a, b);
+	return x->count != y->count ? x->count > y->count : less_from_to(x, y);
 }
 
-/* Sort the pairs, count equal neighbours: O(n log n) for any input
- * (qsort: glibc's merge sort, musl's smoothsort). */
+/* A bottom-up merge sort of p[0..n) (tmp: n more): n log n comparisons
+ * for any input, whatever the C library. glibc's qsort is a merge sort
+ * only while its buffer fits in a quarter of physical memory and a
+ * median-of-three quicksort past that, which crafted input can make
+ * quadratic. Inlined with its comparison: a little faster than qsort. */
+static inline __attribute__((always_inline)) void
+sort_pairs(struct pair *p, struct pair *tmp, uint64_t n,
+	   int (*less)(const struct pair *, const struct pair *))
+{
+	struct pair *src = p, *dst = tmp, *t;
+	uint64_t w, lo;
+
+	for (w = 1; w < n; w *= 2) {
+		for (lo = 0; lo < n; lo += 2 * w) {
+			uint64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			uint64_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi)
+				dst[k++] = less(&src[j], &src[i]) ? src[j++] : src[i++];
+			while (i < mid)
+				dst[k++] = src[i++];
+			while (j < hi)
+				dst[k++] = src[j++];
+		}
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != p)
+		memcpy(p, src, n * sizeof(*p));
+}
+
+/* Sort the pairs, count equal neighbours, sort by count: O(n log n). */
 static int report_hot(FILE *o, const struct hvt_file *f, const struct hvt_syms *s, uint64_t top,
 		      int64_t vcpu)
 {
-	struct pair *p = malloc((f->nr ? f->nr : 1) * sizeof(*p));
-	uint64_t n = 0, k = 0, i;
+	uint64_t cap = f->nr ? f->nr : 1, n = 0, k = 0, i;
+	struct pair *p = malloc(cap * sizeof(*p)), *tmp = malloc(cap * sizeof(*tmp));
 	char a[160], b[160];
 
-	if (!p)
+	if (!p || !tmp) {
+		free(p);
+		free(tmp);
 		return -1;
+	}
 	for (i = 0; i < f->nr; i++) {
 		const struct hvtrace_rec *r = &f->recs[i];
 
@@ -153,14 +183,15 @@ static int report_hot(FILE *o, const struct hvt_file *f, const struct hvt_syms *
 		    (vcpu < 0 || r->vcpu == vcpu))
 			p[n++] = (struct pair){ r->from, r->to, 1 };
 	}
-	qsort(p, n, sizeof(*p), cmp_from_to);
+	sort_pairs(p, tmp, n, less_from_to);
 	for (i = 0; i < n; i++) {
-		if (k && !cmp_from_to(&p[k - 1], &p[i]))
+		if (k && p[k - 1].from == p[i].from && p[k - 1].to == p[i].to)
 			p[k - 1].count++;
 		else
 			p[k++] = p[i];
 	}
-	qsort(p, k, sizeof(*p), cmp_hot);
+	sort_pairs(p, tmp, k, less_hot);
+	free(tmp);
 	fprintf(o, "hot branches: top %llu of %llu distinct from -> to pairs (%llu branch records)\n",
 		(unsigned long long)(top < k ? top : k), (unsigned long long)k, (unsigned long long)n);
 	for (i = 0; i < k && i < top; i++)
@@ -190,7 +221,7 @@ int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 	if (by_vcpu_build(&b, f, opt->vcpu))
 		return -1;
 	if (opt->calls)
-		for (v = 0; v < MAX_VCPUS; v++)
+		for (v = 0; v < b.nv; v++)
 			if (b.first[v + 1] > b.first[v])
 				report_calls(o, f, s, &b, v);
 	if (opt->hot && report_hot(o, f, s, opt->hot, opt->vcpu)) {
@@ -198,7 +229,7 @@ int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 		return -1;
 	}
 	if (opt->last)
-		for (v = 0; v < MAX_VCPUS; v++)
+		for (v = 0; v < b.nv; v++)
 			if (b.first[v + 1] > b.first[v])
 				report_last(o, f, s, &b, v, opt->last);
 	by_vcpu_free(&b);
@@ -281,7 +312,7 @@ int export_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s, co
 		f->hdr.tsc_hz ? "ts in microseconds since tsc0"
 			      : "tsc_hz unknown: ts is raw TSC ticks since tsc0, not microseconds");
 	fprintf(o, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"hvtrace guest\"}}");
-	for (v = 0; v < MAX_VCPUS; v++)
+	for (v = 0; v < b.nv; v++)
 		if (b.first[v + 1] > b.first[v])
 			export_vcpu(o, f, s, &b, v, tsc0, scale);
 	fprintf(o, "\n]}\n");
