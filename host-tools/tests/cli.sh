@@ -18,15 +18,7 @@ cleanup() {
 	rm -rf "$T" "$SHM"
 }
 trap cleanup EXIT
-pass=0 failn=0
-
-ok() { pass=$((pass + 1)); }
-bad() { failn=$((failn + 1)); echo "FAIL: $*" >&2; }
-check() { # check DESC CONDITION...
-	local d=$1
-	shift
-	if "$@"; then ok; else bad "$d"; fi
-}
+. host-tools/tests/lib.sh
 # run RC DESC CMD...: runs CMD, output in $T/out and $T/err, expects exit RC
 run() {
 	local want=$1 d=$2 rc
@@ -35,7 +27,6 @@ run() {
 	rc=$?
 	if [ "$rc" = "$want" ]; then ok; else bad "$d: exit $rc, wanted $want; stderr: $(head -c 400 "$T/err")"; fi
 }
-has() { grep -qE -- "$2" "$1"; }
 # data records and the sum of LOST counts in a trace file
 tally() {
 	"$H" dump "$1" 2>/dev/null | awk '$3 == "lost" {l += $4; next} {d++} END {printf "%d %d\n", d, l}'

@@ -18,16 +18,7 @@ for x in "$H" "$G"; do
 done
 T=$(mktemp -d /tmp/hvt-hostile-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-pass=0 failn=0
-
-ok() { pass=$((pass + 1)); }
-bad() { failn=$((failn + 1)); echo "FAIL: $*" >&2; }
-check() { # check DESC CONDITION...
-	local d=$1
-	shift
-	if "$@"; then ok; else bad "$d"; fi
-}
-has() { grep -qE -- "$2" "$1"; }
+. host-tools/tests/lib.sh
 # timed RC DESC CMD...: runs CMD (output in $T/out, $T/err), expects exit RC
 # within LIMIT ms
 timed() {

@@ -1,0 +1,13 @@
+# Sourced by the host-tools test scripts (cli.sh, hostile.sh): counters and
+# the checks they share. The script prints "NAME: $pass passed, $failn
+# failed" at the end (tests/run-all.sh sums those lines).
+pass=0 failn=0
+
+ok() { pass=$((pass + 1)); }
+bad() { failn=$((failn + 1)); echo "FAIL: $*" >&2; }
+check() { # check DESC CONDITION...
+	local d=$1
+	shift
+	if "$@"; then ok; else bad "$d"; fi
+}
+has() { grep -qE -- "$2" "$1"; } # has FILE ERE
