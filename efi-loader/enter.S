@@ -1,13 +1,15 @@
-/* u64 hv_enter(struct hv_boot *bp, u64 host_cr3, u64 entry, u64 stack_top)
+/* u64 hv_enter(struct hv_boot_guest *g, u64 host_cr3, u64 entry, u64 stack_top,
+ *              const struct hv_boot *bp, u64 op)
  *
- * Runs in the loader (firmware page tables, identity-mapped code). Records
- * where the guest resumes (hv_enter_resume, with this stack) and the
- * firmware's CR3 in bp->guest, switches to the hypervisor's page tables and
- * stack and calls hv_entry(bp). On success the hypervisor makes this very
+ * Runs in the loader, on any processor (firmware page tables, identity-
+ * mapped code). Records in *g where the guest resumes (hv_enter_resume,
+ * with this stack) and the firmware's CR3, switches to the hypervisor's
+ * page tables and this processor's root-mode stack and calls
+ * hv_entry(bp, op). For HV_OP_ENTER the hypervisor makes this very
  * processor its guest and resumes it at hv_enter_resume with RAX = 0: the
- * call returns 0, now running virtualized. On failure hv_entry returns (or
- * jumps to hv_enter_fail) with RAX = a negative status and nothing changed.
- * Offsets: hv/base/boot.h. */
+ * call returns 0, now running virtualized. Otherwise (HV_OP_INIT,
+ * HV_OP_PROBE, or a failure) hv_entry returns, or jumps to hv_enter_fail,
+ * with RAX = its status. Offsets: hv/base/boot.h. */
 #include "base/boot.h"
 
 	.text
@@ -32,8 +34,10 @@ hv_enter:
 	movq %rdi, %r12
 	movq %rsi, %cr3
 	movq %rcx, %rsp
+	movq %r8, %rdi
+	movq %r9, %rsi
 	call *%rdx
-	/* hv_entry returned: a failure before anything was changed */
+	/* hv_entry returned: its status, with nothing of this processor changed */
 	movslq %eax, %rax
 	movq HV_BOOT_GUEST_CR3(%r12), %rdx
 	movq HV_BOOT_GUEST_RSP(%r12), %rsi
@@ -52,5 +56,22 @@ hv_enter_resume:
 	popq %r12
 	popq %rbx
 	popq %rbp
+	ret
+
+/* void mp_ap_trampoline(void *arg): the EFI_AP_PROCEDURE the loader hands
+ * the firmware's MP services. Called with the Microsoft ABI (RCX = arg;
+ * RDI and RSI callee-saved), it calls mp_ap_procedure(arg) (System V).
+ * Neither the loader nor the hypervisor touches XMM registers. */
+	.globl mp_ap_trampoline
+	.hidden mp_ap_trampoline
+mp_ap_trampoline:
+	pushq %rdi
+	pushq %rsi
+	subq $8, %rsp
+	movq %rcx, %rdi
+	call mp_ap_procedure
+	addq $8, %rsp
+	popq %rsi
+	popq %rdi
 	ret
 	.section .note.GNU-stack,"",@progbits

@@ -19,4 +19,11 @@ void say(const char *fmt, ...) __printf(1, 2);
  * said on the console either way */
 struct hv_boot_ivshmem;
 void pci_find_ivshmem(struct hv_boot_ivshmem *iv);
+
+/* mp.c: every enabled processor into bp->cpus[] (the boot processor
+ * first); HV_OK or why not, said on the console */
+struct hv_boot;
+int mp_collect(struct hv_boot *bp);
+/* hv_entry(bp, op | k << HV_OP_CPU_SHIFT) on every application processor k */
+int mp_run(struct hv_boot *bp, u64 host_cr3, u64 entry, u32 op);
 #endif

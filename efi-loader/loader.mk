@@ -10,7 +10,7 @@ EFI_CRT0 := $(EFI_LIB)/crt0-efi-x86_64.o
 EFI_SECTIONS := -j .text -j .sdata -j .data -j .dynamic -j .dynsym -j .rel -j .rela \
 	-j .rel.* -j .rela.* -j .reloc
 
-loader-y := main.o config.o efimisc.o acpi.o pci.o enter.o hvimage.o
+loader-y := main.o config.o efimisc.o acpi.o pci.o mp.o enter.o hvimage.o
 loader-shared-y := base/fmt.o base/memmap.o base/pgbuild.o base/status.o base/pcicfg.o
 LOADER_OBJS := $(addprefix $(BUILD)/efi-loader/,$(loader-y)) \
 	$(addprefix $(BUILD)/efi-loader/shared/,$(loader-shared-y))

@@ -1,10 +1,10 @@
 /*
  * hvtrace.efi: the UEFI application the firmware starts from the ESP. Reads
  * \EFI\hvtrace\hvtrace.cfg, reserves memory the OS never reuses, places the
- * hypervisor there with its own page tables, takes this processor into
- * guest mode, then (as the guest) chain-loads the next stage. Any failure is
- * reported on the console and the next stage boots without the hypervisor.
- * Runs before ExitBootServices, with boot services.
+ * hypervisor there with its own page tables, takes every processor into
+ * guest mode (mp.c), then (as the guest) chain-loads the next stage. Any
+ * failure is reported on the console and the next stage boots without the
+ * hypervisor. Runs before ExitBootServices, with boot services.
  */
 #include <efi.h>
 #include <efilib.h>
@@ -23,8 +23,8 @@
 
 extern const UINT8 hv_image_start[] __attribute__((visibility("hidden")));
 extern const UINT8 hv_image_end[] __attribute__((visibility("hidden")));
-u64 hv_enter(struct hv_boot *bp, u64 host_cr3, u64 entry, u64 stack_top)
-	__attribute__((visibility("hidden")));
+u64 hv_enter(struct hv_boot_guest *g, u64 host_cr3, u64 entry, u64 stack_top,
+	     const struct hv_boot *bp, u64 op) __attribute__((visibility("hidden")));
 
 static EFI_HANDLE self;
 static EFI_LOADED_IMAGE *self_image;
@@ -144,8 +144,8 @@ static u64 rdmsr_apic_base(void)
 	return ((u64)hi << 32) | lo;
 }
 
-/* Places the hypervisor and enters it. Returns its status (HV_OK: this
- * processor now runs as its guest). */
+/* Places the hypervisor and enters it on every processor. Returns its
+ * status (HV_OK: every processor now runs as its guest). */
 static int start_hypervisor(const struct hv_config *cfg)
 {
 	const struct hv_image_hdr *hdr = (const void *)hv_image_start;
@@ -171,10 +171,14 @@ static int start_hypervisor(const struct hv_config *cfg)
 
 	struct bump bump = { pa + ALIGN_UP(mem_bytes, PAGE_SIZE), pa + cfg->memory };
 	u64 bp_pa, stack_pa, limit = phys_limit(&gbpages);
+	bool entered = false;
 	/* where the firmware left this processor's local APIC: the hypervisor
 	 * reaches it there, whatever the guest later writes to APIC_BASE */
 	u64 apic_pa = rdmsr_apic_base() & APICBASE_ADDR_MASK;
 	struct hv_boot *bp = bump_alloc(&bump, &bp_pa);
+	for (int i = 1; bp && i < HV_BOOT_PAGES; i++)
+		if (!bump_alloc(&bump, &stack_pa))	/* the next pages: bump is contiguous */
+			bp = NULL;
 	struct pg_builder pgb;
 	const struct pg_alloc alloc = { bump_alloc, ident_ptr, &bump };
 	int ret = HV_ERR_NO_MEMORY;
@@ -186,9 +190,16 @@ static int start_hypervisor(const struct hv_config *cfg)
 	    /* the local APIC's registers, uncached (SDM Vol. 3 11.4.1) */
 	    !pg_map(&pgb, HV_APIC_VA, apic_pa, PAGE_SIZE, PTE_P | PTE_RW | PTE_PCD | PTE_PWT | PTE_G))
 		goto fail;
-	for (int i = 0; i < HV_STACK_PAGES; i++)
-		if (!bump_alloc(&bump, &stack_pa))
-			goto fail;
+	ret = mp_collect(bp);
+	if (ret != HV_OK)
+		goto fail;
+	ret = HV_ERR_NO_MEMORY;
+	for (u32 c = 0; c < bp->nr_cpus; c++) {
+		for (int i = 0; i < HV_STACK_PAGES; i++)
+			if (!bump_alloc(&bump, &stack_pa))
+				goto fail;
+		bp->cpus[c].stack_top = HV_VA_BASE + (stack_pa + PAGE_SIZE - pa);
+	}
 
 	bp->magic = HV_BOOT_MAGIC;
 	bp->version = HV_BOOT_VERSION;
@@ -217,12 +228,35 @@ static int start_hypervisor(const struct hv_config *cfg)
 		goto fail;
 	}
 
-	u64 stack_top = HV_VA_BASE + (stack_pa + PAGE_SIZE - pa);
-	ret = (int)(s64)hv_enter(bp, pgb.root_pa, hdr->entry, stack_top);
+	/* the hypervisor's set-up, on this processor; then every application
+	 * processor is asked, and only when all can run it does any enter */
+	ret = (int)(s64)hv_enter(&bp->cpus[0].guest, pgb.root_pa, hdr->entry, bp->cpus[0].stack_top,
+				 bp, HV_OP_INIT);
 	if (ret == HV_OK)
-		return HV_OK;
+		ret = mp_run(bp, pgb.root_pa, hdr->entry, HV_OP_PROBE);
+	if (ret != HV_OK)
+		goto fail;
+	/* once a processor is in, the reserve (bp with it) reads as the sink */
+	u32 nr_cpus = bp->nr_cpus;
+	entered = nr_cpus > 1;
+	ret = mp_run(bp, pgb.root_pa, hdr->entry, HV_OP_ENTER);
+	if (ret != HV_OK)
+		/* those that entered cannot leave: the reserve stays theirs */
+		say("not every processor is under the hypervisor: the serial log says why");
+	int bsp = (int)(s64)hv_enter(&bp->cpus[0].guest, pgb.root_pa, hdr->entry, bp->cpus[0].stack_top,
+				     bp, HV_OP_ENTER);
+	if (bsp == HV_OK) {
+		if (nr_cpus > 1 && ret == HV_OK)
+			say("all %u processors are under the hypervisor", nr_cpus);
+		return HV_OK;	/* a processor that failed was named above */
+	}
+	say("the boot processor did not enter the hypervisor: %s", hv_status_str(bsp));
+	if (entered)
+		return bsp;
+	ret = bsp;
 fail:
-	uefi_call_wrapper(BS->FreePages, 2, pa, pages);
+	if (!entered)
+		uefi_call_wrapper(BS->FreePages, 2, pa, pages);
 	return ret;
 }
 

@@ -52,7 +52,8 @@ static const char *err_name(int64_t r)
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: hvtrace-agent version|status|--help\n"
-		   "  version  print the hypervisor's ABI version (exit 1 if not under hvtrace)\n"
+		   "  version  print the hypervisor's ABI version and the vCPU that answered\n"
+		   "           (exit 1 if not under hvtrace)\n"
 		   "  status   ask for the status page (needs kernel privilege; from user\n"
 		   "           space the hypervisor refuses with EPERM)\n");
 	return f == stdout ? 0 : 2;
@@ -78,8 +79,12 @@ int main(int argc, char **argv)
 			printf("hvtrace-agent: version hypercall failed: %lld (%s)\n", (long long)r, err_name(r));
 			return 2;
 		}
-		printf("hvtrace-agent: hvtrace ABI %u.%u, features %#llx\n", (unsigned)(b >> 16),
+		printf("hvtrace-agent: hvtrace ABI %u.%u, features %#llx", (unsigned)(b >> 16),
 		       (unsigned)(b & 0xffff), (unsigned long long)c);
+		/* ABI 1.3 names the vCPU that answered (taskset picks the CPU) */
+		if ((b & 0xffff) >= 3 || (b >> 16) > 1)
+			printf(", vCPU %u (APIC ID %u)", (unsigned)d, (unsigned)(d >> 32));
+		printf("\n");
 		return 0;
 	}
 	static struct hvtrace_status st;

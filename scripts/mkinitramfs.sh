@@ -39,6 +39,31 @@ for arg in $(cat /proc/cmdline); do
 		t1=$(cut -d' ' -f1 /proc/uptime)
 		echo "HVTRACE-GUEST: workload md5 ${mib} MiB: $t0 $t1 ${sum%% *}"
 		;;
+	hvtrace.smp)
+		# every processor (issue 13): the same CPUID flags everywhere,
+		# the agent's hypercall on each CPU names that CPU's APIC ID,
+		# no ivshmem device, and a CPU taken offline comes back
+		n=$(grep -c '^processor' /proc/cpuinfo)
+		echo "HVTRACE-GUEST: smp cpus $n, flag lines $(grep '^flags' /proc/cpuinfo | sort -u | wc -l), hypervisor on $(grep '^flags' /proc/cpuinfo | grep -cw hypervisor)"
+		cpu=0
+		for apic in $(sed -n 's/^apicid[[:space:]]*: //p' /proc/cpuinfo); do
+			echo "HVTRACE-GUEST: smp cpu $cpu apicid $apic agent $(taskset -c $cpu hvtrace-agent version | sed -n 's/.*(APIC ID \([0-9]*\)).*/\1/p')"
+			cpu=$((cpu + 1))
+		done
+		ivs=no
+		for d in /sys/bus/pci/devices/*; do
+			[ "$(cat $d/vendor)$(cat $d/device)" = 0x1af40x1110 ] && ivs=yes
+		done
+		echo "HVTRACE-GUEST: smp ivshmem visible: $ivs"
+		last=$((n - 1))
+		if [ "$last" -gt 0 ]; then
+			echo 0 > /sys/devices/system/cpu/cpu$last/online
+			off=$(cat /sys/devices/system/cpu/cpu$last/online)
+			echo 1 > /sys/devices/system/cpu/cpu$last/online
+			on=$(cat /sys/devices/system/cpu/cpu$last/online)
+			echo "HVTRACE-GUEST: smp cpu $last offline $off online $on agent $(taskset -c $last hvtrace-agent version | sed -n 's/.*(APIC ID \([0-9]*\)).*/\1/p')"
+		fi
+		;;
 	hvtrace.kallsyms)
 		# the kernel's text symbols as a System.map (Debian ships only a
 		# placeholder one): gzip, base64, between two marker lines

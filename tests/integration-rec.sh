@@ -117,6 +117,42 @@ t_svm_rec_crash() {
 	finish $name
 }
 
+# Four processors, the recorder on all of them, and a triple fault on the
+# last application processor: the flight recorder freezes on every vCPU.
+# The crashing vCPU writes its CRASH marker at once, the others (kicked by
+# the hypervisor's NMI) at their next exit; the snapshot must hold all four.
+t_svm_rec_smp_crash() {
+	local name=svm-rec-smp-crash
+	local d=$(esp $name)
+	add_guest "$d" t_smp
+	cfg "$d" 'next = \EFI\hvtrace\t_smp.efi' 'cmdline = crash' 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ram'
+	local ram=$RUNS/$name/ram.img
+	run $name 120 --smp 4 --until 'REC-SMP-CRASH' -- \
+		-object memory-backend-file,id=ram,share=on,mem-path="$ram",size=512M -machine memory-backend=ram
+	expect 'GUEST-TEST: INFO: about to triple-fault on processor 3'
+	expect 'recorder: flight recorder frozen \(triple fault\)'
+	expect 'GUEST-TEST: PASS: ap_never_returns'
+	local snap=$RUNS/$name/snap.trace
+	if ! "$HVTRACE" snapshot --dump "$ram" -o "$snap" >"$RUNS/$name/snapshot.out" 2>&1; then
+		REASONS="$REASONS; hvtrace snapshot failed: $(head -2 "$RUNS/$name/snapshot.out")"
+	else
+		"$HVTRACE" dump "$snap" --json >"$RUNS/$name/dump.json" 2>&1
+		local v n
+		for v in 0 1 2 3; do
+			n=$(grep -c "\"vcpu\":$v,.*\"marker\":\"crash\"" "$RUNS/$name/dump.json")
+			[ "$n" = 1 ] || REASONS="$REASONS; vCPU $v has $n crash markers, want 1"
+		done
+		# the crashing vCPU's marker carries the cause (the others too)
+		grep -q '"vcpu":3,.*"marker":"crash"' "$RUNS/$name/dump.json" ||
+			REASONS="$REASONS; no crash marker on vCPU 3"
+		"$HVTRACE" status --dump "$ram" >"$RUNS/$name/status.txt" 2>&1
+		grep -q 'vcpus: 4, rings: 4' "$RUNS/$name/status.txt" || REASONS="$REASONS; status does not list 4 vCPUs and their rings"
+	fi
+	rm -f "$ram"
+	finish $name
+}
+
 # The same crash, the flight recorder taken from an ELF core that QEMU's
 # own `dump-guest-memory` wrote through its monitor while the guest sat
 # stopped (no file-backed RAM, no ivshmem).
@@ -376,6 +412,6 @@ t_linux_rec_start_kernel() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_slow_reader
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_slow_reader
 t_linux_rec_start_kernel"
 runner_main integration-rec "$ALL" "$@"

@@ -234,6 +234,52 @@ t_linux_boot() {
 	finish linux-boot
 }
 
+# Every processor (docs/smp.md): four processors under the hypervisor
+# before the next stage; t_smp runs code on each through MP services and
+# starts one itself by INIT and SIPI.
+t_svm_smp() {
+	local d=$(esp svm-smp)
+	add_guest "$d" t_smp
+	printf 'next = \\EFI\\hvtrace\\t_smp.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-smp 90 --smp 4
+	expect 'hvtrace: all 4 processors are under the hypervisor'
+	expect 'GUEST-TEST: PASS: status_counts_every_processor'
+	expect 'GUEST-TEST: PASS: each_cpu3_reserve_hidden'
+	expect 'GUEST-TEST: PASS: own_sipi_starts_a_guest'
+	expect 'hvtrace: warning: mp_icr_write: vcpu 0: INIT to APIC ID 85, a processor outside the hypervisor: dropped'
+	expect 'SUMMARY: t_smp: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-smp
+}
+
+# Linux with four processors: it starts the three others by INIT-SIPI-SIPI
+# through the hypervisor, sees the same CPUID everywhere, the agent's
+# hypercall answers on each CPU with that CPU's APIC ID, the channel device
+# stays hidden, and a CPU taken offline comes back as a guest.
+t_linux_smp() {
+	local d=$(esp linux-smp) chan=$RUNS/linux-smp/chan.bin
+	add_linux "$d"
+	printf 'next = \\EFI\\linux\\vmlinuz\ncmdline = %s hvtrace.smp\nflight.size = 64K\ntrace.start = hypercall\n' \
+		"$LINUX_CMDLINE" >"$d/EFI/hvtrace/hvtrace.cfg"
+	truncate -s 16M "$chan"
+	run linux-smp 180 --smp 4 --cpu-flags -hypervisor -- \
+		-object memory-backend-file,id=hvt,share=on,mem-path="$chan",size=16M \
+		-device ivshmem-plain,memdev=hvt
+	expect 'hvtrace: all 4 processors are under the hypervisor'
+	expect 'HVTRACE-GUEST: smp cpus 4, flag lines 1, hypervisor on 4'
+	local c
+	for c in 0 1 2 3; do
+		expect "HVTRACE-GUEST: smp cpu $c apicid $c agent $c\$"
+	done
+	expect 'HVTRACE-GUEST: smp ivshmem visible: no'
+	expect 'HVTRACE-GUEST: smp cpu 3 offline 0 online 1 agent 3$'
+	expect 'HVTRACE-GUEST: done'
+	reject 'hvtrace: error'
+	reject 'Kernel panic'
+	finish linux-smp
+}
+
 # Linux probes PCI through CF8/CFC (and ECAM above register 0xff): with the
 # channel hidden it boots, enumerates the host bridge and never sees
 # 1af4:1110. Kernel log at loglevel 7 for the enumeration lines; the
@@ -275,7 +321,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_hostile t_svm_triple_fault t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_smp t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

@@ -4,11 +4,20 @@
 #ifndef HV_BASE_BOOT_H
 #define HV_BASE_BOOT_H
 
-/* Offsets of hv_boot.guest.{rip,rsp,cr3}, used by efi-loader/enter.S. */
-#define HV_BOOT_GUEST_RIP	0x48
-#define HV_BOOT_GUEST_RSP	0x50
-#define HV_BOOT_GUEST_CR3	0x58
-#define HV_BOOT_GUEST_ABORT	0x60
+/* Offsets in struct hv_boot_guest, used by efi-loader/enter.S. */
+#define HV_BOOT_GUEST_RIP	0x00
+#define HV_BOOT_GUEST_RSP	0x08
+#define HV_BOOT_GUEST_CR3	0x10
+#define HV_BOOT_GUEST_ABORT	0x18
+
+/* What the loader asks of hv_entry (its second argument: op | cpu << 16). */
+#define HV_OP_INIT		1	/* global set-up on the boot processor; nothing enters */
+#define HV_OP_PROBE		2	/* can this processor run the hypervisor? changes nothing */
+#define HV_OP_ENTER		3	/* this processor becomes vCPU `cpu` and resumes as the guest */
+#define HV_OP_CPU_SHIFT		16
+
+/* Processors the hypervisor can take (vCPUs): one per enabled processor. */
+#define HV_MAX_CPUS		64
 
 #ifndef __ASSEMBLER__
 #include "base/types.h"
@@ -25,7 +34,7 @@
 
 #define HV_IMAGE_HDR_MAGIC	0x4856494d41474531ull	/* "HVIMAGE1" */
 #define HV_BOOT_MAGIC		0x48564254424f4f54ull	/* "HVBTBOOT" */
-#define HV_BOOT_VERSION		3
+#define HV_BOOT_VERSION		4
 
 /* First bytes of the flat hypervisor image (hv/hv.ld puts it at HV_VA_BASE). */
 struct hv_image_hdr {
@@ -40,6 +49,16 @@ struct hv_image_hdr {
 struct hv_boot_guest {
 	u64 rip, rsp, cr3;	/* filled by the loader's entry trampoline */
 	u64 abort_rip;		/* loader stub: RAX = status, RDX = CR3, RSI = RSP */
+};
+_Static_assert(__builtin_offsetof(struct hv_boot_guest, abort_rip) == HV_BOOT_GUEST_ABORT, "enter.S");
+
+/* One processor, as the firmware's MP services describe it; vCPU n is
+ * cpus[n] (the boot processor is vCPU 0). */
+struct hv_boot_cpu {
+	struct hv_boot_guest guest;	/* where it resumes as the guest (enter.S) */
+	u32 apic_id;		/* its local APIC ID (the x2APIC ID where it has one) */
+	u32 mp_index;		/* the firmware's processor number */
+	u64 stack_top;		/* its root-mode stack (hypervisor virtual address) */
 };
 
 /* The recorder's configuration (hvtrace.cfg keys flight.*, stream.*,
@@ -109,18 +128,22 @@ struct hv_boot {
 	u64 host_cr3;		/* built by the loader */
 	u64 phys_limit;		/* 1 << MAXPHYADDR */
 	u64 tsc_hz;		/* 0 when unknown */
-	struct hv_boot_guest guest;
 	u32 trace_engine;	/* enum hvtrace_engine the guest's BTS gets */
 	u32 pad3;
 	struct hv_rec_cfg rec;	/* the recorder */
 	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
 	struct hv_boot_ivshmem ivshmem;
 	u64 apic_pa;		/* the local APIC's page, where the firmware left it */
+	u32 nr_cpus;		/* enabled processors, all taken (cpus[0] boots) */
+	u32 nr_disabled;	/* processors the firmware reports disabled: never started */
+	struct hv_boot_cpu cpus[HV_MAX_CPUS];
 };
-int hv_entry(const struct hv_boot *bp);
+/* op: HV_OP_* | cpu << HV_OP_CPU_SHIFT. HV_OP_INIT and HV_OP_PROBE return
+ * their status; HV_OP_ENTER returns only on failure. */
+int hv_entry(const struct hv_boot *bp, u64 op);
 
-_Static_assert(sizeof(struct hv_boot) <= 4096, "hv_boot fits one page");
-_Static_assert(__builtin_offsetof(struct hv_boot, guest) == HV_BOOT_GUEST_RIP, "enter.S offsets");
+#define HV_BOOT_PAGES 2
+_Static_assert(sizeof(struct hv_boot) <= HV_BOOT_PAGES * 4096, "hv_boot fits its pages");
 
 #endif /* __ASSEMBLER__ */
 

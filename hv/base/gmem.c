@@ -134,39 +134,33 @@ bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
  * same code page again. The guest does not run during an exit, so its
  * page tables hold still; the hypervisor's own writes to guest memory (a
  * BTS record, an A/D bit) forget them all, in case a guest put a buffer
- * over its page tables. Keyed by vCPU, exit number and CR3; 4 KiB pages.
+ * over its page tables. Per vCPU (struct vcpu), keyed by exit number and
+ * CR3; 4 KiB pages. Another processor's guest may change these page
+ * tables meanwhile, as it may under a hardware page walk.
  */
-#define READ_TLB_SIZE 4
-static struct {
-	const struct vcpu *v;
-	u64 exit, cr3, lin, gpa;
-} read_tlb[READ_TLB_SIZE];
-static u32 read_tlb_next;
-
-static void read_tlb_flush(void)
+static void read_tlb_flush(struct vcpu *v)
 {
-	for (u32 i = 0; i < READ_TLB_SIZE; i++)
-		read_tlb[i].v = NULL;
+	for (u32 i = 0; i < GMEM_TLB_SIZE; i++)
+		v->read_tlb[i].exit = ~0ull;
 }
 
 static bool translate_read(struct vcpu *v, u64 gva, u64 *gpa)
 {
 	u64 page = gva & ~(PAGE_SIZE - 1), cr3 = hv.ops->get_cr(v, 3);
-	for (u32 i = 0; i < READ_TLB_SIZE; i++) {
-		if (read_tlb[i].v == v && read_tlb[i].exit == v->exits && read_tlb[i].cr3 == cr3 &&
-		    read_tlb[i].lin == page) {
-			*gpa = read_tlb[i].gpa | (gva & (PAGE_SIZE - 1));
+	for (u32 i = 0; i < GMEM_TLB_SIZE; i++) {
+		if (v->read_tlb[i].exit == v->exits && v->read_tlb[i].cr3 == cr3 &&
+		    v->read_tlb[i].lin == page) {
+			*gpa = v->read_tlb[i].gpa | (gva & (PAGE_SIZE - 1));
 			return true;
 		}
 	}
 	if (!translate(v, gva, false, gpa))
 		return false;
-	u32 i = read_tlb_next++ % READ_TLB_SIZE;
-	read_tlb[i].v = v;
-	read_tlb[i].exit = v->exits;
-	read_tlb[i].cr3 = cr3;
-	read_tlb[i].lin = page;
-	read_tlb[i].gpa = *gpa & ~(PAGE_SIZE - 1);
+	u32 i = v->read_tlb_next++ % GMEM_TLB_SIZE;
+	v->read_tlb[i].exit = v->exits;
+	v->read_tlb[i].cr3 = cr3;
+	v->read_tlb[i].lin = page;
+	v->read_tlb[i].gpa = *gpa & ~(PAGE_SIZE - 1);
 	return true;
 }
 
@@ -174,7 +168,7 @@ static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, bool w
 {
 	size_t done = 0;
 	if (write)
-		read_tlb_flush();
+		read_tlb_flush(v);
 	while (done < len) {
 		u64 gpa, chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
 		void *p;
@@ -231,7 +225,7 @@ bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
 	if (last < gva)
 		return false;
 	/* all or nothing: translate every page for writing before copying */
-	read_tlb_flush();	/* a walk for writing may set A/D bits */
+	read_tlb_flush(v);	/* a walk for writing may set A/D bits */
 	for (u64 page = gva >> PAGE_SHIFT; page <= last >> PAGE_SHIFT; page++) {
 		u64 gpa, a = page << PAGE_SHIFT;
 		if (!translate(v, a < gva ? gva : a, true, &gpa) || !gpa_ptr(gpa, 1))

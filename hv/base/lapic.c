@@ -3,9 +3,13 @@
  * mapped uncached in the hypervisor's own page tables (HV_APIC_VA). Never
  * at the address the guest last wrote to IA32_APIC_BASE: that is a value
  * of the guest's choosing (dispatch/msr.c keeps it virtual, docs/security.md).
- * The guest owns the APIC (its MMIO and x2APIC MSRs are not intercepted);
- * the hypervisor reads LVT entries and sends this processor IPIs on the
- * guest's behalf. Root mode. */
+ * The guest owns the APIC but for the interrupt command register, whose
+ * writes reach it through the hypervisor (dispatch/mp.c): its xAPIC page is
+ * read-only to the guest, its x2APIC ICR MSR intercepted. The hypervisor
+ * reads LVT entries, sends IPIs on the guest's behalf, and kicks other
+ * processors with NMIs. The guest's ICR high half is kept apart
+ * (struct vcpu icr_hi), so the hypervisor may use the register freely
+ * while the guest is out. Root mode. */
 #include "arch/x86/apic.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/msr.h"
@@ -38,6 +42,39 @@ void lapic_write(u32 reg, u32 val)
 		wrmsr(X2APIC_MSR(reg), val);
 	else
 		*lapic_mmio(reg) = val;
+}
+
+/* xAPIC: waits (bounded) for the previous IPI to leave, SDM 11.6.1 */
+static void icr_wait_idle(void)
+{
+	for (u32 spin = 0; spin < 1000000 && (*lapic_mmio(APIC_ICR_LO) & ICR_BUSY); spin++)
+		cpu_relax();
+}
+
+void lapic_send_icr(u32 lo, u32 dest)
+{
+	if (lapic_x2()) {
+		wrmsr(X2APIC_MSR(APIC_ICR_LO), ((u64)dest << 32) | lo);
+		return;
+	}
+	icr_wait_idle();
+	*lapic_mmio(APIC_ICR_HI) = dest << ICR_XAPIC_DEST_SHIFT;
+	*lapic_mmio(APIC_ICR_LO) = lo;
+}
+
+void lapic_send_nmi(u32 apic_id)
+{
+	lapic_send_icr(ICR_DM_NMI | ICR_LEVEL_ASSERT, apic_id);
+}
+
+void lapic_mmio_write(u32 reg, u32 val)
+{
+	*lapic_mmio(reg & 0xffc) = val;
+}
+
+bool lapic_x2apic_mode(void)
+{
+	return lapic_x2();
 }
 
 /* An IPI to this processor: `vector` with fixed delivery, or an NMI

@@ -9,4 +9,13 @@ u32 lapic_read(u32 reg);
 void lapic_write(u32 reg, u32 val);
 /* delivery: LVT_DM_FIXED (with `vector`) or LVT_DM_NMI */
 void lapic_self_ipi(u32 delivery, u8 vector);
+/* An interrupt command as written: lo = the ICR's low half, dest = the
+ * destination (xAPIC ID, or x2APIC ID in x2APIC mode). */
+void lapic_send_icr(u32 lo, u32 dest);
+/* An NMI to the processor with this APIC ID (a kick, dispatch/mp.c). */
+void lapic_send_nmi(u32 apic_id);
+/* A write to an xAPIC register at its page offset, as the guest made it. */
+void lapic_mmio_write(u32 reg, u32 val);
+/* The APIC is in x2APIC mode (its MMIO page is not decoded). */
+bool lapic_x2apic_mode(void);
 #endif

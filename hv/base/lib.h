@@ -18,4 +18,25 @@ int hv_snprintf(char *buf, size_t size, const char *fmt, ...) __printf(3, 4);
 /* FNV-1a, 64-bit: the image integrity checksum */
 u64 hv_fnv1a(const void *p, size_t n);
 
+/* A test-and-set lock for the few structures every processor shares (the
+ * allocator, the log, the PCI configuration ports); never held across a
+ * guest entry. The record path takes none. */
+struct spinlock {
+	volatile u32 held;
+};
+static inline bool spin_trylock(struct spinlock *l)
+{
+	return !__atomic_exchange_n(&l->held, 1, __ATOMIC_ACQUIRE);
+}
+static inline void spin_lock(struct spinlock *l)
+{
+	while (!spin_trylock(l))
+		while (l->held)
+			__builtin_ia32_pause();
+}
+static inline void spin_unlock(struct spinlock *l)
+{
+	__atomic_store_n(&l->held, 0, __ATOMIC_RELEASE);
+}
+
 #endif

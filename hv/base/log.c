@@ -12,6 +12,9 @@
 
 static u16 log_port;
 static int log_level = LOG_LEVEL_INFO;
+/* one line at a time from every processor; a processor that stopped while
+ * holding it (a panic in the middle of a line) is waited for only so long */
+static struct spinlock log_lock;
 
 void log_init(u16 serial_port, int level)
 {
@@ -47,8 +50,13 @@ static void log_vprintf(int level, const char *func, const char *fmt, va_list ap
 		n += hv_snprintf(line + n, sizeof(line) - n, "%s: ", func);
 	if (n < (int)sizeof(line))
 		hv_vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	bool locked = false;
+	for (u32 spin = 0; spin < (1u << 24) && !(locked = spin_trylock(&log_lock)); spin++)
+		cpu_relax();
 	log_raw(line);
 	log_raw("\n");
+	if (locked)
+		spin_unlock(&log_lock);
 }
 
 void log_printf(int level, const char *func, const char *fmt, ...)

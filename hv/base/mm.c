@@ -1,5 +1,6 @@
 /* Bump allocator over the reserved range: the hypervisor never frees (its
- * structures live as long as the machine). */
+ * structures live as long as the machine). Every processor may allocate
+ * while it is set up: under a lock. */
 #include "base/boot.h"
 #include "base/lib.h"
 #include "base/mm.h"
@@ -7,6 +8,7 @@
 #include "arch/x86/paging.h"
 
 static u64 mm_base, mm_next, mm_end;
+static struct spinlock mm_lock;
 
 void mm_init(u64 reserve_pa, u64 reserve_size, u64 heap_pa)
 {
@@ -18,10 +20,14 @@ void mm_init(u64 reserve_pa, u64 reserve_size, u64 heap_pa)
 void *mm_alloc_pages(u64 n, u64 *pa)
 {
 	u64 bytes = n * PAGE_SIZE;
-	if (!n || mm_end - mm_next < bytes)
+	spin_lock(&mm_lock);
+	if (!n || n > (mm_end - mm_next) / PAGE_SIZE) {
+		spin_unlock(&mm_lock);
 		return NULL;
+	}
 	u64 p = mm_next;
 	mm_next += bytes;
+	spin_unlock(&mm_lock);
 	void *va = hv_pa_to_va(p);
 	memset(va, 0, bytes);
 	if (pa)

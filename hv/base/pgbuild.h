@@ -36,6 +36,10 @@ bool pg_map(struct pg_builder *b, u64 va, u64 pa, u64 size, u64 flags);
 /* Maps every 4 KiB page of [va, va+size) to the single page `pa`. */
 bool pg_map_alias(struct pg_builder *b, u64 va, u64 pa, u64 size, u64 flags);
 
+/* Sets and clears leaf flags of the 4 KiB page at va, splitting the large
+ * page that maps it (its other pages keep their flags). */
+bool pg_set_page_flags(struct pg_builder *b, u64 va, u64 set, u64 clear);
+
 /* Walks the tables: true (with pa, flags, leaf_size) when va is mapped. */
 bool pg_translate(const struct pg_builder *b, u64 va, u64 *pa, u64 *flags, u64 *leaf_size);
 

@@ -19,6 +19,10 @@ const char *hv_status_str(int st)
 	case HV_ERR_VMENTRY_FAILED: return "the first VM entry failed (the serial log has the reason and the guest state)";
 	case HV_ERR_NO_EPT: return "VMX has no usable EPT (4-level, write-back or uncacheable structures)";
 	case HV_ERR_REC_CONFIG: return "the recorder's rings do not fit (flight.size and stream.size against 'memory' or the ivshmem device's size; the serial log says which)";
+	case HV_ERR_TOO_MANY_CPUS: return "more enabled processors than the hypervisor takes (HV_MAX_CPUS)";
+	case HV_ERR_CPU_DIFFERS: return "this application processor differs from the boot processor (features or APIC ID; the serial log says which)";
+	case HV_ERR_AP_NO_ANSWER: return "an application processor did not run the loader's procedure (MP services timed out or failed)";
+	case HV_ERR_SMP_UNSUPPORTED: return "this backend cannot yet take application processors (VMX: boot with one processor)";
 	case HV_ERR_VMX_SETUP: return "entering VMX operation failed (VMXON, VMPTRLD or VMWRITE; the serial log has the VM-instruction error)";
 	}
 	return "unknown error";

@@ -49,6 +49,10 @@ enum hv_status {
 	HV_ERR_NO_EPT = -12,		/* VMX without usable EPT */
 	HV_ERR_VMX_SETUP = -13,		/* VMXON/VMPTRLD/VMWRITE failed */
 	HV_ERR_REC_CONFIG = -14,	/* the recorder's rings do not fit */
+	HV_ERR_TOO_MANY_CPUS = -15,	/* more enabled processors than HV_MAX_CPUS */
+	HV_ERR_CPU_DIFFERS = -16,	/* an application processor is not like the boot one */
+	HV_ERR_AP_NO_ANSWER = -17,	/* an application processor did not run the loader's code */
+	HV_ERR_SMP_UNSUPPORTED = -18,	/* the backend cannot start processors yet */
 };
 
 const char *hv_status_str(int st);

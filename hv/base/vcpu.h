@@ -7,6 +7,7 @@
 
 #include "base/types.h"
 #include "arch/x86/vectors.h"
+#include "arch/x86/desc.h"
 #include "base/boot.h"
 
 /* General-purpose registers by their x86 encoding number (SDM Vol. 2A
@@ -31,7 +32,8 @@ enum hv_event_kind {
 	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
 	HV_EV_EXCEPTION,	/* an intercepted exception, before its delivery */
 	HV_EV_INTR,		/* an external interrupt for the guest, acknowledged */
-	HV_EV_NMI,		/* an NMI for the guest (exits only while tracing) */
+	HV_EV_NMI,		/* an NMI: the guest's, or a kick (dispatch/mp.c) */
+	HV_EV_INIT,		/* an INIT signal reached this processor (SVM intercept) */
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
 	HV_EV_COUNT
 };
@@ -47,7 +49,7 @@ struct hv_event {
 	u8 insn_len;		/* length of the exiting instruction; 0 = unknown */
 	u8 vector;		/* HV_EV_EXCEPTION; HV_EV_INTR (0: it vanished) */
 	bool has_error;
-	u32 error_code;
+	u32 error_code;		/* exceptions; NPF: HV_NPF_* */
 	u64 fault_addr;		/* #PF: the linear address (CR2 to be) */
 	/* the event whose delivery this exit interrupted (SVM EXITINTINFO,
 	 * VMX IDT-vectoring information) */
@@ -58,6 +60,7 @@ struct hv_event {
 	u8 io_size;		/* HV_EV_IO: 1, 2 or 4 bytes */
 	u8 io_flags;		/* HV_EV_IO: HV_IO_* */
 };
+#define HV_NPF_WRITE	BIT(1)	/* NPF by a write (APM EXITINFO1, SDM EPT qualification bit 1) */
 #define HV_IO_IN	BIT(0)	/* IN/INS (else OUT/OUTS) */
 #define HV_IO_STRING	BIT(1)	/* INS/OUTS */
 #define HV_IO_REP	BIT(2)	/* with a REP prefix */
@@ -85,18 +88,39 @@ enum hv_seg { SEG_ES, SEG_CS, SEG_SS, SEG_DS, SEG_FS, SEG_GS, SEG_GDTR, SEG_IDTR
 
 struct trace_vcpu;
 
+/* A vCPU's start-up state (dispatch/mp.c), changed by other processors
+ * with atomic operations: INIT pending, waiting for a SIPI, SIPI latched
+ * with its vector in bits 8-15. 0: running. */
+#define MP_INIT		BIT(0)
+#define MP_WAIT_SIPI	BIT(1)
+#define MP_SIPI		BIT(2)
+#define MP_VECTOR_SHIFT	8
+
+#define GMEM_TLB_SIZE	4
+
 struct vcpu {
 	u64 gpr[GPR_COUNT];	/* offset 0: the run loops save/restore by index */
 	u64 rip, rflags;	/* synced by the backend around each exit */
-	u32 id;
+	u32 id;			/* its index in hv.vcpus[] */
+	u32 apic_id;		/* its processor's local APIC ID */
 	void *arch;		/* backend state (struct svm_vcpu, struct vmx_vcpu) */
+	const struct hv_boot_cpu *boot;	/* where the loader left it (its guest's resume point) */
 	u64 exits;
 	u64 events[HV_EV_COUNT];
 	u64 hypercalls;
 	u64 apic_base;		/* the guest's IA32_APIC_BASE address: virtual (dispatch/msr.c) */
 	struct trace_vcpu *trace;	/* hv/trace's own (trace_vcpu_init) */
+	volatile u32 mp_state;	/* MP_*: INIT and SIPI from other processors */
+	volatile u32 kick;	/* 1: an NMI the hypervisor sent is on its way (mp.c) */
+	u32 icr_hi;		/* the guest's xAPIC ICR high half (mp.c keeps it) */
+	u64 inits, sipis;	/* INITs and SIPIs this vCPU took */
+	/* page translations for reads, valid for one exit (base/gmem.c) */
+	struct { u64 exit, cr3, lin, gpa; } read_tlb[GMEM_TLB_SIZE];
+	u32 read_tlb_next;
+	struct host_cpu host;	/* its processor's root-mode GDT/TSS, GS base */
 };
 _Static_assert(__builtin_offsetof(struct vcpu, gpr) == 0, "run loops index gpr[]");
+_Static_assert(sizeof(struct vcpu) <= 4096, "a vCPU fits the page it is allocated in");
 
 #define HV_CAP_NRIP	(1u << 0)	/* the CPU reports the next RIP on exits */
 #define HV_CAP_MTF	(1u << 1)	/* monitor trap flag (VMX) */
@@ -110,6 +134,7 @@ struct hv_arch_ops {
 	const char *name;
 	u32 backend;				/* enum hvtrace_backend */
 	int (*probe)(u32 *caps);		/* can this CPU run us? */
+	int (*setup)(void);			/* tables every vCPU shares, once */
 	int (*vcpu_init)(struct vcpu *v);	/* guest state := this CPU's state */
 	void __noreturn (*vcpu_run)(struct vcpu *v);
 	void (*inject_exception)(struct vcpu *v, u8 vector, bool has_err, u32 err);
@@ -140,6 +165,11 @@ struct hv_arch_ops {
 	void (*set_efer)(struct vcpu *v, u64 efer);
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);
 	void (*dump)(struct vcpu *v);
+	/* The guest's state after INIT (APM Vol. 2 14.1.3, SDM Vol. 3 Table
+	 * 10-1), and its start at a SIPI vector; NULL where the backend starts
+	 * processors by its own exits (VMX's wait-for-SIPI activity state). */
+	void (*reset_to_init)(struct vcpu *v);
+	void (*start_at_sipi)(struct vcpu *v, u8 vector);
 };
 
 /* Global hypervisor state (one instance). */
@@ -150,10 +180,20 @@ struct hv {
 	struct hv_memmap guest_ram;	/* RAM the guest may point us at */
 	struct hv_memmap hidden;	/* the hypervisor's own ranges */
 	u64 ro_checksum;		/* text+rodata at start */
-	u32 nr_vcpus;
-	struct vcpu *vcpus[1];		/* one processor until SMP lands */
+	u32 nr_vcpus;			/* every enabled processor, from HV_OP_INIT */
+	u32 nr_disabled;		/* processors the firmware left disabled */
+	volatile u32 nr_running;	/* vCPUs that entered the guest */
+	struct vcpu *vcpus[HV_MAX_CPUS];
 };
 extern struct hv hv;
+
+/* Makes vCPU w leave the guest soon: an NMI to its processor, with w->kick
+ * set so that its NMI exit knows the NMI for the hypervisor's (the guest's
+ * own NMI, arriving at that moment, merges with it and is lost: a limit,
+ * docs/smp.md). A vCPU not yet entered is not kicked. */
+void hv_kick(struct vcpu *w);
+/* Every vCPU but v. */
+void hv_kick_others(struct vcpu *v);
 
 /* Advances RIP past the exiting instruction (length from the event, or
  * decoded from guest memory when the CPU does not report it). */

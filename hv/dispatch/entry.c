@@ -1,9 +1,13 @@
-/* Hypervisor entry on the boot processor. Called by efi-loader/enter.S on
- * the hypervisor's own stack and page tables, interrupts off, with the
- * firmware's GDT/IDT still loaded (they become the guest's). Returns only
- * on failure (a negative enum hv_status), having changed nothing. */
+/* Hypervisor entry, on every processor. Called by efi-loader/enter.S on
+ * the processor's own root-mode stack and the hypervisor's page tables,
+ * interrupts off, with the firmware's GDT/IDT still loaded (they become
+ * the guest's): HV_OP_INIT once on the boot processor, HV_OP_PROBE on each
+ * application processor, then HV_OP_ENTER on each, the boot processor
+ * last. A failure returns a negative enum hv_status, having changed
+ * nothing on that processor. */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
 #include "arch/x86/desc.h"
 #include "arch/x86/paging.h"
 #include "base/boot.h"
@@ -30,26 +34,38 @@ static const struct hv_arch_ops *pick_backend(void)
 	return NULL;
 }
 
-int hv_entry(const struct hv_boot *bp)
+/* HV_OP_INIT, on the boot processor: everything every vCPU shares, and a
+ * vCPU (with its rings) for every processor the loader listed. Nothing
+ * runs as a guest yet. */
+static bool initialized;
+
+static int hv_init(const struct hv_boot *bp)
 {
 	int st;
 
-	if (bp->magic != HV_BOOT_MAGIC || bp->version != HV_BOOT_VERSION)
+	if (bp->magic != HV_BOOT_MAGIC || bp->version != HV_BOOT_VERSION || !bp->nr_cpus ||
+	    bp->nr_cpus > HV_MAX_CPUS || hv.ops)
 		return HV_ERR_BAD_BOOT;
 	hv.boot = *bp;
 	log_init(bp->serial_port, (int)bp->log_level);
 	LOG_INFO("hypervisor at %016lx (%lu MiB), %s", bp->reserve_pa, bp->reserve_size >> 20,
 		 hv_image_hdr.sig);
 
-	hv.ops = pick_backend();
-	if (!hv.ops) {
+	const struct hv_arch_ops *ops = pick_backend();
+	if (!ops) {
 		LOG_ERR("%s", hv_status_str(HV_ERR_UNSUPPORTED_CPU));
 		return HV_ERR_UNSUPPORTED_CPU;
 	}
-	st = hv.ops->probe(&hv.caps);
+	st = ops->probe(&hv.caps);
 	if (st) {
-		LOG_ERR("%s backend: %s", hv.ops->name, hv_status_str(st));
+		LOG_ERR("%s backend: %s", ops->name, hv_status_str(st));
 		return st;
+	}
+	hv.ops = ops;
+	if (bp->nr_cpus > 1 && !ops->reset_to_init) {
+		LOG_ERR("%s backend, %u processors: %s", ops->name, bp->nr_cpus,
+			hv_status_str(HV_ERR_SMP_UNSUPPORTED));
+		return HV_ERR_SMP_UNSUPPORTED;
 	}
 
 	mm_init(bp->reserve_pa, bp->reserve_size, bp->heap_pa);
@@ -61,37 +77,114 @@ int hv_entry(const struct hv_boot *bp)
 	if (st)
 		return st;
 
-	struct vcpu *v = mm_alloc_pages(1, NULL);
-	if (!v)
-		return HV_ERR_NO_MEMORY;
-	hv.vcpus[0] = v;
-	hv.nr_vcpus = 1;
-	st = trace_vcpu_init(v, bp->trace_engine);
-	if (st)
-		return st;
-	v->apic_base = bp->apic_pa;
+	for (u32 i = 0; i < bp->nr_cpus; i++) {
+		struct vcpu *v = mm_alloc_pages(1, NULL);
+		if (!v)
+			return HV_ERR_NO_MEMORY;
+		v->id = i;
+		v->apic_id = bp->cpus[i].apic_id;
+		v->apic_base = bp->apic_pa;
+		st = trace_vcpu_init(v, bp->trace_engine);
+		if (st)
+			return st;
+		hv.vcpus[i] = v;
+	}
+	hv.nr_vcpus = bp->nr_cpus;
+	hv.nr_disabled = bp->nr_disabled;
 	st = rec_init();	/* the channel: before the nested page tables hide it */
 	if (st) {
 		LOG_ERR("recorder: %s", hv_status_str(st));
 		return st;
 	}
-
-	st = hv.ops->vcpu_init(v);
+	st = ops->setup();
 	if (st) {
-		LOG_ERR("%s backend: %s", hv.ops->name, hv_status_str(st));
+		LOG_ERR("%s backend: %s", ops->name, hv_status_str(st));
 		return st;
 	}
-	desc_load_host();
+	initialized = true;
+	LOG_INFO("%s backend set up for %u processor%s", ops->name, hv.nr_vcpus,
+		 hv.nr_vcpus == 1 ? "" : "s");
+	return HV_OK;
+}
 
-	/* The guest resumes in efi-loader/enter.S as if hv_enter() returned
-	 * HV_OK, with interrupts off (enter.S restores the caller's flags). */
-	v->rip = bp->guest.rip;
-	v->gpr[GPR_RSP] = bp->guest.rsp;
+/* This processor's local APIC ID, as the loader must have listed it. */
+static u32 this_apic_id(void)
+{
+	struct cpuid_regs r;
+	cpuid_count(0, 0, &r);
+	if (r.eax >= 0xb) {
+		cpuid_count(0xb, 0, &r);
+		if (r.ebx)
+			return r.edx;
+	}
+	cpuid_count(1, 0, &r);
+	return r.ebx >> 24;
+}
+
+/* HV_OP_PROBE, on an application processor: can it run the hypervisor as
+ * the boot processor does? Changes nothing. */
+static int cpu_probe(u32 cpu)
+{
+	u32 caps = 0;
+	int st = hv.ops->probe(&caps);
+	if (st) {
+		LOG_ERR("processor %u: %s", cpu, hv_status_str(st));
+		return st;
+	}
+	if (caps != hv.caps) {
+		LOG_ERR("processor %u: capabilities %x, the boot processor's %x", cpu, caps, hv.caps);
+		return HV_ERR_CPU_DIFFERS;
+	}
+	if (this_apic_id() != hv.vcpus[cpu]->apic_id) {
+		LOG_ERR("processor %u: APIC ID %u, the firmware said %u", cpu, this_apic_id(),
+			hv.vcpus[cpu]->apic_id);
+		return HV_ERR_CPU_DIFFERS;
+	}
+	return HV_OK;
+}
+
+/* HV_OP_ENTER: this processor becomes vCPU `cpu` and resumes in the loader
+ * (efi-loader/enter.S) as if hv_enter() returned HV_OK, with interrupts off
+ * (enter.S restores the caller's flags). Returns only on failure. */
+static int cpu_enter(const struct hv_boot *bp, u32 cpu)
+{
+	struct vcpu *v = hv.vcpus[cpu];
+	if (v->boot || this_apic_id() != v->apic_id)
+		return HV_ERR_BAD_BOOT;	/* entered twice, or on another processor */
+	v->boot = &bp->cpus[cpu];
+	int st = hv.ops->vcpu_init(v);
+	if (st) {
+		LOG_ERR("%s backend, processor %u: %s", hv.ops->name, cpu, hv_status_str(st));
+		return st;
+	}
+	desc_load_host(&v->host);
+
+	v->rip = v->boot->guest.rip;
+	v->gpr[GPR_RSP] = v->boot->guest.rsp;
 	v->gpr[GPR_RAX] = HV_OK;
 	v->rflags = RFLAGS_FIXED1;
 	trace_update(v);	/* trace.start = boot: the engine runs from here */
 	hv_prepare_entry(v);
-	LOG_INFO("%s backend ready, %lu KiB free; entering the guest", hv.ops->name,
-		 mm_free_bytes() >> 10);
+	u32 n = __atomic_add_fetch(&hv.nr_running, 1, __ATOMIC_SEQ_CST);
+	LOG_INFO("%s backend ready on processor %u (APIC ID %u), %u of %u running, %lu KiB free",
+		 hv.ops->name, cpu, v->apic_id, n, hv.nr_vcpus, mm_free_bytes() >> 10);
 	hv.ops->vcpu_run(v);
+}
+
+int hv_entry(const struct hv_boot *bp, u64 op)
+{
+	u32 cpu = (u32)(op >> HV_OP_CPU_SHIFT);
+	switch (op & ((1u << HV_OP_CPU_SHIFT) - 1)) {
+	case HV_OP_INIT:
+		return hv_init(bp);
+	case HV_OP_PROBE:
+		if (!initialized || cpu >= hv.nr_vcpus)
+			return HV_ERR_BAD_BOOT;
+		return cpu_probe(cpu);
+	case HV_OP_ENTER:
+		if (!initialized || cpu >= hv.nr_vcpus)
+			return HV_ERR_BAD_BOOT;
+		return cpu_enter(bp, cpu);
+	}
+	return HV_ERR_BAD_BOOT;
 }

@@ -18,6 +18,7 @@
 #include "base/vcpu.h"
 #include "dispatch/dispatch.h"
 #include "trace/trace.h"
+#include "dispatch/mp.h"
 #include "arch/x86/decode/decode.h"
 
 static const char *const event_name[HV_EV_COUNT] = {
@@ -34,6 +35,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_EXCEPTION] = "exception",
 	[HV_EV_INTR] = "external interrupt",
 	[HV_EV_NMI] = "NMI",
+	[HV_EV_INIT] = "INIT",
 	[HV_EV_UNHANDLED] = "unhandled exit",
 };
 
@@ -42,6 +44,23 @@ static void __noreturn guest_stop(struct vcpu *v, const char *why)
 	LOG_ERR("vcpu %u: %s: the guest is stopped; the hypervisor stays resident", v->id, why);
 	hv.ops->dump(v);
 	cpu_halt_forever();
+}
+
+/* A triple fault: the flight recorder freezes and the vCPU enters the
+ * shutdown state. As on hardware (SDM Vol. 3 6.15 "Interrupt 8": only NMI,
+ * INIT, RESET or SMI leave it), an INIT from another processor brings it
+ * out (the firmware resets a processor that did not finish its work that
+ * way); the boot processor, or a vCPU nobody INITs, stays stopped. */
+static void guest_shutdown(struct vcpu *v)
+{
+	rec_freeze(v, HVTRACE_FREEZE_TRIPLE_FAULT);
+	LOG_ERR("vcpu %u: guest triple fault (shutdown): the guest is stopped; the hypervisor stays "
+		"resident", v->id);
+	hv.ops->dump(v);
+	if (hv.nr_vcpus == 1 || !hv.ops->reset_to_init)
+		cpu_halt_forever();
+	mp_wait_init(v);
+	LOG_INFO("vcpu %u: INIT ends its shutdown", v->id);
 }
 
 static void dispatch(struct vcpu *v, const struct hv_event *ev)
@@ -97,8 +116,8 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 			switch (exc_combine(ev->vec_vector, ev->vector)) {
 			case EXC_TRIPLE_FAULT:
 				LOG_INFO("exception %u while delivering a double fault: shutdown", ev->vector);
-				rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
-				guest_stop(v, "guest triple fault (shutdown)");
+				guest_shutdown(v);
+				return;
 			case EXC_DOUBLE_FAULT:
 				e.vector = X86_DF;
 				e.has_error = true;
@@ -121,17 +140,24 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 			hv.ops->inject_interrupt(v, ev->vector);
 		return;
 	case HV_EV_NMI:
+		if (mp_take_kick(v))
+			return;		/* the hypervisor's own (dispatch/mp.c) */
 		if (!trace_on_nmi(v))
 			hv.ops->inject_nmi(v);
+		return;
+	case HV_EV_INIT:
+		mp_init_self(v);
 		return;
 	case HV_EV_VIRT_INSN:
 		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */
 		hv_inject_fault(v, X86_UD, false, 0);
 		return;
 	case HV_EV_TRIPLE_FAULT:
-		rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
-		guest_stop(v, "guest triple fault (shutdown)");
+		guest_shutdown(v);
+		return;
 	case HV_EV_NPF:
+		if (mp_apic_npf(v, ev))
+			return;
 		LOG_ERR("nested page fault at gpa %016lx", ev->gpa);
 		guest_stop(v, "unexpected nested page fault");
 	default:
@@ -194,6 +220,7 @@ void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
 
 void hv_prepare_entry(struct vcpu *v)
 {
+	mp_before_entry(v);	/* INIT and SIPI: may wait here for a SIPI */
 	trace_before_entry(v);
 	write_dr7(trace_host_dr7(v));	/* last: see trace_host_dr7 */
 }

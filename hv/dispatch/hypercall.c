@@ -26,7 +26,10 @@ static void hc_status(struct vcpu *v, u64 gpa)
 		st.hypercalls += hv.vcpus[i]->hypercalls;
 	}
 	st.tsc_hz = hv.boot.tsc_hz;
-	(void)v;
+	st.caller_vcpu = v->id;
+	st.caller_apic_id = v->apic_id;
+	st.nr_running = hv.nr_running;
+	st.nr_disabled = hv.nr_disabled;
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
 }
 
@@ -47,6 +50,12 @@ static void hc_vcpu_status(u64 gpa, u32 index)
 	st.bts_pmis = w->trace->ds.pmis;
 	st.rec_records = w->trace->rec.records;
 	st.rec_lost = w->trace->rec.lost;
+	st.apic_id = w->apic_id;
+	st.mp_state = !w->boot ? HVTRACE_VCPU_NOT_STARTED
+		      : (w->mp_state & (MP_INIT | MP_WAIT_SIPI)) ? HVTRACE_VCPU_WAIT_SIPI
+								  : HVTRACE_VCPU_RUNNING;
+	st.inits = w->inits;
+	st.sipis = w->sipis;
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
 }
 
@@ -67,6 +76,7 @@ void hc_dispatch(struct vcpu *v)
 		case HVTRACE_HC_VERSION:
 			v->gpr[GPR_RBX] = HVTRACE_ABI_VERSION;
 			v->gpr[GPR_RCX] = HVTRACE_FEAT_HYPERCALL;
+			v->gpr[GPR_RDX] = v->id | (u64)v->apic_id << 32;
 			break;
 		case HVTRACE_HC_STATUS:
 			hc_status(v, a.buf_gpa);

@@ -10,6 +10,9 @@
 #include "arch/x86/paging.h"
 #include "base/log.h"
 #include "dispatch/msr.h"
+#include "dispatch/mp.h"
+#include "base/lapic.h"
+#include "arch/x86/apic.h"
 #include "base/vcpu.h"
 #include "trace/trace.h"
 
@@ -26,6 +29,9 @@ const struct msr_range hv_owned_msrs[] = {
 	{ MSR_IA32_PERF_GLOBAL_OVF_CTRL, MSR_IA32_PERF_GLOBAL_OVF_CTRL },
 	/* the local APIC's location: the hypervisor's to keep */
 	{ MSR_IA32_APICBASE, MSR_IA32_APICBASE },
+	/* the x2APIC interrupt command: INIT and SIPI go through the
+	 * hypervisor (dispatch/mp.c) */
+	{ X2APIC_MSR(APIC_ICR_LO), X2APIC_MSR(APIC_ICR_LO) },
 	/* features that write memory at physical addresses or change who
 	 * runs SMM: refused */
 	{ MSR_IA32_PEBS_ENABLE, MSR_IA32_PEBS_ENABLE },
@@ -244,6 +250,8 @@ bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 	case MSR_IA32_APICBASE:
 		*val = apic_base_read(v);
 		return true;
+	case X2APIC_MSR(APIC_ICR_LO):
+		return hw_read(msr, val);	/* #GP outside x2APIC mode, as on hardware */
 	}
 	if (is_mtrr(msr) || is_frozen(msr))
 		return hw_read(msr, val);
@@ -272,6 +280,11 @@ bool msr_write(struct vcpu *v, u32 msr, u64 val)
 	}
 	case MSR_IA32_APICBASE:
 		return apic_base_write(v, val);
+	case X2APIC_MSR(APIC_ICR_LO):
+		/* SDM 11.12.9: outside x2APIC mode, or with reserved bits, #GP */
+		if (!lapic_x2apic_mode() || (val & X2APIC_ICR_RESERVED))
+			return false;
+		return mp_icr_write(v, (u32)val, (u32)(val >> 32), true);
 	}
 	if (is_mtrr(msr))
 		return mtrr_write(msr, val);

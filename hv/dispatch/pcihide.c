@@ -17,6 +17,7 @@
 #include "hvtrace/record.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/paging.h"
+#include "base/lib.h"
 #include "base/log.h"
 #include "base/memmap.h"
 #include "base/pcicfg.h"
@@ -30,6 +31,10 @@ static struct pci_hide_fn hide_fn;
 static u32 guest_cf8;		/* the guest's CONFIG_ADDRESS */
 static bool string_io_logged;
 static u64 io_exits, io_hidden;	/* logged (debug) at powers of two, then every 8192 */
+/* CONFIG_ADDRESS is one register of the platform, shared by every
+ * processor: one guest access (the decision, then the port access made
+ * for it) at a time */
+static struct spinlock cf8_lock;
 
 static bool hide_range(const char *what, u64 base, u64 size)
 {
@@ -115,6 +120,7 @@ void pcihide_io(struct vcpu *v, const struct hv_event *ev)
 	}
 	u32 mask = size == 4 ? ~0u : (1u << (8 * size)) - 1;
 	u32 val = (u32)v->gpr[GPR_RAX] & mask;
+	spin_lock(&cf8_lock);
 	struct pci_io_decision d = pci_io_decide(&hide_fn, &guest_cf8, ev->io_port, size, in, val);
 
 	io_hidden += d.hide;
@@ -124,7 +130,7 @@ void pcihide_io(struct vcpu *v, const struct hv_event *ev)
 
 	if (d.reset) {
 		LOG_INFO("the guest resets the machine (port %x <- %x)", ev->io_port, val);
-		rec_freeze(HVTRACE_FREEZE_RESET);
+		rec_freeze(v, HVTRACE_FREEZE_RESET);
 	}
 	if (in) {
 		u32 r = d.hide ? ~0u : port_in(ev->io_port, size);
@@ -136,5 +142,6 @@ void pcihide_io(struct vcpu *v, const struct hv_event *ev)
 	} else if (!d.hide) {
 		port_out(ev->io_port, size, val);
 	}
+	spin_unlock(&cf8_lock);
 	hv_skip_insn(v, ev, 1);
 }

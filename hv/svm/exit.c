@@ -32,20 +32,19 @@ static void exit_exception(struct svm_vcpu *sv, struct hv_event *ev)
 	ev->fault_addr = sv->vmcb->control.exit_info2;
 }
 
-extern volatile u32 host_irq_vector, host_nmi_pending;
-
 /* APM 15.21.1: a physical interrupt for the guest, still pending in the
  * local APIC. The host opens GIF and IF for a moment so the CPU
  * acknowledges it through the host's IDT (hv/arch/x86/exc.S records the
  * vector); the guest then gets it by event injection and EOIs it itself. */
 static void exit_intr(struct svm_vcpu *sv, struct hv_event *ev)
 {
-	host_irq_vector = 0;
+	struct host_cpu *h = host_cpu_this();
+	h->irq_vector = 0;
 	asm volatile("stgi; sti; nop; nop; nop; nop; cli; clgi" ::: "memory");
 	ev->kind = HV_EV_INTR;
-	ev->vector = (u8)host_irq_vector;
-	if (host_nmi_pending) {
-		host_nmi_pending = 0;
+	ev->vector = (u8)h->irq_vector;
+	if (h->nmi_pending) {
+		h->nmi_pending = 0;
 		sv->nmi_pending = true;
 	}
 }
@@ -71,21 +70,25 @@ static void exit_ioio(struct svm_vcpu *sv, struct hv_event *ev)
  * the guest gets it by event injection. None taken: it was not ours. */
 static void exit_nmi(struct svm_vcpu *sv, struct hv_event *ev)
 {
+	struct host_cpu *h = host_cpu_this();
 	(void)sv;
-	host_nmi_pending = 0;
+	h->nmi_pending = 0;
 	asm volatile("stgi; nop; nop; nop; nop; clgi" ::: "memory");
-	if (host_nmi_pending) {
-		host_nmi_pending = 0;
+	if (h->nmi_pending) {
+		h->nmi_pending = 0;
 		ev->kind = HV_EV_NMI;
 	} else {
 		ev->kind = HV_EV_INTR;	/* vector 0: nothing to deliver */
 	}
 }
 
+/* APM 15.25.6: the faulting guest-physical address in EXITINFO2, the
+ * #PF-style error code (bit 1: a write) in EXITINFO1 */
 static void exit_npf(struct svm_vcpu *sv, struct hv_event *ev)
 {
 	ev->kind = HV_EV_NPF;
 	ev->gpa = sv->vmcb->control.exit_info2;
+	ev->error_code = (u32)sv->vmcb->control.exit_info1;
 }
 
 #define SIMPLE(name, k) \
@@ -95,11 +98,13 @@ SIMPLE(exit_vmmcall, HV_EV_HYPERCALL)
 SIMPLE(exit_virt_insn, HV_EV_VIRT_INSN)
 SIMPLE(exit_shutdown, HV_EV_TRIPLE_FAULT)
 SIMPLE(exit_invd, HV_EV_INVD)
+SIMPLE(exit_init, HV_EV_INIT)
 #undef SIMPLE
 
 static const svm_exit_fn svm_exit_handlers[] = {
 	[SVM_EXIT_INTR] = exit_intr,
 	[SVM_EXIT_NMI] = exit_nmi,
+	[SVM_EXIT_INIT] = exit_init,
 	[SVM_EXIT_CPUID] = exit_cpuid,
 	[SVM_EXIT_INVD] = exit_invd,
 	/* WBINVD too: QEMU 7.2's TCG checks the WBINVD intercept for an INVD

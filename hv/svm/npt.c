@@ -25,6 +25,11 @@ int svm_npt_build(u64 *ncr3)
 	memset(sink, 0xff, PAGE_SIZE);
 	if (!pg_identity_map(&b, limit, hv.hidden.r, hv.hidden.nr, sink_pa, flags))
 		return HV_ERR_NO_MEMORY;
+	/* The local APIC's page is read-only to the guest: its writes exit,
+	 * so that no INIT or SIPI reaches a processor without the
+	 * hypervisor (dispatch/mp.c; SVM has no INIT/SIPI exits of its own) */
+	if (!pg_set_page_flags(&b, hv.boot.apic_pa & ~(PAGE_SIZE - 1), 0, PTE_RW))
+		return HV_ERR_NO_MEMORY;
 	LOG_INFO("nested paging: identity map of %lu GiB in %lu table pages", limit >> 30, b.tables);
 	*ncr3 = b.root_pa;
 	return HV_OK;

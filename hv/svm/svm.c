@@ -50,19 +50,25 @@ static void seg_from_gdt(struct vmcb_seg *s, u16 sel, const struct desc_ptr *gdt
 	s->base = desc_base(d);
 }
 
+/* The tables every vCPU shares: one nested page table (the same map for
+ * every processor) and one MSR and I/O permission map. */
+static u64 shared_ncr3, shared_msrpm_pa, shared_iopm_pa;
+
+static int svm_setup(void)
+{
+	int st = svm_npt_build(&shared_ncr3);
+	return st ? st : svm_msrpm_build(&shared_msrpm_pa, &shared_iopm_pa);
+}
+
 static int svm_vcpu_init(struct vcpu *v)
 {
 	struct svm_vcpu *sv;
 	struct desc_ptr gdt, idt;
-	u64 msrpm_pa, iopm_pa, ncr3;
-	int st;
 
 	sv = mm_alloc_pages(1, NULL);
 	if (!sv || !(sv->vmcb = mm_alloc_pages(1, &sv->vmcb_pa)) ||
 	    !mm_alloc_pages(1, &sv->host_save_pa) || !mm_alloc_pages(1, &sv->hsave_pa))
 		return HV_ERR_NO_MEMORY;
-	if ((st = svm_npt_build(&ncr3)) || (st = svm_msrpm_build(&msrpm_pa, &iopm_pa)))
-		return st;
 	v->arch = sv;
 
 	/* SVM instructions (CLGI included) #UD until EFER.SVME is set */
@@ -91,14 +97,18 @@ static int svm_vcpu_init(struct vcpu *v)
 	s->efer = sv->efer_before | EFER_SVME;	/* VMRUN needs SVME in the guest */
 	s->cr0 = read_cr0();
 	s->cr2 = read_cr2();
-	s->cr3 = hv.boot.guest.cr3;
+	s->cr3 = v->boot->guest.cr3;
 	s->cr4 = read_cr4();
 	s->dr6 = read_dr6();
 	s->dr7 = read_dr7();
 	s->g_pat = rdmsr(MSR_IA32_PAT);
 
+	/* NMIs always: the hypervisor kicks a vCPU with one (dispatch/mp.c);
+	 * INIT always: a processor reset by INIT would leave guest mode and,
+	 * at the next SIPI, run outside the hypervisor (APM 15.13.1, 15.19) */
 	c->intercept_misc3 = INTERCEPT3_CPUID | INTERCEPT3_MSR_PROT | INTERCEPT3_SHUTDOWN |
-			     INTERCEPT3_INVLPGA | INTERCEPT3_IOIO_PROT | INTERCEPT3_INVD;
+			     INTERCEPT3_INVLPGA | INTERCEPT3_IOIO_PROT | INTERCEPT3_INVD |
+			     INTERCEPT3_NMI | INTERCEPT3_INIT;
 	c->intercept_misc4 = INTERCEPT4_VMRUN | INTERCEPT4_VMMCALL | INTERCEPT4_VMLOAD |
 			     INTERCEPT4_VMSAVE | INTERCEPT4_STGI | INTERCEPT4_CLGI |
 			     INTERCEPT4_SKINIT | INTERCEPT4_WBINVD;
@@ -106,12 +116,12 @@ static int svm_vcpu_init(struct vcpu *v)
 	 * 0-7, writes in 16-23): the guest's debug registers are the
 	 * hypervisor's to load (trace_host_dr7, docs/security.md) */
 	c->intercept_dr = 0xff | (0xffu << 16);
-	c->iopm_base_pa = iopm_pa;
-	c->msrpm_base_pa = msrpm_pa;
+	c->iopm_base_pa = shared_iopm_pa;
+	c->msrpm_base_pa = shared_msrpm_pa;
 	c->asid = 1;
 	c->tlb_control = TLB_CONTROL_FLUSH_ALL;
 	c->np_ctl = NP_ENABLE;
-	c->n_cr3 = ncr3;
+	c->n_cr3 = shared_ncr3;
 
 	return HV_OK;
 }
@@ -125,7 +135,7 @@ static void __noreturn svm_abort_start(struct vcpu *v, struct svm_vcpu *sv)
 		.gdtr_base = s->gdtr.base, .gdtr_limit = (u16)s->gdtr.limit,
 		.idtr_base = s->idtr.base, .idtr_limit = (u16)s->idtr.limit,
 		.cs = s->cs.sel, .ss = s->ss.sel, .ds = s->ds.sel, .es = s->es.sel,
-		.cr3 = hv.boot.guest.cr3, .rsp = hv.boot.guest.rsp, .rip = hv.boot.guest.abort_rip,
+		.cr3 = v->boot->guest.cr3, .rsp = v->boot->guest.rsp, .rip = v->boot->guest.abort_rip,
 		.rax = (u64)(s64)HV_ERR_VMRUN_FAILED,
 	};
 	LOG_ERR("%s; guest state follows", hv_status_str(HV_ERR_VMRUN_FAILED));
@@ -225,9 +235,9 @@ static void svm_set_intr_intercept(struct vcpu *v, bool on)
 {
 	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
 	if (on)
-		c->intercept_misc3 |= INTERCEPT3_INTR | INTERCEPT3_NMI;
+		c->intercept_misc3 |= INTERCEPT3_INTR;
 	else
-		c->intercept_misc3 &= ~(INTERCEPT3_INTR | INTERCEPT3_NMI);
+		c->intercept_misc3 &= ~INTERCEPT3_INTR;	/* NMIs stay intercepted */
 }
 
 /* The syscall MSRs live in the VMCB's VMSAVE part, refreshed by the
@@ -306,10 +316,57 @@ static void svm_get_seg(struct vcpu *v, enum hv_seg seg, struct hv_segment *out)
 	out->base = vs[seg]->base;
 }
 
+/* APM Vol. 2 14.1.3 "Processor Initialization State" (Table 14-1), as an
+ * INIT leaves it: real mode at F000:FFF0, caches enabled as they were (INIT
+ * keeps CR0.CD/NW), RDX the family/model/stepping. EFER.SVME stays for
+ * VMRUN (the guest never sees it). MSRs INIT does not touch stay. */
+static void svm_reset_to_init(struct vcpu *v)
+{
+	struct svm_vcpu *sv = v->arch;
+	struct vmcb_save *s = &sv->vmcb->save;
+	struct vmcb_control *c = &sv->vmcb->control;
+	struct cpuid_regs r;
+	const struct vmcb_seg data = { .sel = 0, .attr = 0x93, .limit = 0xffff, .base = 0 };
+
+	s->cr0 = CR0_ET | (s->cr0 & (CR0_CD | CR0_NW));
+	s->cr2 = 0;
+	s->cr3 = 0;
+	s->cr4 = 0;
+	s->efer = EFER_SVME;
+	s->cs = (struct vmcb_seg){ .sel = 0xf000, .attr = 0x9b, .limit = 0xffff, .base = 0xffff0000 };
+	s->ds = s->es = s->fs = s->gs = s->ss = data;
+	s->gdtr = (struct vmcb_seg){ .limit = 0xffff };
+	s->idtr = (struct vmcb_seg){ .limit = 0xffff };
+	s->ldtr = (struct vmcb_seg){ .attr = 0x82, .limit = 0xffff };
+	s->tr = (struct vmcb_seg){ .attr = 0x8b, .limit = 0xffff };
+	s->cpl = 0;
+	s->dr6 = DR6_CLEAN;
+	s->dr7 = DR7_FIXED1;
+	memset(v->gpr, 0, sizeof(v->gpr));
+	cpuid_count(1, 0, &r);
+	v->gpr[GPR_RDX] = r.eax;
+	v->rip = 0xfff0;
+	v->rflags = RFLAGS_FIXED1;
+	c->event_inj = 0;
+	c->int_state = 0;
+	c->tlb_control = TLB_CONTROL_FLUSH_ALL;
+}
+
+/* SDM Vol. 3 10.4.4.1 / APM 16.5: a SIPI starts the processor at
+ * vector * 4096 in real mode, CS = vector << 8, IP = 0. */
+static void svm_start_at_sipi(struct vcpu *v, u8 vector)
+{
+	struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
+	s->cs.sel = (u16)(vector << 8);
+	s->cs.base = (u64)vector << 12;
+	v->rip = 0;
+}
+
 const struct hv_arch_ops svm_ops = {
 	.name = "svm",
 	.backend = HVTRACE_BACKEND_SVM,
 	.probe = svm_probe,
+	.setup = svm_setup,
 	.vcpu_init = svm_vcpu_init,
 	.vcpu_run = svm_vcpu_run,
 	.inject_exception = svm_inject_exception,
@@ -330,4 +387,6 @@ const struct hv_arch_ops svm_ops = {
 	.set_efer = svm_set_efer,
 	.get_seg = svm_get_seg,
 	.dump = svm_dump,
+	.reset_to_init = svm_reset_to_init,
+	.start_at_sipi = svm_start_at_sipi,
 };

@@ -351,7 +351,7 @@ void trace_before_entry(struct vcpu *v)
 	u8 bytes[15];
 	u64 base;
 
-	if (rec_take_changed())
+	if (rec_take_changed(v))
 		trace_update(v);	/* the recorder started or stopped */
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;

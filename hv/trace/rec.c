@@ -29,25 +29,37 @@
 
 #define CR3_ADDR_MASK	0x000ffffffffff000ull
 
+/*
+ * Machine-wide state, shared by every vCPU; the rings are per vCPU and
+ * only their own vCPU writes them (no lock on the record path). A state
+ * change is made under `lock`, bumps `gen`, and kicks every other vCPU
+ * (an NMI, base/vcpu.h hv_kick) so that each re-reads it at its next exit
+ * (trace_before_entry), within the time an NMI takes to arrive. The
+ * record count and skip count are atomic.
+ */
 static struct {
 	struct hvtrace_chan *chan;	/* NULL: no consumer configured */
 	const struct hv_rec_cfg *cfg;
-	u32 state;			/* enum hvtrace_chan_state */
-	bool changed;
-	u64 made;			/* records made since tracing started */
-	u64 skip;			/* REC_START_BRANCHES: still to skip */
+	volatile u32 state;		/* enum hvtrace_chan_state */
+	volatile u32 gen;		/* bumped by every state change */
+	u64 made;			/* records made since tracing started (atomic) */
+	u64 skip;			/* REC_START_BRANCHES: still to skip (atomic) */
+	struct spinlock lock;		/* state changes */
 	/* each consumer's filter: hvtrace.cfg's, or the trace_ctl filter's */
 	struct hv_rec_filter filter[REC_MAX_CONSUMERS];
 } rec;
 
-static void set_state(u32 state)
+/* Under rec.lock. */
+static void set_state(struct vcpu *v, u32 state)
 {
 	rec.state = state;
-	rec.changed = true;
+	__atomic_add_fetch(&rec.gen, 1, __ATOMIC_SEQ_CST);
 	if (rec.chan) {
 		rec.chan->state = state;
 		rec.chan->seq++;
 	}
+	if (v)
+		hv_kick_others(v);
 }
 
 /* --- layout ----------------------------------------------------------- */
@@ -148,8 +160,10 @@ int rec_init(void)
 	c->nr_vcpus = hv.nr_vcpus;
 	rec.chan = c;
 	rec.skip = cfg->start == REC_START_BRANCHES ? cfg->start_arg : 0;
-	set_state(cfg->start == REC_START_BOOT || cfg->start == REC_START_BRANCHES ? HVTRACE_STATE_TRACING
-									       : HVTRACE_STATE_IDLE);
+	rec.made = 0;
+	set_state(NULL, cfg->start == REC_START_BOOT || cfg->start == REC_START_BRANCHES
+				? HVTRACE_STATE_TRACING
+				: HVTRACE_STATE_IDLE);
 	/* the magic last: a reader scanning memory never sees half a header */
 	asm volatile("" ::: "memory");
 	c->magic = HVTRACE_CHAN_MAGIC;
@@ -160,6 +174,8 @@ int rec_init(void)
 		 rec.state == HVTRACE_STATE_TRACING ? "tracing from boot" : "waiting for the start trigger");
 	return HV_OK;
 }
+
+static void deliver(struct vcpu *v, const struct hvtrace_rec *r, u64 cr3);
 
 /* --- state -------------------------------------------------------------- */
 
@@ -175,11 +191,24 @@ u64 rec_trigger_addr(void)
 		       : 0;
 }
 
-bool rec_take_changed(void)
+bool rec_take_changed(struct vcpu *v)
 {
-	bool c = rec.changed;
-	rec.changed = false;
-	return c;
+	struct rec_vcpu *rv = &v->trace->rec;
+	u32 gen = __atomic_load_n(&rec.gen, __ATOMIC_ACQUIRE);
+	if (gen == rv->seen_gen)
+		return false;
+	rv->seen_gen = gen;
+	/* frozen by another vCPU: this one's CRASH marker, on its own ring */
+	if (rec.state == HVTRACE_STATE_FROZEN && !rv->frozen_marked && rec.chan) {
+		rv->frozen_marked = true;
+		struct hvtrace_rec r = { .tsc = rdtsc(), .from = gmem_linear_rip(v), .to = rec.chan->freeze,
+					 .vcpu = (u16)v->id, .kind = HVTRACE_REC_MARKER,
+					 .aux = HVTRACE_MARK_CRASH };
+		int cpl = hv.ops->get_cpl(v);
+		r.info = HVTRACE_INFO_MAKE(cpl, cpl);
+		deliver(v, &r, rv->cr3);
+	}
+	return true;
 }
 
 static void mark(struct vcpu *v, u32 code, u64 from, u64 to)
@@ -188,10 +217,11 @@ static void mark(struct vcpu *v, u32 code, u64 from, u64 to)
 	rec_emit(v, HVTRACE_REC_MARKER, from, to, cpl, code);
 }
 
+/* start, stop: under rec.lock */
 static void start(struct vcpu *v, u64 at)
 {
-	set_state(HVTRACE_STATE_TRACING);
-	rec.made = 0;
+	__atomic_store_n(&rec.made, 0, __ATOMIC_SEQ_CST);
+	set_state(v, HVTRACE_STATE_TRACING);
 	v->trace->rec.cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
 	mark(v, HVTRACE_MARK_START, at, v->trace->rec.cr3);
 	LOG_INFO("recorder: tracing starts at %016lx", at);
@@ -200,14 +230,17 @@ static void start(struct vcpu *v, u64 at)
 static void stop(struct vcpu *v, const char *why)
 {
 	mark(v, HVTRACE_MARK_STOP, gmem_linear_rip(v), rec.made);
-	set_state(HVTRACE_STATE_STOPPED);
+	set_state(v, HVTRACE_STATE_STOPPED);
 	LOG_INFO("recorder: tracing stopped (%s) after %lu records", why, rec.made);
 }
 
+/* Whichever vCPU reaches the address first starts tracing for all. */
 void rec_trigger_hit(struct vcpu *v)
 {
+	spin_lock(&rec.lock);
 	if (rec_trigger_addr())
 		start(v, rec.cfg->start_arg);
+	spin_unlock(&rec.lock);
 }
 
 /* --- records ------------------------------------------------------------ */
@@ -333,17 +366,29 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 			  !(kind == HVTRACE_REC_MARKER && rec.state != HVTRACE_STATE_FROZEN)))
 		return;
 	bool counted = kind != HVTRACE_REC_MARKER && kind != HVTRACE_REC_CR3;
-	if (counted && rec.skip) {
-		rec.skip--;
-		return;
+	if (counted && __atomic_load_n(&rec.skip, __ATOMIC_RELAXED)) {
+		u64 left = __atomic_load_n(&rec.skip, __ATOMIC_RELAXED);
+		while (left && !__atomic_compare_exchange_n(&rec.skip, &left, left - 1, false,
+							    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		if (left)
+			return;
 	}
 	/* near branches stay at their CPL; the others end where the vCPU is */
 	int to_cpl = kind == HVTRACE_REC_BRANCH ? from_cpl : hv.ops->get_cpl(v);
 	struct hvtrace_rec r = { .tsc = rdtsc(), .from = from, .to = to, .vcpu = (u16)v->id,
 				 .kind = kind, .info = HVTRACE_INFO_MAKE(from_cpl, to_cpl), .aux = aux };
 	deliver(v, &r, v->trace->rec.cr3);
-	if (counted && ++rec.made == rec.cfg->stop_arg && rec.cfg->stop == REC_STOP_RECORDS)
-		stop(v, "trace.stop records reached");
+	if (!counted)
+		return;
+	/* exactly one vCPU makes the stop_arg-th record */
+	u64 made = __atomic_add_fetch(&rec.made, 1, __ATOMIC_SEQ_CST);
+	if (made == rec.cfg->stop_arg && rec.cfg->stop == REC_STOP_RECORDS) {
+		spin_lock(&rec.lock);
+		if (rec.state == HVTRACE_STATE_TRACING)
+			stop(v, "trace.stop records reached");
+		spin_unlock(&rec.lock);
+	}
 }
 
 void rec_exit_begin(struct vcpu *v)
@@ -409,18 +454,22 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 		return -HVTRACE_EPERM;
 	switch (op) {
 	case HVTRACE_TRACE_START:
-		if (rec.state != HVTRACE_STATE_TRACING)
+		spin_lock(&rec.lock);
+		if (rec.state != HVTRACE_STATE_TRACING && rec.state != HVTRACE_STATE_FROZEN)
 			start(v, gmem_linear_rip(v));
+		spin_unlock(&rec.lock);
 		return 0;
 	case HVTRACE_TRACE_STOP:
+		spin_lock(&rec.lock);
 		if (rec.state == HVTRACE_STATE_TRACING)
 			stop(v, "hypercall");
+		spin_unlock(&rec.lock);
 		return 0;
 	case HVTRACE_TRACE_MARK:
 		mark(v, HVTRACE_MARK_GUEST, arg, gmem_linear_rip(v));
 		return 0;
 	case HVTRACE_TRACE_FREEZE:
-		rec_freeze(HVTRACE_FREEZE_HYPERCALL);
+		rec_freeze(v, HVTRACE_FREEZE_HYPERCALL);
 		return 0;
 	case HVTRACE_TRACE_FILTER:
 		return set_filter(arg, v->gpr[GPR_RDX]);
@@ -428,17 +477,24 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 	return -HVTRACE_EINVAL;
 }
 
-void rec_freeze(u32 why)
+/* The vCPU that crashed writes its CRASH marker now; every other vCPU,
+ * kicked, writes its own at its next exit (rec_take_changed) and records
+ * nothing more. */
+void rec_freeze(struct vcpu *v, u32 why)
 {
-	if (!rec.chan || rec.state == HVTRACE_STATE_FROZEN)
+	if (!rec.chan)
 		return;
-	for (u32 i = 0; i < hv.nr_vcpus; i++) {
-		struct vcpu *v = hv.vcpus[i];
-		mark(v, HVTRACE_MARK_CRASH, gmem_linear_rip(v), why);
+	spin_lock(&rec.lock);
+	if (rec.state == HVTRACE_STATE_FROZEN) {
+		spin_unlock(&rec.lock);
+		return;
 	}
+	mark(v, HVTRACE_MARK_CRASH, gmem_linear_rip(v), why);
+	v->trace->rec.frozen_marked = true;
 	rec.chan->freeze = why;
 	rec.chan->freeze_tsc = rdtsc();
-	set_state(HVTRACE_STATE_FROZEN);
+	set_state(v, HVTRACE_STATE_FROZEN);
+	spin_unlock(&rec.lock);
 	LOG_WARN("recorder: flight recorder frozen (%s); the host can take it with 'hvtrace snapshot'",
 		 why == HVTRACE_FREEZE_TRIPLE_FAULT ? "triple fault"
 		 : why == HVTRACE_FREEZE_RESET	     ? "reset request"

@@ -34,6 +34,8 @@ struct rec_vcpu {
 	u32 nr_rings;
 	u64 cr3;			/* the address space of the last record */
 	u64 records, lost;		/* accepted by / dropped from its rings */
+	u32 seen_gen;			/* the recorder state change it applied last */
+	bool frozen_marked;		/* its CRASH marker is written */
 };
 
 /* Lays out the channel (ivshmem BAR2 or reserved RAM) and the rings of
@@ -46,9 +48,10 @@ bool rec_tracing(void);
 u64 rec_trigger_addr(void);
 /* The trigger address was reached: tracing starts. */
 void rec_trigger_hit(struct vcpu *v);
-/* Set when the recorder's state changed: the engine re-reads it before
- * the guest runs again (trace_update). Cleared by the call. */
-bool rec_take_changed(void);
+/* True once after each change of the recorder's state (on any vCPU): the
+ * engine re-reads it before the guest runs again (trace_update). A freeze
+ * made elsewhere gets this vCPU's CRASH marker here. */
+bool rec_take_changed(struct vcpu *v);
 
 /* One record of the engine's stream to every consumer (kind: enum
  * hvtrace_rec_kind; aux as record.h says). */
@@ -60,8 +63,9 @@ void rec_exit_begin(struct vcpu *v);
 /* HVTRACE_HC_TRACE_CTL: 0 or a negative HVTRACE_E* code. */
 s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg);
 
-/* The guest crashed (enum hvtrace_freeze): a CRASH marker, then the rings
- * are kept as they are for the host. */
-void rec_freeze(u32 why);
+/* The guest crashed on v (enum hvtrace_freeze): CRASH markers (v's now,
+ * the others' at their next exit), then the rings are kept as they are for
+ * the host. */
+void rec_freeze(struct vcpu *v, u32 why);
 
 #endif

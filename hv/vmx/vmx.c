@@ -212,7 +212,7 @@ static u64 fixed(u64 v, u64 fixed0, u64 fixed1)
 }
 
 /* Guest state := this processor's state now (25.4, 27.3.1). */
-static void vmcs_setup_guest(struct vmx_vcpu *vx, u64 cr0, u64 cr4)
+static void vmcs_setup_guest(struct vcpu *v, struct vmx_vcpu *vx, u64 cr0, u64 cr4)
 {
 	struct desc_ptr gdt, idt;
 	u64 efer = rdmsr(MSR_EFER);
@@ -253,7 +253,7 @@ static void vmcs_setup_guest(struct vmx_vcpu *vx, u64 cr0, u64 cr4)
 	vmcs_writel(VMCS_GUEST_CR0, cr0);
 	vmcs_writel(VMCS_CR0_GUEST_HOST_MASK, vx->cr0_mask);
 	vmcs_writel(VMCS_CR0_READ_SHADOW, vx->cr0_before);
-	vmcs_writel(VMCS_GUEST_CR3, hv.boot.guest.cr3);
+	vmcs_writel(VMCS_GUEST_CR3, v->boot->guest.cr3);
 	vmcs_writel(VMCS_GUEST_CR4, cr4);
 	vmcs_writel(VMCS_CR4_GUEST_HOST_MASK, vx->cr4_mask);
 	vmcs_writel(VMCS_CR4_READ_SHADOW, vx->cr4_before);
@@ -324,7 +324,8 @@ static void vmcs_setup_host(void)
 	vmcs_write16(VMCS_HOST_GS_SELECTOR, 0);
 	vmcs_write16(VMCS_HOST_TR_SELECTOR, HOST_TR);
 	vmcs_writel(VMCS_HOST_FS_BASE, 0);
-	vmcs_writel(VMCS_HOST_GS_BASE, 0);
+	/* this processor's struct host_cpu (desc_load_host put it there) */
+	vmcs_writel(VMCS_HOST_GS_BASE, rdmsr(MSR_GS_BASE));
 	const u64 *tss = (const u64 *)(uintptr_t)(gdt.base + HOST_TR);
 	vmcs_writel(VMCS_HOST_TR_BASE, desc_base(tss[0]) | tss[1] << 32);
 	vmcs_writel(VMCS_HOST_GDTR_BASE, gdt.base);
@@ -347,20 +348,32 @@ static void vmx_off(struct vmx_vcpu *vx)
 	write_cr0(vx->cr0_before);
 }
 
+/* The tables every vCPU shares: EPT (the same map for every processor),
+ * the MSR and I/O bitmaps. */
+static u64 shared_eptp, shared_msr_bitmap_pa, shared_io_bitmap_pa;
+
+static int vmx_setup(void)
+{
+	int st;
+	if ((st = vmx_ept_build(&shared_eptp)) || (st = vmx_msr_bitmap_build(&shared_msr_bitmap_pa)) ||
+	    (st = vmx_io_bitmap_build(&shared_io_bitmap_pa)))
+		return st;
+	return HV_OK;
+}
+
 static int vmx_vcpu_init(struct vcpu *v)
 {
 	struct vmx_vcpu *vx;
 	u32 *vmxon_region, *vmcs;
 	u64 fc;
-	int st;
 
 	vx = mm_alloc_pages(1, NULL);
 	if (!vx || !(vmxon_region = mm_alloc_pages(1, &vx->vmxon_pa)) ||
 	    !(vmcs = mm_alloc_pages(1, &vx->vmcs_pa)))
 		return HV_ERR_NO_MEMORY;
-	if ((st = vmx_ept_build(&vx->eptp)) || (st = vmx_msr_bitmap_build(&vx->msr_bitmap_pa)) ||
-	    (st = vmx_io_bitmap_build(&vx->io_bitmap_pa)))
-		return st;
+	vx->eptp = shared_eptp;
+	vx->msr_bitmap_pa = shared_msr_bitmap_pa;
+	vx->io_bitmap_pa = shared_io_bitmap_pa;
 	v->arch = vx;
 
 	/* 24.7: VMXON needs IA32_FEATURE_CONTROL locked with "VMX outside SMX".
@@ -398,7 +411,7 @@ static int vmx_vcpu_init(struct vcpu *v)
 
 	u32 failures = vmx_vmcs_failures;
 	vmcs_setup_controls(vx);
-	vmcs_setup_guest(vx, cr0, cr4);
+	vmcs_setup_guest(v, vx, cr0, cr4);
 	if (vmx_vmcs_failures != failures) {
 		vmx_off(vx);
 		return HV_ERR_VMX_SETUP;
@@ -423,7 +436,7 @@ static void __noreturn vmx_abort_start(struct vcpu *v, struct vmx_vcpu *vx)
 		.idtr_limit = (u16)vmcs_read32(VMCS_GUEST_IDTR_LIMIT),
 		.cs = vmcs_read16(VMCS_GUEST_CS_SELECTOR), .ss = vmcs_read16(VMCS_GUEST_SS_SELECTOR),
 		.ds = vmcs_read16(VMCS_GUEST_DS_SELECTOR), .es = vmcs_read16(VMCS_GUEST_ES_SELECTOR),
-		.cr3 = hv.boot.guest.cr3, .rsp = hv.boot.guest.rsp, .rip = hv.boot.guest.abort_rip,
+		.cr3 = v->boot->guest.cr3, .rsp = v->boot->guest.rsp, .rip = v->boot->guest.abort_rip,
 		.rax = (u64)(s64)HV_ERR_VMENTRY_FAILED,
 	};
 	u16 fs = vmcs_read16(VMCS_GUEST_FS_SELECTOR), gs = vmcs_read16(VMCS_GUEST_GS_SELECTOR);
@@ -473,8 +486,6 @@ static void __noreturn vmx_entry_failed(struct vcpu *v, struct vmx_vcpu *vx, int
 	cpu_halt_forever();
 }
 
-extern volatile u32 host_nmi_pending;
-
 static void __noreturn vmx_vcpu_run(struct vcpu *v)
 {
 	struct vmx_vcpu *vx = v->arch;
@@ -484,10 +495,11 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 		/* an NMI the host's IDT took in root mode (it came during an
 		 * exit) goes to the guest through core, which records it while
 		 * tracing */
-		if (host_nmi_pending &&
+		struct host_cpu *h = &v->host;
+		if (h->nmi_pending &&
 		    !(vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)) {
 			struct hv_event nmi = { .kind = HV_EV_NMI };
-			host_nmi_pending = 0;
+			h->nmi_pending = 0;
 			hv_handle_event(v, &nmi);
 		}
 		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
@@ -705,6 +717,7 @@ const struct hv_arch_ops vmx_ops = {
 	.name = "vmx",
 	.backend = HVTRACE_BACKEND_VMX,
 	.probe = vmx_probe,
+	.setup = vmx_setup,
 	.vcpu_init = vmx_vcpu_init,
 	.vcpu_run = vmx_vcpu_run,
 	.inject_exception = vmx_inject_exception,

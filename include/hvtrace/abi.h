@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 2
+#define HVTRACE_ABI_MINOR 3
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -37,7 +37,9 @@
  * addresses that must lie wholly in guest RAM (else -HVTRACE_EFAULT).
  */
 enum hvtrace_hypercall {
-	HVTRACE_HC_VERSION = 0,	/* out: RBX = ABI version, RCX = features */
+	HVTRACE_HC_VERSION = 0,	/* out: RBX = ABI version, RCX = features, RDX = the
+				 * caller's vCPU (bits 31:0) and its processor's APIC
+				 * ID (63:32) (ABI 1.3) */
 	HVTRACE_HC_STATUS = 1,	/* in: RBX = gpa of struct hvtrace_status, RCX = its size */
 	HVTRACE_HC_VCPU_STATUS = 2, /* in: RBX = gpa of struct hvtrace_vcpu_status, RCX = its
 				     * size, RDX = vCPU index (-HVTRACE_EINVAL past the last) */
@@ -93,7 +95,11 @@ struct hvtrace_status {
 	uint64_t exits_total;	/* VM exits on all vCPUs */
 	uint64_t hypercalls;
 	uint64_t tsc_hz;	/* 0 when unknown */
-	uint64_t reserved[8];
+	uint32_t caller_vcpu;	/* the vCPU that made this hypercall (ABI 1.3) */
+	uint32_t caller_apic_id; /* its processor's local APIC ID (ABI 1.3) */
+	uint32_t nr_running;	/* vCPUs that entered the guest (ABI 1.3) */
+	uint32_t nr_disabled;	/* processors the firmware disabled: never started (ABI 1.3) */
+	uint64_t reserved[6];
 };
 _Static_assert(sizeof(struct hvtrace_status) == 0x80, "hvtrace_status is 128 bytes");
 
@@ -105,6 +111,13 @@ enum hvtrace_engine {
 };
 
 #define HVTRACE_VCPU_STATUS_MAGIC 0x53565648u	/* "HVVS" */
+
+/* A vCPU's start-up state (hvtrace_vcpu_status.mp_state) */
+enum hvtrace_vcpu_mp_state {
+	HVTRACE_VCPU_RUNNING = 0,	/* in the guest (or the hypervisor on its behalf) */
+	HVTRACE_VCPU_WAIT_SIPI = 1,	/* after an INIT, until a SIPI starts it */
+	HVTRACE_VCPU_NOT_STARTED = 2,	/* never entered (the loader's entry failed) */
+};
 
 struct hvtrace_vcpu_status {
 	uint32_t magic;		/* HVTRACE_VCPU_STATUS_MAGIC */
@@ -119,7 +132,11 @@ struct hvtrace_vcpu_status {
 	uint64_t bts_pmis;	/* BTS threshold interrupts raised */
 	uint64_t rec_records;	/* records the recorder's rings accepted (ABI 1.2) */
 	uint64_t rec_lost;	/* records its lossless rings dropped (ABI 1.2) */
-	uint64_t reserved[6];
+	uint32_t apic_id;	/* its processor's local APIC ID (ABI 1.3) */
+	uint32_t mp_state;	/* HVTRACE_VCPU_* (ABI 1.3) */
+	uint64_t inits;		/* INITs it took (ABI 1.3) */
+	uint64_t sipis;		/* SIPIs that started it (ABI 1.3) */
+	uint64_t reserved[3];
 };
 _Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x80, "hvtrace_vcpu_status is 128 bytes");
 

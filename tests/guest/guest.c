@@ -115,6 +115,16 @@ void report_done(void)
 		asm volatile("hlt");
 }
 
+void require_hvtrace(void)
+{
+	bool hv = under_hvtrace();
+	report_info("running %s hvtrace", hv ? "under" : "without");
+	if (!hv) {
+		report_skip("all", "not running under hvtrace");
+		report_done();
+	}
+}
+
 bool under_hvtrace(void)
 {
 	struct cpuid r = cpuid(1, 0);

@@ -62,6 +62,9 @@ int wrmsr_fault(uint32_t msr, uint64_t v);
 bool find_reserve(uint64_t *base, uint64_t *size);
 
 bool under_hvtrace(void);
+/* Says whether the program runs under hvtrace; without it, skips
+ * everything and ends the program (report_done). */
+void require_hvtrace(void);
 
 #define A(x) ((uint64_t)(uintptr_t)(x))
 

@@ -115,6 +115,34 @@ int main(void)
 	used = FAKE_PAGES;
 	CHECK(!pg_map(&b, 0x40000000000ull, 0, 0x1000, PTE_P), "allocation failure reported");
 	CHECK(!pg_init(&b, &fake, 12345, F), "bad leaf size refused");
+
+	/* pg_set_page_flags: the local APIC's page read-only in a map of
+	 * 1 GiB (then 2 MiB) leaves; its neighbours keep their flags */
+	for (int round = 0; round < 2; round++) {
+		u64 apic = 0xfee00000, pa, fl, leaf;
+		used = 0;
+		memset(&h, 0, sizeof(h));
+		CHECK(pg_init(&b, &fake, round ? PAGE_2M : PAGE_1G, F) &&
+		      pg_identity_map(&b, 1ull << 33, h.r, h.nr, 0, F), "map for set_page_flags");
+		CHECK(pg_set_page_flags(&b, apic, 0, PTE_RW), "apic page read-only");
+		CHECK(pg_translate(&b, apic + 0x300, &pa, &fl, &leaf) && pa == apic + 0x300 &&
+		      leaf == 4096 && !(fl & PTE_RW) && (fl & PTE_P) && (fl & PTE_US) && !(fl & PTE_PS),
+		      "apic page: pa %llx flags %llx leaf %llx", (unsigned long long)pa,
+		      (unsigned long long)fl, (unsigned long long)leaf);
+		CHECK(pg_translate(&b, apic - 1, &pa, &fl, &leaf) && pa == apic - 1 && (fl & F) == F &&
+		      leaf == PAGE_2M, "the 2 MiB below keeps RW");
+		CHECK(pg_translate(&b, apic + 0x1000, &pa, &fl, &leaf) && pa == apic + 0x1000 &&
+		      (fl & F) == F && leaf == 4096, "the page above, split too, keeps RW");
+		CHECK(pg_translate(&b, 0xc0000000, &pa, &fl, &leaf) && pa == 0xc0000000 && (fl & F) == F &&
+		      leaf == PAGE_2M && (fl & PTE_PS), "the rest of the GiB in 2 MiB leaves");
+		CHECK(pg_translate(&b, 0x40000000, &pa, &fl, &leaf) && leaf == (round ? PAGE_2M : PAGE_1G),
+		      "other GiBs untouched");
+		CHECK(pg_set_page_flags(&b, apic, PTE_RW, 0) && pg_translate(&b, apic, &pa, &fl, &leaf) &&
+		      (fl & PTE_RW), "and back");
+	}
+	CHECK(!pg_set_page_flags(&b, 0xfee00800, 0, PTE_RW), "unaligned refused");
+	CHECK(!pg_set_page_flags(&b, 1ull << 40, 0, PTE_RW), "unmapped refused");
+	CHECK(!pg_set_page_flags(&b, 0, 0, PTE_ADDR_MASK), "address bits refused");
 	free(pages);
 	return unit_done("test_pgbuild");
 }

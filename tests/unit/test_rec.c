@@ -38,6 +38,13 @@ void *mm_alloc_pages(u64 n, u64 *pa)
 	return p;
 }
 u64 mm_free_bytes(void) { return 1ull << 30; }
+/* the kick: counted (one processor here, nothing to interrupt) */
+static unsigned kicks;
+void hv_kick_others(struct vcpu *v)
+{
+	(void)v;
+	kicks++;
+}
 u64 gmem_linear_rip(struct vcpu *v)
 {
 	return v->rip;
@@ -68,7 +75,7 @@ static void setup(const struct hv_rec_cfg *cfg)
 	fake_cpl = 0;
 	arena_used = 0;
 	CHECK(rec_init() == HV_OK, "rec_init");
-	rec_take_changed();
+	rec_take_changed(&vcpu0);
 	chan = (struct hvtrace_chan *)(uintptr_t)(vcpu0.trace->rec.ring[0].g->offset ?
 		(u64)(uintptr_t)vcpu0.trace->rec.ring[0].recs - vcpu0.trace->rec.ring[0].g->offset : 0);
 }
@@ -119,7 +126,7 @@ int main(void)
 
 	/* stop by hypercall, then markers only; freeze ends everything */
 	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_STOP, 0) == 0 && !rec_tracing() &&
-	      chan->state == HVTRACE_STATE_STOPPED && rec_take_changed(), "stop");
+	      chan->state == HVTRACE_STATE_STOPPED && rec_take_changed(&vcpu0), "stop");
 	CHECK(slot(0, 302)->kind == HVTRACE_REC_MARKER && slot(0, 302)->aux == HVTRACE_MARK_STOP &&
 	      slot(0, 302)->to == 301, "stop marker counts records made: %llu",
 	      (unsigned long long)slot(0, 302)->to);
@@ -128,7 +135,9 @@ int main(void)
 	CHECK(rec_hypercall(&vcpu0, HVTRACE_TRACE_MARK, 0x77) == 0 && chan->rings[0].head == 304 &&
 	      slot(0, 303)->from == 0x77 && slot(0, 303)->aux == HVTRACE_MARK_GUEST, "guest mark");
 	CHECK(rec_hypercall(&vcpu0, 9, 0) == -HVTRACE_EINVAL, "bad op");
-	rec_freeze(HVTRACE_FREEZE_TRIPLE_FAULT);
+	unsigned k0 = kicks;
+	rec_freeze(&vcpu0, HVTRACE_FREEZE_TRIPLE_FAULT);
+	CHECK(kicks == k0 + 1, "a freeze kicks the other vCPUs");
 	CHECK(chan->state == HVTRACE_STATE_FROZEN && chan->freeze == HVTRACE_FREEZE_TRIPLE_FAULT &&
 	      slot(0, 304)->aux == HVTRACE_MARK_CRASH && slot(0, 304)->to == HVTRACE_FREEZE_TRIPLE_FAULT,
 	      "freeze with a crash marker");
@@ -149,7 +158,7 @@ int main(void)
 	branch(1, 2);
 	CHECK(chan->rings[0].head == 0, "nothing before the trigger");
 	rec_trigger_hit(&vcpu0);
-	CHECK(rec_tracing() && !rec_trigger_addr() && rec_take_changed(), "trigger starts");
+	CHECK(rec_tracing() && !rec_trigger_addr() && rec_take_changed(&vcpu0), "trigger starts");
 	CHECK(slot(0, 0)->aux == HVTRACE_MARK_START && slot(0, 0)->from == 0xffffffff81000000ull,
 	      "start marker");
 	for (int i = 0; i < 15; i++)
@@ -303,5 +312,62 @@ int main(void)
 	branch(0xe000, 0);
 	CHECK(__builtin_ia32_rdtsc() - t0 < 1000000000ull && st->lost == 76 && st->waits == waits + 1,
 	      "waited its own 100 us, not the header's: lost %llu", (unsigned long long)st->lost);
+	/* --- two vCPUs: machine-wide state, rings of their own ---------- */
+	{
+		static struct vcpu vcpu1;
+		static struct trace_vcpu tv1;
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.flight.size = 4096;
+		cfg.start = REC_START_BOOT;
+		cfg.stop = REC_STOP_RECORDS;
+		cfg.stop_arg = 7;
+		memset(&vcpu1, 0, sizeof(vcpu1));
+		memset(&tv1, 0, sizeof(tv1));
+		vcpu1.trace = &tv1;
+		vcpu1.id = 1;
+		/* setup() with a second vCPU: rec_init lays out both rings */
+		struct vcpu *saved = &vcpu1;
+		memset(&vcpu0, 0, sizeof(vcpu0));
+		static struct trace_vcpu tv0b;
+		memset(&tv0b, 0, sizeof(tv0b));
+		vcpu0.trace = &tv0b;
+		memset(&hv, 0, sizeof(hv));
+		hv.ops = &ops;
+		hv.boot.rec = cfg;
+		hv.boot.rec.flight.mode = HVTRACE_RING_OVERWRITE;
+		hv.boot.tsc_hz = 1000000000;
+		hv.vcpus[0] = &vcpu0;
+		hv.vcpus[1] = saved;
+		hv.nr_vcpus = 2;
+		arena_used = 0;
+		CHECK(rec_init() == HV_OK, "rec_init, 2 vCPUs");
+		struct rec_ring *r0 = &vcpu0.trace->rec.ring[0], *r1 = &vcpu1.trace->rec.ring[0];
+		CHECK(r0->g->vcpu == 0 && r1->g->vcpu == 1 && r0->recs != r1->recs, "a ring each");
+		CHECK(rec_take_changed(&vcpu0) && rec_take_changed(&vcpu1) && !rec_take_changed(&vcpu0),
+		      "each vCPU sees a change once");
+		/* records:7 counts the records of both */
+		for (int i = 0; i < 4; i++) {
+			rec_emit(&vcpu0, HVTRACE_REC_BRANCH, 0x10 + i, 0x20, 0, HVTRACE_BR_JMP);
+			rec_emit(&vcpu1, HVTRACE_REC_BRANCH, 0x30 + i, 0x40, 0, HVTRACE_BR_JMP);
+		}
+		CHECK(!rec_tracing() && r0->head + r1->head == 7 + 1 && rec_take_changed(&vcpu1),
+		      "records:7 over two vCPUs stops once: heads %llu %llu",
+		      (unsigned long long)r0->head, (unsigned long long)r1->head);
+		/* a freeze on vCPU 1: its marker now, vCPU 0's at its next exit */
+		u64 h0 = r0->head, h1 = r1->head;
+		vcpu1.rip = 0xdead;
+		vcpu0.rip = 0xbeef;
+		rec_take_changed(&vcpu0);
+		rec_freeze(&vcpu1, HVTRACE_FREEZE_TRIPLE_FAULT);
+		CHECK(r1->head == h1 + 1 && r1->recs[h1 & r1->mask].aux == HVTRACE_MARK_CRASH &&
+		      r1->recs[h1 & r1->mask].from == 0xdead && r0->head == h0,
+		      "the crashing vCPU's marker only");
+		CHECK(rec_take_changed(&vcpu0) && r0->head == h0 + 1 &&
+		      r0->recs[h0 & r0->mask].aux == HVTRACE_MARK_CRASH && r0->recs[h0 & r0->mask].from == 0xbeef &&
+		      r0->recs[h0 & r0->mask].vcpu == 0,
+		      "the other's marker at its next exit");
+		CHECK(!rec_take_changed(&vcpu0) && r0->head == h0 + 1, "once");
+		CHECK(rec_take_changed(&vcpu1) && r1->head == h1 + 1, "not twice on the crashing vCPU");
+	}
 	return unit_done("test_rec");
 }

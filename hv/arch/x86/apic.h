@@ -22,7 +22,25 @@
 #define LVT_DM_NMI	(4u << 8)
 #define LVT_MASKED	(1u << 16)
 
+/* Interrupt command register (11.6.1, Figure 11-12; x2APIC: 11.12.9) */
+#define ICR_VECTOR_MASK		0xffu
+#define ICR_DM_MASK		(7u << 8)
+#define ICR_DM_FIXED		(0u << 8)
+#define ICR_DM_NMI		(4u << 8)
+#define ICR_DM_INIT		(5u << 8)
+#define ICR_DM_STARTUP		(6u << 8)
+#define ICR_DEST_LOGICAL	(1u << 11)
+#define ICR_BUSY		(1u << 12)	/* xAPIC delivery status: send pending */
 #define ICR_LEVEL_ASSERT	(1u << 14)
+#define ICR_TRIGGER_LEVEL	(1u << 15)
+#define ICR_SHORTHAND_SHIFT	18
+#define ICR_SHORTHAND_MASK	(3u << 18)
 #define ICR_DEST_SELF		(1u << 18)	/* destination shorthand 01 */
+#define ICR_DEST_ALL		(2u << 18)	/* 10: all including self */
+#define ICR_DEST_OTHERS		(3u << 18)	/* 11: all excluding self */
+#define ICR_XAPIC_DEST_SHIFT	24		/* in ICR_HI */
+#define ICR_XAPIC_BROADCAST	0xffu
+#define ICR_X2APIC_BROADCAST	0xffffffffu
+#define X2APIC_ICR_RESERVED	0xfff33000ull	/* bits 12-13, 16-17, 20-31 (Figure 11-28) */
 
 #endif

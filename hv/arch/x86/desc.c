@@ -2,18 +2,8 @@
  * lives with the base code (base/rootexc.c): it logs. */
 #include "arch/x86/cpu.h"
 #include "arch/x86/desc.h"
+#include "arch/x86/msr.h"
 #include "arch/x86/vectors.h"
-
-struct tss64 {
-	u32 reserved0;
-	u64 rsp[3];
-	u64 reserved1;
-	u64 ist[7];
-	u64 reserved2;
-	u16 reserved3;
-	u16 iomap_base;
-} __packed;
-_Static_assert(sizeof(struct tss64) == 104, "SDM Vol. 3 Figure 8-11");
 
 struct idt_gate {
 	u16 off0, sel;
@@ -23,23 +13,23 @@ struct idt_gate {
 } __packed;
 _Static_assert(sizeof(struct idt_gate) == 16, "SDM Vol. 3 Figure 6-8");
 
-static u64 host_gdt[5] __aligned(16);
-static struct tss64 host_tss __aligned(16);
+/* one IDT for every processor: its gates never change once written */
 static struct idt_gate host_idt[256] __aligned(16);
 
 extern const u64 exc_stubs[256];
 
-void desc_load_host(void)
+void desc_load_host(struct host_cpu *c)
 {
-	u64 tss = (u64)(uintptr_t)&host_tss;
+	u64 tss = (u64)(uintptr_t)&c->tss;
 
-	host_gdt[0] = 0;
-	host_gdt[1] = 0x00af9b000000ffffull;	/* code: P, DPL0, L, G */
-	host_gdt[2] = 0x00cf93000000ffffull;	/* data: P, DPL0, W, G */
-	host_gdt[3] = (sizeof(host_tss) - 1) | ((tss & 0xffffff) << 16) |
-		      (0x89ull << 40) | (((tss >> 24) & 0xff) << 56);
-	host_gdt[4] = tss >> 32;
-	host_tss.iomap_base = sizeof(host_tss);
+	c->self = c;
+	c->gdt[0] = 0;
+	c->gdt[1] = 0x00af9b000000ffffull;	/* code: P, DPL0, L, G */
+	c->gdt[2] = 0x00cf93000000ffffull;	/* data: P, DPL0, W, G */
+	c->gdt[3] = (sizeof(c->tss) - 1) | ((tss & 0xffffff) << 16) |
+		    (0x89ull << 40) | (((tss >> 24) & 0xff) << 56);
+	c->gdt[4] = tss >> 32;
+	c->tss.iomap_base = sizeof(c->tss);
 
 	for (int i = 0; i < 256; i++) {
 		u64 h = exc_stubs[i];
@@ -49,7 +39,7 @@ void desc_load_host(void)
 		};
 	}
 
-	struct desc_ptr g = { sizeof(host_gdt) - 1, (u64)(uintptr_t)host_gdt };
+	struct desc_ptr g = { sizeof(c->gdt) - 1, (u64)(uintptr_t)c->gdt };
 	struct desc_ptr i = { sizeof(host_idt) - 1, (u64)(uintptr_t)host_idt };
 	asm volatile("lgdt %0\n\t"
 		     "lidt %1\n\t"
@@ -70,4 +60,6 @@ void desc_load_host(void)
 		     :
 		     : "m"(g), "m"(i), "i"(HOST_CS), "i"(HOST_DS), "i"(HOST_TR)
 		     : "rax", "memory");
+	/* after the null selector load, which may clear the base (APM) */
+	wrmsr(MSR_GS_BASE, (u64)(uintptr_t)c);
 }

@@ -3,9 +3,11 @@
  * NMI (2) and external interrupts (32-255) are not errors: the hypervisor
  * takes them only in the short window where it opens GIF/IF to acknowledge
  * an interrupt meant for the guest (dispatch/event.c); their stubs record the
- * vector in host_irq_vector / host_nmi_pending and return. A #GP of
+ * vector in this processor's struct host_cpu (%gs, desc.h) and return. A #GP of
  * rdmsr_safe/wrmsr_safe resumes at their fix-up; any other exception stops
  * the processor (desc.c). */
+#include "arch/x86/desc.h"
+
 	.text
 	.macro STUB n
 exc_stub_\n:
@@ -22,12 +24,12 @@ exc_stub_\n:
 	.endr
 
 exc_stub_2:
-	movl $1, host_nmi_pending(%rip)
+	movl $1, %gs:HOST_CPU_NMI_PENDING
 	iretq
 
 	.macro IRQ n
 irq_stub_\n:
-	movl $\n, host_irq_vector(%rip)
+	movl $\n, %gs:HOST_CPU_IRQ_VECTOR
 	iretq
 	.endm
 	.altmacro
@@ -125,9 +127,4 @@ exc_stubs:
 	.set i, i + 1
 	.endr
 
-	.data
-	.globl host_irq_vector, host_nmi_pending
-	.balign 4
-host_irq_vector:	.long 0
-host_nmi_pending:	.long 0
 	.section .note.GNU-stack,"",@progbits

@@ -25,6 +25,7 @@
 /* CR0/CR4 bits needed to know the guest's paging mode, and the others the
  * hypervisor reads (SDM Vol. 3 2.5) */
 #define CR0_PE		(1ull << 0)
+#define CR0_ET		(1ull << 4)	/* reads as 1 on every processor since the 486 */
 #define CR0_NE		(1ull << 5)
 #define CR0_WP		(1ull << 16)
 #define CR0_NW		(1ull << 29)

@@ -1,0 +1,315 @@
+/*
+ * t_smp: every processor is the hypervisor's guest (docs/smp.md).
+ *
+ * On the boot processor: the status page counts every enabled processor
+ * and names the caller. Through the firmware's MP services, on every
+ * application processor (all at once, then one at a time): the hvtrace
+ * CPUID leaf answers, the version hypercall names that processor's vCPU
+ * and APIC ID, the status hypercall works (CPL 0), the hypervisor's reserve
+ * shows nothing of it and writing into it harms nothing. Last, the test
+ * starts an application processor itself, by INIT and SIPI through its
+ * local APIC at a real-mode page of its own: the code there runs CPUID and
+ * must see hvtrace's leaf (it runs as a guest), and an INIT/SIPI to an
+ * APIC ID no processor has starts nothing. That processor stays halted in
+ * real mode, so this comes last.
+ *
+ * With `crash` in its arguments (hvtrace.cfg `cmdline`) it only starts the
+ * recorder by hypercall and triple-faults on the last application
+ * processor: every vCPU's flight recorder must end in a CRASH marker
+ * (tests/integration-rec.sh takes the snapshot).
+ */
+#include "guest.h"
+#include "hvtrace/abi.h"
+#include "mpsvc.h"
+
+#define MAX_CPUS 64
+#define SIPI_MARK 0x600df00du
+
+static HV_MP_SERVICES *mp;
+static EFI_GUID mp_guid = HV_MP_SERVICES_GUID;
+static uint64_t reserve_base, reserve_size;
+static bool have_reserve;
+
+struct ap_result {
+	volatile uint32_t ran, apic_id, sig_ok, leak, alive;
+	volatile int64_t ver_ret, st_ret;
+	volatile uint64_t ver_rdx;
+	volatile uint32_t st_caller, st_caller_apic;
+};
+static struct ap_result res[MAX_CPUS];
+static struct hvtrace_status *st_buf[MAX_CPUS];
+
+static uint32_t apic_id_now(void)
+{
+	if (cpuid(0, 0).a >= 0xb && cpuid(0xb, 0).b)
+		return cpuid(0xb, 0).d;
+	return cpuid(1, 0).b >> 24;
+}
+
+static bool has_magic(const uint8_t *p, uint64_t n)
+{
+	static const char magic[] = HVTRACE_IMAGE_MAGIC;
+	for (uint64_t i = 0; i + sizeof(magic) - 1 <= n; i++)
+		if (p[i] == (uint8_t)magic[0] && !CompareMem((void *)(p + i), (void *)magic, sizeof(magic) - 1))
+			return true;
+	return false;
+}
+
+/* On an application processor, called by the firmware (Microsoft ABI). No
+ * boot services here: only MP services' WhoAmI, CPUID and hypercalls. */
+static void __attribute__((ms_abi)) ap_proc(void *arg)
+{
+	(void)arg;
+	UINTN me = 0;
+	if (EFI_ERROR(uefi_call_wrapper(mp->WhoAmI, 2, mp, &me)) || me >= MAX_CPUS)
+		return;
+	struct ap_result *r = &res[me];
+	r->apic_id = apic_id_now();
+	struct cpuid h = cpuid(HVTRACE_CPUID_BASE, 0);
+	r->sig_ok = h.b == HVTRACE_CPUID_SIG_EBX && h.c == HVTRACE_CPUID_SIG_ECX;
+	uint64_t b = 0, c = 0, d = 0;
+	r->ver_ret = hypercall3(HVTRACE_HC_VERSION, &b, &c, &d);
+	r->ver_rdx = d;
+	struct hvtrace_status *st = st_buf[me];
+	b = A(st);
+	c = sizeof(*st);
+	r->st_ret = hypercall(HVTRACE_HC_STATUS, &b, &c);
+	r->st_caller = st->caller_vcpu;
+	r->st_caller_apic = st->caller_apic_id;
+	if (have_reserve) {
+		/* the image's start: its magic would be there */
+		r->leak = has_magic((const uint8_t *)(uintptr_t)reserve_base, MIN(reserve_size, 1u << 20));
+		SetMem((void *)(uintptr_t)(reserve_base + 0x1000), 0x1000, 0xcc);
+		b = A(st);
+		c = sizeof(*st);
+		st->flags = 0;
+		r->alive = hypercall(HVTRACE_HC_STATUS, &b, &c) == 0 &&
+			   (st->flags & HVTRACE_STATUS_INTEGRITY_OK);
+	}
+	r->ran++;
+}
+
+/* vCPU numbering (docs/smp.md): the boot processor is vCPU 0, the other
+ * enabled processors follow in the firmware's order. */
+static uint32_t expected_vcpu[MAX_CPUS];
+
+static void check_aps(UINTN n, UINTN bsp, const char *round, uint32_t runs)
+{
+	for (UINTN i = 0; i < n && i < MAX_CPUS; i++) {
+		if (i == bsp || !expected_vcpu[i])
+			continue;
+		struct ap_result *r = &res[i];
+		char name[64];
+		hv_snprintf(name, sizeof(name), "%s_cpu%lu_ran", round, (uint64_t)i);
+		report(r->ran == runs, name, "ran %u times", r->ran);
+		if (r->ran != runs)
+			continue;
+		hv_snprintf(name, sizeof(name), "%s_cpu%lu_cpuid_leaf", round, (uint64_t)i);
+		report(r->sig_ok, name, NULL);
+		hv_snprintf(name, sizeof(name), "%s_cpu%lu_version_names_vcpu", round, (uint64_t)i);
+		report(r->ver_ret == 0 && (uint32_t)r->ver_rdx == expected_vcpu[i] &&
+			       (uint32_t)(r->ver_rdx >> 32) == r->apic_id,
+		       name, "ret %ld vcpu %u apic %u (expected vcpu %u apic %u)", r->ver_ret,
+		       (uint32_t)r->ver_rdx, (uint32_t)(r->ver_rdx >> 32), expected_vcpu[i], r->apic_id);
+		hv_snprintf(name, sizeof(name), "%s_cpu%lu_status", round, (uint64_t)i);
+		report(r->st_ret == 0 && r->st_caller == expected_vcpu[i] && r->st_caller_apic == r->apic_id,
+		       name, "ret %ld caller %u apic %u", r->st_ret, r->st_caller, r->st_caller_apic);
+		if (!have_reserve)
+			continue;
+		hv_snprintf(name, sizeof(name), "%s_cpu%lu_reserve_hidden", round, (uint64_t)i);
+		report(!r->leak, name, NULL);
+		hv_snprintf(name, sizeof(name), "%s_cpu%lu_reserve_write_harmless", round, (uint64_t)i);
+		report(r->alive, name, NULL);
+	}
+}
+
+/* The guest's own INIT-SIPI-SIPI through its xAPIC (SDM Vol. 3 8.4.4.1). */
+static volatile uint32_t *apic_reg(uint32_t off)
+{
+	return (volatile uint32_t *)(uintptr_t)((rdmsr(MSR_IA32_APICBASE) & ~0xfffull) + off);
+}
+
+static void send_ipi(uint32_t apic_id, uint32_t lo)
+{
+	*apic_reg(APIC_ICR_HI) = apic_id << ICR_XAPIC_DEST_SHIFT;
+	*apic_reg(APIC_ICR_LO) = lo;
+	for (int i = 0; i < 1000 && (*apic_reg(APIC_ICR_LO) & ICR_BUSY); i++)
+		uefi_call_wrapper(BS->Stall, 1, 10);
+}
+
+static void init_sipi_sipi(uint32_t apic_id, uint64_t page)
+{
+	send_ipi(apic_id, ICR_DM_INIT | ICR_LEVEL_ASSERT);
+	uefi_call_wrapper(BS->Stall, 1, 10000);
+	send_ipi(apic_id, ICR_DM_STARTUP | (uint32_t)(page >> 12));
+	uefi_call_wrapper(BS->Stall, 1, 200);
+	send_ipi(apic_id, ICR_DM_STARTUP | (uint32_t)(page >> 12));
+}
+
+/* Real-mode code at the SIPI page (CS = page >> 4, IP = 0): CPUID 40000000H
+ * into bytes 0x100-0x10b of the page, a mark at 0x10c, then HLT for ever. */
+static const uint8_t sipi_code[] = {
+	0xfa,					/* cli */
+	0x66, 0xb8, 0x00, 0x00, 0x00, 0x40,	/* mov eax, 0x40000000 */
+	0x0f, 0xa2,				/* cpuid */
+	0x2e, 0x66, 0x89, 0x1e, 0x00, 0x01,	/* mov cs:[0x100], ebx */
+	0x2e, 0x66, 0x89, 0x0e, 0x04, 0x01,	/* mov cs:[0x104], ecx */
+	0x2e, 0x66, 0x89, 0x16, 0x08, 0x01,	/* mov cs:[0x108], edx */
+	0x2e, 0x66, 0xc7, 0x06, 0x0c, 0x01,	/* mov dword cs:[0x10c], SIPI_MARK */
+	0x0d, 0xf0, 0x0d, 0x60,
+	0xf4,					/* hlt */
+	0xeb, 0xfd,				/* jmp hlt */
+};
+
+static bool wait_mark(volatile uint32_t *mark, int ms)
+{
+	for (int i = 0; i < ms && *mark != SIPI_MARK; i++)
+		uefi_call_wrapper(BS->Stall, 1, 1000);
+	return *mark == SIPI_MARK;
+}
+
+static void test_own_sipi(uint32_t target_apic, uint32_t target_vcpu)
+{
+	EFI_PHYSICAL_ADDRESS page = 0x9ffff;
+	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData, 1, &page))) {
+		report_skip("own_sipi_starts_a_guest", "no page below 640 KiB");
+		return;
+	}
+	uint8_t *p = (uint8_t *)(uintptr_t)page;
+	SetMem(p, 0x1000, 0);
+	CopyMem(p, (void *)sipi_code, sizeof(sipi_code));
+	volatile uint32_t *out = (volatile uint32_t *)(p + 0x100);
+
+	struct hvtrace_vcpu_status *vs = AllocatePool(sizeof(*vs));
+	uint64_t b = A(vs), c = sizeof(*vs), d = target_vcpu;
+	uint64_t inits0 = 0, sipis0 = 0;
+	if (hypercall3(HVTRACE_HC_VCPU_STATUS, &b, &c, &d) == 0) {
+		inits0 = vs->inits;
+		sipis0 = vs->sipis;
+	}
+
+	uint64_t fl = irq_save();
+	init_sipi_sipi(target_apic, page);
+	irq_restore(fl);
+	bool started = wait_mark(&out[3], 2000);
+	report(started, "own_sipi_starts_the_processor", "APIC ID %u at %lx", target_apic, page);
+	report(started && out[0] == HVTRACE_CPUID_SIG_EBX && out[1] == HVTRACE_CPUID_SIG_ECX,
+	       "own_sipi_starts_a_guest", "cpuid 40000000: ebx %x ecx %x", out[0], out[1]);
+	b = A(vs);
+	c = sizeof(*vs);
+	d = target_vcpu;
+	report(hypercall3(HVTRACE_HC_VCPU_STATUS, &b, &c, &d) == 0 && vs->inits > inits0 &&
+		       vs->sipis > sipis0 && vs->mp_state == HVTRACE_VCPU_RUNNING && vs->apic_id == target_apic,
+	       "own_sipi_counted", "inits %lu->%lu sipis %lu->%lu state %u", inits0, vs->inits, sipis0,
+	       vs->sipis, vs->mp_state);
+
+	/* no processor has APIC ID 0x55 here: the hypervisor drops the INIT
+	 * and SIPI (and logs it); nothing may run the page's code */
+	out[3] = 0;
+	fl = irq_save();
+	init_sipi_sipi(0x55, page);
+	irq_restore(fl);
+	report(!wait_mark(&out[3], 300), "sipi_to_unknown_apic_starts_nothing", NULL);
+	FreePool(vs);
+}
+
+/* An IDT of limit 0, then INT3: #BP, #GP and #DF all fail to deliver. */
+static void __attribute__((ms_abi)) triple_proc(void *arg)
+{
+	(void)arg;
+	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) empty = { 0, 0 };
+	asm volatile("cli; lidt %0; int3" ::"m"(empty));
+}
+
+static void crash_on_ap(UINTN ap)
+{
+	report_info("about to triple-fault on processor %lu", (uint64_t)ap);
+	/* interrupts off while traced: the firmware's timer handler, traced,
+	 * outlasts its period under TCG (docs/branch-engine.md, known gaps) */
+	uint64_t fl = irq_save();
+	uint64_t b = HVTRACE_TRACE_START, c = 0;
+	int64_t r = hypercall(HVTRACE_HC_TRACE_CTL, &b, &c);
+	EFI_STATUS s = uefi_call_wrapper(mp->StartupThisAP, 7, mp, (HV_AP_PROCEDURE)triple_proc, ap, NULL,
+					 (UINTN)2000000, NULL, NULL);
+	irq_restore(fl);
+	report(r == 0, "trace_start", "ret %ld", r);
+	/* the hypervisor stopped that vCPU: the firmware waits for it in vain */
+	report(s == EFI_TIMEOUT, "ap_never_returns", "status %lx", (uint64_t)s);
+	report_info("REC-SMP-CRASH: processor %lu did not return", (uint64_t)ap);
+}
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	guest_init(image, systab, "t_smp");
+	require_hvtrace();
+	if (EFI_ERROR(uefi_call_wrapper(BS->LocateProtocol, 3, &mp_guid, NULL, (void **)&mp))) {
+		report_skip("all", "no MP services");
+		report_done();
+	}
+	UINTN n = 0, en = 0, bsp = 0;
+	uefi_call_wrapper(mp->GetNumberOfProcessors, 3, mp, &n, &en);
+	uefi_call_wrapper(mp->WhoAmI, 2, mp, &bsp);
+	uint32_t next = 1, last_ap = 0;
+	for (UINTN i = 0; i < n && i < MAX_CPUS; i++) {
+		HV_MP_PROCESSOR_INFO info;
+		if (EFI_ERROR(uefi_call_wrapper(mp->GetProcessorInfo, 3, mp, i, &info)) ||
+		    !(info.StatusFlag & HV_MP_PROC_ENABLED) || i == bsp)
+			continue;
+		expected_vcpu[i] = next++;
+		last_ap = (uint32_t)i;
+	}
+	report_info("%lu processors, %lu enabled", (uint64_t)n, (uint64_t)en);
+
+	struct hvtrace_status *st = AllocatePool(sizeof(*st));
+	uint64_t b = A(st), c = sizeof(*st);
+	int64_t r = hypercall(HVTRACE_HC_STATUS, &b, &c);
+	report(r == 0 && st->nr_vcpus == en && st->nr_running == en, "status_counts_every_processor",
+	       "ret %ld vcpus %u running %u, firmware %lu", r, st->nr_vcpus, st->nr_running, (uint64_t)en);
+	report(r == 0 && st->caller_vcpu == 0 && st->caller_apic_id == apic_id_now(), "status_names_bsp",
+	       "caller %u apic %u", st->caller_vcpu, st->caller_apic_id);
+	if (en < 2) {
+		report_skip("aps", "one processor");
+		report_done();
+	}
+	if (strcmpa((const CHAR8 *)guest_args(), (const CHAR8 *)"crash") == 0) {
+		crash_on_ap(last_ap);
+		report_done();
+	}
+	have_reserve = find_reserve(&reserve_base, &reserve_size);
+	for (UINTN i = 0; i < n && i < MAX_CPUS; i++)
+		st_buf[i] = AllocatePool(sizeof(*st));
+
+	EFI_STATUS s = uefi_call_wrapper(mp->StartupAllAPs, 7, mp, (HV_AP_PROCEDURE)ap_proc, (BOOLEAN)FALSE,
+					 NULL, (UINTN)30000000, NULL, NULL);
+	report(!EFI_ERROR(s), "startup_all_aps", "status %lx", (uint64_t)s);
+	check_aps(n, bsp, "all", 1);
+
+	/* one at a time: a targeted wake-up of each */
+	for (UINTN i = 0; i < n && i < MAX_CPUS; i++) {
+		if (i == bsp || !expected_vcpu[i])
+			continue;
+		s = uefi_call_wrapper(mp->StartupThisAP, 7, mp, (HV_AP_PROCEDURE)ap_proc, i, NULL,
+				      (UINTN)30000000, NULL, NULL);
+		if (EFI_ERROR(s))
+			report(false, "startup_this_ap", "cpu %lu: status %lx", (uint64_t)i, (uint64_t)s);
+	}
+	check_aps(n, bsp, "each", 2);
+
+	/* every vCPU as the hypervisor sees it */
+	struct hvtrace_vcpu_status *vs = AllocatePool(sizeof(*vs));
+	bool all_running = true;
+	for (uint32_t v = 0; v < st->nr_vcpus; v++) {
+		uint64_t d = v;
+		b = A(vs);
+		c = sizeof(*vs);
+		if (hypercall3(HVTRACE_HC_VCPU_STATUS, &b, &c, &d) || vs->mp_state != HVTRACE_VCPU_RUNNING)
+			all_running = false;
+		report_info("vcpu %u: APIC ID %u, %lu exits, %lu INITs, %lu SIPIs", v, vs->apic_id, vs->exits,
+			    vs->inits, vs->sipis);
+	}
+	report(all_running, "every_vcpu_running", NULL);
+	FreePool(vs);
+
+	test_own_sipi(res[last_ap].apic_id, expected_vcpu[last_ap]);
+	report_done();
+}
