@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: Debian's Linux under QEMU, with and without hvtrace, in one
 # run so the ratios compare like with like on this (noisy) machine:
-#   boot  - host wall time from QEMU start to the guest's /init marker
+#   boot  - host wall time from QEMU start to the guest's /init marker,
+#           with one processor and with four (every one under hvtrace)
 #   md5   - guest-measured time of `md5sum` over MIB of /dev/zero
 #   footprint - the hypervisor's memory in use, from its own log
 # Medians of BENCH_RUNS runs (default 5), ratio = with / without.
@@ -28,10 +29,12 @@ mkesp "$work/off" no
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-one_run() { # one_run MODE I -> appends "boot md5" to $work/MODE.times
-	local mode=$1 i=$2 log=$work/$1-$2.log
+one_run() { # one_run MODE I [SMP] -> appends "boot md5" to $work/MODE[-smpSMP].times
+	local mode=$1 i=$2 smp=${3:-1} tag=$1
+	[ "$smp" = 1 ] || tag=$1-smp$smp
+	local log=$work/$tag-$i.log
 	local t0=$(date +%s.%N) tb=""
-	tests/lib/qemu.sh --dir "$work/$mode" --log "$log" --timeout 300 --cpu-flags -hypervisor \
+	tests/lib/qemu.sh --dir "$work/$mode" --log "$log" --timeout 300 --smp "$smp" --cpu-flags -hypervisor \
 		>/dev/null 2>&1 &
 	local pid=$!
 	while kill -0 $pid 2>/dev/null; do
@@ -50,34 +53,48 @@ one_run() { # one_run MODE I -> appends "boot md5" to $work/MODE.times
 		echo "bench: the hypervisor did not start in run #$i; log $log" >&2
 		return 1
 	fi
-	echo "$tb $w" >>"$work/$mode.times"
-	printf 'bench: %-3s run %d/%d: boot %6.2f s, md5 %d MiB %6.2f s\n' "$mode" "$i" "$RUNS" "$tb" "$MIB" "$w" >&2
+	if [ "$mode" = on ] && [ "$smp" != 1 ] && ! grep -qa "all $smp processors are under the hypervisor" "$log"; then
+		echo "bench: not every processor under the hypervisor in run #$i; log $log" >&2
+		return 1
+	fi
+	echo "$tb $w" >>"$work/$tag.times"
+	printf 'bench: %-9s run %d/%d: boot %6.2f s, md5 %d MiB %6.2f s\n' "$tag" "$i" "$RUNS" "$tb" "$MIB" "$w" >&2
 }
 
 for i in $(seq 1 "$RUNS"); do
 	# alternate so slow drift on the machine hits both sides alike
 	one_run on "$i" || exit 1
 	one_run off "$i" || exit 1
+	one_run on "$i" 4 || exit 1
+	one_run off "$i" 4 || exit 1
 done
 
 boot_on=$(cut -d' ' -f1 "$work/on.times" | median)
 boot_off=$(cut -d' ' -f1 "$work/off.times" | median)
 md5_on=$(cut -d' ' -f2 "$work/on.times" | median)
 md5_off=$(cut -d' ' -f2 "$work/off.times" | median)
-free_kib=$(grep -a -m1 -o 'backend ready, [0-9]* KiB free' "$work/on-1.log" | grep -o '[0-9]*')
+boot4_on=$(cut -d' ' -f1 "$work/on-smp4.times" | median)
+boot4_off=$(cut -d' ' -f1 "$work/off-smp4.times" | median)
+# the boot processor enters last: its line has what is left
+free_kib=$(grep -a -o 'running, [0-9]* KiB free' "$work/on-1.log" | tail -1 | grep -o '[0-9]*')
+free4_kib=$(grep -a -o 'running, [0-9]* KiB free' "$work/on-smp4-1.log" | tail -1 | grep -o '[0-9]*')
 res_mib=$(grep -a -m1 -o '([0-9]* MiB)' "$work/on-1.log" | grep -o '[0-9]*')
 used_kib=$((res_mib * 1024 - free_kib))
+used4_kib=$((res_mib * 1024 - free4_kib))
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
 out=bench/results/boot-cpu-$(date -u +%Y%m%d-%H%M%S).txt
 {
 	echo "# hvtrace bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, QEMU $(qemu-system-x86_64 --version | head -1 | awk '{print $4}'), accel ${HVTRACE_ACCEL:-auto}"
-	echo "# guest: Linux $(cat "$BUILD/cache/linux/version"), 1 vCPU, 512 MiB; $RUNS runs each, medians"
+	echo "# guest: Linux $(cat "$BUILD/cache/linux/version"), 1 vCPU (and 4 for the 4-vCPU boot), 512 MiB; $RUNS runs each, medians"
 	printf '%-28s %10s %10s %8s %s\n' metric without with ratio target
 	printf '%-28s %10s %10s %8s %s\n' "boot to /init marker (s)" "$boot_off" "$boot_on" "$(ratio "$boot_on" "$boot_off")" "<= 1.30"
 	printf '%-28s %10s %10s %8s %s\n' "md5sum ${MIB} MiB (s)" "$md5_off" "$md5_on" "$(ratio "$md5_on" "$md5_off")" "<= 1.10"
-	echo "hypervisor memory in use: ${used_kib} KiB of a ${res_mib} MiB reserve"
+	printf '%-28s %10s %10s %8s %s\n' "boot, 4 vCPUs (s)" "$boot4_off" "$boot4_on" "$(ratio "$boot4_on" "$boot4_off")" "<= 1.30"
+	echo "hypervisor memory in use: ${used_kib} KiB of a ${res_mib} MiB reserve (1 vCPU), ${used4_kib} KiB (4 vCPUs)"
 	echo "# raw (boot md5) without: $(tr '\n' ',' <"$work/off.times")"
 	echo "# raw (boot md5) with:    $(tr '\n' ',' <"$work/on.times")"
+	echo "# raw 4 vCPUs (boot md5) without: $(tr '\n' ',' <"$work/off-smp4.times")"
+	echo "# raw 4 vCPUs (boot md5) with:    $(tr '\n' ',' <"$work/on-smp4.times")"
 } | tee "$out"
 echo "bench: saved $out"

@@ -35,3 +35,31 @@ const char *efi_status_str(u64 st)
 		return err[st & ~(1ull << 63)];
 	return "error";
 }
+
+/* ACPI 6.x 5.2.12 MADT: after the 36-byte header, the local APIC address
+ * and flags (8 bytes), then entries of (type, length, ...): type 0 the
+ * Processor Local APIC (flags at offset 4), type 9 the Processor Local
+ * x2APIC (flags at offset 8); flags bit 0 Enabled, bit 1 Online Capable
+ * (before ACPI 6.3 a hot-pluggable processor is simply not enabled). */
+int madt_count_cpus(const u8 *madt, u32 len, u32 *enabled, u32 *not_enabled)
+{
+	*enabled = *not_enabled = 0;
+	if (len < 44)
+		return -1;
+	for (u32 off = 44; off + 2 <= len;) {
+		u8 type = madt[off], l = madt[off + 1];
+		u32 at = type == 0 ? 4 : type == 9 ? 8 : 0, flags;
+		if (l < 2 || off + l > len)
+			return -1;
+		if (at && l >= at + 4) {
+			flags = (u32)madt[off + at] | (u32)madt[off + at + 1] << 8 |
+				(u32)madt[off + at + 2] << 16 | (u32)madt[off + at + 3] << 24;
+			if (flags & 1)
+				(*enabled)++;
+			else
+				(*not_enabled)++;
+		}
+		off += l;
+	}
+	return 0;
+}

@@ -4,6 +4,10 @@
 #include <stdarg.h>
 #include "base/types.h"
 
+/* The processors ACPI's MADT lists: enabled ones, and the others
+ * (disabled, or hot-pluggable later); 0, or -1 for a malformed table. */
+int madt_count_cpus(const u8 *madt, u32 len, u32 *enabled, u32 *not_enabled);
+
 /* UEFI 2.x 7.2 memory types that are RAM the OS may use or that hold
  * firmware data in RAM (not MMIO, not reserved, not unusable). */
 bool efi_type_is_ram(u32 type);

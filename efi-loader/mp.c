@@ -15,6 +15,7 @@
 
 #include "hvtrace/abi.h"
 #include "base/boot.h"
+#include "acpi.h"
 #include "loader.h"
 #include "mpsvc.h"
 
@@ -50,6 +51,27 @@ static u32 this_apic_id(void)
 	return b >> 24;
 }
 
+/* A processor ACPI lists but MP services does not run (or one that can be
+ * hot-added later) is never taken: said, so that no count differs
+ * silently. The hypervisor refuses to start such a processor (mp.c). */
+static void check_madt(u32 taken)
+{
+	const struct acpi_sdt_hdr *madt = acpi_find_table("APIC");
+	u32 enabled, hotplug;
+	if (!madt || madt_count_cpus((const u8 *)madt, madt->length, &enabled, &hotplug)) {
+		say("no usable ACPI MADT to count the processors against");
+		return;
+	}
+	if (enabled != taken)
+		say("ACPI's MADT lists %u enabled processor%s, MP services gave %u: only those %u are "
+		    "taken, and the hypervisor will not let the OS start another", enabled,
+		    enabled == 1 ? "" : "s", taken, taken);
+	if (hotplug)
+		say("ACPI's MADT lists %u more processor%s not enabled (disabled, or hot-pluggable): "
+		    "the hypervisor will not let the OS start %s", hotplug, hotplug == 1 ? "" : "s",
+		    hotplug == 1 ? "it" : "them");
+}
+
 int mp_collect(struct hv_boot *bp)
 {
 	UINTN nr = 0, nr_enabled = 0;
@@ -63,6 +85,7 @@ int mp_collect(struct hv_boot *bp)
 		mp = NULL;
 		say("the firmware has no MP services: only this processor is taken, and the "
 		    "hypervisor will not let the OS start any other");
+		check_madt(1);
 		return HV_OK;
 	}
 	st = uefi_call_wrapper(mp->GetNumberOfProcessors, 3, mp, &nr, &nr_enabled);
@@ -106,6 +129,7 @@ int mp_collect(struct hv_boot *bp)
 		return HV_ERR_BAD_BOOT;
 	}
 	bp->nr_cpus = n;
+	check_madt(n);
 	return HV_OK;
 }
 

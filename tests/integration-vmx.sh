@@ -36,6 +36,25 @@ t_vmx_guest_basic() {
 	finish vmx-guest-basic
 }
 
+# Two processors under VMX (Bochs is built with SMP support): both taken
+# before the next stage; t_smp on the application processor through MP
+# services (the firmware wakes it by INIT-SIPI-SIPI, which the hypervisor
+# delivers: the APIC page is read-only in the EPT) and its own SIPI.
+t_vmx_smp() {
+	local d=$(esp vmx-smp)
+	add_guest "$d" t_smp
+	printf 'next = \\EFI\\hvtrace\\t_smp.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run vmx-smp 600 --smp 2 --until 'SUMMARY: t_smp'
+	expect 'hvtrace: all 2 processors are under the hypervisor'
+	expect 'GUEST-TEST: PASS: status_counts_every_processor'
+	expect 'GUEST-TEST: PASS: each_cpu1_version_names_vcpu'
+	expect 'GUEST-TEST: PASS: own_sipi_starts_a_guest'
+	expect 'SUMMARY: t_smp: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish vmx-smp
+}
+
 # The port I/O exit path under VMX: Bochs (i440fx) has no ivshmem and no
 # MCFG, so t_chan's scan through CF8/CFC runs with only 0xCF9 intercepted
 # (every dword CONFIG_ADDRESS write exits) and must still find the host
@@ -135,6 +154,6 @@ t_vmx_rec_basic() {
 	reject 'hvtrace: error'
 	finish vmx-rec-basic
 }
-ALL="t_vmx_guest_basic t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic"
+ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic"
 
 runner_main integration-vmx "$ALL" "$@"

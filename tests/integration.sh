@@ -253,6 +253,22 @@ t_svm_smp() {
 	finish svm-smp
 }
 
+# Processors ACPI lists that the firmware does not run (hot-pluggable ones,
+# -smp 2,maxcpus=4): not taken, said on the console, and never startable
+# by the guest; the two that run are both under the hypervisor.
+t_svm_smp_hotplug() {
+	local d=$(esp svm-smp-hotplug)
+	add_guest "$d" t_smp
+	printf 'next = \\EFI\\hvtrace\\t_smp.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-smp-hotplug 90 --smp 2,maxcpus=4
+	expect 'hvtrace: all 2 processors are under the hypervisor'
+	expect "hvtrace: ACPI's MADT lists 2 more processors not enabled \\(disabled, or hot-pluggable\\): the hypervisor will not let the OS start them"
+	expect 'SUMMARY: t_smp: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-smp-hotplug
+}
+
 # Linux with four processors: it starts the three others by INIT-SIPI-SIPI
 # through the hypervisor, sees the same CPUID everywhere, the agent's
 # hypercall answers on each CPU with that CPU's APIC ID, the channel device
@@ -321,7 +337,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_smp t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_smp t_svm_smp_hotplug t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

@@ -205,8 +205,34 @@ int hvt_file_check_records(const struct hvt_file *f, struct hvt_err *err)
 	return 0;
 }
 
+int hvt_file_merge_tsc(struct hvt_file *f, struct hvt_err *err)
+{
+	uint64_t i;
+
+	for (i = 1; i < f->nr && f->recs[i - 1].tsc <= f->recs[i].tsc; i++)
+		;
+	if (i >= f->nr)
+		return 0;
+	struct hvtrace_rec *m = malloc(f->nr * sizeof(*m));
+	if (!m) {
+		hvt_seterr(err, "out of memory merging %llu records by TSC", (unsigned long long)f->nr);
+		return -1;
+	}
+	memcpy(m, f->recs, f->nr * sizeof(*m));
+	if (hvt_recs_sort_tsc(m, f->nr)) {
+		free(m);
+		hvt_seterr(err, "out of memory merging %llu records by TSC", (unsigned long long)f->nr);
+		return -1;
+	}
+	free(f->merged);
+	f->merged = m;
+	f->recs = m;
+	return 0;
+}
+
 void hvt_file_close(struct hvt_file *f)
 {
+	free(f->merged);
 	if (f->map)
 		munmap(f->map, f->map_len);
 	memset(f, 0, sizeof(*f));

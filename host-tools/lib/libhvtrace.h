@@ -256,12 +256,18 @@ struct hvt_file {
 	int partial;			/* a trailing partial record was ignored */
 	void *map;
 	size_t map_len;
+	struct hvtrace_rec *merged;	/* hvt_file_merge_tsc's copy, or NULL */
 };
 
 int hvt_file_open(struct hvt_file *f, const char *path, struct hvt_err *err);
 int hvt_file_open_mem(struct hvt_file *f, const void *buf, size_t len, struct hvt_err *err);
 /* Checks every record (hvt_rec_check); names the first bad one. */
 int hvt_file_check_records(const struct hvt_file *f, struct hvt_err *err);
+/* One timeline: when the records are not in TSC order (a stream `hvtrace
+ * record` drained ring by ring, one vCPU after another), recs becomes a
+ * stable merge of them by TSC (each vCPU's own order kept); a file already
+ * in order is left as it is. 0, or -1 when memory runs out. */
+int hvt_file_merge_tsc(struct hvt_file *f, struct hvt_err *err);
 void hvt_file_close(struct hvt_file *f);
 
 /* ---------------------------------------------------------------- */

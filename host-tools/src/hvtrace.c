@@ -185,7 +185,7 @@ int open_trace(struct hvt_file *f, const char *path)
 
 	if (hvt_file_open(f, path, &err))
 		return fail("trace file", "%s", err.msg);
-	if (hvt_file_check_records(f, &err)) {
+	if (hvt_file_check_records(f, &err) || hvt_file_merge_tsc(f, &err)) {
 		hvt_file_close(f);
 		return fail(path, "%s", err.msg);
 	}

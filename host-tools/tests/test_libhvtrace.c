@@ -52,6 +52,54 @@ static void *make_chan(const struct hvt_ring_spec *rs, unsigned n, uint32_t vcpu
 	return buf;
 }
 
+/* A stream drained ring by ring (vCPU 0's records, then vCPU 1's, then
+ * vCPU 0's again): merged into one timeline by TSC, each vCPU's order
+ * kept, ties in file order; a file in order is left as mapped. */
+static void test_file_merge_tsc(void)
+{
+	struct hvtrace_rec recs[12];
+	struct hvt_fwriter w;
+	struct hvt_file f;
+	struct hvt_err err;
+	const char *path = tmp_path("merge.hvt");
+	static const uint64_t tsc[12] = { 10, 20, 30, 40, 15, 25, 25, 35, 45, 50, 60, 70 };
+	static const uint16_t vcpu[12] = { 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0 };
+	uint64_t i;
+
+	for (i = 0; i < 12; i++) {
+		hvt_synth_rec(vcpu[i], i, 5, &recs[i]);
+		recs[i].tsc = tsc[i];
+		recs[i].aux = (uint32_t)i;	/* the file position, to check stability */
+	}
+	CHECK(hvt_fwriter_open(&w, path, 0, 1000000000ull, 2, 0, &err) == 0 &&
+		      hvt_fwriter_put(&w, recs, 12, &err) == 0 && hvt_fwriter_finish(&w, 0, &err) == 0,
+	      "%s", err.msg);
+	CHECK(hvt_file_open(&f, path, &err) == 0 && hvt_file_merge_tsc(&f, &err) == 0 && f.merged,
+	      "merge: %s", err.msg);
+	int ordered = 1, stable = 1;
+	for (i = 1; i < f.nr; i++) {
+		ordered &= f.recs[i - 1].tsc <= f.recs[i].tsc;
+		if (f.recs[i - 1].tsc == f.recs[i].tsc)
+			stable &= f.recs[i - 1].aux < f.recs[i].aux;
+	}
+	CHECK(f.nr == 12 && ordered && stable, "one timeline by TSC, ties in file order");
+	uint32_t last[2] = { 0, 0 };
+	int per_vcpu = 1;
+	for (i = 0; i < f.nr; i++) {
+		per_vcpu &= !last[f.recs[i].vcpu] || f.recs[i].aux > last[f.recs[i].vcpu] - 1;
+		last[f.recs[i].vcpu] = f.recs[i].aux + 1;
+	}
+	CHECK(per_vcpu, "each vCPU's records in their own order");
+	hvt_file_close(&f);
+	/* already in order: nothing copied */
+	hvt_fwriter_open(&w, path, 0, 0, 1, 0, &err);
+	hvt_fwriter_put(&w, recs, 4, &err);
+	hvt_fwriter_finish(&w, 0, &err);
+	CHECK(hvt_file_open(&f, path, &err) == 0 && hvt_file_merge_tsc(&f, &err) == 0 && !f.merged,
+	      "an ordered file is left as it is");
+	hvt_file_close(&f);
+}
+
 /* ---------------------------------------------------------------- */
 
 static void test_ring_arithmetic(void)
@@ -856,6 +904,7 @@ int main(void)
 	test_lossless_threads();
 	test_sort();
 	test_file_roundtrip();
+	test_file_merge_tsc();
 	test_symbols();
 	test_corrupt_channels();
 	test_dumps();

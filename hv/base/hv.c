@@ -9,8 +9,10 @@ struct hv hv;
 void hv_kick(struct vcpu *w)
 {
 	/* one NMI in flight per vCPU: a second could merge with a guest's */
-	if (w->boot && !__atomic_exchange_n(&w->kick, 1, __ATOMIC_SEQ_CST))
-		lapic_send_nmi(w->apic_id);
+	if ((hv.caps & HV_CAP_KICK_POLL) || !w->boot ||
+	    __atomic_exchange_n(&w->kick, 1, __ATOMIC_SEQ_CST))
+		return;
+	lapic_send_nmi(w->apic_id);
 }
 
 void hv_kick_others(struct vcpu *v)

@@ -52,7 +52,8 @@ enum hv_status {
 	HV_ERR_TOO_MANY_CPUS = -15,	/* more enabled processors than HV_MAX_CPUS */
 	HV_ERR_CPU_DIFFERS = -16,	/* an application processor is not like the boot one */
 	HV_ERR_AP_NO_ANSWER = -17,	/* an application processor did not run the loader's code */
-	HV_ERR_SMP_UNSUPPORTED = -18,	/* the backend cannot start processors yet */
+	HV_ERR_SMP_UNSUPPORTED = -18,	/* the backend cannot take application processors */
+	HV_ERR_CPU_DISABLED = -19,	/* a disabled processor the backend cannot keep from starting */
 };
 
 const char *hv_status_str(int st);

@@ -125,6 +125,9 @@ _Static_assert(sizeof(struct vcpu) <= 4096, "a vCPU fits the page it is allocate
 #define HV_CAP_NRIP	(1u << 0)	/* the CPU reports the next RIP on exits */
 #define HV_CAP_MTF	(1u << 1)	/* monitor trap flag (VMX) */
 #define HV_CAP_BTS_HW	(1u << 2)	/* real BTS hardware the hypervisor may use */
+#define HV_CAP_SMP	(1u << 3)	/* can take application processors */
+#define HV_CAP_IPI_GATE	(1u << 4)	/* the guest's INIT/SIPI pass through the hypervisor */
+#define HV_CAP_KICK_POLL (1u << 5)	/* no kick IPI: every vCPU exits often by itself */
 
 /*
  * One backend per CPU vendor, chosen once at start-up (dispatch/entry.c).
@@ -188,9 +191,11 @@ struct hv {
 extern struct hv hv;
 
 /* Makes vCPU w leave the guest soon: an NMI to its processor, with w->kick
- * set so that its NMI exit knows the NMI for the hypervisor's (the guest's
- * own NMI, arriving at that moment, merges with it and is lost: a limit,
- * docs/smp.md). A vCPU not yet entered is not kicked. */
+ * set so that its NMI exit knows it for the hypervisor's (the guest's own
+ * NMI, arriving at that moment, merges with it and is lost: a limit,
+ * docs/smp.md). Where every vCPU exits often by itself (VMX's preemption
+ * timer, HV_CAP_KICK_POLL) nothing is sent. A vCPU not yet entered is not
+ * kicked. */
 void hv_kick(struct vcpu *w);
 /* Every vCPU but v. */
 void hv_kick_others(struct vcpu *v);

@@ -62,10 +62,17 @@ static int hv_init(const struct hv_boot *bp)
 		return st;
 	}
 	hv.ops = ops;
-	if (bp->nr_cpus > 1 && !ops->reset_to_init) {
+	if (bp->nr_cpus > 1 && !(hv.caps & HV_CAP_SMP)) {
 		LOG_ERR("%s backend, %u processors: %s", ops->name, bp->nr_cpus,
 			hv_status_str(HV_ERR_SMP_UNSUPPORTED));
 		return HV_ERR_SMP_UNSUPPORTED;
+	}
+	/* without the INIT/SIPI gate a guest could start a disabled processor
+	 * outside the hypervisor (docs/smp.md) */
+	if (bp->nr_disabled && !(hv.caps & HV_CAP_IPI_GATE)) {
+		LOG_ERR("%s backend: %u processor%s disabled in the firmware: %s", ops->name,
+			bp->nr_disabled, bp->nr_disabled == 1 ? "" : "s", hv_status_str(HV_ERR_CPU_DISABLED));
+		return HV_ERR_CPU_DISABLED;
 	}
 
 	mm_init(bp->reserve_pa, bp->reserve_size, bp->heap_pa);

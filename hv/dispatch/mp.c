@@ -30,7 +30,6 @@
 #include "dispatch/dispatch.h"
 #include "dispatch/icr.h"
 #include "dispatch/mp.h"
-#include "trace/trace.h"
 
 bool mp_take_kick(struct vcpu *v)
 {
@@ -196,7 +195,7 @@ void mp_before_entry(struct vcpu *v)
 				continue;
 			hv.ops->start_at_sipi(v, vector);
 			v->sipis++;
-			trace_update(v);
+			hv_vcpu_started(v);
 			LOG_DEBUG("vcpu %u (APIC ID %u): started by SIPI at %05x", v->id, v->apic_id,
 				 (u32)vector << 12);
 			return;

@@ -30,6 +30,8 @@ static int svm_probe(u32 *caps)
 	if (!(r.edx & CPUID_8000000A_EDX_NP))
 		return HV_ERR_NO_NPT;
 	*caps = (r.edx & CPUID_8000000A_EDX_NRIPS) ? HV_CAP_NRIP : 0;
+	/* INIT and SIPI are delivered by the hypervisor (dispatch/mp.c) */
+	*caps |= HV_CAP_SMP | HV_CAP_IPI_GATE;
 	return HV_OK;
 }
 

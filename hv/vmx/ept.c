@@ -45,6 +45,11 @@ int vmx_ept_build(u64 *eptp)
 				  sink_pa);
 	if (st)
 		return st;
+	/* the local APIC's page read-only: its writes exit, so that no INIT
+	 * or SIPI reaches a processor without the hypervisor (dispatch/mp.c).
+	 * EPT's write bit is bit 1, as PTE_RW. */
+	if (!pg_set_page_flags(&b, hv.boot.apic_pa & ~(PAGE_SIZE - 1), 0, EPT_WRITE))
+		return HV_ERR_NO_MEMORY;
 	LOG_INFO("EPT: identity map of %lu GiB in %lu table pages, %lu KiB leaves at most, "
 		 "%u RAM ranges write-back", limit >> 30, b.tables, vmx_caps.ept_max_leaf >> 10,
 		 hv.guest_ram.nr);

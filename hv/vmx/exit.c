@@ -133,9 +133,12 @@ static bool exit_wrmsr(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
 
 static bool exit_ept_violation(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
 {
-	/* 29.3.3.2: the EPT maps everything; a violation cannot happen */
+	/* 29.3.3.2: the EPT maps everything; only the local APIC's page is
+	 * read-only (dispatch/mp.c). Table 28-7: bit 1 of the qualification
+	 * says a data write, as HV_NPF_WRITE */
 	ev->kind = HV_EV_NPF;
 	ev->gpa = vmcs_read64(VMCS_GUEST_PHYSICAL_ADDRESS);
+	ev->error_code = (u32)vmcs_readl(VMCS_EXIT_QUALIFICATION);
 	return true;
 }
 
@@ -327,7 +330,46 @@ static bool exit_mov_dr(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev
 	return true;
 }
 
+/* 26.2: an INIT exits unconditionally in VMX non-root operation. The
+ * guest's own INITs never reach a processor (dispatch/mp.c delivers them);
+ * one by another path (an I/O APIC or MSI message) becomes the vCPU's INIT
+ * there, never a real reset out of VMX operation. */
+static bool exit_init(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
+{
+	(void)v;
+	(void)vx;
+	ev->kind = HV_EV_INIT;
+	ev->insn_len = 0;
+	return true;
+}
+
+/* 26.2: a SIPI exits only in the wait-for-SIPI activity state, which the
+ * hypervisor never enters: ignored, as a processor not waiting ignores it */
+static bool exit_sipi(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
+{
+	(void)vx;
+	(void)ev;
+	LOG_WARN("vcpu %u: a SIPI exit outside the wait-for-SIPI state: ignored", v->id);
+	return false;
+}
+
+/* 26.5.1: the preemption timer ran out (armed with more than one
+ * processor): nothing to deliver; the exit is the chance to notice what
+ * other processors asked (an INIT, a recorder change) */
+static bool exit_preemption_timer(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
+{
+	(void)v;
+	(void)vx;
+	ev->kind = HV_EV_INTR;	/* vector 0: nothing to deliver */
+	ev->vector = 0;
+	ev->insn_len = 0;
+	return true;
+}
+
 static const vmx_exit_fn vmx_exit_handlers[] = {
+	[VMX_EXIT_PREEMPTION_TIMER] = exit_preemption_timer,
+	[VMX_EXIT_INIT_SIGNAL] = exit_init,
+	[VMX_EXIT_SIPI] = exit_sipi,
 	[VMX_EXIT_MOV_DR] = exit_mov_dr,
 	[VMX_EXIT_EXCEPTION_OR_NMI] = exit_exception,
 	[VMX_EXIT_EXTERNAL_INTERRUPT] = exit_external_interrupt,

@@ -102,6 +102,7 @@ enum vmcs_field {
 	VMCS_GUEST_INTERRUPTIBILITY_STATE	= 0x4824,
 	VMCS_GUEST_ACTIVITY_STATE		= 0x4826,
 	VMCS_GUEST_IA32_SYSENTER_CS		= 0x482a,
+	VMCS_PREEMPTION_TIMER_VALUE		= 0x482e,
 	/* B.3.4 32-bit host-state field */
 	VMCS_HOST_IA32_SYSENTER_CS		= 0x4c00,
 	/* B.4.1 natural-width control fields */
@@ -162,6 +163,7 @@ _Static_assert(VMCS_WIDTH(VMCS_HOST_RIP) == VMCS_WIDTH_NATURAL, "B.4");
 #define PIN_EXTERNAL_INTERRUPT_EXITING	BIT(0)
 #define PIN_NMI_EXITING			BIT(3)
 #define PIN_VIRTUAL_NMIS		BIT(5)
+#define PIN_PREEMPTION_TIMER		BIT(6)	/* activate VMX-preemption timer */
 /* 25.6.2 Table 25-6: primary processor-based VM-execution controls */
 #define PROC_HLT_EXITING		BIT(7)
 #define PROC_CR3_LOAD_EXITING		BIT(15)
@@ -201,6 +203,11 @@ _Static_assert(VMCS_WIDTH(VMCS_HOST_RIP) == VMCS_WIDTH_NATURAL, "B.4");
 #define VMX_AR_P			BIT(7)
 #define VMX_AR_UNUSABLE			BIT(16)
 #define VMX_AR_TSS64_BUSY		0xb
+
+/* Guest activity state (25.4.2) */
+#define VMX_ACTIVITY_ACTIVE		0
+#define VMX_ACTIVITY_SHUTDOWN		2
+#define VMX_ACTIVITY_WAIT_SIPI		3
 
 /* 25.4.2 Table 25-3: interruptibility state */
 #define VMX_INTR_BLOCKING_BY_STI	BIT(0)
@@ -253,6 +260,7 @@ enum vmx_exit_reason {
 	VMX_EXIT_EPT_VIOLATION = 48,
 	VMX_EXIT_EPT_MISCONFIGURATION = 49,
 	VMX_EXIT_INVEPT = 50,
+	VMX_EXIT_PREEMPTION_TIMER = 52,
 	VMX_EXIT_INVVPID = 53,
 	VMX_EXIT_XSETBV = 55,
 	VMX_EXIT_VMFUNC = 59,

@@ -20,6 +20,7 @@ struct vmx_caps vmx_caps;
 
 static const char *const pin_names[32] = {
 	[0] = "external-interrupt exiting", [3] = "NMI exiting", [5] = "virtual NMIs",
+	[6] = "activate VMX-preemption timer",
 };
 static const char *const proc_names[32] = {
 	[7] = "HLT exiting", [15] = "CR3-load exiting", [16] = "CR3-store exiting",
@@ -52,8 +53,11 @@ static const char *const entry_names[32] = {
  * INVPCID, XSAVES and the user-wait instructions #UD in the guest unless
  * enabled (25.6.2), so they are turned on wherever the CPU allows them.
  */
+/* The preemption timer, where the CPU has it: with more than one
+ * processor every vCPU exits at least every VMX_POLL_US, and notices then
+ * what other processors asked of it (base/hv.c hv_kick) */
 static const struct vmx_ctl_word want_pin = {
-	"pin-based VM-execution", "IA32_VMX_PINBASED_CTLS", 0, 0, pin_names,
+	"pin-based VM-execution", "IA32_VMX_PINBASED_CTLS", 0, PIN_PREEMPTION_TIMER, pin_names,
 };
 static const struct vmx_ctl_word want_proc = {
 	"primary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS",
@@ -142,7 +146,15 @@ static int vmx_probe(u32 *caps)
 	vmx_caps.cr4_fixed1 = rdmsr(MSR_IA32_VMX_CR4_FIXED1);
 
 	/* 28.2.5: every instruction exit reports the instruction's length */
-	*caps = HV_CAP_NRIP;
+	/* INIT and SIPI are delivered by the hypervisor (dispatch/mp.c): the
+	 * APIC page read-only in the EPT; instead of kicks, the preemption
+	 * timer makes every vCPU exit often enough to notice them (no IPI:
+	 * the guest's NMIs and INITs stay its own) */
+	*caps = HV_CAP_NRIP | HV_CAP_IPI_GATE | HV_CAP_KICK_POLL;
+	if (vmx_caps.pin & PIN_PREEMPTION_TIMER) {
+		*caps |= HV_CAP_SMP;
+		vmx_caps.timer_shift = (u8)(rdmsr(MSR_IA32_VMX_MISC) & 0x1f);	/* A.6 */
+	}
 	/* A.3.2: the monitor trap flag is an allowed-1 primary control */
 	if (rdmsr(t ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS) >> 32 &
 	    PROC_MONITOR_TRAP_FLAG)
@@ -411,6 +423,16 @@ static int vmx_vcpu_init(struct vcpu *v)
 
 	u32 failures = vmx_vmcs_failures;
 	vmcs_setup_controls(vx);
+	/* with other processors to hear from: the preemption timer (the pin
+	 * control is on in vmx_caps.pin only where the CPU has it) */
+	if (hv.nr_vcpus > 1 && (vmx_caps.pin & PIN_PREEMPTION_TIMER)) {
+		u64 ticks = ((hv.boot.tsc_hz ? hv.boot.tsc_hz : 1000000000ull) / 1000000 * VMX_POLL_US) >>
+			    vmx_caps.timer_shift;
+		vx->poll_ticks = (u32)MIN(MAX(ticks, 1ull), 0xffffffffull);
+	} else {
+		vmcs_write32(VMCS_PIN_BASED_VM_EXECUTION_CONTROLS,
+			     vmx_caps.pin & ~(u32)PIN_PREEMPTION_TIMER);
+	}
 	vmcs_setup_guest(v, vx, cr0, cr4);
 	if (vmx_vmcs_failures != failures) {
 		vmx_off(vx);
@@ -505,6 +527,8 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
 		vmcs_writel(VMCS_GUEST_RIP, v->rip);
 		vmcs_writel(VMCS_GUEST_RFLAGS, v->rflags);
+		if (vx->poll_ticks)
+			vmcs_write32(VMCS_PREEMPTION_TIMER_VALUE, vx->poll_ticks);
 		int rc = vmx_enter(v, vx->launched);
 		u32 reason = rc ? 0 : vmcs_read32(VMCS_EXIT_REASON);
 		if (rc || (reason & VMX_EXIT_REASON_ENTRY_FAILURE))
@@ -713,11 +737,83 @@ static u64 vmx_get_msr(struct vcpu *v, u32 msr)
 	return 0;
 }
 
+/* SDM Vol. 3 Table 10-1 "IA-32 and Intel 64 Processor States Following
+ * Power-up, Reset, or INIT", as an INIT leaves it: real mode at F000:FFF0
+ * (CR0.CD/NW kept), RDX the family/model/stepping. The vCPU then waits
+ * for its SIPI in root mode (dispatch/mp.c), not in the wait-for-SIPI
+ * activity state: the INIT and SIPI the guest sends never reach the
+ * processor (the APIC page is read-only in the EPT, as under SVM), so no
+ * SIPI can arrive while the hypervisor still handles the INIT and be lost.
+ * Unrestricted guest runs real mode directly; the hardware CR0/CR4 keep
+ * the bits VMX fixes, the guest reads its own. */
+static void vmx_reset_to_init(struct vcpu *v)
+{
+	struct cpuid_regs r;
+	u64 cr0 = CR0_ET | (vmcs_readl(VMCS_CR0_READ_SHADOW) & (CR0_CD | CR0_NW));
+	static const u32 segs[] = { SEG_ES, SEG_SS, SEG_DS, SEG_FS, SEG_GS };
+
+	vmcs_writel(VMCS_GUEST_CR0, fixed(cr0, vmx_caps.cr0_fixed0 & ~(CR0_PE | CR0_PG), vmx_caps.cr0_fixed1));
+	vmcs_writel(VMCS_CR0_READ_SHADOW, cr0);
+	vmcs_writel(VMCS_GUEST_CR3, 0);
+	vmcs_writel(VMCS_GUEST_CR4, fixed(0, vmx_caps.cr4_fixed0, vmx_caps.cr4_fixed1));
+	vmcs_writel(VMCS_CR4_READ_SHADOW, 0);
+	vmx_set_guest_efer(0);
+	vmcs_write16(VMCS_GUEST_CS_SELECTOR, 0xf000);
+	vmcs_writel(VMCS_GUEST_CS_BASE, 0xffff0000);
+	vmcs_write32(VMCS_GUEST_CS_LIMIT, 0xffff);
+	vmcs_write32(VMCS_GUEST_CS_ACCESS_RIGHTS, 0x9b);
+	for (u32 i = 0; i < ARRAY_SIZE(segs); i++) {
+		vmcs_write_any(seg_fields[segs[i]].sel, 0);
+		vmcs_write_any(seg_fields[segs[i]].base, 0);
+		vmcs_write_any(seg_fields[segs[i]].limit, 0xffff);
+		vmcs_write_any(seg_fields[segs[i]].ar, 0x93);
+	}
+	vmcs_write_any(ldtr_fields.sel, 0);
+	vmcs_write_any(ldtr_fields.base, 0);
+	vmcs_write_any(ldtr_fields.limit, 0xffff);
+	vmcs_write_any(ldtr_fields.ar, 0x82);
+	vmcs_write_any(tr_fields.sel, 0);
+	vmcs_write_any(tr_fields.base, 0);
+	vmcs_write_any(tr_fields.limit, 0xffff);
+	vmcs_write_any(tr_fields.ar, 0x8b);
+	vmcs_writel(VMCS_GUEST_GDTR_BASE, 0);
+	vmcs_write32(VMCS_GUEST_GDTR_LIMIT, 0xffff);
+	vmcs_writel(VMCS_GUEST_IDTR_BASE, 0);
+	vmcs_write32(VMCS_GUEST_IDTR_LIMIT, 0xffff);
+	vmcs_writel(VMCS_GUEST_DR7, DR7_FIXED1);
+	vmcs_write64(VMCS_GUEST_IA32_DEBUGCTL, 0);
+	vmcs_write32(VMCS_GUEST_INTERRUPTIBILITY_STATE, 0);
+	vmcs_writel(VMCS_GUEST_PENDING_DEBUG_EXCEPTIONS, 0);
+	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, 0);
+	vmcs_write32(VMCS_GUEST_ACTIVITY_STATE, VMX_ACTIVITY_ACTIVE);
+	memset(v->gpr, 0, sizeof(v->gpr));
+	cpuid_count(1, 0, &r);
+	v->gpr[GPR_RDX] = r.eax;
+	v->rip = 0xfff0;
+	v->rflags = RFLAGS_FIXED1;
+}
+
+/* SDM Vol. 3 10.4.4.1: CS = vector << 8, IP = 0, and the processor runs
+ * again. A processor coming out of a real wait-for-SIPI state may report
+ * NMI and SMI blocking (Bochs does): outside SMM, SMI blocking fails the
+ * entry (27.3.1.5), and a started processor blocks neither. */
+static void vmx_start_at_sipi(struct vcpu *v, u8 vector)
+{
+	vmcs_write16(VMCS_GUEST_CS_SELECTOR, (u16)(vector << 8));
+	vmcs_writel(VMCS_GUEST_CS_BASE, (u64)vector << 12);
+	vmcs_write32(VMCS_GUEST_ACTIVITY_STATE, VMX_ACTIVITY_ACTIVE);
+	vmcs_write32(VMCS_GUEST_INTERRUPTIBILITY_STATE, 0);
+	vmcs_writel(VMCS_GUEST_PENDING_DEBUG_EXCEPTIONS, 0);
+	v->rip = 0;
+}
+
 const struct hv_arch_ops vmx_ops = {
 	.name = "vmx",
 	.backend = HVTRACE_BACKEND_VMX,
 	.probe = vmx_probe,
 	.setup = vmx_setup,
+	.reset_to_init = vmx_reset_to_init,
+	.start_at_sipi = vmx_start_at_sipi,
 	.vcpu_init = vmx_vcpu_init,
 	.vcpu_run = vmx_vcpu_run,
 	.inject_exception = vmx_inject_exception,

@@ -16,8 +16,13 @@ struct vmx_caps {
 	u64 ept_cap;			/* IA32_VMX_EPT_VPID_CAP */
 	u64 ept_max_leaf;		/* PAGE_1G, PAGE_2M or PAGE_SIZE */
 	u8 eptp_memtype;		/* WB where allowed, else UC */
+	u8 timer_shift;			/* the preemption timer ticks at TSC >> this (A.6) */
 };
 extern struct vmx_caps vmx_caps;
+
+/* With more than one processor, each vCPU exits at least this often (the
+ * preemption timer, docs/smp.md) */
+#define VMX_POLL_US 1000
 
 struct vmx_vcpu {
 	u64 vmxon_pa, vmcs_pa, msr_bitmap_pa, eptp;
@@ -25,6 +30,7 @@ struct vmx_vcpu {
 	u64 cr0_mask, cr4_mask;		/* guest/host masks (25.6.6) */
 	u64 cr0_before, cr4_before;	/* the processor's before VMXON (abort path) */
 	bool launched;
+	u32 poll_ticks;		/* preemption timer value per entry; 0: not armed */
 };
 
 /* run.S: loads the guest's GPRs from v->gpr[] (index = x86 register

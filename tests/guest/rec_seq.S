@@ -85,4 +85,19 @@ rec_empty_idt:
 	.word	0
 	.quad	0
 
+/* void rec_spin(uint64_t n): n turns of DEC/JNZ (n - 1 taken branches)
+ * with interrupts off, no hypercall: run on every processor at once while
+ * the recorder traces, its range [rec_spin, rec_spin_end) the stream's
+ * filter. */
+	.globl rec_spin, rec_spin_end
+rec_spin:
+	pushfq
+	cli
+	mov	%rdi, %rcx
+1:	dec	%rcx
+	jnz	1b
+	popfq
+	ret
+rec_spin_end:
+
 	.section .note.GNU-stack,"",@progbits

@@ -6,6 +6,9 @@
  *            hypercall);
  *   lN       lossless: a loop of N turns (N - 1 taken branches) for the
  *            host to drain; prints REC-EXPECT with the count;
+ *   pN       the same loop on every processor at once (MP services), the
+ *            stream filtered to the loop's code; prints REC-EXPECT-VCPU
+ *            per vCPU with the hypervisor's counts;
  *   c        crash: a known JMP/CALL/CALL/JMP path, then a triple fault;
  *            prints the addresses for the host to find in the snapshot;
  *   r        reset: tracing started, then a reset request through port
@@ -13,6 +16,7 @@
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
+#include "mpsvc.h"
 
 uint64_t rec_loop_svm(uint64_t n);
 uint64_t rec_loop_vmx(uint64_t n);
@@ -22,6 +26,16 @@ void rec_reset_svm(void) __attribute__((noreturn));
 void rec_reset_vmx(void) __attribute__((noreturn));
 extern const char rec_crash_svm_jmp[], rec_crash_vmx_jmp[], rec_crash_body[], rec_crash_a[],
 	rec_crash_b[], rec_crash_c[], rec_crash_fault[];
+
+void rec_spin(uint64_t n);
+extern const char rec_spin_end[];
+
+static uint64_t spin_turns;
+static void __attribute__((ms_abi)) spin_proc(void *arg)
+{
+	(void)arg;
+	rec_spin(spin_turns);
+}
 
 static uint64_t rec_loop(uint64_t n)
 {
@@ -108,6 +122,52 @@ static void basic(void)
 	report(b.engine == HVTRACE_ENGINE_OFF, "engine_off_after_stop", "engine %u", b.engine);
 }
 
+static bool vcpu_status_of(uint32_t vcpu, struct hvtrace_vcpu_status *st)
+{
+	uint64_t b = (uint64_t)(uintptr_t)st, c = sizeof(*st), d = vcpu;
+	SetMem(st, sizeof(*st), 0);
+	return hypercall3(HVTRACE_HC_VCPU_STATUS, &b, &c, &d) == 0;
+}
+
+/* pN: the loop on every processor at once, the stream filtered to it */
+static void parallel(uint64_t n)
+{
+	static EFI_GUID guid = HV_MP_SERVICES_GUID;
+	static struct hvtrace_vcpu_status before[64], after[64];
+	HV_MP_SERVICES *mp = NULL;
+	UINTN all = 1, en = 1;
+	if (!EFI_ERROR(uefi_call_wrapper(BS->LocateProtocol, 3, &guid, NULL, (void **)&mp)))
+		uefi_call_wrapper(mp->GetNumberOfProcessors, 3, mp, &all, &en);
+	uint32_t nv = en > 64 ? 64 : (uint32_t)en;
+	uefi_call_wrapper(BS->Stall, 1, 1500000);	/* the reader attaches */
+	struct hvtrace_filter f = { .consumer = HVTRACE_CONSUMER_STREAM, .cpl = HVTRACE_CPL_ALL,
+				    .nr_ranges = 1 };
+	f.ranges[0].lo = u(rec_spin);
+	f.ranges[0].hi = u(rec_spin_end) - 1;
+	uint64_t b = HVTRACE_TRACE_FILTER, c = u(&f), d = sizeof(f);
+	report(hypercall3(HVTRACE_HC_TRACE_CTL, &b, &c, &d) == 0, "filter_to_the_loop", NULL);
+	for (uint32_t i = 0; i < nv; i++)
+		vcpu_status_of(i, &before[i]);
+	spin_turns = n;
+	uint64_t fl = irq_save();
+	int64_t r1 = trace_ctl(HVTRACE_TRACE_START, 0);
+	EFI_STATUS s = EFI_SUCCESS;
+	if (mp && nv > 1)
+		s = uefi_call_wrapper(mp->StartupAllAPs, 7, mp, (HV_AP_PROCEDURE)spin_proc, (BOOLEAN)FALSE,
+				      NULL, (UINTN)120000000, NULL, NULL);
+	rec_spin(n);
+	int64_t r2 = trace_ctl(HVTRACE_TRACE_STOP, 0);
+	irq_restore(fl);
+	report(r1 == 0 && r2 == 0 && !EFI_ERROR(s), "parallel_loop", "start %ld stop %ld aps %lx", r1, r2,
+	       (uint64_t)s);
+	for (uint32_t i = 0; i < nv; i++) {
+		vcpu_status_of(i, &after[i]);
+		report_info("REC-EXPECT-VCPU: vcpu=%u branches=%lu accepted=%lu lost=%lu", i, n - 1,
+			    after[i].rec_records - before[i].rec_records, after[i].rec_lost - before[i].rec_lost);
+	}
+	report_info("REC-EXPECT-SMP: vcpus=%u", nv);
+}
+
 static uint64_t parse_u64(const CHAR16 *s, size_t n)
 {
 	uint64_t v = 0;
@@ -139,6 +199,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_info("REC-EXPECT: branches=%lu accepted=%lu lost=%lu", n - 1,
 			    b.rec_records - a.rec_records, b.rec_lost - a.rec_lost);
 		report(ret == 0 && n > 1, "lossless_loop", "ret %ld n %lu", ret, n);
+	} else if (opt[0] == 'p') {
+		parallel(parse_u64(opt + 1, optlen - 1));
 	} else if (opt[0] == 'r') {
 		report_info("about to reset through port 0xcf9 with the recorder on");
 		if (cpu_is_amd())

@@ -77,8 +77,9 @@ static void __attribute__((ms_abi)) ap_proc(void *arg)
 	r->st_caller = st->caller_vcpu;
 	r->st_caller_apic = st->caller_apic_id;
 	if (have_reserve) {
-		/* the image's start: its magic would be there */
-		r->leak = has_magic((const uint8_t *)(uintptr_t)reserve_base, MIN(reserve_size, 1u << 20));
+		/* the image's start: its header, magic and all, would be there
+		 * (64 KiB: short enough for Bochs) */
+		r->leak = has_magic((const uint8_t *)(uintptr_t)reserve_base, MIN(reserve_size, 1u << 16));
 		SetMem((void *)(uintptr_t)(reserve_base + 0x1000), 0x1000, 0xcc);
 		b = A(st);
 		c = sizeof(*st);

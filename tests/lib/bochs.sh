@@ -4,7 +4,7 @@
 # serial console to a log file. The counterpart of tests/lib/qemu.sh.
 #
 #   tests/lib/bochs.sh --dir ESPDIR --log FILE [--timeout SEC] [--cpu MODEL]
-#                      [--mem MIB] [--tee] [--until REGEX] [--keep DIR]
+#                      [--smp N] [--mem MIB] [--tee] [--until REGEX] [--keep DIR]
 #
 # --cpu: a Bochs CPU model (default tigerlake: it has the monitor trap flag;
 # corei7_skylake_x does not). --until: stop Bochs as soon as the serial log
@@ -19,13 +19,14 @@
 # Exit status: Bochs's, 0 after --until matched, or 124 when the time bound
 # killed it.
 set -u
-dir= log= timeout=180 cpu=tigerlake mem=512 tee=0 until= keep=
+dir= log= timeout=180 cpu=tigerlake smp=1 mem=512 tee=0 until= keep=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dir) dir=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--cpu) cpu=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--tee) tee=1; shift ;;
 	--until) until=$2; shift 2 ;;
@@ -84,7 +85,7 @@ display_library: term
 memory: guest=$mem, host=$mem
 romimage: file=$OVMF_FD, address=0xffe00000
 vgaromimage: file=$VGABIOS
-cpu: model=$cpu, count=1, ips=2000000, reset_on_triple_fault=0
+cpu: model=$cpu, count=$smp, ips=2000000, reset_on_triple_fault=0
 pci: enabled=1, chipset=i440fx
 clock: sync=none, time0=local
 ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14

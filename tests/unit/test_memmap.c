@@ -151,5 +151,34 @@ int main(void)
 	CHECK(!strcmp(efi_status_str(0x800000000000000eull), "Not Found"), "Not Found");
 	CHECK(!strcmp(efi_status_str(0), "Success"), "Success");
 	CHECK(!strcmp(efi_status_str(0x80000000000000ffull), "error"), "unknown status");
+	/* madt_count_cpus: a QEMU-like MADT (4 local APICs, an I/O APIC), an
+	 * x2APIC entry, an online-capable one not enabled */
+	{
+		u8 t[200];
+		u32 n = 44, en, hot;
+		memset(t, 0, sizeof(t));
+		for (int i = 0; i < 4; i++) {	/* type 0: uid, id, flags = enabled */
+			u8 e[8] = { 0, 8, (u8)i, (u8)i, 1, 0, 0, 0 };
+			memcpy(t + n, e, 8);
+			n += 8;
+		}
+		u8 ioapic[12] = { 1, 12 };
+		memcpy(t + n, ioapic, 12);
+		n += 12;
+		u8 x2[16] = { 9, 16, 0, 0, 0x00, 0x01, 0, 0, 1, 0, 0, 0 };	/* x2APIC 256, enabled */
+		memcpy(t + n, x2, 16);
+		n += 16;
+		u8 hotplug[8] = { 0, 8, 9, 9, 2, 0, 0, 0 };	/* online capable, not enabled */
+		memcpy(t + n, hotplug, 8);
+		n += 8;
+		CHECK(madt_count_cpus(t, n, &en, &hot) == 0 && en == 5 && hot == 1, "madt: %u enabled %u hot",
+		      en, hot);
+		CHECK(madt_count_cpus(t, 43, &en, &hot) < 0, "madt shorter than its header");
+		t[n] = 0;
+		t[n + 1] = 40;	/* runs past the end */
+		CHECK(madt_count_cpus(t, n + 8, &en, &hot) < 0, "entry past the end");
+		t[n + 1] = 0;	/* zero length: no endless loop */
+		CHECK(madt_count_cpus(t, n + 8, &en, &hot) < 0, "zero-length entry");
+	}
 	return unit_done("test_memmap");
 }
