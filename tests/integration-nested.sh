@@ -26,7 +26,7 @@ OUT=$BUILD/test-runs/nested
 TIMEOUT=$((600 * SCALE))
 
 # What runs inside: the runners' own test names, by runner.
-INNER_QEMU="guest-basic triple-fault hostile bts-reference bts-fast bts-engines-agree"
+INNER_QEMU="guest-basic svm-smp triple-fault hostile bts-reference bts-fast bts-engines-agree"
 INNER_REC="rec-basic-fast"
 
 if [ "${1:-}" = --list ]; then

@@ -23,13 +23,12 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
 			 * changed under us: assume the bare opcode, as
 			 * unprefixed code has it. Said once, then at debug. */
 			static bool said;
-			if (!said)
+			if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 				LOG_WARN("vcpu %u: cannot read the exiting instruction at %lx (outside guest "
 					 "RAM?): taken as %u bytes (said once)", v->id, v->rip, base_len);
 			else
 				LOG_DEBUG("vcpu %u: exiting instruction at %lx taken as %u bytes", v->id,
 					  v->rip, base_len);
-			said = true;
 			len = base_len;
 		}
 	}

@@ -129,7 +129,7 @@ static void apic_write(struct vcpu *v, u32 reg, u32 val)
  */
 bool mp_apic_npf(struct vcpu *v, const struct hv_event *ev)
 {
-	static bool odd_logged;
+	static bool odd_logged, unreadable_logged;
 	if ((ev->gpa >> PAGE_SHIFT) != (hv.boot.apic_pa >> PAGE_SHIFT) || !(ev->error_code & HV_NPF_WRITE))
 		return false;
 	u64 cs_base;
@@ -137,7 +137,12 @@ bool mp_apic_npf(struct vcpu *v, const struct hv_event *ev)
 	struct dec_insn in;
 	enum dec_mode mode = gmem_code_mode(v, &cs_base);
 	if (gmem_decode(v, cs_base + v->rip, v->rip, mode, b, &in) != DEC_OK) {
-		/* the code changed under us, or is not readable: let it run again */
+		/* the code changed under us (it runs again and exits again), or
+		 * lies outside the RAM the firmware's map names, which the
+		 * hypervisor does not read (docs/smp.md, limits) */
+		if (!__atomic_exchange_n(&unreadable_logged, true, __ATOMIC_RELAXED))
+			LOG_WARN("vcpu %u: cannot read the instruction at %lx that writes the local APIC "
+				 "page: it runs again (logged once)", v->id, v->rip);
 		return true;
 	}
 	u32 reg = (u32)(ev->gpa & (PAGE_SIZE - 1));
@@ -154,8 +159,7 @@ bool mp_apic_npf(struct vcpu *v, const struct hv_event *ev)
 		u32 old = lapic_read(reg & 0xff0);
 		apic_write(v, reg, (u32)v->gpr[r]);
 		v->gpr[r] = old;	/* a 32-bit destination is zero-extended */
-	} else if (!odd_logged) {
-		odd_logged = true;
+	} else if (!__atomic_exchange_n(&odd_logged, true, __ATOMIC_RELAXED)) {
 		LOG_WARN("vcpu %u: a write to the local APIC page at %lx by an instruction other than a "
 			 "32-bit MOV or XCHG (opcode %02x, operand size %u): dropped", v->id, v->rip,
 			 in.opcode, in.opsize);
