@@ -19,11 +19,12 @@ static const char usage[] =
 	"Commands:\n"
 	"  status   (--shm PATH | --dump FILE [--at ADDR]) [--json]\n"
 	"                                                 the channel and its rings\n"
-	"  record   --shm PATH -o FILE [--rate N] [--idle-exit SEC] [--quiet]\n"
+	"  record   --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC] [--quiet]\n"
 	"                                                 drain the lossless rings into FILE\n"
 	"  snapshot (--shm PATH | --dump FILE [--at ADDR]) -o FILE\n"
 	"                                                 the flight recorder into FILE\n"
-	"  dump     FILE [--json] [--symbols SYMFILE]     one line per record\n"
+	"  dump     FILE [--json] [--symbols SYMFILE]     one line per record, every vCPU\n"
+	"                                                 in one timeline by TSC\n"
 	"  report   FILE --symbols SYMFILE [--calls] [--hot N] [--last N] [--vcpu N]\n"
 	"  export   FILE --perfetto OUT.json [--symbols SYMFILE]\n"
 	"\n"
@@ -31,15 +32,22 @@ static const char usage[] =
 	"or a System.map / /proc/kallsyms text map.\n"
 	"Exit status: 0 done, 1 bad input or data, 2 usage error.\n";
 
+/* "hvtrace: WHAT: message", once: a message that already begins with
+ * "WHAT: " (libhvtrace names the file it could not open) is not prefixed
+ * again */
 int fail(const char *what, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
+	size_t n = strlen(what);
 
-	fprintf(stderr, "hvtrace: %s: ", what);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (!strncmp(msg, what, n) && msg[n] == ':' && msg[n + 1] == ' ')
+		fprintf(stderr, "hvtrace: %s\n", msg);
+	else
+		fprintf(stderr, "hvtrace: %s: %s\n", what, msg);
 	return EXIT_DATA;
 }
 

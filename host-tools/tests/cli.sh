@@ -38,6 +38,7 @@ json_ok() { python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" 2>/
 
 # ---------------------------------------------------------------- usage
 run 0 "--help" "$H" --help
+check "--help: every record option" has "$T/out" "record   --shm PATH -o FILE \\[--wait SEC\\] \\[--rate N\\]"
 check "--help lists the commands" has "$T/out" "snapshot"
 run 2 "no command" "$H"
 run 2 "unknown command" "$H" frobnicate
@@ -47,6 +48,8 @@ for c in status record snapshot dump report export; do
 	run 2 "$c with an unknown option" "$H" "$c" --bogus
 	check "$c usage error names the command" has "$T/err" "^hvtrace $c: "
 done
+run 1 "status on a missing file" "$H" status --shm "$T/none"
+check "a missing file: named once" has "$T/err" "^hvtrace: $T/none: No such file or directory$"
 run 2 "status without a source" "$H" status
 run 2 "status with both sources" "$H" status --shm a --dump b
 run 2 "record without -o" "$H" record --shm x
