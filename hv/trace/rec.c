@@ -227,11 +227,13 @@ static void start(struct vcpu *v, u64 at)
 	LOG_INFO("recorder: tracing starts at %016lx", at);
 }
 
-static void stop(struct vcpu *v, const char *why)
+/* made: the records made, as the caller counted them (other vCPUs may
+ * still be adding to rec.made for a moment) */
+static void stop(struct vcpu *v, const char *why, u64 made)
 {
-	mark(v, HVTRACE_MARK_STOP, gmem_linear_rip(v), rec.made);
+	mark(v, HVTRACE_MARK_STOP, gmem_linear_rip(v), made);
 	set_state(v, HVTRACE_STATE_STOPPED);
-	LOG_INFO("recorder: tracing stopped (%s) after %lu records", why, rec.made);
+	LOG_INFO("recorder: tracing stopped (%s) after %lu records", why, made);
 }
 
 /* Whichever vCPU reaches the address first starts tracing for all. */
@@ -378,15 +380,18 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 	int to_cpl = kind == HVTRACE_REC_BRANCH ? from_cpl : hv.ops->get_cpl(v);
 	struct hvtrace_rec r = { .tsc = rdtsc(), .from = from, .to = to, .vcpu = (u16)v->id,
 				 .kind = kind, .info = HVTRACE_INFO_MAKE(from_cpl, to_cpl), .aux = aux };
-	deliver(v, &r, v->trace->rec.cr3);
-	if (!counted)
+	/* Counted first: exactly one vCPU makes the stop_arg-th record and
+	 * stops tracing; a record another vCPU makes past it, before the stop
+	 * reaches that vCPU, is not kept, so `records:N` keeps exactly N. */
+	u64 made = counted ? __atomic_add_fetch(&rec.made, 1, __ATOMIC_SEQ_CST) : 0;
+	bool limit = counted && rec.cfg->stop == REC_STOP_RECORDS;
+	if (limit && made > rec.cfg->stop_arg)
 		return;
-	/* exactly one vCPU makes the stop_arg-th record */
-	u64 made = __atomic_add_fetch(&rec.made, 1, __ATOMIC_SEQ_CST);
-	if (made == rec.cfg->stop_arg && rec.cfg->stop == REC_STOP_RECORDS) {
+	deliver(v, &r, v->trace->rec.cr3);
+	if (limit && made == rec.cfg->stop_arg) {
 		spin_lock(&rec.lock);
 		if (rec.state == HVTRACE_STATE_TRACING)
-			stop(v, "trace.stop records reached");
+			stop(v, "trace.stop records reached", made);
 		spin_unlock(&rec.lock);
 	}
 }
@@ -462,7 +467,7 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 	case HVTRACE_TRACE_STOP:
 		spin_lock(&rec.lock);
 		if (rec.state == HVTRACE_STATE_TRACING)
-			stop(v, "hypercall");
+			stop(v, "hypercall", __atomic_load_n(&rec.made, __ATOMIC_SEQ_CST));
 		spin_unlock(&rec.lock);
 		return 0;
 	case HVTRACE_TRACE_MARK:
