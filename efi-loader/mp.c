@@ -14,6 +14,7 @@
 #include <efilib.h>
 
 #include "hvtrace/abi.h"
+#include "arch/x86/cpu.h"
 #include "base/boot.h"
 #include "acpi.h"
 #include "loader.h"
@@ -37,19 +38,6 @@ static struct {
 	u32 op;
 	volatile s32 status[HV_MAX_CPUS];
 } job;
-
-static u32 this_apic_id(void)
-{
-	u32 a, b, c, d;
-	asm volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
-	if (a >= 0xb) {
-		asm volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0xb), "c"(0));
-		if (b)
-			return d;	/* the x2APIC ID (SDM Vol. 2A CPUID leaf 0BH) */
-	}
-	asm volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
-	return b >> 24;
-}
 
 /* A processor ACPI lists but MP services does not run (or one that can be
  * hot-added later) is never taken: said, so that no count differs
@@ -79,7 +67,7 @@ int mp_collect(struct hv_boot *bp)
 
 	bp->nr_cpus = 1;
 	bp->nr_disabled = 0;
-	bp->cpus[0].apic_id = this_apic_id();
+	bp->cpus[0].apic_id = cpu_apic_id();
 	bp->cpus[0].mp_index = 0;
 	if (EFI_ERROR(st)) {
 		mp = NULL;
@@ -124,7 +112,7 @@ int mp_collect(struct hv_boot *bp)
 		c->apic_id = (u32)info.ProcessorId;
 		c->mp_index = (u32)i;
 	}
-	if (!bsp_seen || bp->cpus[0].apic_id != this_apic_id()) {
+	if (!bsp_seen || bp->cpus[0].apic_id != cpu_apic_id()) {
 		say("MP services do not name this processor as the boot processor");
 		return HV_ERR_BAD_BOOT;
 	}
@@ -137,7 +125,7 @@ int mp_collect(struct hv_boot *bp)
 void mp_ap_procedure(void *arg)
 {
 	(void)arg;
-	u32 id = this_apic_id();
+	u32 id = cpu_apic_id();
 	for (u32 k = 1; k < job.bp->nr_cpus; k++) {
 		if (job.bp->cpus[k].apic_id != id)
 			continue;

@@ -21,7 +21,7 @@ bool lapic_enabled(void)
 	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EN;
 }
 
-static bool lapic_x2(void)
+bool lapic_x2apic_mode(void)
 {
 	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
 }
@@ -33,12 +33,12 @@ static volatile u32 *lapic_mmio(u32 reg)
 
 u32 lapic_read(u32 reg)
 {
-	return lapic_x2() ? (u32)rdmsr(X2APIC_MSR(reg)) : *lapic_mmio(reg);
+	return lapic_x2apic_mode() ? (u32)rdmsr(X2APIC_MSR(reg)) : *lapic_mmio(reg);
 }
 
 void lapic_write(u32 reg, u32 val)
 {
-	if (lapic_x2())
+	if (lapic_x2apic_mode())
 		wrmsr(X2APIC_MSR(reg), val);
 	else
 		*lapic_mmio(reg) = val;
@@ -53,7 +53,7 @@ static void icr_wait_idle(void)
 
 void lapic_send_icr(u32 lo, u32 dest)
 {
-	if (lapic_x2()) {
+	if (lapic_x2apic_mode()) {
 		wrmsr(X2APIC_MSR(APIC_ICR_LO), ((u64)dest << 32) | lo);
 		return;
 	}
@@ -72,30 +72,15 @@ void lapic_mmio_write(u32 reg, u32 val)
 	*lapic_mmio(reg & 0xffc) = val;
 }
 
-bool lapic_x2apic_mode(void)
-{
-	return lapic_x2();
-}
-
 /* An IPI to this processor: `vector` with fixed delivery, or an NMI
  * (the self shorthand allows fixed delivery only, SDM Vol. 3 11.6.1: an
  * NMI goes to this APIC's own ID). */
 void lapic_self_ipi(u32 delivery, u8 vector)
 {
-	bool x2 = lapic_x2();
 	if (delivery == LVT_DM_NMI) {
 		u32 id = lapic_read(APIC_ID);
-		if (x2) {
-			wrmsr(X2APIC_MSR(APIC_ICR_LO), ((u64)id << 32) | LVT_DM_NMI);
-		} else {
-			*lapic_mmio(APIC_ICR_HI) = id & 0xff000000u;
-			*lapic_mmio(APIC_ICR_LO) = LVT_DM_NMI;
-		}
+		lapic_send_nmi(lapic_x2apic_mode() ? id : id >> ICR_XAPIC_DEST_SHIFT);
 		return;
 	}
-	u32 icr = vector | LVT_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_ICR_LO), icr);
-	else
-		*lapic_mmio(APIC_ICR_LO) = icr;
+	lapic_send_icr(vector | LVT_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF, 0);
 }

@@ -22,8 +22,8 @@ const char *hv_status_str(int st)
 	case HV_ERR_TOO_MANY_CPUS: return "more enabled processors than the hypervisor takes (HV_MAX_CPUS)";
 	case HV_ERR_CPU_DIFFERS: return "this application processor differs from the boot processor (features or APIC ID; the serial log says which)";
 	case HV_ERR_AP_NO_ANSWER: return "an application processor did not run the loader's procedure (MP services timed out or failed)";
-	case HV_ERR_SMP_UNSUPPORTED: return "this CPU's virtualization cannot take application processors (VMX without the wait-for-SIPI activity state): boot with one processor";
-	case HV_ERR_CPU_DISABLED: return "a processor is disabled in the firmware and, under VMX, the guest could start it outside the hypervisor: enable it, or boot without it";
+	case HV_ERR_SMP_UNSUPPORTED: return "this CPU's virtualization cannot take application processors (VMX without the VMX-preemption timer): boot with one processor";
+	case HV_ERR_CPU_DISABLED: return "a processor is disabled in the firmware and this backend cannot keep the guest from starting it outside the hypervisor: enable it, or boot without it";
 	case HV_ERR_VMX_SETUP: return "entering VMX operation failed (VMXON, VMPTRLD or VMWRITE; the serial log has the VM-instruction error)";
 	}
 	return "unknown error";

@@ -33,7 +33,7 @@ enum hv_event_kind {
 	HV_EV_EXCEPTION,	/* an intercepted exception, before its delivery */
 	HV_EV_INTR,		/* an external interrupt for the guest, acknowledged */
 	HV_EV_NMI,		/* an NMI: the guest's, or a kick (dispatch/mp.c) */
-	HV_EV_INIT,		/* an INIT signal reached this processor (SVM intercept) */
+	HV_EV_INIT,		/* an INIT signal reached this processor (SVM intercept, VMX exit) */
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
 	HV_EV_COUNT
 };
@@ -111,7 +111,7 @@ struct vcpu {
 	u64 apic_base;		/* the guest's IA32_APIC_BASE address: virtual (dispatch/msr.c) */
 	struct trace_vcpu *trace;	/* hv/trace's own (trace_vcpu_init) */
 	volatile u32 mp_state;	/* MP_*: INIT and SIPI from other processors */
-	volatile u32 kick;	/* 1: an NMI the hypervisor sent is on its way (mp.c) */
+	volatile u32 kick;	/* 1: an NMI the hypervisor sent is on its way (base/hv.c) */
 	u32 icr_hi;		/* the guest's xAPIC ICR high half (mp.c keeps it) */
 	u64 inits, sipis;	/* INITs and SIPIs this vCPU took */
 	/* page translations for reads, valid for one exit (base/gmem.c) */
@@ -169,8 +169,7 @@ struct hv_arch_ops {
 	void (*get_seg)(struct vcpu *v, enum hv_seg s, struct hv_segment *out);
 	void (*dump)(struct vcpu *v);
 	/* The guest's state after INIT (APM Vol. 2 14.1.3, SDM Vol. 3 Table
-	 * 10-1), and its start at a SIPI vector; NULL where the backend starts
-	 * processors by its own exits (VMX's wait-for-SIPI activity state). */
+	 * 10-1), and its start at a SIPI vector (dispatch/mp.c). */
 	void (*reset_to_init)(struct vcpu *v);
 	void (*start_at_sipi)(struct vcpu *v, u8 vector);
 };

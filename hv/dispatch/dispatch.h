@@ -23,9 +23,6 @@ void hv_backend_emulated(struct vcpu *v, bool completed);
  * engine told, so that it follows the guest into the handler. */
 void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
 
-/* A vCPU started afresh at a SIPI vector (its engine re-plans). */
-void hv_vcpu_started(struct vcpu *v);
-
 extern const struct hv_arch_ops svm_ops;
 extern const struct hv_arch_ops vmx_ops;
 

@@ -114,20 +114,6 @@ static int hv_init(const struct hv_boot *bp)
 	return HV_OK;
 }
 
-/* This processor's local APIC ID, as the loader must have listed it. */
-static u32 this_apic_id(void)
-{
-	struct cpuid_regs r;
-	cpuid_count(0, 0, &r);
-	if (r.eax >= 0xb) {
-		cpuid_count(0xb, 0, &r);
-		if (r.ebx)
-			return r.edx;
-	}
-	cpuid_count(1, 0, &r);
-	return r.ebx >> 24;
-}
-
 /* HV_OP_PROBE, on an application processor: can it run the hypervisor as
  * the boot processor does? Changes nothing. */
 static int cpu_probe(u32 cpu)
@@ -142,8 +128,8 @@ static int cpu_probe(u32 cpu)
 		LOG_ERR("processor %u: capabilities %x, the boot processor's %x", cpu, caps, hv.caps);
 		return HV_ERR_CPU_DIFFERS;
 	}
-	if (this_apic_id() != hv.vcpus[cpu]->apic_id) {
-		LOG_ERR("processor %u: APIC ID %u, the firmware said %u", cpu, this_apic_id(),
+	if (cpu_apic_id() != hv.vcpus[cpu]->apic_id) {
+		LOG_ERR("processor %u: APIC ID %u, the firmware said %u", cpu, cpu_apic_id(),
 			hv.vcpus[cpu]->apic_id);
 		return HV_ERR_CPU_DIFFERS;
 	}
@@ -156,7 +142,7 @@ static int cpu_probe(u32 cpu)
 static int cpu_enter(const struct hv_boot *bp, u32 cpu)
 {
 	struct vcpu *v = hv.vcpus[cpu];
-	if (v->boot || this_apic_id() != v->apic_id)
+	if (v->boot || cpu_apic_id() != v->apic_id)
 		return HV_ERR_BAD_BOOT;	/* entered twice, or on another processor */
 	v->boot = &bp->cpus[cpu];
 	int st = hv.ops->vcpu_init(v);
@@ -180,18 +166,14 @@ static int cpu_enter(const struct hv_boot *bp, u32 cpu)
 
 int hv_entry(const struct hv_boot *bp, u64 op)
 {
-	u32 cpu = (u32)(op >> HV_OP_CPU_SHIFT);
-	switch (op & ((1u << HV_OP_CPU_SHIFT) - 1)) {
-	case HV_OP_INIT:
+	u32 cpu = (u32)(op >> HV_OP_CPU_SHIFT), what = (u32)op & ((1u << HV_OP_CPU_SHIFT) - 1);
+	if (what == HV_OP_INIT)
 		return hv_init(bp);
-	case HV_OP_PROBE:
-		if (!initialized || cpu >= hv.nr_vcpus)
-			return HV_ERR_BAD_BOOT;
+	if (!initialized || cpu >= hv.nr_vcpus)
+		return HV_ERR_BAD_BOOT;
+	if (what == HV_OP_PROBE)
 		return cpu_probe(cpu);
-	case HV_OP_ENTER:
-		if (!initialized || cpu >= hv.nr_vcpus)
-			return HV_ERR_BAD_BOOT;
+	if (what == HV_OP_ENTER)
 		return cpu_enter(bp, cpu);
-	}
 	return HV_ERR_BAD_BOOT;
 }

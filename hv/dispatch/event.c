@@ -57,9 +57,7 @@ static void guest_shutdown(struct vcpu *v)
 	LOG_ERR("vcpu %u: guest triple fault (shutdown): the guest is stopped; the hypervisor stays "
 		"resident", v->id);
 	hv.ops->dump(v);
-	if (hv.nr_vcpus == 1)
-		cpu_halt_forever();
-	if (!(hv.caps & HV_CAP_IPI_GATE))
+	if (hv.nr_vcpus == 1 || !(hv.caps & HV_CAP_IPI_GATE))
 		cpu_halt_forever();
 	mp_wait_init(v);
 	LOG_INFO("vcpu %u: INIT ends its shutdown", v->id);
@@ -218,11 +216,6 @@ void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
 {
 	hv.ops->inject_exception(v, vector, has_err, err);
 	trace_on_injected(v, vector);
-}
-
-void hv_vcpu_started(struct vcpu *v)
-{
-	trace_update(v);
 }
 
 void hv_prepare_entry(struct vcpu *v)

@@ -30,6 +30,7 @@
 #include "dispatch/dispatch.h"
 #include "dispatch/icr.h"
 #include "dispatch/mp.h"
+#include "trace/trace.h"
 
 bool mp_take_kick(struct vcpu *v)
 {
@@ -199,7 +200,7 @@ void mp_before_entry(struct vcpu *v)
 				continue;
 			hv.ops->start_at_sipi(v, vector);
 			v->sipis++;
-			hv_vcpu_started(v);
+			trace_update(v);	/* the engine re-plans from the new state */
 			LOG_DEBUG("vcpu %u (APIC ID %u): started by SIPI at %05x", v->id, v->apic_id,
 				 (u32)vector << 12);
 			return;

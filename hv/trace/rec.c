@@ -33,8 +33,8 @@
  * Machine-wide state, shared by every vCPU; the rings are per vCPU and
  * only their own vCPU writes them (no lock on the record path). A state
  * change is made under `lock`, bumps `gen`, and kicks every other vCPU
- * (an NMI, base/vcpu.h hv_kick) so that each re-reads it at its next exit
- * (trace_before_entry), within the time an NMI takes to arrive. The
+ * (base/vcpu.h hv_kick: an NMI under SVM, the 1 ms preemption timer under
+ * VMX) so that each re-reads it at its next exit (trace_before_entry). The
  * record count and skip count are atomic.
  */
 static struct {
@@ -368,7 +368,7 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 			  !(kind == HVTRACE_REC_MARKER && rec.state != HVTRACE_STATE_FROZEN)))
 		return;
 	bool counted = kind != HVTRACE_REC_MARKER && kind != HVTRACE_REC_CR3;
-	if (counted && __atomic_load_n(&rec.skip, __ATOMIC_RELAXED)) {
+	if (counted) {
 		u64 left = __atomic_load_n(&rec.skip, __ATOMIC_RELAXED);
 		while (left && !__atomic_compare_exchange_n(&rec.skip, &left, left - 1, false,
 							    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))

@@ -206,8 +206,6 @@ _Static_assert(VMCS_WIDTH(VMCS_HOST_RIP) == VMCS_WIDTH_NATURAL, "B.4");
 
 /* Guest activity state (25.4.2) */
 #define VMX_ACTIVITY_ACTIVE		0
-#define VMX_ACTIVITY_SHUTDOWN		2
-#define VMX_ACTIVITY_WAIT_SIPI		3
 
 /* 25.4.2 Table 25-3: interruptibility state */
 #define VMX_INTR_BLOCKING_BY_STI	BIT(0)

@@ -424,11 +424,14 @@ static int vmx_vcpu_init(struct vcpu *v)
 	u32 failures = vmx_vmcs_failures;
 	vmcs_setup_controls(vx);
 	/* with other processors to hear from: the preemption timer (the pin
-	 * control is on in vmx_caps.pin only where the CPU has it) */
+	 * control is on in vmx_caps.pin only where the CPU has it). Every VM
+	 * entry loads the timer from this field, and without the "save
+	 * VMX-preemption timer value" exit control nothing writes it back
+	 * (25.5.1, 27.3.1.6): written once, it is the period of every entry. */
 	if (hv.nr_vcpus > 1 && (vmx_caps.pin & PIN_PREEMPTION_TIMER)) {
 		u64 ticks = ((hv.boot.tsc_hz ? hv.boot.tsc_hz : 1000000000ull) / 1000000 * VMX_POLL_US) >>
 			    vmx_caps.timer_shift;
-		vx->poll_ticks = (u32)MIN(MAX(ticks, 1ull), 0xffffffffull);
+		vmcs_write32(VMCS_PREEMPTION_TIMER_VALUE, (u32)MIN(MAX(ticks, 1ull), 0xffffffffull));
 	} else {
 		vmcs_write32(VMCS_PIN_BASED_VM_EXECUTION_CONTROLS,
 			     vmx_caps.pin & ~(u32)PIN_PREEMPTION_TIMER);
@@ -527,8 +530,6 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
 		vmcs_writel(VMCS_GUEST_RIP, v->rip);
 		vmcs_writel(VMCS_GUEST_RFLAGS, v->rflags);
-		if (vx->poll_ticks)
-			vmcs_write32(VMCS_PREEMPTION_TIMER_VALUE, vx->poll_ticks);
 		int rc = vmx_enter(v, vx->launched);
 		u32 reason = rc ? 0 : vmcs_read32(VMCS_EXIT_REASON);
 		if (rc || (reason & VMX_EXIT_REASON_ENTRY_FAILURE))

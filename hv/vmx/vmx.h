@@ -30,7 +30,6 @@ struct vmx_vcpu {
 	u64 cr0_mask, cr4_mask;		/* guest/host masks (25.6.6) */
 	u64 cr0_before, cr4_before;	/* the processor's before VMXON (abort path) */
 	bool launched;
-	u32 poll_ticks;		/* preemption timer value per entry; 0: not armed */
 };
 
 /* run.S: loads the guest's GPRs from v->gpr[] (index = x86 register

@@ -17,6 +17,22 @@ static inline void cpuid_count(u32 leaf, u32 sub, struct cpuid_regs *r)
 		     : "a"(leaf), "c"(sub));
 }
 
+/* This processor's local APIC ID: the x2APIC ID from leaf 0BH where the
+ * CPU has it, else the xAPIC ID in CPUID.1:EBX[31:24] (SDM Vol. 2A CPUID).
+ * Also the loader's (efi-loader/mp.c). */
+static inline u32 cpu_apic_id(void)
+{
+	struct cpuid_regs r;
+	cpuid_count(0, 0, &r);
+	if (r.eax >= 0xb) {
+		cpuid_count(0xb, 0, &r);
+		if (r.ebx)
+			return r.edx;
+	}
+	cpuid_count(1, 0, &r);
+	return r.ebx >> 24;
+}
+
 static inline u64 rdmsr(u32 msr)
 {
 	u32 lo, hi;
