@@ -390,10 +390,13 @@ kernel_symbols() {
 
 # linux_traced NAME SYMBOL RECORDS SMP [CMDLINE]: Debian's kernel (nokaslr)
 # traced from SYMBOL for RECORDS records with SMP processors, its RAM a file
-# ($RAM; $ADDR the symbol's address). Returns 1, the test finished, when
-# there are no kernel symbols.
+# ($RAM; $ADDR the symbol's address). Each vCPU's flight ring holds all
+# RECORDS (32 bytes each), so no vCPU's start marker can be overwritten
+# however the records fall between the processors. Returns 1, the test
+# finished, when there are no kernel symbols.
 linux_traced() {
-	local name=$1 sym=$2 records=$3 smp=$4 extra=${5:-}
+	local name=$1 sym=$2 records=$3 smp=$4 extra=${5:-} flight=64
+	while [ $((flight * 1024)) -lt $((records * 32 + 4096)) ]; do flight=$((flight * 2)); done
 	if ! kernel_symbols; then
 		LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0
 		REASONS="; no kernel symbols from /proc/kallsyms (see $LOG)"
@@ -405,7 +408,7 @@ linux_traced() {
 	add_linux "$d"
 	RAM=$RUNS/$name/ram.img
 	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr$extra" \
-		'flight.size = 1M' "trace.start = 0x$ADDR" "trace.stop = records:$records" 'channel = ram'
+		"flight.size = ${flight}K" "trace.start = 0x$ADDR" "trace.stop = records:$records" 'channel = ram'
 	run $name 240 --smp "$smp" --cpu-flags -hypervisor -- \
 		-object memory-backend-file,id=ram,share=on,mem-path="$RAM",size=512M -machine memory-backend=ram
 }
