@@ -129,17 +129,17 @@ enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE,
 	       K_FLIGHT_SIZE, K_FLIGHT_CPL, K_FLIGHT_RANGE, K_FLIGHT_CR3,
 	       K_STREAM_SIZE, K_STREAM_CPL, K_STREAM_RANGE, K_STREAM_CR3, K_STREAM_WAIT,
 	       K_FLIGHT_MODE, K_FLIGHT_WAIT, K_STREAM_MODE,
-	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_COUNT };
+	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_TRACE_PACE, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"next", "cmdline", "memory", "serial", "log", "enable", "engine",
 	"flight.size", "flight.cpl", "flight.range", "flight.cr3",
 	"stream.size", "stream.cpl", "stream.range", "stream.cr3", "stream.wait",
 	"flight.mode", "flight.wait", "stream.mode",
-	"trace.start", "trace.stop", "channel" };
+	"trace.start", "trace.stop", "channel", "trace.pace" };
 #define KEY_LIST "next, cmdline, memory, serial, log, enable, engine, flight.size, flight.cpl, " \
 	"flight.range, flight.cr3, stream.size, stream.cpl, stream.range, stream.cr3, stream.wait, " \
 	"flight.mode, flight.wait, stream.mode, " \
-	"trace.start, trace.stop, channel"
+	"trace.start, trace.stop, channel, trace.pace"
 /* keys that may be given more than once */
 static bool key_repeats(enum cfg_key k)
 {
@@ -371,6 +371,17 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 			cfg_err(cfg, line, "trace.stop: '%s' is not never, hypercall or records:N (N > 0)", num);
 		return;
 	}
+	case K_TRACE_PACE: {
+		u64 v;
+		if (streq(num, vlen, "off"))
+			cfg->pace = 0;
+		else if (parse_u64(num, &v) && (v == 0 || (v >= CFG_PACE_MIN && v <= CFG_PACE_MAX)))
+			cfg->pace = (u32)v;
+		else
+			cfg_err(cfg, line, "trace.pace: '%s' is not off or a number of branches from %u to %u",
+				num, CFG_PACE_MIN, CFG_PACE_MAX);
+		return;
+	}
 	case K_CHANNEL:
 		if (streq(num, vlen, "auto"))
 			rec->channel = REC_CHAN_AUTO;
@@ -398,6 +409,7 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	cfg->log_level = 2; /* info */
 	cfg->enable = true;
 	cfg->engine = HVTRACE_ENGINE_FAST;
+	cfg->pace = CFG_DEFAULT_PACE;
 	cfg->rec.start = REC_START_BOOT;
 	cfg->rec.flight.mode = HVTRACE_RING_OVERWRITE;
 	cfg->rec.stream.mode = HVTRACE_RING_LOSSLESS;

@@ -12,6 +12,11 @@
 #define CFG_MAX_ERRORS	8
 #define CFG_MAX_SIZE	(64 * 1024)
 #define CFG_DEFAULT_MEMORY	(32ull << 20)
+/* trace.pace: guest branches between two external interrupts while the
+ * engine traces (docs/branch-engine.md "Forward progress") */
+#define CFG_DEFAULT_PACE	10000
+#define CFG_PACE_MIN		100
+#define CFG_PACE_MAX		100000000
 
 struct cfg_error {
 	u32 line;	/* 0: about the whole file */
@@ -26,6 +31,7 @@ struct hv_config {
 	u8 log_level;			/* enum log_level */
 	bool enable;			/* false: boot `next` without the hypervisor */
 	u8 engine;			/* enum hvtrace_engine: fast (default) or reference */
+	u32 pace;			/* trace.pace: branches between interrupts; 0: off */
 	struct hv_rec_cfg rec;		/* flight.*, stream.*, trace.*, channel */
 	u32 nr_errors;			/* errors beyond CFG_MAX_ERRORS are counted only */
 	struct cfg_error errors[CFG_MAX_ERRORS];

@@ -212,6 +212,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->tsc_hz = measure_tsc_hz();
 	bp->apic_pa = apic_pa;
 	bp->trace_engine = cfg->engine;
+	bp->trace_pace = cfg->pace;
 	bp->rec = cfg->rec;
 	/* the recorder's channel: an ivshmem device, found (and so hidden from
 	 * the guest) only when a recorder is configured and may use one */
@@ -309,6 +310,9 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 
 	EFI_STATUS st = uefi_call_wrapper(BS->HandleProtocol, 3, image, &LoadedImageProtocol,
 					  (void **)&self_image);
+	if (!EFI_ERROR(st))	/* to symbolize its records in a trace from boot */
+		say("loader image at %lx (%lu KiB)", (u64)(UINTN)self_image->ImageBase,
+		    (u64)self_image->ImageSize / 1024);
 	EFI_FILE_HANDLE root = EFI_ERROR(st) ? NULL : LibOpenRoot(self_image->DeviceHandle);
 	if (!root) {
 		say("cannot open the boot volume: %s", efi_status_str(st));

@@ -2,7 +2,7 @@
 # Objects per directory and per backend (Kbuild's obj-y idea).
 # Layers, each using only those below it (scripts/check-layers.sh):
 # backends (svm, vmx) -> dispatch -> trace -> base -> arch/x86.
-hv-dispatch-y := dispatch/entry.o dispatch/mp.o dispatch/icr.o dispatch/event.o dispatch/cpuid.o dispatch/msr.o \
+hv-dispatch-y := dispatch/entry.o dispatch/mp.o dispatch/icr.o dispatch/irq.o dispatch/event.o dispatch/cpuid.o dispatch/msr.o \
 	dispatch/hypercall.o dispatch/hc_check.o dispatch/pcihide.o dispatch/image.o
 hv-base-y := base/exc.o base/gmem.o base/mm.o base/memmap.o base/pgbuild.o base/integrity.o \
 	base/log.o base/lib.o base/fmt.o base/status.o base/pcicfg.o base/lapic.o base/insn.o base/rootexc.o base/hv.o
@@ -12,7 +12,7 @@ hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o $(hv-decode-y)
 hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o
 hv-vmx-y := vmx/vmx.o vmx/exit.o vmx/ept.o vmx/msr.o vmx/ctls.o vmx/run.o
 hv-trace-y := trace/ds.o trace/engine.o trace/branch.o trace/dr.o trace/follow.o \
-	trace/rec.o
+	trace/rec.o trace/pace.o
 
 HV_OBJS := $(addprefix $(BUILD)/hv/,$(hv-dispatch-y) $(hv-base-y) $(hv-x86-y) $(hv-svm-y) $(hv-vmx-y) $(hv-trace-y))
 

@@ -154,6 +154,25 @@ t_vmx_rec_basic() {
 	reject 'hvtrace: error'
 	finish vmx-rec-basic
 }
-ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic"
+# Traced from boot with no stop, the firmware's timer running: its
+# interrupts exit whatever the guest's IF (VMX external-interrupt exiting),
+# wait for the interrupt window and are paced (trace.pace), and the firmware
+# still loads t_rec, which finds the engine running and the interrupts
+# injected and paced (as svm-rec-boot-paced under SVM, without the snapshot).
+t_vmx_rec_boot_paced() {
+	local d=$(esp vmx-rec-boot-paced)
+	add_guest "$d" t_rec
+	printf 'next = \\EFI\\hvtrace\\t_rec.efi\ncmdline = b\nflight.size = 4M\ntrace.start = boot\n' \
+		>"$d/EFI/hvtrace/hvtrace.cfg"
+	run vmx-rec-boot-paced 300 --until 'SUMMARY: t_rec'
+	expect 'recorder: .*tracing from boot'
+	expect 'GUEST-TEST: PASS: traced_from_boot'
+	expect 'GUEST-TEST: PASS: timer_interrupts_paced'
+	expect 'SUMMARY: t_rec: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'hvtrace: error'
+	finish vmx-rec-boot-paced
+}
+ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic
+t_vmx_rec_boot_paced"
 
 runner_main integration-vmx "$ALL" "$@"

@@ -129,7 +129,7 @@ struct hv_boot {
 	u64 phys_limit;		/* 1 << MAXPHYADDR */
 	u64 tsc_hz;		/* 0 when unknown */
 	u32 trace_engine;	/* enum hvtrace_engine the guest's BTS gets */
-	u32 pad3;
+	u32 trace_pace;		/* branches between external interrupts while tracing; 0: no pacing */
 	struct hv_rec_cfg rec;	/* the recorder */
 	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
 	struct hv_boot_ivshmem ivshmem;

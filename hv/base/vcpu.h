@@ -27,11 +27,13 @@ enum hv_event_kind {
 	HV_EV_IO,		/* IN/OUT/INS/OUTS to a port the backend intercepts */
 	HV_EV_INVD,		/* INVD: done as WBINVD (dispatch/event.c) */
 	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
+	HV_EV_HLT,		/* HLT, intercepted while an interrupt is held (dispatch/irq.c) */
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
 	HV_EV_TRIPLE_FAULT,
 	HV_EV_NPF,		/* nested/EPT fault the map did not expect */
 	HV_EV_EXCEPTION,	/* an intercepted exception, before its delivery */
 	HV_EV_INTR,		/* an external interrupt for the guest, acknowledged */
+	HV_EV_IRQ_WINDOW,	/* the guest can take an external interrupt now */
 	HV_EV_NMI,		/* an NMI: the guest's, or a kick (dispatch/mp.c) */
 	HV_EV_INIT,		/* an INIT signal reached this processor (SVM intercept, VMX exit) */
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
@@ -39,7 +41,7 @@ enum hv_event_kind {
 };
 
 /* Events for instructions the hypervisor emulates (and skips). */
-#define HV_EV_EMULATED_LAST HV_EV_DR_ACCESS
+#define HV_EV_EMULATED_LAST HV_EV_HLT
 
 struct hv_event {
 	enum hv_event_kind kind;
@@ -114,6 +116,10 @@ struct vcpu {
 	volatile u32 kick;	/* 1: an NMI the hypervisor sent is on its way (base/hv.c) */
 	u32 icr_hi;		/* the guest's xAPIC ICR high half (mp.c keeps it) */
 	u64 inits, sipis;	/* INITs and SIPIs this vCPU took */
+	/* external interrupts acknowledged for the guest, not yet injected
+	 * (bit = vector; dispatch/irq.c) */
+	u64 irq_held[4];
+	bool irq_window, irq_hlt;	/* the backend's window exit and HLT intercept are on */
 	/* page translations for reads, valid for one exit (base/gmem.c) */
 	struct { u64 exit, cr3, lin, gpa; } read_tlb[GMEM_TLB_SIZE];
 	u32 read_tlb_next;
@@ -152,6 +158,15 @@ struct hv_arch_ops {
 	 * NMIs as HV_EV_NMI */
 	void (*set_intr_intercept)(struct vcpu *v, bool on);
 	void (*inject_interrupt)(struct vcpu *v, u8 vector);
+	/* The guest cannot take an external interrupt at the next entry:
+	 * RFLAGS.IF clear, an STI/MOV SS shadow, or an event being injected
+	 * (or about to be re-injected by the backend). */
+	bool (*irq_blocked)(struct vcpu *v);
+	/* An HV_EV_IRQ_WINDOW exit as soon as the guest can take one (SVM
+	 * VINTR, VMX interrupt-window exiting), or none. */
+	void (*set_irq_window)(struct vcpu *v, bool on);
+	/* HLT exits as HV_EV_HLT (true) or halts the processor (false). */
+	void (*set_hlt_intercept)(struct vcpu *v, bool on);
 	void (*inject_nmi)(struct vcpu *v);
 	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
 	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */

@@ -91,7 +91,7 @@ static int hv_init(const struct hv_boot *bp)
 		v->id = i;
 		v->apic_id = bp->cpus[i].apic_id;
 		v->apic_base = bp->apic_pa;
-		st = trace_vcpu_init(v, bp->trace_engine);
+		st = trace_vcpu_init(v, bp->trace_engine, bp->trace_pace);
 		if (st)
 			return st;
 		hv.vcpus[i] = v;

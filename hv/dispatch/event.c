@@ -19,6 +19,7 @@
 #include "dispatch/dispatch.h"
 #include "trace/trace.h"
 #include "dispatch/mp.h"
+#include "dispatch/irq.h"
 #include "arch/x86/decode/decode.h"
 
 static const char *const event_name[HV_EV_COUNT] = {
@@ -29,11 +30,13 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_IO] = "port i/o",
 	[HV_EV_INVD] = "invd",
 	[HV_EV_DR_ACCESS] = "mov debug register",
+	[HV_EV_HLT] = "hlt",
 	[HV_EV_VIRT_INSN] = "virtualization instruction",
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
 	[HV_EV_NPF] = "nested page fault",
 	[HV_EV_EXCEPTION] = "exception",
 	[HV_EV_INTR] = "external interrupt",
+	[HV_EV_IRQ_WINDOW] = "interrupt window",
 	[HV_EV_NMI] = "NMI",
 	[HV_EV_INIT] = "INIT",
 	[HV_EV_UNHANDLED] = "unhandled exit",
@@ -136,8 +139,19 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		return;
 	}
 	case HV_EV_INTR:
-		if (ev->vector && !trace_on_interrupt(v, ev->vector))
-			hv.ops->inject_interrupt(v, ev->vector);
+		/* injected when the guest can take it (dispatch/irq.c); vector
+		 * 0: nothing was acknowledged (VMX's preemption timer, an
+		 * interrupt that went away) */
+		trace_count_exit(v);
+		if (ev->vector)
+			irq_hold(v, ev->vector);
+		return;
+	case HV_EV_IRQ_WINDOW:
+		trace_count_exit(v);	/* irq_deliver() injects now */
+		return;
+	case HV_EV_HLT:
+		trace_count_exit(v);
+		irq_on_hlt(v, ev);
 		return;
 	case HV_EV_NMI:
 		if (mp_take_kick(v))
@@ -221,6 +235,8 @@ void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
 void hv_prepare_entry(struct vcpu *v)
 {
 	mp_before_entry(v);	/* INIT and SIPI: may wait here for a SIPI */
+	trace_entry_sync(v);
+	irq_deliver(v);		/* a held external interrupt, when it may go */
 	trace_before_entry(v);
 	write_dr7(trace_host_dr7(v));	/* last: see trace_host_dr7 */
 }

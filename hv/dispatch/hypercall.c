@@ -56,6 +56,8 @@ static void hc_vcpu_status(u64 gpa, u32 index)
 								  : HVTRACE_VCPU_RUNNING;
 	st.inits = w->inits;
 	st.sipis = w->sipis;
+	st.irqs = w->trace->pace.injected;
+	st.irqs_paced = w->trace->pace.paced;
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
 }
 

@@ -30,6 +30,7 @@
 #include "dispatch/dispatch.h"
 #include "dispatch/icr.h"
 #include "dispatch/mp.h"
+#include "dispatch/irq.h"
 #include "trace/trace.h"
 
 bool mp_take_kick(struct vcpu *v)
@@ -186,6 +187,7 @@ void mp_before_entry(struct vcpu *v)
 		u32 s = __atomic_load_n(&v->mp_state, __ATOMIC_SEQ_CST);
 		if (s & MP_INIT) {
 			hv.ops->reset_to_init(v);
+			irq_drop_held(v);
 			if (__atomic_compare_exchange_n(&v->mp_state, &s, (s & ~MP_INIT) | MP_WAIT_SIPI, false,
 							__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 				v->inits++;

@@ -99,12 +99,16 @@ SIMPLE(exit_virt_insn, HV_EV_VIRT_INSN)
 SIMPLE(exit_shutdown, HV_EV_TRIPLE_FAULT)
 SIMPLE(exit_invd, HV_EV_INVD)
 SIMPLE(exit_init, HV_EV_INIT)
+SIMPLE(exit_vintr, HV_EV_IRQ_WINDOW)
+SIMPLE(exit_hlt, HV_EV_HLT)
 #undef SIMPLE
 
 static const svm_exit_fn svm_exit_handlers[] = {
 	[SVM_EXIT_INTR] = exit_intr,
 	[SVM_EXIT_NMI] = exit_nmi,
 	[SVM_EXIT_INIT] = exit_init,
+	[SVM_EXIT_VINTR] = exit_vintr,
+	[SVM_EXIT_HLT] = exit_hlt,
 	[SVM_EXIT_CPUID] = exit_cpuid,
 	[SVM_EXIT_INVD] = exit_invd,
 	/* WBINVD too: QEMU 7.2's TCG checks the WBINVD intercept for an INVD

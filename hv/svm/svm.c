@@ -262,7 +262,7 @@ static u64 svm_get_msr(struct vcpu *v, u32 msr)
 
 static void svm_set_sti_shadow(struct vcpu *v)
 {
-	((struct svm_vcpu *)v->arch)->vmcb->control.int_state |= 1;	/* APM 15.21.5 */
+	((struct svm_vcpu *)v->arch)->vmcb->control.int_state |= INT_STATE_SHADOW;	/* APM 15.21.5 */
 }
 
 /* APM Vol. 2 13.1.3.4: the trap as a #DB with DR6.BS, through EVENTINJ
@@ -287,6 +287,41 @@ static void svm_inject_interrupt(struct vcpu *v, u8 vector)
 {
 	/* APM 15.20: EVENTINJ type 0 = external interrupt */
 	((struct svm_vcpu *)v->arch)->vmcb->control.event_inj = vector | EVENTINJ_V;
+}
+
+/* No physical interrupt exits while the guest's IF is clear (V_INTR_MASKING
+ * is 0: its IF masks them, APM 15.21.1), but the one held may have come
+ * with a shadow or an event to deliver: EVENTINJ, or EXITINTINFO that
+ * svm_handle_exit() injects again after core. */
+static bool svm_irq_blocked(struct vcpu *v)
+{
+	const struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
+	return !(v->rflags & RFLAGS_IF) || (c->int_state & INT_STATE_SHADOW) ||
+	       (c->event_inj & EVENTINJ_V) || (c->exit_int_info & EVENTINJ_V);
+}
+
+/* APM 15.21.4: a virtual interrupt pending (V_IRQ) and its VINTR
+ * intercept: the exit comes before the guest would take it, as soon as
+ * its IF and shadow allow, and V_IRQ goes before the guest ever sees it. */
+static void svm_set_irq_window(struct vcpu *v, bool on)
+{
+	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
+	if (on) {
+		c->int_ctl |= INT_CTL_V_IRQ | INT_CTL_V_INTR_PRIO | INT_CTL_V_IGN_TPR;
+		c->intercept_misc3 |= INTERCEPT3_VINTR;
+	} else {
+		c->int_ctl &= ~(INT_CTL_V_IRQ | INT_CTL_V_INTR_PRIO | INT_CTL_V_IGN_TPR);
+		c->intercept_misc3 &= ~INTERCEPT3_VINTR;
+	}
+}
+
+static void svm_set_hlt_intercept(struct vcpu *v, bool on)
+{
+	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
+	if (on)
+		c->intercept_misc3 |= INTERCEPT3_HLT;
+	else
+		c->intercept_misc3 &= ~INTERCEPT3_HLT;
 }
 
 static void svm_inject_nmi(struct vcpu *v)
@@ -380,6 +415,9 @@ const struct hv_arch_ops svm_ops = {
 	.set_exception_intercepts = svm_set_exception_intercepts,
 	.set_intr_intercept = svm_set_intr_intercept,
 	.inject_interrupt = svm_inject_interrupt,
+	.irq_blocked = svm_irq_blocked,
+	.set_irq_window = svm_set_irq_window,
+	.set_hlt_intercept = svm_set_hlt_intercept,
 	.inject_nmi = svm_inject_nmi,
 	.get_msr = svm_get_msr,
 	.set_sti_shadow = svm_set_sti_shadow,

@@ -9,8 +9,10 @@
 #define INTERCEPT3_INTR		BIT(0)
 #define INTERCEPT3_NMI		BIT(1)
 #define INTERCEPT3_INIT		BIT(3)
+#define INTERCEPT3_VINTR	BIT(4)
 #define INTERCEPT3_CPUID	BIT(18)
 #define INTERCEPT3_INVD		BIT(22)
+#define INTERCEPT3_HLT		BIT(24)
 #define INTERCEPT3_INVLPGA	BIT(26)
 #define INTERCEPT3_IOIO_PROT	BIT(27)
 #define INTERCEPT3_MSR_PROT	BIT(28)
@@ -27,6 +29,13 @@
 
 #define TLB_CONTROL_FLUSH_ALL	1
 #define NP_ENABLE		BIT(0)
+
+/* VMCB offset 0x60, APM 15.21.4: a virtual interrupt (V_IRQ) of the
+ * highest priority that ignores V_TPR, taken when the guest's IF allows */
+#define INT_CTL_V_IRQ		BIT(8)
+#define INT_CTL_V_INTR_PRIO	(0xfull << 16)
+#define INT_CTL_V_IGN_TPR	BIT(20)
+#define INT_STATE_SHADOW	BIT(0)	/* offset 0x68: STI/MOV SS shadow */
 
 /* EVENTINJ, APM 15.20 */
 #define EVENTINJ_TYPE_NMI	(2u << 8)
@@ -50,8 +59,10 @@
 #define SVM_EXIT_INTR		0x060
 #define SVM_EXIT_NMI		0x061
 #define SVM_EXIT_INIT		0x063
+#define SVM_EXIT_VINTR		0x064
 #define SVM_EXIT_CPUID		0x072
 #define SVM_EXIT_INVD		0x076
+#define SVM_EXIT_HLT		0x078
 #define SVM_EXIT_INVLPGA	0x07a
 #define SVM_EXIT_IOIO		0x07b
 #define SVM_EXIT_MSR		0x07c

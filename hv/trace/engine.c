@@ -83,12 +83,13 @@ static void trigger_update(struct vcpu *v)
 	}
 }
 
-int trace_vcpu_init(struct vcpu *v, u32 engine_wanted)
+int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace)
 {
 	v->trace = mm_alloc_pages((sizeof(struct trace_vcpu) + PAGE_SIZE - 1) / PAGE_SIZE, NULL);
 	if (!v->trace)
 		return HV_ERR_NO_MEMORY;
 	v->trace->engine_wanted = engine_wanted;
+	v->trace->pace.pace = pace;
 	ds_init(v);
 	return HV_OK;
 }
@@ -128,6 +129,9 @@ void trace_update(struct vcpu *v)
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;
 		t->pending.valid = false;
+		/* the first interrupt is due at once */
+		t->pace.in_service = t->pace.waiting = t->pace.halted = false;
+		t->pace.mark = t->branches - t->pace.pace;
 		hv.ops->set_exception_intercepts(v, TRACE_EXCEPTIONS);
 		hv.ops->set_intr_intercept(v, true);
 		hv.ops->set_dr(v, 6, DR6_CLEAN);
@@ -152,7 +156,8 @@ static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 	bool at_branch = v->rip == p->from_rip;
 	if (at_branch && ev->kind == HV_EV_EXCEPTION && ev->vector != X86_DB)
 		return;
-	if (at_branch && (ev->kind == HV_EV_INTR || ev->kind == HV_EV_NMI) && p->to != p->from_lin)
+	if (at_branch && (ev->kind == HV_EV_INTR || ev->kind == HV_EV_IRQ_WINDOW || ev->kind == HV_EV_NMI) &&
+	    p->to != p->from_lin)
 		return;
 	trace_emit(v, p->from_lin, p->to, p->cpl, HVTRACE_REC_BRANCH, p->type);
 }
@@ -297,6 +302,7 @@ void step_completed(struct vcpu *v)
 		return;
 	case DEC_BR_IRET:
 		t->nmi_blocked = false;	/* SDM Vol. 3 6.7.1 */
+		trace_irq_iret(v, to);
 		/* fall through */
 	case DEC_BR_SYSRET:
 	case DEC_BR_UIRET:
@@ -344,6 +350,15 @@ static void step_arm(struct vcpu *v, struct step_state *s)
 	v->trace->tf_forced = true;
 }
 
+/* Before an entry, first: the recorder started or stopped meanwhile
+ * (trace/rec.c), so the engine starts or stops before anything is
+ * injected that it must follow. */
+void trace_entry_sync(struct vcpu *v)
+{
+	if (rec_take_changed(v))
+		trace_update(v);
+}
+
 void trace_before_entry(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
@@ -351,8 +366,6 @@ void trace_before_entry(struct vcpu *v)
 	u8 bytes[15];
 	u64 base;
 
-	if (rec_take_changed(v))
-		trace_update(v);	/* the recorder started or stopped */
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	hv.ops->set_dr(v, 6, DR6_CLEAN);

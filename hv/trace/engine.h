@@ -32,6 +32,7 @@ u64 guest_dr_read(struct vcpu *v, int n);
 /* follow.c: events followed into the guest's handlers */
 void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);
 void nmi_deliver(struct vcpu *v);
+void trace_irq_iret(struct vcpu *v, u64 to);
 void inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
 bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes, u64 lin,
 		     int cpl);

@@ -134,19 +134,57 @@ void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux)
 		bp_disarm(v);
 }
 
-/* An external interrupt, acknowledged by the backend, on its way to the
- * guest: recorded from the instruction it interrupts (the address the
- * guest's frame returns to) to the guest's handler, and followed there. */
-bool trace_on_interrupt(struct vcpu *v, u8 vector)
+/* The stack pointer as the code at `lin` uses it: the whole RSP in 64-bit
+ * code, ESP otherwise (IRET restores what the interrupt saved). */
+static u64 mode_sp(struct vcpu *v)
+{
+	u64 base;
+	return gmem_code_mode(v, &base) == DEC_MODE_64 ? v->gpr[GPR_RSP] : (u32)v->gpr[GPR_RSP];
+}
+
+/* An exit the hypervisor takes only while tracing (an external interrupt,
+ * its window, a HLT while one is held). */
+void trace_count_exit(struct vcpu *v)
+{
+	if (v->trace->engine != HVTRACE_ENGINE_OFF)
+		v->trace->trace_exits++;
+}
+
+/* Whether a held external interrupt may be injected now (trace/pace.c):
+ * always, unless the engine runs and the guest has not yet made its pace
+ * of branches since the last one's handler. */
+bool trace_irq_due(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
-		return false;
-	t->trace_exits++;
+		return true;
+	return pace_due(&t->pace, t->branches);
+}
+
+/* The guest halted with an interrupt held: it is due at once. */
+void trace_irq_halted(struct vcpu *v)
+{
+	v->trace->pace.halted = true;
+}
+
+/* An external interrupt, acknowledged by the backend and injected by
+ * dispatch/irq.c: recorded from the instruction it interrupts (the address
+ * the guest's frame returns to) to the guest's handler, and followed there. */
+void trace_irq_injected(struct vcpu *v, u8 vector)
+{
+	struct trace_vcpu *t = v->trace;
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		return;
 	t->step.valid = false;
-	hv.ops->inject_interrupt(v, vector);
+	pace_injected(&t->pace, t->branches, gmem_linear_rip(v), mode_sp(v));
 	follow_event(v, vector, HVTRACE_REC_INTERRUPT, vector);
-	return true;
+}
+
+/* A stepped IRET completed at `to` (linear): the end of an injected
+ * interrupt's handler when it returns where that interrupt came. */
+void trace_irq_iret(struct vcpu *v, u64 to)
+{
+	pace_iret(&v->trace->pace, v->trace->branches, to, mode_sp(v));
 }
 
 void nmi_deliver(struct vcpu *v)

@@ -7,6 +7,7 @@
 #include "base/types.h"
 #include "arch/x86/decode/decode.h"
 #include "trace/rec.h"
+#include "trace/pace.h"
 
 struct vcpu;
 struct hv_event;
@@ -85,12 +86,14 @@ struct trace_vcpu {
 	struct pending_branch pending;
 	struct cond_branch cond;
 	u64 trace_exits, branches;
+	struct irq_pace pace;	/* external interrupts' pacing (trace/pace.c) */
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the
- * engine `engine_wanted` runs when tracing starts. enum hv_status. */
-int trace_vcpu_init(struct vcpu *v, u32 engine_wanted);
+ * engine `engine_wanted` runs when tracing starts, pacing external
+ * interrupts to one per `pace` branches (0: none). enum hv_status. */
+int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace);
 
 /* MSRs the tracing code owns: 1 handled, 0 not ours, -1 #GP. */
 int ds_msr_read(struct vcpu *v, u32 msr, u64 *val);
@@ -106,9 +109,16 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
 void trace_update(struct vcpu *v);		/* after DEBUGCTL changes */
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev); /* first on every exit */
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: handled */
-bool trace_on_interrupt(struct vcpu *v, u8 vector);			/* true: handled */
+/* External interrupts (dispatch/irq.c holds them): may one be injected
+ * now; the guest halted with one held; one was injected; an exit taken
+ * only for tracing. */
+bool trace_irq_due(struct vcpu *v);
+void trace_irq_halted(struct vcpu *v);
+void trace_irq_injected(struct vcpu *v, u8 vector);
+void trace_count_exit(struct vcpu *v);
 bool trace_on_nmi(struct vcpu *v);					/* true: handled */
 void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev);
+void trace_entry_sync(struct vcpu *v);	/* first thing before the guest runs */
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
 u64 trace_host_dr7(struct vcpu *v);	/* the host's DR7 to enter with */
 bool trace_guest_tf(const struct vcpu *v);	/* the guest's own RFLAGS.TF */

@@ -162,6 +162,7 @@ SIMPLE(exit_vmcall, HV_EV_HYPERCALL)
 SIMPLE(exit_virt_insn, HV_EV_VIRT_INSN)
 SIMPLE(exit_triple_fault, HV_EV_TRIPLE_FAULT)
 SIMPLE(exit_invd, HV_EV_INVD)	/* 26.1.2: INVD exits unconditionally */
+SIMPLE(exit_hlt, HV_EV_HLT)	/* HLT exiting, while an interrupt is held */
 #undef SIMPLE
 
 /* Emulation done here ends like core's: advance RIP by the exit's length. */
@@ -322,6 +323,18 @@ static bool exit_external_interrupt(struct vcpu *v, struct vmx_vcpu *vx, struct 
 	return true;
 }
 
+/* 26.2: interrupt-window exiting, as soon as the guest's IF and
+ * interruptibility state allow an external interrupt (not an instruction:
+ * no length) */
+static bool exit_interrupt_window(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
+{
+	(void)v;
+	(void)vx;
+	ev->kind = HV_EV_IRQ_WINDOW;
+	ev->insn_len = 0;
+	return true;
+}
+
 static bool exit_mov_dr(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
 {
 	(void)v;
@@ -373,6 +386,8 @@ static const vmx_exit_fn vmx_exit_handlers[] = {
 	[VMX_EXIT_MOV_DR] = exit_mov_dr,
 	[VMX_EXIT_EXCEPTION_OR_NMI] = exit_exception,
 	[VMX_EXIT_EXTERNAL_INTERRUPT] = exit_external_interrupt,
+	[VMX_EXIT_INTERRUPT_WINDOW] = exit_interrupt_window,
+	[VMX_EXIT_HLT] = exit_hlt,
 	[VMX_EXIT_TRIPLE_FAULT] = exit_triple_fault,
 	[VMX_EXIT_CPUID] = exit_cpuid,
 	[VMX_EXIT_INVD] = exit_invd,

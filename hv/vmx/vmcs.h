@@ -165,6 +165,7 @@ _Static_assert(VMCS_WIDTH(VMCS_HOST_RIP) == VMCS_WIDTH_NATURAL, "B.4");
 #define PIN_VIRTUAL_NMIS		BIT(5)
 #define PIN_PREEMPTION_TIMER		BIT(6)	/* activate VMX-preemption timer */
 /* 25.6.2 Table 25-6: primary processor-based VM-execution controls */
+#define PROC_INTERRUPT_WINDOW_EXITING	BIT(2)
 #define PROC_HLT_EXITING		BIT(7)
 #define PROC_CR3_LOAD_EXITING		BIT(15)
 #define PROC_CR3_STORE_EXITING		BIT(16)
@@ -231,6 +232,7 @@ enum vmx_exit_reason {
 	VMX_EXIT_TRIPLE_FAULT = 2,
 	VMX_EXIT_INIT_SIGNAL = 3,
 	VMX_EXIT_SIPI = 4,
+	VMX_EXIT_INTERRUPT_WINDOW = 7,
 	VMX_EXIT_TASK_SWITCH = 9,
 	VMX_EXIT_CPUID = 10,
 	VMX_EXIT_GETSEC = 11,

@@ -44,8 +44,8 @@ static const char *const entry_names[32] = {
 
 /*
  * What hvtrace needs and what it uses when offered. No interrupt, NMI or HLT
- * exiting: the guest takes its own interrupts through its own IDT, as on
- * SVM; I/O exits only for the ports dispatch/pcihide.c watches (I/O bitmaps).
+ * exiting while nothing traces: the guest takes its own interrupts through
+ * its own IDT, as on SVM (tracing turns them on, dispatch/irq.c); I/O exits only for the ports dispatch/pcihide.c watches (I/O bitmaps).
  * Every MOV to or from a debug register exits: the guest's debug registers
  * are the hypervisor's to load (trace_host_dr7, docs/security.md).
  * EPT and unrestricted guest let the firmware run exactly as it was; the
@@ -716,6 +716,36 @@ static void vmx_inject_interrupt(struct vcpu *v, u8 vector)
 	vmcs_write32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION, vector | VMX_INTR_INFO_VALID);
 }
 
+/* An external-interrupt exit comes whatever the guest's IF (25.2), and an
+ * external interrupt injected into IF = 0, into an STI or MOV SS shadow,
+ * fails the entry (26.2.1.3); nor can it replace an event being injected. */
+static bool vmx_irq_blocked(struct vcpu *v)
+{
+	return !(v->rflags & RFLAGS_IF) ||
+	       (vmcs_read32(VMCS_GUEST_INTERRUPTIBILITY_STATE) &
+		(VMX_INTR_BLOCKING_BY_STI | VMX_INTR_BLOCKING_BY_MOV_SS)) ||
+	       (vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID);
+}
+
+static void vmx_set_proc_ctl(u32 bit, bool on)
+{
+	u32 proc = vmcs_read32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS);
+	vmcs_write32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS, on ? proc | bit : proc & ~bit);
+}
+
+/* 25.6.2: interrupt-window exiting (every VMX CPU allows it) */
+static void vmx_set_irq_window(struct vcpu *v, bool on)
+{
+	(void)v;
+	vmx_set_proc_ctl(PROC_INTERRUPT_WINDOW_EXITING, on);
+}
+
+static void vmx_set_hlt_intercept(struct vcpu *v, bool on)
+{
+	(void)v;
+	vmx_set_proc_ctl(PROC_HLT_EXITING, on);
+}
+
 static void vmx_inject_nmi(struct vcpu *v)
 {
 	(void)v;
@@ -830,6 +860,9 @@ const struct hv_arch_ops vmx_ops = {
 	.set_exception_intercepts = vmx_set_exception_intercepts,
 	.set_intr_intercept = vmx_set_intr_intercept,
 	.inject_interrupt = vmx_inject_interrupt,
+	.irq_blocked = vmx_irq_blocked,
+	.set_irq_window = vmx_set_irq_window,
+	.set_hlt_intercept = vmx_set_hlt_intercept,
 	.inject_nmi = vmx_inject_nmi,
 	.get_msr = vmx_get_msr,
 	.set_sti_shadow = vmx_set_sti_shadow,

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 3
+#define HVTRACE_ABI_MINOR 4
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -136,7 +136,9 @@ struct hvtrace_vcpu_status {
 	uint32_t mp_state;	/* HVTRACE_VCPU_* (ABI 1.3) */
 	uint64_t inits;		/* INITs it took (ABI 1.3) */
 	uint64_t sipis;		/* SIPIs that started it (ABI 1.3) */
-	uint64_t reserved[3];
+	uint64_t irqs;		/* external interrupts injected while tracing (ABI 1.4) */
+	uint64_t irqs_paced;	/* ... of them held first by trace.pace (ABI 1.4) */
+	uint64_t reserved[1];
 };
 _Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x80, "hvtrace_vcpu_status is 128 bytes");
 

@@ -12,7 +12,12 @@
  *   c        crash: a known JMP/CALL/CALL/JMP path, then a triple fault;
  *            prints the addresses for the host to find in the snapshot;
  *   r        reset: tracing started, then a reset request through port
- *            0xCF9 (the recorder freezes before the machine resets).
+ *            0xCF9 (the recorder freezes before the machine resets);
+ *   b        traced from boot (trace.start = boot, no stop): the engine
+ *            still runs here, the firmware's timer interrupts were
+ *            injected and paced (trace.pace) on the way; prints this
+ *            image's range for the host to find in the snapshot, then
+ *            stops tracing.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -206,6 +211,16 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		if (cpu_is_amd())
 			rec_reset_svm();
 		rec_reset_vmx();
+	} else if (opt[0] == 'b') {
+		struct hvtrace_vcpu_status st;
+		bool ok = vcpu_status(&st);
+		report(ok && st.engine != HVTRACE_ENGINE_OFF, "traced_from_boot", "engine %u", st.engine);
+		report(ok && st.branches > 10000, "branches_from_boot", "%lu branches", st.branches);
+		report(ok && st.irqs > 0 && st.irqs_paced > 0, "timer_interrupts_paced",
+		       "%lu interrupts injected, %lu of them paced", st.irqs, st.irqs_paced);
+		report_info("REC-BOOT: image=%lx size=%lx branches=%lu irqs=%lu paced=%lu", u(li->ImageBase),
+			    (uint64_t)li->ImageSize, st.branches, st.irqs, st.irqs_paced);
+		report(trace_ctl(HVTRACE_TRACE_STOP, 0) == 0, "trace_stop", NULL);
 	} else if (opt[0] == 'c') {
 		bool amd = cpu_is_amd();
 		report_info("REC-CRASH: jmp=%lx body=%lx a=%lx b=%lx c=%lx fault=%lx",

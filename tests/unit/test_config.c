@@ -50,6 +50,14 @@ int main(void)
 	CHECK(cfg.serial_port == 0 && !cfg.enable && cfg.memory == 1ull << 30, "none/no/1g values");
 	CHECK(parse("next = \\a.efi\ncmdline =\n") == 0 && cfg.cmdline[0] == 0, "empty cmdline");
 
+	/* trace.pace: a number of branches, 0 or off for none; default 10000 */
+	CHECK(parse("next = \\a.efi\n") == 0 && cfg.pace == CFG_DEFAULT_PACE && cfg.pace == 10000,
+	      "default pace %u", cfg.pace);
+	CHECK(parse("next = \\a.efi\ntrace.pace = 5000\n") == 0 && cfg.pace == 5000, "pace %u", cfg.pace);
+	CHECK(parse("next = \\a.efi\ntrace.pace = off\n") == 0 && cfg.pace == 0, "pace off");
+	CHECK(parse("next = \\a.efi\ntrace.pace = 0\n") == 0 && cfg.pace == 0, "pace 0");
+	CHECK(parse("next = \\a.efi\ntrace.pace = 100000000\n") == 0 && cfg.pace == 100000000, "pace max");
+
 	/* each bad input gets its own message and line */
 	bad("next = \\a.efi\nmemory = lots\n", 2, "memory: 'lots' is not a size");
 	bad("next = \\a.efi\nmemory = 1M\n", 2, "out of range");
@@ -69,6 +77,10 @@ int main(void)
 	bad("next = \\a.efi\nlog = loud\n", 2, "not one of error");
 	bad("next = \\a.efi\nenable = maybe\n", 2, "not yes or no");
 	bad("next = \\a.efi\nengine = turbo\n", 2, "not fast or reference");
+	bad("next = \\a.efi\ntrace.pace = 99\n", 2, "trace.pace: '99' is not off or a number of branches from 100 to 100000000");
+	bad("next = \\a.efi\ntrace.pace = 100000001\n", 2, "from 100 to 100000000");
+	bad("next = \\a.efi\ntrace.pace = fast\n", 2, "trace.pace: 'fast' is not off");
+	bad("next = \\a.efi\ntrace.pace = -1\n", 2, "trace.pace: '-1'");
 	bad("memory = 32M\n", 0, "no 'next' line");
 	bad("", 0, "no 'next' line");
 	bad("next = \\a.efi\ncmdline = caf\xc3\xa9\n", 2, "printable ASCII");
