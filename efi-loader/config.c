@@ -97,8 +97,9 @@ static bool parse_u16(const char *s, u16 *out)
 	return true;
 }
 
-/* "200ms", "5s", "300us", or a bare number of milliseconds */
-static bool parse_wait_us(const char *s, u32 *out)
+/* "200ms", "5s", "300us", "2min", or a bare number of milliseconds; at
+ * most max_us */
+static bool parse_duration_us(const char *s, u64 max_us, u64 *out)
 {
 	char num[24];
 	size_t n = 0;
@@ -117,11 +118,22 @@ static bool parse_wait_us(const char *s, u32 *out)
 		mul = 1;
 	else if (unit[0] == 's' && !unit[1])
 		mul = 1000000;
+	else if (unit[0] == 'm' && unit[1] == 'i' && unit[2] == 'n' && !unit[3])
+		mul = 60000000;
 	else
 		return false;
-	if (v > 60000000ull / mul)	/* at most a minute */
+	if (v > max_us / mul)
 		return false;
-	*out = (u32)(v * mul);
+	*out = v * mul;
+	return true;
+}
+
+static bool parse_wait_us(const char *s, u32 *out)
+{
+	u64 us;
+	if (!parse_duration_us(s, 60000000ull, &us))	/* at most a minute */
+		return false;
+	*out = (u32)us;
 	return true;
 }
 
@@ -129,21 +141,21 @@ enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE,
 	       K_FLIGHT_SIZE, K_FLIGHT_CPL, K_FLIGHT_RANGE, K_FLIGHT_CR3,
 	       K_STREAM_SIZE, K_STREAM_CPL, K_STREAM_RANGE, K_STREAM_CR3, K_STREAM_WAIT,
 	       K_FLIGHT_MODE, K_FLIGHT_WAIT, K_STREAM_MODE,
-	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_TRACE_PACE, K_COUNT };
+	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_TRACE_PACE, K_TRACE_FREEZE, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"next", "cmdline", "memory", "serial", "log", "enable", "engine",
 	"flight.size", "flight.cpl", "flight.range", "flight.cr3",
 	"stream.size", "stream.cpl", "stream.range", "stream.cr3", "stream.wait",
 	"flight.mode", "flight.wait", "stream.mode",
-	"trace.start", "trace.stop", "channel", "trace.pace" };
+	"trace.start", "trace.stop", "channel", "trace.pace", "trace.freeze" };
 #define KEY_LIST "next, cmdline, memory, serial, log, enable, engine, flight.size, flight.cpl, " \
 	"flight.range, flight.cr3, stream.size, stream.cpl, stream.range, stream.cr3, stream.wait, " \
 	"flight.mode, flight.wait, stream.mode, " \
-	"trace.start, trace.stop, channel, trace.pace"
+	"trace.start, trace.stop, channel, trace.pace, trace.freeze"
 /* keys that may be given more than once */
 static bool key_repeats(enum cfg_key k)
 {
-	return k == K_FLIGHT_RANGE || k == K_STREAM_RANGE;
+	return k == K_FLIGHT_RANGE || k == K_STREAM_RANGE || k == K_TRACE_FREEZE;
 }
 
 /* The smallest and largest ring a consumer may have (bytes per vCPU). */
@@ -367,8 +379,39 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 		else if (word_arg(num, "records", &arg) && arg) {
 			rec->stop = REC_STOP_RECORDS;
 			rec->stop_arg = arg;
+		} else if (num[0] == 't' && num[1] == 'i' && num[2] == 'm' && num[3] == 'e' && num[4] == ':' &&
+			   parse_duration_us(num + 5, CFG_STOP_TIME_MAX_US, &arg) && arg) {
+			rec->stop = REC_STOP_TIME;
+			rec->stop_arg = arg;
 		} else
-			cfg_err(cfg, line, "trace.stop: '%s' is not never, hypercall or records:N (N > 0)", num);
+			cfg_err(cfg, line, "trace.stop: '%s' is not never, hypercall, records:N (N > 0) or "
+				"time:T (e.g. 30s, 500ms, 10min; at most 24 hours)", num);
+		return;
+	}
+	case K_TRACE_FREEZE: {
+		/* nmi, or an address 0x... with an optional +N records after it */
+		u64 addr, after = 0;
+		char *plus = num;
+		while (*plus && *plus != '+')
+			plus++;
+		bool has_after = *plus == '+';
+		*plus = 0;
+		bool ok = num[0] == '0' && (num[1] == 'x' || num[1] == 'X') && parse_u64(num, &addr) &&
+			  (!has_after || parse_u64(plus + 1, &after));
+		if (has_after)
+			*plus = '+';
+		if (streq(num, vlen, "nmi"))
+			rec->freeze_nmi = 1;
+		else if (!ok || after > CFG_FREEZE_AFTER_MAX)
+			cfg_err(cfg, line, "trace.freeze: '%s' is not nmi or an address 0x... with an "
+				"optional +N (records kept after it, at most %u)", num, CFG_FREEZE_AFTER_MAX);
+		else if (rec->nr_freeze_at >= HV_REC_MAX_FREEZE)
+			cfg_err(cfg, line, "trace.freeze: more than %u addresses", HV_REC_MAX_FREEZE);
+		else {
+			rec->freeze_at[rec->nr_freeze_at] = addr;
+			rec->freeze_after[rec->nr_freeze_at] = after;
+			rec->nr_freeze_at++;
+		}
 		return;
 	}
 	case K_TRACE_PACE: {
@@ -504,8 +547,8 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 									: !cfg->rec.stream.size)))
 			cfg_err(cfg, 0, "'%s' is set but '%s' is not (or is 0): that consumer does not exist",
 				key_names[deps[i].k], key_names[deps[i].needs]);
-	if ((seen[K_TRACE_START] || seen[K_TRACE_STOP] || seen[K_CHANNEL]) &&
+	if ((seen[K_TRACE_START] || seen[K_TRACE_STOP] || seen[K_CHANNEL] || seen[K_TRACE_FREEZE]) &&
 	    !cfg->rec.flight.size && !cfg->rec.stream.size)
-		cfg_err(cfg, 0, "trace.start, trace.stop and channel need a recorder: set flight.size or stream.size");
+		cfg_err(cfg, 0, "trace.start, trace.stop, trace.freeze and channel need a recorder: set flight.size or stream.size");
 	return cfg->nr_errors;
 }

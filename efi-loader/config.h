@@ -17,6 +17,9 @@
 #define CFG_DEFAULT_PACE	10000
 #define CFG_PACE_MIN		100
 #define CFG_PACE_MAX		100000000
+/* trace.stop = time:T, at most a day; trace.freeze = ADDR+N, N at most */
+#define CFG_STOP_TIME_MAX_US	(24ull * 3600 * 1000000)
+#define CFG_FREEZE_AFTER_MAX	100000000u
 
 struct cfg_error {
 	u32 line;	/* 0: about the whole file */

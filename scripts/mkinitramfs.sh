@@ -2,7 +2,8 @@
 # Builds the guest's initramfs: busybox-static, hvtrace-agent and an /init
 # that prints markers the tests look for, runs the workload named on the
 # kernel command line (hvtrace.workload=md5:MIB; hvtrace.kallsyms prints
-# the kernel's text symbols), then powers off.
+# the kernel's text symbols; hvtrace.smp checks every processor;
+# hvtrace.crash panics the kernel through sysrq c), then powers off.
 # Usage: scripts/mkinitramfs.sh AGENT OUT.cpio.gz
 set -eu
 agent=${1:?usage: mkinitramfs.sh AGENT OUT}
@@ -63,6 +64,12 @@ for arg in $(cat /proc/cmdline); do
 			on=$(cat /sys/devices/system/cpu/cpu$last/online)
 			echo "HVTRACE-GUEST: smp cpu $last offline $off online $on agent $(taskset -c $last hvtrace-agent version | sed -n 's/.*(APIC ID \([0-9]*\)).*/\1/p')"
 		fi
+		;;
+	hvtrace.crash)
+		# a kernel panic on purpose (issue 12's freeze tests): with
+		# panic=0 the kernel then hangs in its panic loop
+		echo "HVTRACE-GUEST: crashing the kernel through sysrq c"
+		echo c > /proc/sysrq-trigger
 		;;
 	hvtrace.kallsyms)
 		# the kernel's text symbols as a System.map (Debian ships only a

@@ -121,6 +121,49 @@ PY
 	finish $name
 }
 
+# frozen_by RAM REASON: `hvtrace status` on the RAM file names the freeze
+# reason (docs/recorder.md)
+frozen_by() {
+	"$HVTRACE" status --dump "$1" >"$RUNS/$name/status.txt" 2>&1
+	grep -q "^freeze: $2" "$RUNS/$name/status.txt" ||
+		REASONS="$REASONS; hvtrace status does not say frozen by '$2' ($RUNS/$name/status.txt)"
+}
+
+# A hang: t_rec loops with interrupts off, the recorder on. QEMU's monitor
+# command `nmi` (what a developer sends at a hung guest) freezes the flight
+# recorder (trace.freeze = nmi); the snapshot's report begins with the
+# freeze and the loop's own branches.
+t_svm_rec_hang_nmi() {
+	local name=svm-rec-hang-nmi
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = h' 'flight.size = 64K' \
+		'trace.start = hypercall' 'trace.freeze = nmi' 'channel = ram'
+	local ram=$RUNS/$name/ram.img snap=$RUNS/$name/snap.trace port=$((20000 + RANDOM % 20000))
+	rm -f "$snap"
+	run $name 120 --until 'REC-HANG' \
+		--then "sleep 3; tests/lib/hmp.sh $port 30 nmi; sleep 3; '$HVTRACE' snapshot --dump '$ram' -o '$snap' >'$RUNS/$name/snapshot.out' 2>&1" -- \
+		-monitor tcp:127.0.0.1:$port,server=on,wait=off \
+		-object memory-backend-file,id=ram,share=on,mem-path="$ram",size=512M -machine memory-backend=ram
+	expect 'recorder: flight recorder frozen \(NMI\)'
+	reject 'hvtrace: error'
+	local lo=$(sed -nE 's/.*REC-HANG: loop=([0-9a-f]+) end=([0-9a-f]+).*/\1/p' "$LOG")
+	local hi=$(sed -nE 's/.*REC-HANG: loop=([0-9a-f]+) end=([0-9a-f]+).*/\2/p' "$LOG")
+	if [ ! -s "$snap" ] || [ -z "$lo" ]; then
+		REASONS="$REASONS; no snapshot or no REC-HANG line: $(head -2 "$RUNS/$name/snapshot.out" 2>/dev/null)"
+	else
+		printf '%016x T rec_hang_loop\n%016x T rec_hang_end\n' $((0x$lo)) $((0x$hi)) >"$RUNS/$name/labels.map"
+		"$HVTRACE" report "$snap" --symbols "$RUNS/$name/labels.map" --last 5 >"$RUNS/$name/report.txt" 2>&1
+		head -1 "$RUNS/$name/report.txt" | grep -qE '^frozen: nmi on vcpu 0 at 0x[0-9a-f]+ rec_hang_loop' ||
+			REASONS="$REASONS; the report does not begin with the NMI freeze in the loop ($RUNS/$name/report.txt)"
+		[ "$(sed -n '3,6p' "$RUNS/$name/report.txt" | grep -cE ' branch rec_hang_loop\+0x[0-9a-f]+ -> rec_hang_loop(\+0x[0-9a-f]+)? cpl 0->0 (jcc|jmp)$')" = 4 ] ||
+			REASONS="$REASONS; the records before the freeze are not the loop's branches ($RUNS/$name/report.txt)"
+		frozen_by "$ram" nmi
+	fi
+	rm -f "$ram"
+	finish $name
+}
+
 # --- the flight recorder after a crash -------------------------------------
 
 # json_field LINE NAME: a string or number field of one `hvtrace dump --json` line
@@ -509,6 +552,13 @@ t_linux_rec_start_kernel() {
 			REASONS="$REASONS; no call-history header"
 		sed -n 2p "$RUNS/$name/calls.txt" | grep -qE '^ +1  start_kernel$' ||
 			REASONS="$REASONS; the history does not start in start_kernel: $(sed -n 2p "$RUNS/$name/calls.txt")"
+		# the kernel's helpers looked through: no __fentry__ or retpoline
+		# thunk lines, and an indirect call shows its real callee
+		# (online_css calls cpuset_css_online through a retpoline)
+		! grep -qE '^ +[0-9]+ +(__fentry__|__x86_indirect_thunk_[a-z0-9_]+)$' "$RUNS/$name/calls.txt" ||
+			REASONS="$REASONS; __fentry__ or a retpoline thunk in the call history"
+		grep -A1 -E '^ +[0-9]+ +online_css$' "$RUNS/$name/calls.txt" | grep -qE '^ +[0-9]+ +cpuset_css_online$' ||
+			REASONS="$REASONS; online_css's indirect call to cpuset_css_online is not in the call history"
 		# the same trace as call stacks for ui.perfetto.dev: valid JSON with
 		# start_kernel's callees as slices
 		if "$HVTRACE" export "$RUNS/$name/snap.trace" --perfetto "$RUNS/$name/perfetto.json" \
@@ -585,6 +635,58 @@ t_linux_rec_smp() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
-t_linux_rec_start_kernel t_linux_rec_smp"
+# A kernel developer's panic: Debian's kernel with panic=0 panics through
+# sysrq c from the test initramfs and then hangs in its panic loop, which
+# overwrote a plain flight recorder within seconds. trace.freeze at panic
+# (+2000 records) freezes it there: the snapshot taken 30 s into the hang
+# still holds sysrq_handle_crash -> panic, and `hvtrace report` shows the
+# freeze's cause and those records first. Tracing starts at the write to
+# /proc/sysrq-trigger.
+t_linux_rec_panic_freeze() {
+	local name=linux-rec-panic-freeze
+	if ! kernel_symbols; then
+		LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0
+		REASONS="; no kernel symbols from /proc/kallsyms (see $LOG)"
+		finish $name
+		return 0
+	fi
+	local wst=$(awk '$3 == "write_sysrq_trigger" { print $1 }' "$SYMBOLS")
+	local pan=$(awk '$3 == "panic" { print $1 }' "$SYMBOLS")
+	local d=$(esp $name)
+	add_linux "$d"
+	local ram=$RUNS/$name/ram.img snap=$RUNS/$name/snap.trace
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr panic=0 hvtrace.crash" \
+		'flight.size = 4M' "trace.start = 0x$wst" "trace.freeze = 0x$pan+2000" 'channel = ram'
+	rm -f "$snap"
+	run $name 240 --cpu-flags -hypervisor --until 'Kernel panic - not syncing' \
+		--then "sleep 30; '$HVTRACE' snapshot --dump '$ram' -o '$snap' >'$RUNS/$name/snapshot.out' 2>&1" -- \
+		-object memory-backend-file,id=ram,share=on,mem-path="$ram",size=512M -machine memory-backend=ram
+	expect "recorder: tracing starts at 0*$wst"
+	expect "recorder: vcpu 0 reached the trace.freeze address 0*$pan; freezing after 2000 more records"
+	expect 'recorder: flight recorder frozen \(trace.freeze address\)'
+	expect 'HVTRACE-GUEST: crashing the kernel through sysrq c'
+	expect 'Kernel panic - not syncing: sysrq triggered crash'
+	reject 'hvtrace: error'
+	if [ ! -s "$snap" ]; then
+		REASONS="$REASONS; no snapshot 30 s into the panic loop: $(head -2 "$RUNS/$name/snapshot.out" 2>/dev/null)"
+	else
+		"$HVTRACE" report "$snap" --symbols "$SYMBOLS" >"$RUNS/$name/report.txt" 2>&1
+		local head=$RUNS/$name/report-head.txt
+		sed -n '/function-call history/q;p' "$RUNS/$name/report.txt" >"$head"
+		head -1 "$head" | grep -qE "^frozen: vcpu 0 reached the trace.freeze address 0x$pan panic \(then 2000 more records\)$" ||
+			REASONS="$REASONS; the report does not begin with the freeze's cause ($head)"
+		grep -qE ' branch sysrq_handle_crash\+0x[0-9a-f]+ -> panic cpl 0->0 call$' "$head" ||
+			REASONS="$REASONS; sysrq_handle_crash -> panic is not among the records shown first ($head)"
+		# the sysrq handler is called through a retpoline: the call
+		# history names it, then panic under it
+		grep -A2 -E '^ +[0-9]+ +sysrq_handle_crash$' "$RUNS/$name/report.txt" | grep -qE '^ +[0-9]+ +panic$' ||
+			REASONS="$REASONS; the call history lacks sysrq_handle_crash -> panic ($RUNS/$name/report.txt)"
+		frozen_by "$ram" address
+	fi
+	rm -f "$ram"
+	finish $name
+}
+
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
+t_linux_rec_start_kernel t_linux_rec_smp t_linux_rec_panic_freeze"
 runner_main integration-rec "$ALL" "$@"

@@ -78,7 +78,9 @@ int cmd_dump(int argc, char **argv)
 
 static const char report_help[] =
 	"usage: hvtrace report FILE --symbols SYMFILE [--calls] [--hot N] [--last N] [--vcpu N]\n"
-	"Without a section option, all three sections (--hot 20, --last 20).\n"
+	"Without a section option, all three sections (--hot 20, --last 20). A trace\n"
+	"that ends in a freeze (a crash, a trace.freeze address, an NMI) starts with its\n"
+	"cause and each vCPU's last records before it (--last N of them, else 20).\n"
 	"  --calls     per vCPU, the function-call history: a numbered line each time a\n"
 	"              CALL enters a function (and the function the trace starts in),\n"
 	"              indented two spaces per call depth; RET pops a level:\n"

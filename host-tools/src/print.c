@@ -35,8 +35,10 @@ void print_rec_text(FILE *out, const struct hvtrace_rec *r, const struct hvt_sym
 	fprintf(out, "%llu %u %s ", (unsigned long long)r->tsc, r->vcpu, hvt_kind_name(r->kind));
 	switch (r->kind) {
 	case HVTRACE_REC_MARKER:
-		/* start and crash markers carry an address: where it began or broke */
-		if (r->aux == HVTRACE_MARK_START || r->aux == HVTRACE_MARK_CRASH)
+		/* start, crash and trigger markers carry an address: where it
+		 * began, broke, or reached a trace.freeze address */
+		if (r->aux == HVTRACE_MARK_START || r->aux == HVTRACE_MARK_CRASH ||
+		    r->aux == HVTRACE_MARK_TRIGGER)
 			fprintf(out, "%s %s\n", hvt_marker_name(r->aux), addr_str(s, r->from, from, sizeof(from)));
 		else
 			fprintf(out, "%s 0x%llx\n", hvt_marker_name(r->aux), (unsigned long long)r->from);

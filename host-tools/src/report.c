@@ -91,26 +91,108 @@ static int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t on
 
 #define INDENT_MAX 128u	/* deeper calls print at this indentation (depth still counts) */
 
+/* Compiler and kernel helpers a call history looks through (by symbol):
+ * ftrace's __fentry__ (called at every function's entry until ftrace
+ * patches the calls out), the retpoline thunks an indirect call or jump
+ * goes through (__x86_indirect_thunk_*: an internal CALL, then a RET to the
+ * real target), and the return thunks a function's return jumps to (with
+ * the retbleed/SRSO mitigations every RET is `jmp __x86_return_thunk`, whose
+ * RET is that function's). */
+enum helper { HELPER_NONE, HELPER_FENTRY, HELPER_RETPOLINE, HELPER_RETURN_THUNK };
+
+static int has_prefix(const char *name, const char *const *list, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strncmp(name, list[i], strlen(list[i])))
+			return 1;
+	return 0;
+}
+
+static enum helper helper_at(const struct hvt_syms *s, uint64_t a)
+{
+	uint64_t off;
+	const struct hvt_sym *sym = s ? hvt_syms_lookup(s, a, &off) : NULL;
+
+	if (!sym)
+		return HELPER_NONE;
+	static const char *const retpoline[] = {
+		"__x86_indirect_thunk_", "__x86_indirect_call_thunk_", "__x86_indirect_jump_thunk_",
+	};
+	static const char *const return_thunk[] = {
+		"__x86_return_thunk", "__x86_return_skl", "zen_untrain_ret", "entry_untrain_ret",
+		"retbleed_return_thunk", "srso_return_thunk", "srso_alias_return_thunk",
+		"srso_safe_ret", "srso_alias_safe_ret", "call_depth_return_thunk",
+	};
+	if (!strcmp(sym->name, "__fentry__"))
+		return HELPER_FENTRY;
+	if (has_prefix(sym->name, retpoline, sizeof(retpoline) / sizeof(retpoline[0])))
+		return HELPER_RETPOLINE;
+	if (has_prefix(sym->name, return_thunk, sizeof(return_thunk) / sizeof(return_thunk[0])))
+		return HELPER_RETURN_THUNK;
+	return HELPER_NONE;
+}
+
+static void print_callee(FILE *o, unsigned *n, uint64_t depth, const char *name)
+{
+	unsigned ind = depth < INDENT_MAX ? (unsigned)depth : INDENT_MAX;
+	fprintf(o, "%6u  %*s%s\n", ++*n, (int)(2 * ind), "", name);
+}
+
 static void report_calls(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 			 const struct by_vcpu *b, uint32_t v)
 {
 	uint64_t i, depth = 0;
 	unsigned n = 0;
+	int thunk_call = 0;	/* a CALL went into a retpoline: its RET names the callee */
+	enum helper returning = HELPER_NONE;	/* who jumped to the return thunk */
 	char buf[32];
 
 	fprintf(o, "vcpu %u function-call history:\n", v);
 	for (i = b->first[v]; i < b->first[v + 1]; i++) {
 		const struct hvtrace_rec *r = &f->recs[b->idx[i]];
-		unsigned ind;
+		enum helper from_helper;
 
 		if (!n && has_addrs(r))
 			fprintf(o, "%6u  %s\n", ++n, func_name(s, r->from, buf, sizeof(buf)));
+		if (!is_call(r) && !is_ret(r)) {
+			if (r->kind == HVTRACE_REC_BRANCH && helper_at(s, r->to) == HELPER_RETURN_THUNK)
+				returning = helper_at(s, r->from);
+			continue;
+		}
+		from_helper = helper_at(s, r->from);
+		if (from_helper == HELPER_RETURN_THUNK && is_ret(r)) {
+			/* the RET of whichever jumped to the thunk */
+			from_helper = returning == HELPER_RETURN_THUNK ? HELPER_NONE : returning;
+			returning = HELPER_NONE;
+		}
+		if (from_helper == HELPER_FENTRY)
+			continue;	/* __fentry__'s RET: its CALL was not counted */
+		if (from_helper == HELPER_RETPOLINE) {
+			/* the thunk's own CALL, then its RET to the real target:
+			 * the callee of the CALL that entered the thunk (a JMP
+			 * into one, a tail call, adds no level) */
+			if (is_ret(r) && thunk_call)
+				print_callee(o, &n, depth, func_name(s, r->to, buf, sizeof(buf)));
+			if (is_ret(r))
+				thunk_call = 0;
+			continue;
+		}
 		if (is_call(r)) {
+			switch (helper_at(s, r->to)) {
+			case HELPER_FENTRY:
+				continue;
+			case HELPER_RETPOLINE:
+				depth++;
+				thunk_call = 1;
+				continue;
+			case HELPER_NONE:
+			case HELPER_RETURN_THUNK:
+				break;
+			}
 			depth++;
-			ind = depth < INDENT_MAX ? (unsigned)depth : INDENT_MAX;
-			fprintf(o, "%6u  %*s%s\n", ++n, (int)(2 * ind), "",
-				func_name(s, r->to, buf, sizeof(buf)));
-		} else if (is_ret(r) && depth) {
+			print_callee(o, &n, depth, func_name(s, r->to, buf, sizeof(buf)));
+		} else if (depth) {
 			depth--;
 		}
 	}
@@ -164,12 +246,25 @@ sort_pairs(struct pair *p, struct pair *tmp, uint64_t n,
 }
 
 /* Sort the pairs, count equal neighbours, sort by count: O(n log n). */
+/* `0xADDR func+0xoff`, or the address alone when no symbol covers it */
+static const char *hot_addr(const struct hvt_syms *s, uint64_t a, char *buf, size_t len)
+{
+	uint64_t off;
+	char name[160];
+
+	if (s && hvt_syms_lookup(s, a, &off))
+		snprintf(buf, len, "0x%llx %s", (unsigned long long)a, hvt_syms_format(s, a, name, sizeof(name)));
+	else
+		snprintf(buf, len, "0x%llx", (unsigned long long)a);
+	return buf;
+}
+
 static int report_hot(FILE *o, const struct hvt_file *f, const struct hvt_syms *s, uint64_t top,
 		      int64_t vcpu)
 {
 	uint64_t cap = f->nr ? f->nr : 1, n = 0, k = 0, i;
 	struct pair *p = malloc(cap * sizeof(*p)), *tmp = malloc(cap * sizeof(*tmp));
-	char a[160], b[160];
+	char a[200], b[200];
 
 	if (!p || !tmp) {
 		free(p);
@@ -195,9 +290,8 @@ static int report_hot(FILE *o, const struct hvt_file *f, const struct hvt_syms *
 	fprintf(o, "hot branches: top %llu of %llu distinct from -> to pairs (%llu branch records)\n",
 		(unsigned long long)(top < k ? top : k), (unsigned long long)k, (unsigned long long)n);
 	for (i = 0; i < k && i < top; i++)
-		fprintf(o, "%10llu  0x%llx %s -> 0x%llx %s\n", (unsigned long long)p[i].count,
-			(unsigned long long)p[i].from, hvt_syms_format(s, p[i].from, a, sizeof(a)),
-			(unsigned long long)p[i].to, hvt_syms_format(s, p[i].to, b, sizeof(b)));
+		fprintf(o, "%10llu  %s -> %s\n", (unsigned long long)p[i].count,
+			hot_addr(s, p[i].from, a, sizeof(a)), hot_addr(s, p[i].to, b, sizeof(b)));
 	free(p);
 	return 0;
 }
@@ -212,6 +306,54 @@ static void report_last(FILE *o, const struct hvt_file *f, const struct hvt_syms
 		print_rec_text(o, &f->recs[b->idx[i]], s);
 }
 
+/* A trace that ends in a freeze: what caused it (the TRIGGER marker of a
+ * trace.freeze address, else the first CRASH marker) and, first in the
+ * report, each vCPU's last records up to that moment -- what happened just
+ * before. Nothing when the trace holds no freeze. */
+static void report_freeze(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
+			  const struct by_vcpu *b, uint64_t last)
+{
+	const struct hvtrace_rec *cause = NULL;
+	uint64_t i, k, n, end;
+	uint32_t v;
+	char a[160];
+
+	for (i = 0; i < f->nr; i++) {
+		const struct hvtrace_rec *r = &f->recs[i];
+		if (r->kind != HVTRACE_REC_MARKER)
+			continue;
+		if (r->aux == HVTRACE_MARK_TRIGGER) {
+			cause = r;
+			break;
+		}
+		if (r->aux == HVTRACE_MARK_CRASH && !cause)
+			cause = r;
+	}
+	if (!cause)
+		return;
+	if (cause->aux == HVTRACE_MARK_TRIGGER)
+		fprintf(o, "frozen: vcpu %u reached the trace.freeze address 0x%llx %s (then %llu more records)\n",
+			cause->vcpu, (unsigned long long)cause->from,
+			hvt_syms_format(s, cause->from, a, sizeof(a)), (unsigned long long)cause->to);
+	else
+		fprintf(o, "frozen: %s on vcpu %u at 0x%llx %s\n",
+			hvt_freeze_name((unsigned)cause->to) ? hvt_freeze_name((unsigned)cause->to) : "?",
+			cause->vcpu, (unsigned long long)cause->from,
+			hvt_syms_format(s, cause->from, a, sizeof(a)));
+	for (v = 0; v < b->nv; v++) {
+		/* this vCPU's records up to the cause, in its own order */
+		for (end = b->first[v]; end < b->first[v + 1] && f->recs[b->idx[end]].tsc <= cause->tsc; end++)
+			;
+		n = end - b->first[v];
+		if (!n)
+			continue;
+		k = n < last ? n : last;
+		fprintf(o, "vcpu %u: its last %llu records before the freeze cause:\n", v, (unsigned long long)k);
+		for (i = end - k; i < end; i++)
+			print_rec_text(o, &f->recs[b->idx[i]], s);
+	}
+}
+
 int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 		 const struct report_opts *opt)
 {
@@ -220,6 +362,7 @@ int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 
 	if (by_vcpu_build(&b, f, opt->vcpu))
 		return -1;
+	report_freeze(o, f, s, &b, opt->last ? opt->last : 20);
 	if (opt->calls)
 		for (v = 0; v < b.nv; v++)
 			if (b.first[v + 1] > b.first[v])

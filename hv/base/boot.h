@@ -80,6 +80,7 @@ enum hv_rec_start {
 enum hv_rec_stop {
 	REC_STOP_NONE = 0,		/* only HVTRACE_TRACE_STOP or a crash */
 	REC_STOP_RECORDS = 1,		/* after stop_arg records */
+	REC_STOP_TIME = 2,		/* at the first record stop_arg microseconds after the start */
 };
 enum hv_rec_channel { REC_CHAN_AUTO = 0, REC_CHAN_IVSHMEM = 1, REC_CHAN_RAM = 2 };
 
@@ -91,6 +92,8 @@ struct hv_rec_consumer {
 	struct hv_rec_filter filter;
 };
 
+#define HV_REC_MAX_FREEZE 4
+
 struct hv_rec_cfg {
 	struct hv_rec_consumer flight, stream;
 	u32 start;		/* enum hv_rec_start */
@@ -98,7 +101,11 @@ struct hv_rec_cfg {
 	u64 start_arg;
 	u64 stop_arg;
 	u32 channel;		/* enum hv_rec_channel */
-	u32 pad;
+	u32 nr_freeze_at;	/* trace.freeze addresses in freeze_at[] */
+	u64 freeze_at[HV_REC_MAX_FREEZE];	/* freeze when a record goes there... */
+	u64 freeze_after[HV_REC_MAX_FREEZE];	/* ... after this many more records */
+	u32 freeze_nmi;		/* freeze when an NMI reaches the guest */
+	u32 pad2;
 };
 
 /* An ivshmem-plain device (PCI 1af4:1110) the loader found before the

@@ -156,6 +156,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 	case HV_EV_NMI:
 		if (mp_take_kick(v))
 			return;		/* the hypervisor's own (dispatch/mp.c) */
+		rec_on_nmi(v);
 		if (!trace_on_nmi(v))
 			hv.ops->inject_nmi(v);
 		return;

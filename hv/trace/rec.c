@@ -45,6 +45,10 @@ static struct {
 	u64 made;			/* records made since tracing started (atomic) */
 	u64 skip;			/* REC_START_BRANCHES: still to skip (atomic) */
 	struct spinlock lock;		/* state changes */
+	u64 start_tsc;			/* when tracing started */
+	u64 stop_tsc;			/* REC_STOP_TIME: TSC ticks after start_tsc */
+	u64 freeze_target;		/* a trace.freeze address was reached: freeze at */
+	volatile u32 freeze_armed;	/* ... this many records (made) */
 	/* each consumer's filter: hvtrace.cfg's, or the trace_ctl filter's */
 	struct hv_rec_filter filter[REC_MAX_CONSUMERS];
 } rec;
@@ -158,9 +162,20 @@ int rec_init(void)
 	c->tsc_hz = hv.boot.tsc_hz;
 	c->where = where;
 	c->nr_vcpus = hv.nr_vcpus;
+	if (cfg->stop == REC_STOP_TIME) {
+		if (!hv.boot.tsc_hz) {
+			LOG_ERR("recorder: trace.stop = time needs the TSC rate, which the loader could "
+				"not measure");
+			return HV_ERR_REC_CONFIG;
+		}
+		/* microseconds to ticks without overflow (stop_arg <= a day) */
+		rec.stop_tsc = cfg->stop_arg / 1000000 * hv.boot.tsc_hz +
+			       cfg->stop_arg % 1000000 * hv.boot.tsc_hz / 1000000;
+	}
 	rec.chan = c;
 	rec.skip = cfg->start == REC_START_BRANCHES ? cfg->start_arg : 0;
 	rec.made = 0;
+	rec.start_tsc = rdtsc();
 	set_state(NULL, cfg->start == REC_START_BOOT || cfg->start == REC_START_BRANCHES
 				? HVTRACE_STATE_TRACING
 				: HVTRACE_STATE_IDLE);
@@ -221,6 +236,8 @@ static void mark(struct vcpu *v, u32 code, u64 from, u64 to)
 static void start(struct vcpu *v, u64 at)
 {
 	__atomic_store_n(&rec.made, 0, __ATOMIC_SEQ_CST);
+	rec.start_tsc = rdtsc();
+	rec.freeze_armed = 0;
 	set_state(v, HVTRACE_STATE_TRACING);
 	v->trace->rec.cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
 	mark(v, HVTRACE_MARK_START, at, v->trace->rec.cr3);
@@ -362,6 +379,44 @@ static void deliver(struct vcpu *v, const struct hvtrace_rec *r, u64 cr3)
 	}
 }
 
+/* trace.freeze: a record went to one of its addresses (a call or jump to
+ * a function's entry, an event to its handler). The first one reached arms
+ * the freeze `freeze_after` records later (counted over every vCPU), so
+ * the lead-up and a little after are kept; its TRIGGER marker says where. */
+static void freeze_check(struct vcpu *v, u64 to, u64 made)
+{
+	const struct hv_rec_cfg *cfg = rec.cfg;
+	for (u32 i = 0; i < cfg->nr_freeze_at && i < HV_REC_MAX_FREEZE; i++) {
+		if (to != cfg->freeze_at[i])
+			continue;
+		spin_lock(&rec.lock);
+		bool first = !rec.freeze_armed && rec.state == HVTRACE_STATE_TRACING;
+		if (first) {
+			__atomic_store_n(&rec.freeze_target, made + cfg->freeze_after[i], __ATOMIC_RELEASE);
+			rec.freeze_armed = 1;
+		}
+		spin_unlock(&rec.lock);
+		if (first) {
+			mark(v, HVTRACE_MARK_TRIGGER, to, cfg->freeze_after[i]);
+			LOG_WARN("recorder: vcpu %u reached the trace.freeze address %016lx; freezing after "
+				 "%lu more records", v->id, to, cfg->freeze_after[i]);
+		}
+		return;
+	}
+}
+
+/* trace.stop = time:T, checked at every record and every exit */
+static void time_check(struct vcpu *v, u64 now)
+{
+	if (rec.cfg->stop != REC_STOP_TIME || rec.state != HVTRACE_STATE_TRACING ||
+	    now - rec.start_tsc < rec.stop_tsc)
+		return;
+	spin_lock(&rec.lock);
+	if (rec.state == HVTRACE_STATE_TRACING)
+		stop(v, "trace.stop time reached", __atomic_load_n(&rec.made, __ATOMIC_SEQ_CST));
+	spin_unlock(&rec.lock);
+}
+
 void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 {
 	if (!rec.chan || (rec.state != HVTRACE_STATE_TRACING &&
@@ -388,18 +443,28 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 	if (limit && made > rec.cfg->stop_arg)
 		return;
 	deliver(v, &r, v->trace->rec.cr3);
+	if (!counted)
+		return;
 	if (limit && made == rec.cfg->stop_arg) {
 		spin_lock(&rec.lock);
 		if (rec.state == HVTRACE_STATE_TRACING)
 			stop(v, "trace.stop records reached", made);
 		spin_unlock(&rec.lock);
 	}
+	if (rec.cfg->nr_freeze_at && !rec.freeze_armed)
+		freeze_check(v, to, made);
+	if (rec.freeze_armed && made >= __atomic_load_n(&rec.freeze_target, __ATOMIC_ACQUIRE))
+		rec_freeze(v, HVTRACE_FREEZE_ADDRESS);
+	time_check(v, r.tsc);
 }
 
 void rec_exit_begin(struct vcpu *v)
 {
 	struct rec_vcpu *rv = &v->trace->rec;
 	if (!rec.chan || rec.state != HVTRACE_STATE_TRACING)
+		return;
+	time_check(v, rdtsc());
+	if (rec.state != HVTRACE_STATE_TRACING)
 		return;
 	u64 cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
 	if (cr3 == rv->cr3)
@@ -500,8 +565,20 @@ void rec_freeze(struct vcpu *v, u32 why)
 	rec.chan->freeze_tsc = rdtsc();
 	set_state(v, HVTRACE_STATE_FROZEN);
 	spin_unlock(&rec.lock);
+	static const char *const why_name[] = {
+		[HVTRACE_FREEZE_TRIPLE_FAULT] = "triple fault", [HVTRACE_FREEZE_RESET] = "reset request",
+		[HVTRACE_FREEZE_HYPERCALL] = "hypercall", [HVTRACE_FREEZE_ADDRESS] = "trace.freeze address",
+		[HVTRACE_FREEZE_NMI] = "NMI",
+	};
 	LOG_WARN("recorder: flight recorder frozen (%s); the host can take it with 'hvtrace snapshot'",
-		 why == HVTRACE_FREEZE_TRIPLE_FAULT ? "triple fault"
-		 : why == HVTRACE_FREEZE_RESET	     ? "reset request"
-						     : "hypercall");
+		 why < ARRAY_SIZE(why_name) && why_name[why] ? why_name[why] : "?");
+}
+
+/* An NMI on its way to the guest (not the hypervisor's kick): with
+ * trace.freeze = nmi the recorder freezes, as for a crash (an NMI from the
+ * platform or QEMU's `nmi` to catch a hang). */
+void rec_on_nmi(struct vcpu *v)
+{
+	if (rec.chan && rec.cfg->freeze_nmi)
+		rec_freeze(v, HVTRACE_FREEZE_NMI);
 }

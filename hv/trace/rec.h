@@ -67,5 +67,7 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg);
  * the others' at their next exit), then the rings are kept as they are for
  * the host. */
 void rec_freeze(struct vcpu *v, u32 why);
+/* An NMI for the guest: freezes with trace.freeze = nmi. */
+void rec_on_nmi(struct vcpu *v);
 
 #endif

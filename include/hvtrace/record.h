@@ -67,6 +67,8 @@ enum hvtrace_marker {
 	HVTRACE_MARK_STOP = 2,		/* tracing stopped; from = RIP, to = records made */
 	HVTRACE_MARK_GUEST = 3,		/* trace_ctl MARK; from = the guest's value, to = RIP */
 	HVTRACE_MARK_CRASH = 4,		/* the guest crashed; from = RIP, to = enum hvtrace_freeze */
+	HVTRACE_MARK_TRIGGER = 5,	/* a trace.freeze address was reached; from = it, to = the
+					 * records still kept before the freeze (ABI 1.4) */
 };
 
 /* info: the privilege levels on both ends of a record */
@@ -170,6 +172,8 @@ enum hvtrace_freeze {
 	HVTRACE_FREEZE_TRIPLE_FAULT = 1,
 	HVTRACE_FREEZE_RESET = 2,	/* the guest asked for a reset (port 0xCF9) */
 	HVTRACE_FREEZE_HYPERCALL = 3,	/* HVTRACE_TRACE_FREEZE */
+	HVTRACE_FREEZE_ADDRESS = 4,	/* a trace.freeze address, and its records after (ABI 1.4) */
+	HVTRACE_FREEZE_NMI = 5,		/* an NMI reached the guest, trace.freeze = nmi (ABI 1.4) */
 };
 
 enum hvtrace_chan_where {

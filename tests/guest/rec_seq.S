@@ -100,4 +100,24 @@ rec_spin:
 	ret
 rec_spin_end:
 
+/* void rec_hang_*(void): START, then interrupts off and a loop that never
+ * ends: a hang for the host to catch with an NMI (trace.freeze = nmi). */
+.macro HANG name, insn
+	.globl \name
+\name:
+	cli
+	TRACE_CTL 1, \insn
+	jmp	rec_hang_loop
+.endm
+HANG rec_hang_svm, vmmcall
+HANG rec_hang_vmx, vmcall
+
+	.globl rec_hang_loop, rec_hang_end
+rec_hang_loop:
+	mov	$100, %ecx
+1:	dec	%ecx
+	jnz	1b
+	jmp	rec_hang_loop
+rec_hang_end:
+
 	.section .note.GNU-stack,"",@progbits

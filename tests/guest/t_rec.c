@@ -13,6 +13,8 @@
  *            prints the addresses for the host to find in the snapshot;
  *   r        reset: tracing started, then a reset request through port
  *            0xCF9 (the recorder freezes before the machine resets);
+ *   h        hang: tracing started, then a loop with interrupts off that
+ *            never ends (for the host's NMI; prints its range);
  *   b        traced from boot (trace.start = boot, no stop): the engine
  *            still runs here, the firmware's timer interrupts were
  *            injected and paced (trace.pace) on the way; prints this
@@ -34,6 +36,9 @@ extern const char rec_crash_svm_jmp[], rec_crash_vmx_jmp[], rec_crash_body[], re
 
 void rec_spin(uint64_t n);
 extern const char rec_spin_end[];
+void rec_hang_svm(void) __attribute__((noreturn));
+void rec_hang_vmx(void) __attribute__((noreturn));
+extern const char rec_hang_loop[], rec_hang_end[];
 
 static uint64_t spin_turns;
 static void __attribute__((ms_abi)) spin_proc(void *arg)
@@ -211,6 +216,12 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		if (cpu_is_amd())
 			rec_reset_svm();
 		rec_reset_vmx();
+	} else if (opt[0] == 'h') {
+		report_info("REC-HANG: loop=%lx end=%lx", u(rec_hang_loop), u(rec_hang_end));
+		report_info("about to hang with interrupts off, the recorder on");
+		if (cpu_is_amd())
+			rec_hang_svm();
+		rec_hang_vmx();
 	} else if (opt[0] == 'b') {
 		struct hvtrace_vcpu_status st;
 		bool ok = vcpu_status(&st);

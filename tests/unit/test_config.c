@@ -129,13 +129,45 @@ int main(void)
 	bad("next = \\a.efi\nstream.size = 4K\nstream.wait = 2h\n", 3, "not a time");
 	bad("next = \\a.efi\nstream.size = 4K\nstream.wait = 61s\n", 3, "not a time");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.start = soon\n", 3, "not boot, hypercall");
-	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = records:0\n", 3, "not never, hypercall or records:N");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = records:0\n", 3, "not never, hypercall, records:N");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:0s\n", 3, "or time:T");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:25h\n", 3, "or time:T");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:1441min\n", 3, "at most 24 hours");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:\n", 3, "or time:T");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = panic\n", 3,
+	    "trace.freeze: 'panic' is not nmi or an address 0x...");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0x10+\n", 3, "optional +N");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0x10+x\n", 3, "optional +N");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0x10+100000001\n", 3, "at most 100000000");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze=0x1\ntrace.freeze=0x2\ntrace.freeze=0x3\n"
+	    "trace.freeze=0x4\ntrace.freeze=0x5\n", 7, "more than 4 addresses");
+	bad("next = \\a.efi\ntrace.freeze = nmi\n", 0, "trace.freeze and channel need a recorder");
 	bad("next = \\a.efi\nflight.size = 4K\nchannel = pipe\n", 3, "not auto, ivshmem or ram");
 	bad("next = \\a.efi\nflight.size = 4K\nflight.mode = ring\n", 3, "flight.mode: 'ring' is not overwrite or lossless");
 	bad("next = \\a.efi\nstream.mode = lossless\n", 0, "'stream.mode' is set but 'stream.size' is not");
 	bad("next = \\a.efi\nstream.cpl = user\n", 0, "'stream.cpl' is set but 'stream.size' is not");
 	bad("next = \\a.efi\nflight.size = 0\nflight.range = 1-2\n", 0, "that consumer does not exist");
 	bad("next = \\a.efi\ntrace.start = hypercall\n", 0, "need a recorder");
+
+	/* trace.stop = time:T and trace.freeze */
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:30s\n") == 0 &&
+		      cfg.rec.stop == REC_STOP_TIME && cfg.rec.stop_arg == 30000000,
+	      "time:30s -> %llu us", (unsigned long long)cfg.rec.stop_arg);
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:500ms\n") == 0 &&
+		      cfg.rec.stop_arg == 500000, "time:500ms");
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:10min\n") == 0 &&
+		      cfg.rec.stop_arg == 600000000ull, "time:10min");
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:1440min\n") == 0 &&
+		      cfg.rec.stop_arg == 24ull * 3600 * 1000000, "time: a day");
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0xffffffff81000000+2000\n"
+		    "trace.freeze = nmi\ntrace.freeze = 0x1234\n") == 0 &&
+		      cfg.rec.nr_freeze_at == 2 && cfg.rec.freeze_at[0] == 0xffffffff81000000ull &&
+		      cfg.rec.freeze_after[0] == 2000 && cfg.rec.freeze_at[1] == 0x1234 &&
+		      cfg.rec.freeze_after[1] == 0 && cfg.rec.freeze_nmi,
+	      "trace.freeze: %u addresses, nmi %u: %s", cfg.rec.nr_freeze_at, cfg.rec.freeze_nmi,
+	      cfg.errors[0].msg);
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\n") == 0 && cfg.rec.nr_freeze_at == 0 &&
+		      !cfg.rec.freeze_nmi, "no freeze by default");
 
 	/* NUL byte inside a value */
 	{
