@@ -43,7 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 
 		report_write(null, &f, &syms, &all);
 		report_write(null, &f, NULL, &one);
-		export_write(null, &f, &syms, "fuzz");
+		struct export_opts eo = EXPORT_ALL, win = { 3, 40, 0, UINT64_MAX, 1 };
+		export_write(null, &f, &syms, "fuzz", &eo);
+		export_write(null, &f, NULL, "fuzz", &win);
 	}
 	free(buf);
 	return 0;

@@ -294,6 +294,8 @@ int hvt_syms_parse_elf(struct hvt_syms *s, const void *buf, size_t len, struct h
 /* The function holding addr (nearest symbol <= addr, within its size when
  * known); NULL if none. *off = addr - sym->addr. */
 const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, uint64_t *off);
+/* The symbol named `name` (the first of that name), or NULL. */
+const struct hvt_sym *hvt_syms_find(const struct hvt_syms *s, const char *name);
 /* "name+0xoff", or "0xaddr" when unknown. */
 const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, size_t len);
 void hvt_syms_free(struct hvt_syms *s);

@@ -263,6 +263,15 @@ const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, u
 	return &s->v[lo - 1];
 }
 
+const struct hvt_sym *hvt_syms_find(const struct hvt_syms *s, const char *name)
+{
+	size_t i;
+	for (i = 0; s && i < s->n; i++)
+		if (!strcmp(s->v[i].name, name))
+			return &s->v[i];
+	return NULL;
+}
+
 const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, size_t len)
 {
 	uint64_t off = 0;

@@ -47,10 +47,22 @@ struct report_opts {
 	uint64_t hot;		/* the N most frequent branch pairs (0: none) */
 	uint64_t last;		/* each vCPU's last N records (0: none) */
 	int64_t vcpu;		/* only this vCPU, or -1 */
+	int has_where;		/* --before / --around: */
+	int around;		/* ... records after it too */
+	uint64_t where;		/* the address records go to */
 };
 int report_write(FILE *out, const struct hvt_file *f, const struct hvt_syms *s,
 		 const struct report_opts *opt);
-int export_write(FILE *out, const struct hvt_file *f, const struct hvt_syms *s, const char *source);
+/* export's window: records [from_idx, to_idx) of the timeline with TSC in
+ * [from_tsc, to_tsc], of one vCPU or all (vcpu -1) */
+struct export_opts {
+	uint64_t from_idx, to_idx;
+	uint64_t from_tsc, to_tsc;
+	int64_t vcpu;
+};
+#define EXPORT_ALL { 0, UINT64_MAX, 0, UINT64_MAX, -1 }
+int export_write(FILE *out, const struct hvt_file *f, const struct hvt_syms *s, const char *source,
+		 const struct export_opts *eo);
 
 int cmd_status(int argc, char **argv);
 int cmd_record(int argc, char **argv);

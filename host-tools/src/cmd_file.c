@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* hvtrace dump, report and export: the commands that read a trace file
  * (their options here; report and export themselves in report.c). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,8 @@ int cmd_dump(int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char report_help[] =
-	"usage: hvtrace report FILE --symbols SYMFILE [--calls] [--hot N] [--last N] [--vcpu N]\n"
+	"usage: hvtrace report FILE [--symbols SYMFILE] [--calls] [--hot N] [--last N]\n"
+	"                           [--before WHERE | --around WHERE] [--vcpu N]\n"
 	"Without a section option, all three sections (--hot 20, --last 20). A trace\n"
 	"that ends in a freeze (a crash, a trace.freeze address, an NMI) starts with its\n"
 	"cause and each vCPU's last records before it (--last N of them, else 20).\n"
@@ -87,11 +89,16 @@ static const char report_help[] =
 	"                vcpu N function-call history:\n"
 	"                     1  main\n"
 	"                     2    f1\n"
+	"              (looks through __fentry__, retpoline and return thunks)\n"
 	"  --hot N     the N most frequent from -> to branch pairs, with counts\n"
 	"  --last N    per vCPU, its last N records, oldest first (the branches before\n"
 	"              a crash)\n"
+	"  --before WHERE  per vCPU, the records up to the first one that goes to WHERE\n"
+	"              (a symbol, needs --symbols; or 0xADDR): --last N of them, else 20\n"
+	"  --around WHERE  the same, and as many after it\n"
 	"  --vcpu N    only vCPU N\n"
-	"  --symbols   an ELF with a symbol table, or a System.map / kallsyms map\n";
+	"  --symbols   an ELF with a symbol table, or a System.map / kallsyms map;\n"
+	"              without it, addresses stay raw\n";
 
 int cmd_report(int argc, char **argv)
 {
@@ -99,9 +106,10 @@ int cmd_report(int argc, char **argv)
 		{ "symbols", required_argument, NULL, 's' }, { "calls", no_argument, NULL, 'c' },
 		{ "hot", required_argument, NULL, 'H' },     { "last", required_argument, NULL, 'l' },
 		{ "vcpu", required_argument, NULL, 'v' },    { "help", no_argument, NULL, OPT_HELP },
+		{ "before", required_argument, NULL, 'b' },  { "around", required_argument, NULL, 'a' },
 		{ 0 },
 	};
-	const char *file = NULL, *symfile = NULL;
+	const char *file = NULL, *symfile = NULL, *where = NULL;
 	struct report_opts ro = { .vcpu = -1 };
 	int opt, rc = 0;
 	struct hvt_syms syms;
@@ -127,21 +135,42 @@ int cmd_report(int argc, char **argv)
 						   optarg);
 			ro.vcpu = (int64_t)v;
 			break;
+		case 'b':
+		case 'a':
+			if (where)
+				return usage_error("report", "--before and --around take one place between them");
+			where = optarg;
+			ro.around = opt == 'a';
+			break;
 		case OPT_HELP: fputs(report_help, stdout); return 0;
 		default: return rc ? rc : usage_error("report", "unexpected option");
 		}
 	}
 	if ((rc = one_file(argc, argv, "report", &file)))
 		return rc;
-	if (!symfile)
-		return usage_error("report", "--symbols SYMFILE is required");
-	if (!ro.calls && !ro.hot && !ro.last) {
+	if (where && !(where[0] == '0' && (where[1] == 'x' || where[1] == 'X')) && !symfile)
+		return usage_error("report", "--%s %s: a symbol needs --symbols (or give 0xADDR)",
+				   ro.around ? "around" : "before", where);
+	if (where && (where[0] == '0' && (where[1] == 'x' || where[1] == 'X')) && parse_u64(where, &ro.where))
+		return usage_error("report", "--%s: '%s' is not an address", ro.around ? "around" : "before", where);
+	if (!ro.calls && !ro.hot && !ro.last && !where) {
 		ro.calls = 1;
 		ro.hot = 20;
 		ro.last = 20;
 	}
-	if ((rc = load_symbols(&syms, symfile)))
+	memset(&syms, 0, sizeof(syms));
+	if (symfile && (rc = load_symbols(&syms, symfile)))
 		return rc;
+	if (where && !(where[0] == '0' && (where[1] == 'x' || where[1] == 'X'))) {
+		const struct hvt_sym *sym = hvt_syms_find(&syms, where);
+		if (!sym) {
+			hvt_syms_free(&syms);
+			return fail("report", "--%s: no symbol '%s' in %s", ro.around ? "around" : "before",
+				    where, symfile);
+		}
+		ro.where = sym->addr;
+	}
+	ro.has_where = where != NULL;
 	if ((rc = open_trace(&f, file))) {
 		hvt_syms_free(&syms);
 		return rc;
@@ -150,7 +179,7 @@ int cmd_report(int argc, char **argv)
 		;
 	if (ro.vcpu >= 0 && i == f.nr)
 		warn(file, "no records of vcpu %lld", (long long)ro.vcpu);
-	if (report_write(stdout, &f, &syms, &ro))
+	if (report_write(stdout, &f, symfile ? &syms : NULL, &ro))
 		rc = fail("report", "out of memory");
 	hvt_file_close(&f);
 	hvt_syms_free(&syms);
@@ -161,23 +190,56 @@ int cmd_report(int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char export_help[] =
-	"usage: hvtrace export FILE --perfetto OUT.json [--symbols SYMFILE]\n"
+	"usage: hvtrace export FILE --perfetto OUT.json [--symbols SYMFILE] [--from P] [--to P]\n"
+	"                      [--vcpu N]\n"
 	"Writes Chrome trace-event JSON (opens in ui.perfetto.dev): one thread per vCPU\n"
 	"(tid = vcpu), a slice per call (B at CALL, E at RET, named by symbol),\n"
 	"interrupts, exceptions, markers and lost records as instant events.\n"
 	"Timestamps in microseconds from the first record (TSC / tsc_hz); with\n"
-	"tsc_hz 0 the raw TSC ticks stand in for microseconds (noted in the file).\n";
+	"tsc_hz 0 the raw TSC ticks stand in for microseconds (noted in the file).\n"
+	"  --from P, --to P  only records from P (inclusive) to P (exclusive): a record\n"
+	"              index in dump's timeline, or a time from the first record (1.5s,\n"
+	"              200ms, 30us; --to a time is inclusive)\n"
+	"  --vcpu N    only vCPU N\n"
+	"About 30-40 MB of JSON per million records (docs/host-tools.md).\n";
+
+/* --from/--to: a record index, or a time from the first record ("1.5s",
+ * "200ms", "30us"); *is_time says which (the value in microseconds) */
+static int parse_point(const char *s, uint64_t *v, int *is_time)
+{
+	char *end;
+	double d;
+	size_t n = strlen(s);
+
+	*is_time = 0;
+	if (n > 2 && (!strcmp(s + n - 2, "ms") || !strcmp(s + n - 2, "us")))
+		*is_time = s[n - 2] == 'm' ? 1000 : 1;
+	else if (n > 1 && s[n - 1] == 's')
+		*is_time = 1000000;
+	if (!*is_time)
+		return parse_u64(s, v);
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || end == s || (size_t)(end - s) != n - (*is_time == 1000000 ? 1 : 2) || d < 0 || d > 1e12)
+		return -1;
+	*v = (uint64_t)(d * *is_time);
+	return 0;
+}
 
 int cmd_export(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "perfetto", required_argument, NULL, 'p' }, { "symbols", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, OPT_HELP }, { 0 },
+		{ "from", required_argument, NULL, 'f' },     { "to", required_argument, NULL, 't' },
+		{ "vcpu", required_argument, NULL, 'v' },     { "help", no_argument, NULL, OPT_HELP },
+		{ 0 },
 	};
-	const char *file = NULL, *symfile = NULL, *out = NULL;
+	const char *file = NULL, *symfile = NULL, *out = NULL, *from = NULL, *to = NULL;
+	struct export_opts eo = EXPORT_ALL;
 	struct hvt_syms syms;
 	struct hvt_file f;
-	int opt, rc = 0;
+	int opt, rc = 0, from_time = 0, to_time = 0;
+	uint64_t from_v = 0, to_v = 0, v;
 	FILE *o;
 
 	optind = 1;
@@ -185,6 +247,21 @@ int cmd_export(int argc, char **argv)
 		switch (opt) {
 		case 'p': out = optarg; break;
 		case 's': symfile = optarg; break;
+		case 'f':
+			from = optarg;
+			if (parse_point(optarg, &from_v, &from_time))
+				return usage_error("export", "--from: '%s' is not a record index or a time (1.5s, 200ms, 30us)", optarg);
+			break;
+		case 't':
+			to = optarg;
+			if (parse_point(optarg, &to_v, &to_time))
+				return usage_error("export", "--to: '%s' is not a record index or a time (1.5s, 200ms, 30us)", optarg);
+			break;
+		case 'v':
+			if (parse_u64(optarg, &v) || v >= MAX_VCPUS)
+				return usage_error("export", "--vcpu takes a vCPU number 0..65535, not '%s'", optarg);
+			eo.vcpu = (int64_t)v;
+			break;
 		case OPT_HELP: fputs(export_help, stdout); return 0;
 		default: return rc ? rc : usage_error("export", "unexpected option");
 		}
@@ -193,10 +270,31 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	if (!out)
 		return usage_error("export", "--perfetto OUT.json is required");
+	if (from && to && from_time == to_time && to_v < from_v)
+		return usage_error("export", "--to %s comes before --from %s", to, from);
 	if (symfile && (rc = load_symbols(&syms, symfile)))
 		return rc;
 	if ((rc = open_trace(&f, file)))
 		goto out_syms;
+	if ((from_time || to_time) && !f.hdr.tsc_hz) {
+		rc = fail(file, "tsc_hz is 0: --from/--to take record indices here, not times");
+		goto out_file;
+	}
+	if (from || to) {
+		uint64_t t0 = f.nr ? f.recs[0].tsc : 0, i;
+		for (i = 0; i < f.nr; i++)
+			if (f.recs[i].tsc < t0)
+				t0 = f.recs[i].tsc;
+		/* microseconds to TSC ticks from the first record */
+		if (from && from_time)
+			eo.from_tsc = t0 + (uint64_t)((double)from_v * (double)f.hdr.tsc_hz / 1e6);
+		else if (from)
+			eo.from_idx = from_v;
+		if (to && to_time)
+			eo.to_tsc = t0 + (uint64_t)((double)to_v * (double)f.hdr.tsc_hz / 1e6);
+		else if (to)
+			eo.to_idx = to_v;
+	}
 	o = fopen(out, "w");
 	if (!o) {
 		rc = fail(out, "cannot write: fopen failed");
@@ -204,7 +302,7 @@ int cmd_export(int argc, char **argv)
 	}
 	if (!f.hdr.tsc_hz)
 		warn(file, "tsc_hz is 0: timestamps are raw TSC ticks shown as microseconds");
-	if (export_write(o, &f, symfile ? &syms : NULL, file))
+	if (export_write(o, &f, symfile ? &syms : NULL, file, &eo))
 		rc = fail("export", "out of memory");
 	if (fclose(o) && !rc)
 		rc = fail(out, "write failed");

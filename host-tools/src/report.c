@@ -89,6 +89,19 @@ static int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t on
 	return 0;
 }
 
+/* `0xADDR func+0xoff`, or the address alone when no symbol covers it */
+static const char *addr_sym(const struct hvt_syms *s, uint64_t a, char *buf, size_t len)
+{
+	uint64_t off;
+	char name[160];
+
+	if (s && hvt_syms_lookup(s, a, &off))
+		snprintf(buf, len, "0x%llx %s", (unsigned long long)a, hvt_syms_format(s, a, name, sizeof(name)));
+	else
+		snprintf(buf, len, "0x%llx", (unsigned long long)a);
+	return buf;
+}
+
 #define INDENT_MAX 128u	/* deeper calls print at this indentation (depth still counts) */
 
 /* Compiler and kernel helpers a call history looks through (by symbol):
@@ -246,19 +259,6 @@ sort_pairs(struct pair *p, struct pair *tmp, uint64_t n,
 }
 
 /* Sort the pairs, count equal neighbours, sort by count: O(n log n). */
-/* `0xADDR func+0xoff`, or the address alone when no symbol covers it */
-static const char *hot_addr(const struct hvt_syms *s, uint64_t a, char *buf, size_t len)
-{
-	uint64_t off;
-	char name[160];
-
-	if (s && hvt_syms_lookup(s, a, &off))
-		snprintf(buf, len, "0x%llx %s", (unsigned long long)a, hvt_syms_format(s, a, name, sizeof(name)));
-	else
-		snprintf(buf, len, "0x%llx", (unsigned long long)a);
-	return buf;
-}
-
 static int report_hot(FILE *o, const struct hvt_file *f, const struct hvt_syms *s, uint64_t top,
 		      int64_t vcpu)
 {
@@ -291,7 +291,7 @@ static int report_hot(FILE *o, const struct hvt_file *f, const struct hvt_syms *
 		(unsigned long long)(top < k ? top : k), (unsigned long long)k, (unsigned long long)n);
 	for (i = 0; i < k && i < top; i++)
 		fprintf(o, "%10llu  %s -> %s\n", (unsigned long long)p[i].count,
-			hot_addr(s, p[i].from, a, sizeof(a)), hot_addr(s, p[i].to, b, sizeof(b)));
+			addr_sym(s, p[i].from, a, sizeof(a)), addr_sym(s, p[i].to, b, sizeof(b)));
 	free(p);
 	return 0;
 }
@@ -316,7 +316,7 @@ static void report_freeze(FILE *o, const struct hvt_file *f, const struct hvt_sy
 	const struct hvtrace_rec *cause = NULL;
 	uint64_t i, k, n, end;
 	uint32_t v;
-	char a[160];
+	char a[200];
 
 	for (i = 0; i < f->nr; i++) {
 		const struct hvtrace_rec *r = &f->recs[i];
@@ -332,14 +332,12 @@ static void report_freeze(FILE *o, const struct hvt_file *f, const struct hvt_sy
 	if (!cause)
 		return;
 	if (cause->aux == HVTRACE_MARK_TRIGGER)
-		fprintf(o, "frozen: vcpu %u reached the trace.freeze address 0x%llx %s (then %llu more records)\n",
-			cause->vcpu, (unsigned long long)cause->from,
-			hvt_syms_format(s, cause->from, a, sizeof(a)), (unsigned long long)cause->to);
+		fprintf(o, "frozen: vcpu %u reached the trace.freeze address %s (then %llu more records)\n",
+			cause->vcpu, addr_sym(s, cause->from, a, sizeof(a)), (unsigned long long)cause->to);
 	else
-		fprintf(o, "frozen: %s on vcpu %u at 0x%llx %s\n",
+		fprintf(o, "frozen: %s on vcpu %u at %s\n",
 			hvt_freeze_name((unsigned)cause->to) ? hvt_freeze_name((unsigned)cause->to) : "?",
-			cause->vcpu, (unsigned long long)cause->from,
-			hvt_syms_format(s, cause->from, a, sizeof(a)));
+			cause->vcpu, addr_sym(s, cause->from, a, sizeof(a)));
 	for (v = 0; v < b->nv; v++) {
 		/* this vCPU's records up to the cause, in its own order */
 		for (end = b->first[v]; end < b->first[v + 1] && f->recs[b->idx[end]].tsc <= cause->tsc; end++)
@@ -354,6 +352,36 @@ static void report_freeze(FILE *o, const struct hvt_file *f, const struct hvt_sy
 	}
 }
 
+/* --before / --around: per vCPU, the records up to the first one that
+ * goes to `where` (and as many after it with --around). */
+static void report_before(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
+			  const struct by_vcpu *b, const struct report_opts *opt)
+{
+	uint64_t last = opt->last ? opt->last : 20, i, at, lo, hi, hits;
+	uint32_t v, shown = 0;
+	char a[200];
+
+	for (v = 0; v < b->nv; v++) {
+		for (at = b->first[v], hits = 0, i = b->first[v]; i < b->first[v + 1]; i++) {
+			const struct hvtrace_rec *r = &f->recs[b->idx[i]];
+			if (has_addrs(r) && r->to == opt->where && !hits++)
+				at = i;
+		}
+		if (!hits)
+			continue;
+		shown++;
+		lo = at + 1 - b->first[v] > last ? at + 1 - last : b->first[v];
+		hi = opt->around ? (b->first[v + 1] - at - 1 > last ? at + 1 + last : b->first[v + 1]) : at + 1;
+		fprintf(o, "vcpu %u: %llu record%s go%s to %s; %s the first:\n", v,
+			(unsigned long long)hits, hits == 1 ? "" : "s", hits == 1 ? "es" : "",
+			addr_sym(s, opt->where, a, sizeof(a)), opt->around ? "around" : "up to");
+		for (i = lo; i < hi; i++)
+			print_rec_text(o, &f->recs[b->idx[i]], s);
+	}
+	if (!shown)
+		fprintf(o, "no record goes to %s\n", addr_sym(s, opt->where, a, sizeof(a)));
+}
+
 int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 		 const struct report_opts *opt)
 {
@@ -363,6 +391,11 @@ int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 	if (by_vcpu_build(&b, f, opt->vcpu))
 		return -1;
 	report_freeze(o, f, s, &b, opt->last ? opt->last : 20);
+	if (opt->has_where) {
+		report_before(o, f, s, &b, opt);
+		by_vcpu_free(&b);
+		return 0;
+	}
 	if (opt->calls)
 		for (v = 0; v < b.nv; v++)
 			if (b.first[v + 1] > b.first[v])
@@ -381,8 +414,15 @@ int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 
 /* ---------------------------------------------------------------- */
 
+static int in_window(const struct hvt_file *f, uint64_t k, const struct export_opts *eo)
+{
+	return k >= eo->from_idx && k < eo->to_idx && f->recs[k].tsc >= eo->from_tsc &&
+	       f->recs[k].tsc <= eo->to_tsc;
+}
+
 static void export_vcpu(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
-			const struct by_vcpu *b, uint32_t v, uint64_t tsc0, double scale)
+			const struct by_vcpu *b, uint32_t v, uint64_t tsc0, double scale,
+			const struct export_opts *eo)
 {
 	uint64_t i, depth = 0;
 	double ts = 0;
@@ -393,6 +433,9 @@ static void export_vcpu(FILE *o, const struct hvt_file *f, const struct hvt_syms
 	for (i = b->first[v]; i < b->first[v + 1]; i++) {
 		const struct hvtrace_rec *r = &f->recs[b->idx[i]];
 		const char *inst = NULL;
+
+		if (!in_window(f, b->idx[i], eo))
+			continue;
 
 		ts = (double)(r->tsc >= tsc0 ? r->tsc - tsc0 : 0) * scale;
 		if (is_call(r)) {
@@ -436,28 +479,32 @@ static void export_vcpu(FILE *o, const struct hvt_file *f, const struct hvt_syms
 		fprintf(o, ",\n{\"ph\":\"E\",\"pid\":1,\"tid\":%u,\"ts\":%.3f}", v, ts);
 }
 
-int export_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s, const char *source)
+int export_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s, const char *source,
+		 const struct export_opts *eo)
 {
 	uint64_t i, tsc0 = UINT64_MAX;
 	double scale = f->hdr.tsc_hz ? 1e6 / (double)f->hdr.tsc_hz : 1.0;
 	struct by_vcpu b;
 	uint32_t v;
 
-	if (by_vcpu_build(&b, f, -1))
+	if (by_vcpu_build(&b, f, eo->vcpu))
 		return -1;
+	/* times from the window's first record */
 	for (i = 0; i < f->nr; i++)
-		if (f->recs[i].tsc < tsc0)
+		if (f->recs[i].tsc < tsc0 && in_window(f, i, eo) && (eo->vcpu < 0 || f->recs[i].vcpu == eo->vcpu))
 			tsc0 = f->recs[i].tsc;
+	if (tsc0 == UINT64_MAX)
+		tsc0 = 0;
 	fprintf(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":");
 	json_str(o, source);
 	fprintf(o, ",\"tsc_hz\":%llu,\"tsc0\":%llu,\"note\":\"%s\"},\n\"traceEvents\":[\n",
-		(unsigned long long)f->hdr.tsc_hz, (unsigned long long)(f->nr ? tsc0 : 0),
+		(unsigned long long)f->hdr.tsc_hz, (unsigned long long)tsc0,
 		f->hdr.tsc_hz ? "ts in microseconds since tsc0"
 			      : "tsc_hz unknown: ts is raw TSC ticks since tsc0, not microseconds");
 	fprintf(o, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"hvtrace guest\"}}");
 	for (v = 0; v < b.nv; v++)
 		if (b.first[v + 1] > b.first[v])
-			export_vcpu(o, f, s, &b, v, tsc0, scale);
+			export_vcpu(o, f, s, &b, v, tsc0, scale, eo);
 	fprintf(o, "\n]}\n");
 	by_vcpu_free(&b);
 	return 0;

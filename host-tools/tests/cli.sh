@@ -53,7 +53,7 @@ check "a missing file: named once" has "$T/err" "^hvtrace: $T/none: No such file
 run 2 "status without a source" "$H" status
 run 2 "status with both sources" "$H" status --shm a --dump b
 run 2 "record without -o" "$H" record --shm x
-run 2 "report without --symbols" "$H" report x
+run 1 "report of a missing file" "$H" report x
 run 2 "dump without FILE" "$H" dump
 run 2 "dump with two files" "$H" dump a b
 run 2 "record --rate 0" "$H" record --shm x -o y --rate 0
@@ -227,6 +227,37 @@ check "report --calls: __fentry__ left out, the retpoline's real callee, returns
 	cmp -s "$T/out" "$T/thunks.want"
 run 0 "report --hot, an address without a symbol" "$H" report "$T/thunks.hvt" --symbols "$T/thunks.map" --hot 30
 check "report --hot: an unsymbolized address once" has "$T/out" "^         1  0x100 -> 0x1000 main$"
+# what happened just before (and after) a place; symbols are optional
+run 0 "report --before g" "$H" report "$T/thunks.hvt" --symbols "$T/thunks.map" --before g --last 2
+check "--before: header" has "$T/out" "^vcpu 0: 1 record goes to 0x3000 g; up to the first:$"
+check "--before: two records, ending with the one that goes there" \
+	test "$(sed -n '2,$p' "$T/out" | tr '\n' '|')" = "700 0 branch __x86_indirect_thunk_array+0x10 -> __x86_return_thunk cpl 0->0 jmp|800 0 branch __x86_return_thunk -> g cpl 0->0 ret|"
+run 0 "report --around g" "$H" report "$T/thunks.hvt" --symbols "$T/thunks.map" --around g --last 2
+check "--around: two up to the one that goes there, two after" \
+	test "$(sed -n '2,$p' "$T/out" | cut -d' ' -f1 | tr '\n' ' ')" = "700 800 900 1000 "
+run 0 "report --before 0xADDR, no symbols" "$H" report "$T/thunks.hvt" --before 0x3000 --last 1
+check "--before 0xADDR: raw addresses" has "$T/out" "^800 0 branch 0x6000 -> 0x3000 cpl 0->0 ret$"
+run 0 "report --before, nothing goes there" "$H" report "$T/thunks.hvt" --before 0x7777
+check "--before: says none" has "$T/out" "^no record goes to 0x7777$"
+run 2 "report --before a symbol without --symbols" "$H" report "$T/thunks.hvt" --before g
+check "--before a symbol without --symbols: message" has "$T/err" "a symbol needs --symbols"
+run 1 "report --before an unknown symbol" "$H" report "$T/thunks.hvt" --symbols "$T/thunks.map" --before nosuch
+check "--before an unknown symbol: message" has "$T/err" "no symbol 'nosuch' in"
+run 2 "report --before and --around" "$H" report "$T/thunks.hvt" --before g --around 0x10
+run 0 "report without --symbols" "$H" report "$T/thunks.hvt" --last 1
+check "report without --symbols: raw addresses" has "$T/out" "^9999 0 branch 0x100 -> 0x1000 cpl 0->0 jmp$"
+# export windows: by record index, by time, by vCPU
+run 0 "export --from 2 --to 5" "$H" export "$T/thunks.hvt" --perfetto "$T/w.json" --symbols "$T/thunks.map" --from 2 --to 5
+check "export --from/--to: only records 2..4 (their B events)" \
+	test "$(python3 -c 'import json,sys; print(" ".join(e["name"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "B"))' "$T/w.json")" = "__x86_indirect_thunk_array"
+run 0 "export --vcpu 1" "$H" export "$T/two.hvt" --perfetto "$T/v.json" --vcpu 1
+check "export --vcpu 1: only vCPU 1's thread" \
+	test "$(python3 -c 'import json,sys; print(sorted({e["tid"] for e in json.load(open(sys.argv[1]))["traceEvents"] if "tid" in e}))' "$T/v.json")" = "[1]"
+run 2 "export --to before --from" "$H" export "$T/thunks.hvt" --perfetto "$T/x.json" --from 5 --to 3
+run 2 "export --from nonsense" "$H" export "$T/thunks.hvt" --perfetto "$T/x.json" --from 1x
+check "export --from nonsense: message" has "$T/err" "not a record index or a time"
+run 1 "export --from a time, tsc_hz 0" "$H" export "$T/thunks.hvt" --perfetto "$T/x.json" --from 1ms
+check "export --from a time, tsc_hz 0: message" has "$T/err" "tsc_hz is 0"
 run 0 "report (all sections), --vcpu 1" "$H" report "$T/two.hvt" --symbols "$T/System.map" --vcpu 1
 check "report --vcpu 1: only vcpu 1" test "$(grep -c 'function-call history' "$T/out")" = 1
 check "report --vcpu 1: its history" has "$T/out" "^vcpu 1 function-call history:$"
