@@ -400,11 +400,18 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 			  (!has_after || parse_u64(plus + 1, &after));
 		if (has_after)
 			*plus = '+';
+		u64 us;
 		if (streq(num, vlen, "nmi"))
 			rec->freeze_nmi = 1;
-		else if (!ok || after > CFG_FREEZE_AFTER_MAX)
-			cfg_err(cfg, line, "trace.freeze: '%s' is not nmi or an address 0x... with an "
-				"optional +N (records kept after it, at most %u)", num, CFG_FREEZE_AFTER_MAX);
+		else if (num[0] == 'h' && num[1] == 'a' && num[2] == 'n' && num[3] == 'g' && num[4] == ':') {
+			if (parse_duration_us(num + 5, CFG_HANG_MAX_US, &us) && us >= CFG_HANG_MIN_US)
+				rec->freeze_hang_us = us;
+			else
+				cfg_err(cfg, line, "trace.freeze: '%s': hang:T takes a time from 100ms to 60min "
+					"(e.g. hang:10s)", num);
+		} else if (!ok || after > CFG_FREEZE_AFTER_MAX)
+			cfg_err(cfg, line, "trace.freeze: '%s' is not nmi, hang:T or an address 0x... with "
+				"an optional +N (records kept after it, at most %u)", num, CFG_FREEZE_AFTER_MAX);
 		else if (rec->nr_freeze_at >= HV_REC_MAX_FREEZE)
 			cfg_err(cfg, line, "trace.freeze: more than %u addresses", HV_REC_MAX_FREEZE);
 		else {

@@ -20,6 +20,9 @@
 /* trace.stop = time:T, at most a day; trace.freeze = ADDR+N, N at most */
 #define CFG_STOP_TIME_MAX_US	(24ull * 3600 * 1000000)
 #define CFG_FREEZE_AFTER_MAX	100000000u
+/* trace.freeze = hang:T */
+#define CFG_HANG_MIN_US		100000ull
+#define CFG_HANG_MAX_US		(3600ull * 1000000)
 
 struct cfg_error {
 	u32 line;	/* 0: about the whole file */

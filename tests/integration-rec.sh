@@ -129,38 +129,68 @@ frozen_by() {
 		REASONS="$REASONS; hvtrace status does not say frozen by '$2' ($RUNS/$name/status.txt)"
 }
 
+# hang_run NAME FREEZE UNTIL THEN [QEMU ARGS...]: t_rec's hang with
+# `trace.freeze = FREEZE`, QEMU stopped once the log matches UNTIL after
+# running THEN; the snapshot taken there is $SNAP, RAM $RAM.
+hang_run() {
+	local name=$1 freeze=$2 until=$3 then=$4
+	shift 4
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = h' 'flight.size = 64K' \
+		'trace.start = hypercall' "trace.freeze = $freeze" 'channel = ram'
+	RAM=$RUNS/$name/ram.img SNAP=$RUNS/$name/snap.trace
+	rm -f "$SNAP"
+	run $name 120 --until "$until" \
+		--then "$then; '$HVTRACE' snapshot --dump '$RAM' -o '$SNAP' >'$RUNS/$name/snapshot.out' 2>&1" -- \
+		"$@" -object memory-backend-file,id=ram,share=on,mem-path="$RAM",size=512M -machine memory-backend=ram
+	expect 'GUEST-TEST: INFO: about to hang with interrupts off'
+	reject 'hvtrace: error'
+}
+
+# hang_report REASON LAST: the snapshot's report (--last LAST, the loop's
+# labels as symbols) begins with a freeze for REASON inside rec_hang_loop;
+# the status names REASON. The report is $RUNS/$name/report.txt.
+hang_report() {
+	local lo=$(sed -nE 's/.*REC-HANG: loop=([0-9a-f]+) end=([0-9a-f]+).*/\1/p' "$LOG")
+	local hi=$(sed -nE 's/.*REC-HANG: loop=([0-9a-f]+) end=([0-9a-f]+).*/\2/p' "$LOG")
+	if [ ! -s "$SNAP" ] || [ -z "$lo" ]; then
+		REASONS="$REASONS; no snapshot or no REC-HANG line: $(head -2 "$RUNS/$name/snapshot.out" 2>/dev/null)"
+		return 1
+	fi
+	printf '%016x T rec_hang_loop\n%016x T rec_hang_end\n' $((0x$lo)) $((0x$hi)) >"$RUNS/$name/labels.map"
+	"$HVTRACE" report "$SNAP" --symbols "$RUNS/$name/labels.map" --last $2 >"$RUNS/$name/report.txt" 2>&1
+	head -1 "$RUNS/$name/report.txt" | grep -qE "^frozen: $1 on vcpu 0 at 0x[0-9a-f]+ rec_hang_loop" ||
+		REASONS="$REASONS; the report does not begin with a '$1' freeze in rec_hang_loop ($RUNS/$name/report.txt)"
+	frozen_by "$RAM" $1
+}
+
 # A hang: t_rec loops with interrupts off, the recorder on. QEMU's monitor
 # command `nmi` (what a developer sends at a hung guest) freezes the flight
 # recorder (trace.freeze = nmi); the snapshot's report begins with the
 # freeze and the loop's own branches.
 t_svm_rec_hang_nmi() {
-	local name=svm-rec-hang-nmi
-	local d=$(esp $name)
-	add_guest "$d" t_rec
-	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = h' 'flight.size = 64K' \
-		'trace.start = hypercall' 'trace.freeze = nmi' 'channel = ram'
-	local ram=$RUNS/$name/ram.img snap=$RUNS/$name/snap.trace port=$((20000 + RANDOM % 20000))
-	rm -f "$snap"
-	run $name 120 --until 'REC-HANG' \
-		--then "sleep 3; tests/lib/hmp.sh $port 30 nmi; sleep 3; '$HVTRACE' snapshot --dump '$ram' -o '$snap' >'$RUNS/$name/snapshot.out' 2>&1" -- \
-		-monitor tcp:127.0.0.1:$port,server=on,wait=off \
-		-object memory-backend-file,id=ram,share=on,mem-path="$ram",size=512M -machine memory-backend=ram
+	local name=svm-rec-hang-nmi port=$((20000 + RANDOM % 20000))
+	hang_run $name nmi 'REC-HANG' "sleep 3; tests/lib/hmp.sh $port 30 nmi; sleep 3" \
+		-monitor tcp:127.0.0.1:$port,server=on,wait=off
 	expect 'recorder: flight recorder frozen \(NMI\)'
-	reject 'hvtrace: error'
-	local lo=$(sed -nE 's/.*REC-HANG: loop=([0-9a-f]+) end=([0-9a-f]+).*/\1/p' "$LOG")
-	local hi=$(sed -nE 's/.*REC-HANG: loop=([0-9a-f]+) end=([0-9a-f]+).*/\2/p' "$LOG")
-	if [ ! -s "$snap" ] || [ -z "$lo" ]; then
-		REASONS="$REASONS; no snapshot or no REC-HANG line: $(head -2 "$RUNS/$name/snapshot.out" 2>/dev/null)"
-	else
-		printf '%016x T rec_hang_loop\n%016x T rec_hang_end\n' $((0x$lo)) $((0x$hi)) >"$RUNS/$name/labels.map"
-		"$HVTRACE" report "$snap" --symbols "$RUNS/$name/labels.map" --last 5 >"$RUNS/$name/report.txt" 2>&1
-		head -1 "$RUNS/$name/report.txt" | grep -qE '^frozen: nmi on vcpu 0 at 0x[0-9a-f]+ rec_hang_loop' ||
-			REASONS="$REASONS; the report does not begin with the NMI freeze in the loop ($RUNS/$name/report.txt)"
+	if hang_report nmi 5; then
 		[ "$(sed -n '3,6p' "$RUNS/$name/report.txt" | grep -cE ' branch rec_hang_loop\+0x[0-9a-f]+ -> rec_hang_loop(\+0x[0-9a-f]+)? cpl 0->0 (jcc|jmp)$')" = 4 ] ||
 			REASONS="$REASONS; the records before the freeze are not the loop's branches ($RUNS/$name/report.txt)"
-		frozen_by "$ram" nmi
 	fi
-	rm -f "$ram"
+	rm -f "$RAM"
+	finish $name
+}
+
+# The same hang caught by the hypervisor itself: trace.freeze = hang:2s
+# freezes the flight recorder once the vCPU's records have stayed inside
+# one small span for 2 s, and the report names the looping function.
+t_svm_rec_hang_detect() {
+	local name=svm-rec-hang-detect
+	hang_run $name hang:2s 'flight recorder frozen \(hang\)' true
+	expect 'recorder: vcpu 0 spun within [0-9a-f]+-[0-9a-f]+ for trace.freeze.s hang time'
+	hang_report hang 3
+	rm -f "$RAM"
 	finish $name
 }
 
@@ -687,6 +717,6 @@ t_linux_rec_panic_freeze() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
 t_linux_rec_start_kernel t_linux_rec_smp t_linux_rec_panic_freeze"
 runner_main integration-rec "$ALL" "$@"

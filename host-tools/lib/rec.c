@@ -75,6 +75,7 @@ const char *hvt_freeze_name(unsigned freeze)
 		[HVTRACE_FREEZE_NONE] = "none", [HVTRACE_FREEZE_TRIPLE_FAULT] = "triple-fault",
 		[HVTRACE_FREEZE_RESET] = "reset", [HVTRACE_FREEZE_HYPERCALL] = "hypercall",
 		[HVTRACE_FREEZE_ADDRESS] = "address", [HVTRACE_FREEZE_NMI] = "nmi",
+		[HVTRACE_FREEZE_HANG] = "hang",
 	};
 	return NAME_AT(n, freeze);
 }

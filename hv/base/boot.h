@@ -106,6 +106,7 @@ struct hv_rec_cfg {
 	u64 freeze_after[HV_REC_MAX_FREEZE];	/* ... after this many more records */
 	u32 freeze_nmi;		/* freeze when an NMI reaches the guest */
 	u32 pad2;
+	u64 freeze_hang_us;	/* freeze when a vCPU spins this long in one place; 0: no */
 };
 
 /* An ivshmem-plain device (PCI 1af4:1110) the loader found before the

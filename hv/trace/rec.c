@@ -47,6 +47,8 @@ static struct {
 	struct spinlock lock;		/* state changes */
 	u64 start_tsc;			/* when tracing started */
 	u64 stop_tsc;			/* REC_STOP_TIME: TSC ticks after start_tsc */
+	u64 hang_tsc;			/* trace.freeze = hang:T, in TSC ticks; 0: none */
+	u32 starts;			/* times tracing started (start()) */
 	u64 freeze_target;		/* a trace.freeze address was reached: freeze at */
 	volatile u32 freeze_armed;	/* ... this many records (made) */
 	/* each consumer's filter: hvtrace.cfg's, or the trace_ctl filter's */
@@ -128,6 +130,12 @@ static struct hvtrace_chan *chan_place(u64 bytes, u64 *pa, u32 *where)
 	return p;
 }
 
+/* microseconds to TSC ticks without overflow (at most a day of them) */
+static u64 us_to_tsc(u64 us)
+{
+	return us / 1000000 * hv.boot.tsc_hz + us % 1000000 * hv.boot.tsc_hz / 1000000;
+}
+
 int rec_init(void)
 {
 	const struct hv_rec_cfg *cfg = &hv.boot.rec;
@@ -168,9 +176,15 @@ int rec_init(void)
 				"not measure");
 			return HV_ERR_REC_CONFIG;
 		}
-		/* microseconds to ticks without overflow (stop_arg <= a day) */
-		rec.stop_tsc = cfg->stop_arg / 1000000 * hv.boot.tsc_hz +
-			       cfg->stop_arg % 1000000 * hv.boot.tsc_hz / 1000000;
+		rec.stop_tsc = us_to_tsc(cfg->stop_arg);
+	}
+	if (cfg->freeze_hang_us) {
+		if (!hv.boot.tsc_hz) {
+			LOG_ERR("recorder: trace.freeze = hang needs the TSC rate, which the loader could "
+				"not measure");
+			return HV_ERR_REC_CONFIG;
+		}
+		rec.hang_tsc = us_to_tsc(cfg->freeze_hang_us);
 	}
 	rec.chan = c;
 	rec.skip = cfg->start == REC_START_BRANCHES ? cfg->start_arg : 0;
@@ -238,6 +252,7 @@ static void start(struct vcpu *v, u64 at)
 	__atomic_store_n(&rec.made, 0, __ATOMIC_SEQ_CST);
 	rec.start_tsc = rdtsc();
 	rec.freeze_armed = 0;
+	__atomic_add_fetch(&rec.starts, 1, __ATOMIC_RELAXED);
 	set_state(v, HVTRACE_STATE_TRACING);
 	v->trace->rec.cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
 	mark(v, HVTRACE_MARK_START, at, v->trace->rec.cr3);
@@ -405,6 +420,39 @@ static void freeze_check(struct vcpu *v, u64 to, u64 made)
 	}
 }
 
+/* trace.freeze = hang:T: a vCPU whose records, for T, all lie within
+ * REC_HANG_SPAN bytes spins in one place with nothing else running on it
+ * (an interrupt handler's records would be elsewhere): a loop with
+ * interrupts off, a lock that never comes free. A halted vCPU makes no
+ * records and is not a hang. */
+static void hang_check(struct vcpu *v, const struct hvtrace_rec *r)
+{
+	struct rec_vcpu *rv = &v->trace->rec;
+	u32 starts = __atomic_load_n(&rec.starts, __ATOMIC_RELAXED);
+	if (rv->hang_starts != starts) {	/* tracing (re)started: a new watch */
+		rv->hang_starts = starts;
+		rv->hang_t0 = 0;
+	}
+	u64 lo = rv->hang_lo < r->from ? rv->hang_lo : r->from;
+	u64 hi = rv->hang_hi > r->from ? rv->hang_hi : r->from;
+	lo = lo < r->to ? lo : r->to;
+	hi = hi > r->to ? hi : r->to;
+	if (!rv->hang_t0 || hi - lo >= REC_HANG_SPAN) {
+		rv->hang_t0 = r->tsc;
+		rv->hang_lo = r->from < r->to ? r->from : r->to;
+		rv->hang_hi = r->from < r->to ? r->to : r->from;
+		if (rv->hang_hi - rv->hang_lo >= REC_HANG_SPAN)
+			rv->hang_lo = rv->hang_hi;	/* a long jump itself is no spin */
+		return;
+	}
+	rv->hang_lo = lo;
+	rv->hang_hi = hi;
+	if (r->tsc - rv->hang_t0 >= rec.hang_tsc) {
+		LOG_WARN("recorder: vcpu %u spun within %lx-%lx for trace.freeze's hang time", v->id, lo, hi);
+		rec_freeze(v, HVTRACE_FREEZE_HANG);
+	}
+}
+
 /* trace.stop = time:T, checked at every record and every exit */
 static void time_check(struct vcpu *v, u64 now)
 {
@@ -455,6 +503,8 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 		freeze_check(v, to, made);
 	if (rec.freeze_armed && made >= __atomic_load_n(&rec.freeze_target, __ATOMIC_ACQUIRE))
 		rec_freeze(v, HVTRACE_FREEZE_ADDRESS);
+	if (rec.hang_tsc && kind == HVTRACE_REC_BRANCH)
+		hang_check(v, &r);
 	time_check(v, r.tsc);
 }
 
@@ -568,7 +618,7 @@ void rec_freeze(struct vcpu *v, u32 why)
 	static const char *const why_name[] = {
 		[HVTRACE_FREEZE_TRIPLE_FAULT] = "triple fault", [HVTRACE_FREEZE_RESET] = "reset request",
 		[HVTRACE_FREEZE_HYPERCALL] = "hypercall", [HVTRACE_FREEZE_ADDRESS] = "trace.freeze address",
-		[HVTRACE_FREEZE_NMI] = "NMI",
+		[HVTRACE_FREEZE_NMI] = "NMI", [HVTRACE_FREEZE_HANG] = "hang",
 	};
 	LOG_WARN("recorder: flight recorder frozen (%s); the host can take it with 'hvtrace snapshot'",
 		 why < ARRAY_SIZE(why_name) && why_name[why] ? why_name[why] : "?");

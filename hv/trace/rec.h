@@ -36,7 +36,13 @@ struct rec_vcpu {
 	u64 records, lost;		/* accepted by / dropped from its rings */
 	u32 seen_gen;			/* the recorder state change it applied last */
 	bool frozen_marked;		/* its CRASH marker is written */
+	/* trace.freeze = hang:T: the span of addresses its records have
+	 * touched since hang_t0 (a spin in one place stays inside a page) */
+	u64 hang_t0, hang_lo, hang_hi;
+	u32 hang_starts;		/* rec.starts when the watch began */
 };
+/* A hang: T of records whose addresses all lie within this many bytes. */
+#define REC_HANG_SPAN	4096
 
 /* Lays out the channel (ivshmem BAR2 or reserved RAM) and the rings of
  * every vCPU; HV_OK or an enum hv_status. Before the guest first runs. */

@@ -174,6 +174,7 @@ enum hvtrace_freeze {
 	HVTRACE_FREEZE_HYPERCALL = 3,	/* HVTRACE_TRACE_FREEZE */
 	HVTRACE_FREEZE_ADDRESS = 4,	/* a trace.freeze address, and its records after (ABI 1.4) */
 	HVTRACE_FREEZE_NMI = 5,		/* an NMI reached the guest, trace.freeze = nmi (ABI 1.4) */
+	HVTRACE_FREEZE_HANG = 6,	/* a vCPU spun in one place, trace.freeze = hang:T (ABI 1.4) */
 };
 
 enum hvtrace_chan_where {

@@ -135,13 +135,16 @@ int main(void)
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:1441min\n", 3, "at most 24 hours");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.stop = time:\n", 3, "or time:T");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = panic\n", 3,
-	    "trace.freeze: 'panic' is not nmi or an address 0x...");
+	    "trace.freeze: 'panic' is not nmi, hang:T or an address 0x...");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0x10+\n", 3, "optional +N");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0x10+x\n", 3, "optional +N");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0x10+100000001\n", 3, "at most 100000000");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze=0x1\ntrace.freeze=0x2\ntrace.freeze=0x3\n"
 	    "trace.freeze=0x4\ntrace.freeze=0x5\n", 7, "more than 4 addresses");
 	bad("next = \\a.efi\ntrace.freeze = nmi\n", 0, "trace.freeze and channel need a recorder");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:99ms\n", 3, "hang:T takes a time from 100ms to 60min");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:61min\n", 3, "hang:T takes a time");
+	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:\n", 3, "hang:T takes a time");
 	bad("next = \\a.efi\nflight.size = 4K\nchannel = pipe\n", 3, "not auto, ivshmem or ram");
 	bad("next = \\a.efi\nflight.size = 4K\nflight.mode = ring\n", 3, "flight.mode: 'ring' is not overwrite or lossless");
 	bad("next = \\a.efi\nstream.mode = lossless\n", 0, "'stream.mode' is set but 'stream.size' is not");
@@ -167,7 +170,12 @@ int main(void)
 	      "trace.freeze: %u addresses, nmi %u: %s", cfg.rec.nr_freeze_at, cfg.rec.freeze_nmi,
 	      cfg.errors[0].msg);
 	CHECK(parse("next = \\a.efi\nflight.size = 4K\n") == 0 && cfg.rec.nr_freeze_at == 0 &&
-		      !cfg.rec.freeze_nmi, "no freeze by default");
+		      !cfg.rec.freeze_nmi && !cfg.rec.freeze_hang_us, "no freeze by default");
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:10s\n") == 0 &&
+		      cfg.rec.freeze_hang_us == 10000000, "hang:10s -> %llu us",
+	      (unsigned long long)cfg.rec.freeze_hang_us);
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:100ms\n") == 0 &&
+		      cfg.rec.freeze_hang_us == 100000, "hang:100ms");
 
 	/* NUL byte inside a value */
 	{
