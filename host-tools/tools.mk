@@ -4,7 +4,7 @@
 HT_DIR := $(BUILD)/host-tools
 HT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iinclude -Ihost-tools/lib -Ihost-tools/src
 HT_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
-HT_LIBS := -lelf
+HT_LIBS := -lelf -lz
 
 HT_LIB_SRCS := $(addprefix host-tools/lib/,rec.c chan.c dump.c producer.c file.c sym.c)
 # report.c and print.c are the part of the command the fuzzers link too

@@ -72,11 +72,9 @@ for arg in $(cat /proc/cmdline); do
 		echo c > /proc/sysrq-trigger
 		;;
 	hvtrace.kallsyms)
-		# the kernel's text symbols as a System.map (Debian ships only a
-		# placeholder one): gzip, base64, between two marker lines
-		echo "HVTRACE-KSYMS-BEGIN"
-		grep ' [tTwW] ' /proc/kallsyms | gzip -9 | base64
-		echo "HVTRACE-KSYMS-END"
+		# the kernel's text symbols for the host's `hvtrace symbols`
+		# (Debian ships only a placeholder System.map)
+		hvtrace-agent symbols; echo "HVTRACE-GUEST: agent symbols exit $?"
 		;;
 	esac
 done

@@ -300,6 +300,15 @@ const struct hvt_sym *hvt_syms_find(const struct hvt_syms *s, const char *name);
 const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, size_t len);
 void hvt_syms_free(struct hvt_syms *s);
 
+/* The kernel symbols `hvtrace-agent symbols` printed into a console log:
+ * the last complete block between HVTRACE-KSYMS-BEGIN and
+ * HVTRACE-KSYMS-END lines (base64 of gzip; carriage returns and trailing
+ * blanks tolerated), decoded into a text map (*map, *map_len; malloc'd),
+ * at most HVT_KSYMS_MAX bytes. Checked: it parses as a symbol map with at
+ * least one symbol. 0, or -1 with err saying what is wrong and where. */
+#define HVT_KSYMS_MAX	(256u << 20)
+int hvt_ksyms_from_log(const char *log, size_t len, char **map, size_t *map_len, struct hvt_err *err);
+
 /* Reads a whole file into memory (NUL-terminated); for the parsers. */
 void *hvt_read_file(const char *path, size_t *len, struct hvt_err *err);
 /* Maps a whole regular file of at least min (> 0) bytes: shared read/write,

@@ -12,6 +12,7 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "libhvtrace.h"
 
@@ -291,4 +292,164 @@ void hvt_syms_free(struct hvt_syms *s)
 	free(s->v);
 	free(s->strings);
 	memset(s, 0, sizeof(*s));
+}
+
+/* ---------------------------------------------------------------- */
+/* kernel symbols from a console log (hvtrace-agent symbols)           */
+
+#define KSYMS_BEGIN "HVTRACE-KSYMS-BEGIN"
+#define KSYMS_END "HVTRACE-KSYMS-END"
+
+/* [p, e) is one line without its newline; trailing CR and blanks dropped */
+static size_t line_len(const char *p, const char *e)
+{
+	while (e > p && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	return (size_t)(e - p);
+}
+
+static int b64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+int hvt_ksyms_from_log(const char *log, size_t len, char **map, size_t *map_len, struct hvt_err *err)
+{
+	const char *p = log, *e = log + len, *begin = NULL, *end = NULL, *cand = NULL;
+	size_t begin_line = 0, line = 0;
+	unsigned char *bin = NULL;
+	size_t nbin = 0, cap;
+	char *out = NULL;
+	z_stream z;
+	int rc;
+
+	*map = NULL;
+	*map_len = 0;
+	/* the last BEGIN that an END follows */
+	while (p < e) {
+		const char *nl = memchr(p, '\n', (size_t)(e - p));
+		const char *le = nl ? nl : e;
+		size_t l = line_len(p, le);
+
+		line++;
+		if (l == sizeof(KSYMS_BEGIN) - 1 && !memcmp(p, KSYMS_BEGIN, l)) {
+			cand = nl ? nl + 1 : e;
+			begin_line = line;
+		} else if (l == sizeof(KSYMS_END) - 1 && !memcmp(p, KSYMS_END, l) && cand) {
+			begin = cand;
+			end = p;
+			cand = NULL;
+		}
+		p = nl ? nl + 1 : e;
+	}
+	if (!begin) {
+		hvt_seterr(err, cand ? "the symbols block that starts at line %zu has no " KSYMS_END
+				       " line (cut short?)"
+				     : "no " KSYMS_BEGIN " ... " KSYMS_END " block (run `hvtrace-agent "
+				       "symbols` in the guest, its output on this console)",
+			   begin_line);
+		return -1;
+	}
+	cap = (size_t)(end - begin) / 4 * 3 + 3;
+	bin = malloc(cap ? cap : 1);
+	if (!bin) {
+		hvt_seterr(err, "out of memory");
+		return -1;
+	}
+	{
+		unsigned acc = 0;
+		int bits = 0, pad = 0;
+		size_t ln = 0;
+		for (p = begin; p < end; p++) {
+			unsigned char c = (unsigned char)*p;
+			int v;
+			if (c == '\n') {
+				ln++;
+				continue;
+			}
+			if (c == '\r' || c == ' ' || c == '\t')
+				continue;
+			if (c == '=') {
+				pad++;
+				continue;
+			}
+			v = b64_val(c);
+			if (v < 0 || pad) {
+				hvt_seterr(err, "symbols block, line %zu of it: '%c' is not base64", ln + 1,
+					   isprint(c) ? c : '?');
+				free(bin);
+				return -1;
+			}
+			acc = acc << 6 | (unsigned)v;
+			bits += 6;
+			if (bits >= 8) {
+				bits -= 8;
+				bin[nbin++] = (unsigned char)(acc >> bits);
+			}
+		}
+	}
+	memset(&z, 0, sizeof(z));
+	if (inflateInit2(&z, 15 + 16) != Z_OK) {
+		free(bin);
+		hvt_seterr(err, "zlib failed");
+		return -1;
+	}
+	cap = nbin * 4 + 4096;
+	out = malloc(cap);
+	z.next_in = bin;
+	z.avail_in = (uInt)nbin;
+	rc = Z_OK;
+	while (out && rc == Z_OK) {
+		if (z.total_out == cap) {
+			char *t;
+			if (cap >= HVT_KSYMS_MAX) {
+				rc = Z_MEM_ERROR;
+				break;
+			}
+			cap = cap * 2 > HVT_KSYMS_MAX ? HVT_KSYMS_MAX : cap * 2;
+			t = realloc(out, cap);
+			if (!t) {
+				free(out);
+				out = NULL;
+				break;
+			}
+			out = t;
+		}
+		z.next_out = (unsigned char *)out + z.total_out;
+		z.avail_out = (uInt)(cap - z.total_out);
+		rc = inflate(&z, Z_NO_FLUSH);
+		if (rc == Z_BUF_ERROR && z.avail_in)
+			rc = Z_OK;	/* more room needed */
+	}
+	*map_len = z.total_out;
+	inflateEnd(&z);
+	free(bin);
+	if (!out || rc != Z_STREAM_END) {
+		hvt_seterr(err, !out ? "out of memory"
+			   : rc == Z_MEM_ERROR ? "the symbols block inflates past %u MiB"
+					       : "the symbols block is not a whole gzip stream (corrupt or cut short)",
+			   HVT_KSYMS_MAX >> 20);
+		free(out);
+		*map_len = 0;
+		return -1;
+	}
+	{
+		struct hvt_syms s;
+		if (hvt_syms_parse_map(&s, out, *map_len, err)) {
+			struct hvt_err inner = *err;
+			hvt_seterr(err, "the symbols block: %s", inner.msg);
+			free(out);
+			*map_len = 0;
+			return -1;
+		}
+		hvt_syms_free(&s);
+	}
+	*map = out;
+	return 0;
 }

@@ -70,6 +70,7 @@ int cmd_snapshot(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_symbols(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 
 #endif

@@ -191,7 +191,8 @@ static int status_main(int argc, char **argv)
 static const char record_help[] =
 	"usage: hvtrace record --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC] [--quiet]\n"
 	"Attaches to every LOSSLESS ring of the channel and drains it into FILE until\n"
-	"SIGINT/SIGTERM, until the channel is STOPPED or FROZEN and drained, or until\n"
+	"SIGINT/SIGTERM (what the rings hold then is drained too, whatever --rate),\n"
+	"until the channel is STOPPED or FROZEN and drained, or until\n"
 	"--idle-exit SEC seconds pass without a new record. The file is valid at any\n"
 	"moment (a killed recorder leaves one readers accept); LOST records are kept,\n"
 	"and the header's lost is the sum of the rings' lost.\n"
@@ -306,8 +307,12 @@ static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int 
 		drained += (uint64_t)got;
 		if (got)
 			last_new = now;
-		if (stop_requested)
-			return 0;
+		if (stop_requested) {
+			/* what the rings hold now goes into the file too: a
+			 * signal loses nothing already produced */
+			got = drain_pass(r, UINT64_MAX, &err);
+			return got < 0 ? fail("record", "%s", err.msg) : 0;
+		}
 		if ((state == HVTRACE_STATE_STOPPED || state == HVTRACE_STATE_FROZEN) && all_drained(r))
 			return 0;
 		if (idle_ns && now - last_new >= idle_ns)

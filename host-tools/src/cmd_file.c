@@ -313,3 +313,83 @@ out_syms:
 		hvt_syms_free(&syms);
 	return rc;
 }
+
+/* ---------------------------------------------------------------- */
+
+static const char symbols_help[] =
+	"usage: hvtrace symbols LOG -o MAP\n"
+	"Takes the running kernel's symbols that `hvtrace-agent symbols` printed in the\n"
+	"guest (its output on a console the host captured, e.g. QEMU's -serial file:LOG)\n"
+	"and writes them as a System.map-style MAP for --symbols: the last complete\n"
+	"HVTRACE-KSYMS-BEGIN ... HVTRACE-KSYMS-END block of LOG, decoded and checked.\n"
+	"The addresses are the kernel's as it ran (KASLR included, modules too), so the\n"
+	"map fits traces of that boot.\n";
+
+int cmd_symbols(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, OPT_HELP }, { 0 },
+	};
+	const char *file = NULL, *out = NULL;
+	struct hvt_err err;
+	struct hvt_syms syms;
+	char *log, *map, tmp[4096];
+	size_t len, map_len, n_mod = 0, i;
+	int opt, rc = 0;
+	FILE *o;
+
+	optind = 1;
+	while ((opt = next_opt(argc, argv, "symbols", ":ho:", lo, &rc)) != -1) {
+		switch (opt) {
+		case 'o': out = optarg; break;
+		case OPT_HELP: fputs(symbols_help, stdout); return 0;
+		default: return rc ? rc : usage_error("symbols", "unexpected option");
+		}
+	}
+	if ((rc = one_file(argc, argv, "symbols", &file)))
+		return rc;
+	if (!out)
+		return usage_error("symbols", "-o MAP is required");
+	log = hvt_read_file(file, &len, &err);
+	if (!log)
+		return fail("symbols", "%s", err.msg);
+	rc = hvt_ksyms_from_log(log, len, &map, &map_len, &err);
+	free(log);
+	if (rc)
+		return fail(file, "%s", err.msg);
+	if (hvt_syms_parse_map(&syms, map, map_len, &err)) {	/* checked already: cannot fail */
+		free(map);
+		return fail(file, "%s", err.msg);
+	}
+	for (i = 0; i < map_len; i++)
+		n_mod += map[i] == '[';
+	/* written whole, then renamed over MAP */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= sizeof(tmp)) {
+		rc = usage_error("symbols", "-o: path too long");
+		goto done;
+	}
+	o = fopen(tmp, "w");
+	if (!o || fwrite(map, 1, map_len, o) != map_len || fclose(o) || rename(tmp, out)) {
+		rc = fail(out, "cannot write the map");
+		if (o)
+			remove(tmp);
+		goto done;
+	}
+	{
+		/* the kernel's base (KASLR's choice): the _text line of the map */
+		const char *t = NULL, *q;
+		for (q = map; q && q < map + map_len; q = memchr(q, '\n', (size_t)(map + map_len - q)), q = q ? q + 1 : q)
+			if (map + map_len - q > 26 && !memcmp(q + 16, " T _text", 8) && (q[24] == '\n' || q[24] == '\r')) {
+				t = q;
+				break;
+			}
+		fprintf(stderr, "hvtrace symbols: %zu functions (%zu in modules)", syms.n, n_mod);
+		if (t)
+			fprintf(stderr, ", _text at 0x%.16s", t);
+		fprintf(stderr, " -> %s\n", out);
+	}
+done:
+	hvt_syms_free(&syms);
+	free(map);
+	return rc;
+}

@@ -28,7 +28,9 @@ static const char usage[] =
 	"  report   FILE [--symbols SYMFILE] [--calls] [--hot N] [--last N] [--vcpu N]\n"
 	"           [--before WHERE | --around WHERE]    call history, hot branches, the\n"
 	"                                                 records before a place or a freeze\n"
-	"  export   FILE --perfetto OUT.json [--symbols SYMFILE]\n"
+	"  export   FILE --perfetto OUT.json [--symbols SYMFILE] [--from P] [--to P] [--vcpu N]\n"
+	"  symbols  LOG -o MAP                            the guest kernel's symbols that\n"
+	"                                                 hvtrace-agent symbols printed\n"
 	"\n"
 	"`hvtrace COMMAND --help` describes one. SYMFILE: an ELF with a symbol table,\n"
 	"or a System.map / /proc/kallsyms text map.\n"
@@ -220,6 +222,7 @@ static const struct {
 } cmds[] = {
 	{ "status", cmd_status }, { "record", cmd_record }, { "snapshot", cmd_snapshot },
 	{ "dump", cmd_dump },	  { "report", cmd_report }, { "export", cmd_export },
+	{ "symbols", cmd_symbols },
 	{ "synth", cmd_synth },	/* hidden: synthetic channels and files for tests */
 };
 

@@ -258,6 +258,39 @@ run 2 "export --from nonsense" "$H" export "$T/thunks.hvt" --perfetto "$T/x.json
 check "export --from nonsense: message" has "$T/err" "not a record index or a time"
 run 1 "export --from a time, tsc_hz 0" "$H" export "$T/thunks.hvt" --perfetto "$T/x.json" --from 1ms
 check "export --from a time, tsc_hz 0: message" has "$T/err" "tsc_hz is 0"
+# hvtrace symbols: the block hvtrace-agent symbols prints, from a console log
+python3 - "$T" <<'PY'
+import base64, gzip, sys
+t = sys.argv[1]
+m = b"ffffffff81000000 T _text\nffffffff81000100 T start_kernel\nffffffffc0001000 t mod_fn\t[mod]\n"
+def block(data, crlf=False):
+    b = base64.encodebytes(gzip.compress(data)).decode()
+    nl = "\r\n" if crlf else "\n"
+    return "HVTRACE-KSYMS-BEGIN" + nl + b.replace("\n", nl) + "HVTRACE-KSYMS-END" + nl
+open(t + "/ks-good.log", "w", newline="").write("[ 1.0] boot\n" + block(b"ffffffff81000000 T old\n") + "noise\n" + block(m, True) + "done\n")
+open(t + "/ks.want", "wb").write(m)
+open(t + "/ks-noend.log", "w").write(block(m).replace("HVTRACE-KSYMS-END\n", ""))
+open(t + "/ks-b64.log", "w").write(block(m).replace("HVTRACE-KSYMS-BEGIN\n", "HVTRACE-KSYMS-BEGIN\nnot*base64\n"))
+g = base64.encodebytes(gzip.compress(m)[:-12]).decode()
+open(t + "/ks-cut.log", "w").write("HVTRACE-KSYMS-BEGIN\n" + g + "HVTRACE-KSYMS-END\n")
+open(t + "/ks-notmap.log", "w").write(block(b"hello world\n"))
+PY
+run 0 "symbols from a console log" "$H" symbols "$T/ks-good.log" -o "$T/ks.map"
+check "symbols: the last block, exact, CRLF tolerated" cmp -s "$T/ks.map" "$T/ks.want"
+check "symbols: says what it found" has "$T/err" "^hvtrace symbols: 3 functions \(1 in modules\), _text at 0xffffffff81000000 -> "
+run 0 "the map works as --symbols" "$H" dump "$T/two.hvt" --symbols "$T/ks.map"
+run 1 "symbols: no block" "$H" symbols "$T/calls.want" -o "$T/x.map"
+check "symbols: no block: message" has "$T/err" "no HVTRACE-KSYMS-BEGIN ... HVTRACE-KSYMS-END block"
+run 1 "symbols: no END" "$H" symbols "$T/ks-noend.log" -o "$T/x.map"
+check "symbols: no END: message" has "$T/err" "starts at line 1 has no HVTRACE-KSYMS-END line"
+run 1 "symbols: not base64" "$H" symbols "$T/ks-b64.log" -o "$T/x.map"
+check "symbols: not base64: message" has "$T/err" "line 1 of it: '\*' is not base64"
+run 1 "symbols: gzip cut short" "$H" symbols "$T/ks-cut.log" -o "$T/x.map"
+check "symbols: gzip cut short: message" has "$T/err" "not a whole gzip stream"
+run 1 "symbols: not a map" "$H" symbols "$T/ks-notmap.log" -o "$T/x.map"
+check "symbols: not a map: message" has "$T/err" "the symbols block: symbol map: line 1"
+check "symbols: nothing written on failure" test ! -e "$T/x.map"
+run 2 "symbols without -o" "$H" symbols "$T/ks-good.log"
 run 0 "report (all sections), --vcpu 1" "$H" report "$T/two.hvt" --symbols "$T/System.map" --vcpu 1
 check "report --vcpu 1: only vcpu 1" test "$(grep -c 'function-call history' "$T/out")" = 1
 check "report --vcpu 1: its history" has "$T/out" "^vcpu 1 function-call history:$"
