@@ -51,6 +51,9 @@ static struct {
 	u32 starts;			/* times tracing started (start()) */
 	u64 freeze_target;		/* a trace.freeze address was reached: freeze at */
 	volatile u32 freeze_armed;	/* ... this many records (made) */
+	/* the freeze addresses: hvtrace.cfg's, then HVTRACE_TRACE_FREEZE_AT's */
+	u64 freeze_at[HV_REC_MAX_FREEZE], freeze_after[HV_REC_MAX_FREEZE];
+	volatile u32 nr_freeze_at;
 	/* each consumer's filter: hvtrace.cfg's, or the trace_ctl filter's */
 	struct hv_rec_filter filter[REC_MAX_CONSUMERS];
 } rec;
@@ -186,6 +189,11 @@ int rec_init(void)
 		}
 		rec.hang_tsc = us_to_tsc(cfg->freeze_hang_us);
 	}
+	for (u32 i = 0; i < cfg->nr_freeze_at && i < HV_REC_MAX_FREEZE; i++) {
+		rec.freeze_at[i] = cfg->freeze_at[i];
+		rec.freeze_after[i] = cfg->freeze_after[i];
+	}
+	rec.nr_freeze_at = cfg->nr_freeze_at < HV_REC_MAX_FREEZE ? cfg->nr_freeze_at : HV_REC_MAX_FREEZE;
 	rec.chan = c;
 	rec.skip = cfg->start == REC_START_BRANCHES ? cfg->start_arg : 0;
 	rec.made = 0;
@@ -400,24 +408,48 @@ static void deliver(struct vcpu *v, const struct hvtrace_rec *r, u64 cr3)
  * the lead-up and a little after are kept; its TRIGGER marker says where. */
 static void freeze_check(struct vcpu *v, u64 to, u64 made)
 {
-	const struct hv_rec_cfg *cfg = rec.cfg;
-	for (u32 i = 0; i < cfg->nr_freeze_at && i < HV_REC_MAX_FREEZE; i++) {
-		if (to != cfg->freeze_at[i])
+	u32 n = rec.nr_freeze_at;
+	for (u32 i = 0; i < n && i < HV_REC_MAX_FREEZE; i++) {
+		if (to != rec.freeze_at[i])
 			continue;
 		spin_lock(&rec.lock);
-		bool first = !rec.freeze_armed && rec.state == HVTRACE_STATE_TRACING;
+		u64 after = rec.freeze_after[i];
+		bool first = !rec.freeze_armed && rec.state == HVTRACE_STATE_TRACING && i < rec.nr_freeze_at &&
+			     rec.freeze_at[i] == to;
 		if (first) {
-			__atomic_store_n(&rec.freeze_target, made + cfg->freeze_after[i], __ATOMIC_RELEASE);
+			__atomic_store_n(&rec.freeze_target, made + after, __ATOMIC_RELEASE);
 			rec.freeze_armed = 1;
 		}
 		spin_unlock(&rec.lock);
 		if (first) {
-			mark(v, HVTRACE_MARK_TRIGGER, to, cfg->freeze_after[i]);
+			mark(v, HVTRACE_MARK_TRIGGER, to, after);
 			LOG_WARN("recorder: vcpu %u reached the trace.freeze address %016lx; freezing after "
-				 "%lu more records", v->id, to, cfg->freeze_after[i]);
+				 "%lu more records", v->id, to, after);
 		}
 		return;
 	}
+}
+
+/* HVTRACE_TRACE_FREEZE_AT: one more freeze address (as a trace.freeze
+ * line), or none at all with address 0. Under rec.lock: freeze_check()
+ * reads the table without it and re-checks under it. */
+static s64 freeze_at(u64 addr, u64 after)
+{
+	s64 ret = 0;
+	if (after > REC_FREEZE_AFTER_MAX)
+		return -HVTRACE_EINVAL;
+	spin_lock(&rec.lock);
+	if (!addr) {
+		rec.nr_freeze_at = 0;
+	} else if (rec.nr_freeze_at >= HV_REC_MAX_FREEZE) {
+		ret = -HVTRACE_EINVAL;
+	} else {
+		rec.freeze_at[rec.nr_freeze_at] = addr;
+		rec.freeze_after[rec.nr_freeze_at] = after;
+		__atomic_store_n(&rec.nr_freeze_at, rec.nr_freeze_at + 1, __ATOMIC_RELEASE);
+	}
+	spin_unlock(&rec.lock);
+	return ret;
 }
 
 /* trace.freeze = hang:T: a vCPU whose records, for T, all lie within
@@ -499,7 +531,7 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 			stop(v, "trace.stop records reached", made);
 		spin_unlock(&rec.lock);
 	}
-	if (rec.cfg->nr_freeze_at && !rec.freeze_armed)
+	if (rec.nr_freeze_at && !rec.freeze_armed)
 		freeze_check(v, to, made);
 	if (rec.freeze_armed && made >= __atomic_load_n(&rec.freeze_target, __ATOMIC_ACQUIRE))
 		rec_freeze(v, HVTRACE_FREEZE_ADDRESS);
@@ -593,6 +625,8 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 		return 0;
 	case HVTRACE_TRACE_FILTER:
 		return set_filter(arg, v->gpr[GPR_RDX]);
+	case HVTRACE_TRACE_FREEZE_AT:
+		return freeze_at(arg, v->gpr[GPR_RDX]);
 	}
 	return -HVTRACE_EINVAL;
 }

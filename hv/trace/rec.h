@@ -43,6 +43,8 @@ struct rec_vcpu {
 };
 /* A hang: T of records whose addresses all lie within this many bytes. */
 #define REC_HANG_SPAN	4096
+/* HVTRACE_TRACE_FREEZE_AT's records after, at most (as hvtrace.cfg's) */
+#define REC_FREEZE_AFTER_MAX	100000000ull
 
 /* Lays out the channel (ivshmem BAR2 or reserved RAM) and the rings of
  * every vCPU; HV_OK or an enum hv_status. Before the guest first runs. */

@@ -54,6 +54,9 @@ enum hvtrace_trace_op {
 	HVTRACE_TRACE_MARK = 3,		/* a MARKER record carrying RCX */
 	HVTRACE_TRACE_FREEZE = 4,	/* freeze the flight recorder now, as on a crash */
 	HVTRACE_TRACE_FILTER = 5,	/* RCX = gpa of a struct hvtrace_filter, RDX = its size */
+	HVTRACE_TRACE_FREEZE_AT = 6,	/* trace.freeze by hypercall: RCX = an address, RDX = the
+					 * records kept after it (<= 100000000); RCX = 0 removes
+					 * every freeze address (ABI 1.4) */
 };
 
 /* A consumer's filter, replacing the one hvtrace.cfg gave it

@@ -25,8 +25,10 @@
 	mov	%rdi, %r8
 	TRACE_CTL 1, \insn
 	mov	%r8, %rcx
-1:	dec	%rcx
-	jnz	1b
+	.globl \name\()_back
+\name\()_back:
+	dec	%rcx
+	jnz	\name\()_back
 	TRACE_CTL 2, \insn
 	popfq
 	pop	%rbx

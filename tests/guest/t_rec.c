@@ -35,7 +35,7 @@ extern const char rec_crash_svm_jmp[], rec_crash_vmx_jmp[], rec_crash_body[], re
 	rec_crash_b[], rec_crash_c[], rec_crash_fault[];
 
 void rec_spin(uint64_t n);
-extern const char rec_spin_end[];
+extern const char rec_spin_end[], rec_loop_svm_back[], rec_loop_vmx_back[];
 void rec_hang_svm(void) __attribute__((noreturn));
 void rec_hang_vmx(void) __attribute__((noreturn));
 extern const char rec_hang_loop[], rec_hang_end[];
@@ -130,6 +130,28 @@ static void basic(void)
 	       b.rec_records - a.rec_records);
 	report(trace_ctl(HVTRACE_TRACE_STOP, 0) == 0, "stop_when_stopped", NULL);
 	report(b.engine == HVTRACE_ENGINE_OFF, "engine_off_after_stop", "engine %u", b.engine);
+
+	/* trace.freeze by hypercall (last: a freeze ends the recorder), with
+	 * the flight recorder's filter back to everything */
+	f = (struct hvtrace_filter){ .consumer = HVTRACE_CONSUMER_FLIGHT, .cpl = HVTRACE_CPL_ALL };
+	set_filter(&f);
+	const char *back = cpu_is_amd() ? rec_loop_svm_back : rec_loop_vmx_back;
+	uint64_t op = HVTRACE_TRACE_FREEZE_AT, addr = u(back), after = 100000001;
+	report(hypercall3(HVTRACE_HC_TRACE_CTL, &op, &addr, &after) == -HVTRACE_EINVAL,
+	       "freeze_at_too_many_after", NULL);
+	op = HVTRACE_TRACE_FREEZE_AT, addr = u(back), after = 5;
+	int64_t fr = hypercall3(HVTRACE_HC_TRACE_CTL, &op, &addr, &after);
+	vcpu_status(&a);
+	/* START, 99 taken JNZ back to the loop's start: frozen 5 records after
+	 * the first, so the STOP at its end finds the recorder frozen */
+	int64_t lr = rec_loop(100);
+	vcpu_status(&b);
+	report(fr == 0 && lr == -HVTRACE_EPERM && trace_ctl(HVTRACE_TRACE_START, 0) == -HVTRACE_EPERM,
+	       "freeze_at_hypercall", "ret %ld, loop's stop %ld", fr, lr);
+	/* the start marker, the JNZ that reached it and 5 more, the trigger
+	 * marker, the crash marker */
+	report(b.rec_records - a.rec_records == 9, "freeze_at_keeps_n_after", "%lu records",
+	       b.rec_records - a.rec_records);
 }
 
 static bool vcpu_status_of(uint32_t vcpu, struct hvtrace_vcpu_status *st)
