@@ -6,6 +6,7 @@
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
+#include "arch/x86/paging.h"
 #include "dispatch/cpuid.h"
 
 void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
@@ -48,5 +49,24 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		/* AMD APM Vol. 3 E.4.9: reserved when SVM is absent */
 		r->eax = r->ebx = r->ecx = r->edx = 0;
 		break;
+	}
+}
+
+/* The bits hardware derives from the processor's state at the moment of
+ * the CPUID (SDM Vol. 2A CPUID): OSXSAVE from CR4.OSXSAVE, OSPKE from
+ * CR4.PKE, the APIC bit from IA32_APIC_BASE.EN. Executed in root mode,
+ * CPUID reports the hypervisor's CR4 and would not follow the guest's. */
+void cpuid_apply_state(u32 leaf, u32 sub, u64 guest_cr4, bool apic_enabled, struct cpuid_regs *r)
+{
+	if (leaf == 1) {
+		r->ecx &= ~CPUID_1_ECX_OSXSAVE;
+		if ((r->ecx & CPUID_1_ECX_XSAVE) && (guest_cr4 & CR4_OSXSAVE))
+			r->ecx |= CPUID_1_ECX_OSXSAVE;
+		if (!apic_enabled)
+			r->edx &= ~CPUID_1_EDX_APIC;
+	} else if (leaf == 7 && sub == 0) {
+		r->ecx &= ~CPUID_7_ECX_OSPKE;
+		if ((r->ecx & CPUID_7_ECX_PKU) && (guest_cr4 & CR4_PKE))
+			r->ecx |= CPUID_7_ECX_OSPKE;
 	}
 }

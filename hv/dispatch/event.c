@@ -12,6 +12,7 @@
 #include "dispatch/cpuid.h"
 #include "base/gmem.h"
 #include "dispatch/hypercall.h"
+#include "base/lapic.h"
 #include "base/log.h"
 #include "dispatch/msr.h"
 #include "dispatch/pcihide.h"
@@ -74,6 +75,8 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 	case HV_EV_CPUID: {
 		struct cpuid_regs r;
 		cpuid_policy((u32)v->gpr[GPR_RAX], (u32)v->gpr[GPR_RCX], &r);
+		cpuid_apply_state((u32)v->gpr[GPR_RAX], (u32)v->gpr[GPR_RCX], hv.ops->get_cr(v, 4),
+				  lapic_enabled(), &r);
 		v->gpr[GPR_RAX] = r.eax;
 		v->gpr[GPR_RBX] = r.ebx;
 		v->gpr[GPR_RCX] = r.ecx;

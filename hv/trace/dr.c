@@ -90,6 +90,16 @@ void bp_arm_handler(struct vcpu *v, u64 addr, u64 from, int cpl, u8 kind, u32 au
  * itself before each instruction it steps or stops at (the fast engine
  * ends a block at one); RF suppresses them at the address the guest
  * resumes at (SDM Vol. 3 18.3.1.1). */
+/* A #DB reaches the guest with these causes: its virtual DR6 reads as the
+ * CPU's would, B0-B3 this exception's own (a Bn the guest or an earlier #DB
+ * left goes, as the processor, QEMU and KVM clear them), BS and BD added,
+ * the rest as the guest left it. */
+void guest_dr6_db(struct vcpu *v, u64 causes)
+{
+	struct trace_vcpu *t = v->trace;
+	t->guest_dr6 = (t->guest_dr6 & ~DR6_BN) | causes;
+}
+
 u64 guest_dr23_hits(struct vcpu *v, u64 lin)
 {
 	u64 dr7 = guest_dr_read(v, 7), hits = 0;

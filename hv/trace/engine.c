@@ -391,7 +391,7 @@ void trace_before_entry(struct vcpu *v)
 	if (hits) {
 		/* the guest's DR2/DR3 instruction breakpoint: a fault before the
 		 * instruction runs, recorded like the DR0/DR1 ones */
-		t->guest_dr6 |= hits;
+		guest_dr6_db(v, hits);
 		hv.ops->inject_exception(v, X86_DB, false, 0);
 		follow_event(v, X86_DB, HVTRACE_REC_EXCEPTION, X86_DB);
 		return;

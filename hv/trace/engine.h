@@ -27,6 +27,7 @@ void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr2, u64 
 void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl);
 void bp_arm_handler(struct vcpu *v, u64 addr, u64 from, int cpl, u8 kind, u32 aux);
 u64 guest_dr23_hits(struct vcpu *v, u64 lin);
+void guest_dr6_db(struct vcpu *v, u64 causes);
 u64 guest_dr_read(struct vcpu *v, int n);
 
 /* follow.c: events followed into the guest's handlers */

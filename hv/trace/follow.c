@@ -85,7 +85,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		if (!guest_trap && !guest_bits && (ours || (causes & DR6_BS)))
 			return true;
 		/* what the guest's DR6 now says (SDM Vol. 3 18.2.3) */
-		t->guest_dr6 |= (guest_trap ? DR6_BS : 0) | guest_bits;
+		guest_dr6_db(v, (guest_trap ? DR6_BS : 0) | guest_bits);
 	}
 
 	/* An exception on its way to the guest: from the faulting instruction
@@ -240,7 +240,7 @@ bool trace_single_step_trap(struct vcpu *v)
 	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return false;
-	t->guest_dr6 |= DR6_BS;
+	guest_dr6_db(v, DR6_BS);
 	t->step.valid = false;
 	hv.ops->inject_exception(v, X86_DB, false, 0);
 	follow_event(v, X86_DB, HVTRACE_REC_EXCEPTION, X86_DB);

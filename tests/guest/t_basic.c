@@ -105,7 +105,13 @@ static void test_cr0_xcr0(void)
 		return;
 	}
 	uint64_t cr4 = read_cr4();
+	/* CPUID.1:ECX.OSXSAVE is CR4.OSXSAVE now, both ways (SDM Vol. 2A
+	 * CPUID), whatever the hypervisor's own CR4 says */
+	asm volatile("mov %0, %%cr4" ::"r"(cr4 & ~CR4_OSXSAVE));
+	uint32_t os_off = cpuid(1, 0).c & (1u << 27);
 	asm volatile("mov %0, %%cr4" ::"r"(cr4 | CR4_OSXSAVE));
+	uint32_t os_on = cpuid(1, 0).c & (1u << 27);
+	report(!os_off && os_on, "cpuid_osxsave_follows_cr4", "CR4.OSXSAVE 0: %x, 1: %x", os_off, os_on);
 	uint32_t lo, hi;
 	asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
 	uint64_t xcr0 = ((uint64_t)hi << 32) | lo;

@@ -483,6 +483,31 @@ static void test_guest_breakpoint23(void)
 	check_records("bts_guest_breakpoint_dr2_dr3", want, sizeof(want) / sizeof(want[0]), used());
 }
 
+/* DR6 after the guest's DR2 instruction breakpoint is exactly what the
+ * CPU reports: B0-B3 replaced by this #DB's (B2), the rest as the guest
+ * left it (a B1 it wrote earlier goes; SDM Vol. 3 18.2.3, as QEMU and KVM
+ * do), untraced and traced alike (issue #15). */
+static void test_guest_dr6_exact(void)
+{
+	uint64_t got[2];
+	for (int traced = 0; traced < 2; traced++) {
+		uint64_t f = irq_save();
+		struct gate saved = handle_exception(X86_DB, bp_db_handler);
+		db_count = 0;
+		bp_dr6 = 0;
+		/* B1 set by the guest; DR7: L2 only, an execute breakpoint */
+		asm volatile("mov %0, %%dr6; mov %1, %%dr2; mov %2, %%dr7" ::"r"(0xffff0ff2ull),
+			     "r"(A(d_hit2)), "r"(0x410ull));
+		seq_guest_bp23(traced ? TRACE : 0);
+		asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
+		gate_restore(X86_DB, saved);
+		irq_restore(f);
+		got[traced] = db_count == 1 ? bp_dr6 : ~0ull;
+	}
+	report(got[0] == 0xffff0ff4ull && got[1] == 0xffff0ff4ull, "guest_dr6_exact_after_dr2_breakpoint",
+	       "untraced %lx, traced %lx, want ffff0ff4", got[0], got[1]);
+}
+
 /* Our own GDT for ring 3 and the far transfers: the firmware's, then
  * user data and 64-bit code at DPL 3, a TSS whose RSP0 brings INT 0x82
  * back to a ring-0 stack, a second 64-bit, a 32-bit and a 16-bit code
@@ -849,6 +874,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_guest_tf();
 	test_guest_breakpoint();
 	test_guest_breakpoint23();
+	test_guest_dr6_exact();
 	test_user_mode();
 	test_far();
 	test_int1();

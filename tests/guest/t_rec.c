@@ -131,6 +131,27 @@ static void basic(void)
 	report(trace_ctl(HVTRACE_TRACE_STOP, 0) == 0, "stop_when_stopped", NULL);
 	report(b.engine == HVTRACE_ENGINE_OFF, "engine_off_after_stop", "engine %u", b.engine);
 
+	/* MOV from DR4/DR5 with CR4.DE clear reads DR6/DR7 (SDM Vol. 3 18.2.2),
+	 * untraced and traced alike (issue #15) */
+	uint64_t d4[2], d6[2], d5[2], d7[2], cr4;
+	asm volatile("mov %%cr4, %0" : "=r"(cr4));
+	asm volatile("mov %0, %%cr4" ::"r"(cr4 & ~(1ull << 3)));
+	for (int traced = 0; traced < 2; traced++) {
+		uint64_t f0 = irq_save();
+		if (traced)
+			trace_ctl(HVTRACE_TRACE_START, 0);
+		asm volatile("mov %%dr6, %0; mov %%dr4, %1; mov %%dr7, %2; mov %%dr5, %3"
+			     : "=r"(d6[traced]), "=r"(d4[traced]), "=r"(d7[traced]), "=r"(d5[traced]));
+		if (traced)
+			trace_ctl(HVTRACE_TRACE_STOP, 0);
+		irq_restore(f0);
+	}
+	asm volatile("mov %0, %%cr4" ::"r"(cr4));
+	report(d4[0] == d6[0] && d5[0] == d7[0], "dr4_dr5_alias_untraced", "dr4 %lx dr6 %lx dr5 %lx dr7 %lx",
+	       d4[0], d6[0], d5[0], d7[0]);
+	report(d4[1] == d6[1] && d5[1] == d7[1], "dr4_dr5_alias_traced", "dr4 %lx dr6 %lx dr5 %lx dr7 %lx",
+	       d4[1], d6[1], d5[1], d7[1]);
+
 	/* trace.freeze by hypercall (last: a freeze ends the recorder), with
 	 * the flight recorder's filter back to everything */
 	f = (struct hvtrace_filter){ .consumer = HVTRACE_CONSUMER_FLIGHT, .cpl = HVTRACE_CPL_ALL };

@@ -9,6 +9,10 @@
 #define CPUID_1_EDX_DS			(1u << 21)
 #define CPUID_1_ECX_X2APIC		(1u << 21)
 #define CPUID_1_ECX_XSAVE		(1u << 26)
+#define CPUID_1_ECX_OSXSAVE		(1u << 27)	/* CR4.OSXSAVE, as set now */
+#define CPUID_1_EDX_APIC		(1u << 9)	/* IA32_APIC_BASE.EN, as set now */
+#define CPUID_7_ECX_PKU			(1u << 3)
+#define CPUID_7_ECX_OSPKE		(1u << 4)	/* CR4.PKE, as set now */
 #define CPUID_1_ECX_HYPERVISOR		(1u << 31)
 
 #define CPUID_7_EBX_INTEL_PT		(1u << 25)

@@ -7,6 +7,7 @@
 #define DR6_B1		(1ull << 1)
 #define DR6_B2		(1ull << 2)
 #define DR6_B3		(1ull << 3)
+#define DR6_BN		0xfull		/* B0-B3: replaced by each #DB's own (SDM Vol. 3 18.2.3) */
 #define DR6_BD		(1ull << 13)
 #define DR6_BS		(1ull << 14)
 #define DR6_CLEAN	0xffff0ff0ull	/* no cause: bits 4-11 and 16-31 read as 1 */

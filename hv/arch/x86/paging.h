@@ -38,6 +38,7 @@
 #define CR4_VMXE	(1ull << 13)
 #define CR4_PCIDE	(1ull << 17)
 #define CR4_OSXSAVE	(1ull << 18)
+#define CR4_PKE		(1ull << 22)
 
 /* RFLAGS (SDM Vol. 1 3.4.3, Vol. 3 2.3) */
 #define RFLAGS_CF	(1ull << 0)
