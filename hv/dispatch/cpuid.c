@@ -70,3 +70,46 @@ void cpuid_apply_state(u32 leaf, u32 sub, u64 guest_cr4, bool apic_enabled, stru
 			r->ecx |= CPUID_7_ECX_OSPKE;
 	}
 }
+
+/* The CR4 bits a MOV to CR4 may set on a processor with these CPUID leaf
+ * 1 ECX, leaf 7.0 EBX and ECX (SDM Vol. 3 2.5, Vol. 2A CPUID; APM Vol. 2
+ * 3.1.3): the rest are reserved, #GP. VMXE is never one (the guest's CPU
+ * has no VMX). */
+u64 cr4_valid_bits(u32 ecx1, u32 ebx7, u32 ecx7)
+{
+	u64 ok = CR4_BASE;
+	if (ecx7 & (1u << 2))
+		ok |= CR4_UMIP;
+	if (ecx7 & (1u << 16))
+		ok |= CR4_LA57;
+	if (ecx1 & (1u << 6))
+		ok |= CR4_SMXE;
+	if (ebx7 & (1u << 0))
+		ok |= CR4_FSGSBASE;
+	if (ecx1 & (1u << 17))
+		ok |= CR4_PCIDE;
+	if (ecx1 & CPUID_1_ECX_XSAVE)
+		ok |= CR4_OSXSAVE;
+	if (ebx7 & (1u << 7))
+		ok |= CR4_SMEP;
+	if (ebx7 & (1u << 20))
+		ok |= CR4_SMAP;
+	if (ecx7 & CPUID_7_ECX_PKU)
+		ok |= CR4_PKE;
+	if (ecx7 & (1u << 7))
+		ok |= CR4_CET;
+	if (ecx7 & (1u << 31))
+		ok |= CR4_PKS;
+	return ok;
+}
+
+/* ... for this processor, as the guest's CPUID shows it */
+u64 cr4_valid_bits_here(void)
+{
+	struct cpuid_regs r0, r1, r7 = { 0 };
+	cpuid_count(0, 0, &r0);
+	cpuid_policy(1, 0, &r1);
+	if (r0.eax >= 7)
+		cpuid_policy(7, 0, &r7);
+	return cr4_valid_bits(r1.ecx, r7.ebx, r7.ecx);
+}

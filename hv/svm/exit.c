@@ -5,8 +5,11 @@
  * Appendix C. */
 #include "hvtrace/abi.h"
 #include "arch/x86/paging.h"
+#include "arch/x86/msr.h"
 #include "arch/x86/vectors.h"
+#include "base/gmem.h"
 #include "base/log.h"
+#include "dispatch/cpuid.h"
 #include "svm/svm.h"
 
 typedef void (*svm_exit_fn)(struct svm_vcpu *sv, struct hv_event *ev);
@@ -127,6 +130,52 @@ static const svm_exit_fn svm_exit_handlers[] = {
 	[SVM_EXIT_INVLPGA] = exit_virt_insn,
 };
 
+/*
+ * MOV to CR4 (0F 22 /r, reg = 4), intercepted: emulated with the checks
+ * of APM Vol. 3 / SDM Vol. 2B MOV to CR: #GP for a reserved bit (those
+ * the guest's CPUID does not offer, VMXE, bits 63:32), for clearing PAE or
+ * changing LA57 in long mode, for setting PCIDE outside long mode or with
+ * CR3[11:0] not 0. QEMU's TCG accepts reserved bits the hardware refuses,
+ * and VMRUN then fails on the guest state (issue #15). A change of the
+ * paging bits flushes the guest's TLB as the MOV would. Handled here, as
+ * the VMX backend handles its CR exits.
+ */
+static void svm_mov_to_cr4(struct vcpu *v, struct svm_vcpu *sv, struct hv_event *ev)
+{
+	struct vmcb_save *s = &sv->vmcb->save;
+	u8 b[15];
+	struct dec_insn in;
+	u64 base;
+	enum dec_mode mode = gmem_code_mode(v, &base);
+
+	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK || in.encoding != DEC_ENC_LEGACY ||
+	    in.map != 1 || in.opcode != 0x22 || ((in.modrm >> 3) & 7) != 4) {
+		/* unreadable (code outside the RAM the firmware's map names)
+		 * or changed under us: this one instruction runs unchecked,
+		 * the intercept back at the next exit */
+		static bool said;
+		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+			LOG_WARN("vcpu %u: the MOV to CR4 at %lx cannot be read: run unchecked (said once)",
+				 v->id, v->rip);
+		sv->vmcb->control.intercept_cr &= ~INTERCEPT_CR_WRITE(4);
+		sv->cr4_passthrough = true;
+		return;
+	}
+	u64 val = v->gpr[(in.modrm & 7) | ((in.rex & 1) << 3)], old = s->cr4;
+	if (mode != DEC_MODE_64)
+		val &= 0xffffffffull;
+	bool lma = s->efer & EFER_LMA;
+	if ((val & ~cr4_valid_bits_here()) || (lma && !(val & CR4_PAE)) || (lma && ((val ^ old) & CR4_LA57)) ||
+	    ((val & CR4_PCIDE) && !(old & CR4_PCIDE) && (!lma || (s->cr3 & 0xfff)))) {
+		hv_inject_fault(v, X86_GP, true, 0);
+		return;
+	}
+	s->cr4 = val;
+	if ((val ^ old) & (CR4_PGE | CR4_PAE | CR4_PSE | CR4_PCIDE | CR4_SMEP | CR4_SMAP | CR4_PKE | CR4_LA57))
+		sv->vmcb->control.tlb_control = TLB_CONTROL_FLUSH_ALL;
+	hv_skip_insn(v, ev, 3);
+}
+
 void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 {
 	struct vmcb_control *c = &sv->vmcb->control;
@@ -142,6 +191,10 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 	if ((hv.caps & HV_CAP_NRIP) && c->next_rip > v->rip && c->next_rip - v->rip <= 15)
 		ev.insn_len = (u8)(c->next_rip - v->rip);
 	c->event_inj = 0;
+	if (sv->cr4_passthrough) {	/* the one unchecked MOV to CR4 ran (or not yet: it exits again) */
+		sv->cr4_passthrough = false;
+		c->intercept_cr |= INTERCEPT_CR_WRITE(4);
+	}
 	/* APM 15.7.2: the event this exit interrupted the delivery of */
 	u64 vec = c->exit_int_info;
 	if (vec & EVENTINJ_V) {
@@ -158,7 +211,13 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 		ev.kind = HV_EV_DR_ACCESS;	/* core decodes the MOV itself */
 	else if (code == SVM_EXIT_NPF)
 		exit_npf(sv, &ev);
-	hv_handle_event(v, &ev);
+	if (code == SVM_EXIT_CR4_WRITE) {
+		u64 rip = v->rip;
+		svm_mov_to_cr4(v, sv, &ev);
+		hv_backend_emulated(v, v->rip != rip);
+	} else {
+		hv_handle_event(v, &ev);
+	}
 	/* an event cut short by an exit that is not its own exception (an
 	 * interrupt, an intercepted instruction cannot be): delivered again,
 	 * unless core injects something itself (EXITINTINFO has EVENTINJ's

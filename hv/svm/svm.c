@@ -118,6 +118,9 @@ static int svm_vcpu_init(struct vcpu *v)
 	 * 0-7, writes in 16-23): the guest's debug registers are the
 	 * hypervisor's to load (trace_host_dr7, docs/security.md) */
 	c->intercept_dr = 0xff | (0xffu << 16);
+	/* MOV to CR4: QEMU's TCG takes reserved bits the hardware would #GP,
+	 * and the next VMRUN would fail (svm_mov_to_cr4) */
+	c->intercept_cr = INTERCEPT_CR_WRITE(4);
 	c->iopm_base_pa = shared_iopm_pa;
 	c->msrpm_base_pa = shared_msrpm_pa;
 	c->asid = 1;

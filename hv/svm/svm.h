@@ -15,6 +15,7 @@ struct svm_vcpu {
 	u64 efer_before;	/* host EFER before we set SVME (abort path) */
 	bool launched;
 	bool nmi_pending;	/* an NMI the host took while acknowledging an INTR */
+	bool cr4_passthrough;	/* one MOV to CR4 runs unintercepted (svm_mov_to_cr4) */
 };
 
 /* run.S: enters the guest once; returns after the #VMEXIT with the guest's

@@ -28,6 +28,7 @@
 #define INTERCEPT4_WBINVD	BIT(9)
 
 #define TLB_CONTROL_FLUSH_ALL	1
+#define INTERCEPT_CR_WRITE(n)	BIT(16 + (n))	/* offset 0: writes in bits 16-31 */
 #define NP_ENABLE		BIT(0)
 
 /* VMCB offset 0x60, APM 15.21.4: a virtual interrupt (V_IRQ) of the
@@ -54,6 +55,7 @@
 #define IOIO_PORT(info1)	((u16)((info1) >> 16))
 
 /* Appendix C: exit codes */
+#define SVM_EXIT_CR4_WRITE	0x014	/* 0x10-0x1f: writes to CR0-CR15 */
 #define SVM_EXIT_DR_BASE	0x020	/* 0x20-0x2f reads, 0x30-0x3f writes */
 #define SVM_EXIT_EXCP_BASE	0x040
 #define SVM_EXIT_INTR		0x060

@@ -91,6 +91,30 @@ static void test_vmx_hidden(void)
 
 /* Common to both backends: what VMX emulates (CR0 guest/host mask, the
  * unconditional XSETBV exit) must behave as the hardware does natively. */
+/* MOV to CR4 with a reserved bit, or clearing PAE in long mode, is #GP
+ * (SDM Vol. 2B MOV to CR, APM Vol. 3 MOV CRn) and changes nothing; a legal
+ * change still takes (issue #15: QEMU's TCG took the reserved bits and the
+ * hypervisor's next VMRUN failed). Both backends. */
+static void test_cr4_checks(void)
+{
+	uint64_t cr4 = read_cr4();
+	int v32 = TRY(3, "mov %0, %%cr4" ::"a"(cr4 | (1ull << 32)));
+	uint64_t after32 = read_cr4();
+	int v15 = TRY(3, "mov %0, %%cr4" ::"a"(cr4 | (1ull << 15)));
+	uint64_t after15 = read_cr4();
+	report(v32 == 13 && v15 == 13 && after32 == cr4 && after15 == cr4, "cr4_reserved_bits_gp",
+	       "bit 32: vec %d cr4 %lx, bit 15: vec %d cr4 %lx (was %lx)", v32, after32, v15, after15, cr4);
+	int vpae = TRY(3, "mov %0, %%cr4" ::"a"(cr4 & ~(1ull << 5)));
+	report(vpae == 13 && read_cr4() == cr4, "cr4_clear_pae_in_long_mode_gp", "vec %d cr4 %lx", vpae,
+	       read_cr4());
+	/* PCE (bit 8): a legal change, then back */
+	int vpce = TRY(3, "mov %0, %%cr4" ::"a"(cr4 ^ (1ull << 8)));
+	uint64_t flipped = read_cr4();
+	TRY(3, "mov %0, %%cr4" ::"a"(cr4));
+	report(vpce < 0 && flipped == (cr4 ^ (1ull << 8)) && read_cr4() == cr4, "cr4_legal_change_takes",
+	       "vec %d cr4 %lx then %lx", vpce, flipped, read_cr4());
+}
+
 static void test_cr0_xcr0(void)
 {
 	uint64_t cr0 = read_cr0();
@@ -242,6 +266,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	}
 	test_msrs();
 	test_cr0_xcr0();
+	test_cr4_checks();
 	faults_release();
 	test_hypercalls_and_memory();
 	report_done();

@@ -45,5 +45,18 @@ int main(void)
 	CHECK(r.ecx == ~0u && r.edx == ~0u, "leaf 7.1 untouched");
 	cpuid_apply_state(0x80000001, 0, 0, false, &r);
 	CHECK(r.ecx == ~0u && r.edx == ~0u && r.eax == 1 && r.ebx == 2, "leaf 0x80000001 untouched");
+
+	/* CR4's settable bits from CPUID: the base set always, each feature's
+	 * bit only with its CPUID bit, VMXE never, nothing at 32 and up */
+	u64 none = cr4_valid_bits(0, 0, 0);
+	CHECK(none == CR4_BASE, "no features: %llx", (unsigned long long)none);
+	u64 all = cr4_valid_bits(~0u, ~0u, ~0u);
+	CHECK(!(all & CR4_VMXE) && !(all >> 32) && (all & CR4_OSXSAVE) && (all & CR4_SMEP) &&
+		      (all & CR4_SMAP) && (all & CR4_PKE) && (all & CR4_LA57) && (all & CR4_PCIDE) &&
+		      (all & CR4_FSGSBASE) && (all & CR4_UMIP) && !(all & (1ull << 15)),
+	      "all features: %llx", (unsigned long long)all);
+	CHECK(cr4_valid_bits(CPUID_1_ECX_XSAVE, 0, 0) == (CR4_BASE | CR4_OSXSAVE), "XSAVE alone");
+	CHECK(cr4_valid_bits(0, 1u << 7, 0) == (CR4_BASE | CR4_SMEP), "SMEP alone");
+	CHECK(cr4_valid_bits(0, 0, CPUID_7_ECX_PKU) == (CR4_BASE | CR4_PKE), "PKU alone");
 	return unit_done("test_cpuid");
 }

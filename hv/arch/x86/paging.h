@@ -31,14 +31,24 @@
 #define CR0_NW		(1ull << 29)
 #define CR0_CD		(1ull << 30)
 #define CR0_PG		(1ull << 31)
+#define CR4_VME		(1ull << 0)
 #define CR4_DE		(1ull << 3)	/* debugging extensions: DR4/DR5 #UD */
 #define CR4_PSE		(1ull << 4)
 #define CR4_PAE		(1ull << 5)
+#define CR4_PGE		(1ull << 7)
+#define CR4_BASE	0x7ffull	/* VME ... OSXMMEXCPT: every x86-64 processor */
+#define CR4_UMIP	(1ull << 11)
 #define CR4_LA57	(1ull << 12)
 #define CR4_VMXE	(1ull << 13)
+#define CR4_SMXE	(1ull << 14)
+#define CR4_FSGSBASE	(1ull << 16)
 #define CR4_PCIDE	(1ull << 17)
 #define CR4_OSXSAVE	(1ull << 18)
+#define CR4_SMEP	(1ull << 20)
+#define CR4_SMAP	(1ull << 21)
 #define CR4_PKE		(1ull << 22)
+#define CR4_CET		(1ull << 23)
+#define CR4_PKS		(1ull << 24)
 
 /* RFLAGS (SDM Vol. 1 3.4.3, Vol. 3 2.3) */
 #define RFLAGS_CF	(1ull << 0)
