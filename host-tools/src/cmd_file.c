@@ -325,6 +325,23 @@ static const char symbols_help[] =
 	"The addresses are the kernel's as it ran (KASLR included, modules too), so the\n"
 	"map fits traces of that boot.\n";
 
+/* The kernel's base (KASLR's choice): the `ADDR T _text` line of a map
+ * (the parsed symbols keep one name per address, and _text shares its
+ * address with _stext), or NULL. */
+static const char *text_line(const char *map, size_t len)
+{
+	const char *p = map, *end = map + len, *nl;
+
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (nl - p >= 24 && !memcmp(p + 16, " T _text", 8) && (nl - p == 24 || p[24] == '\r'))
+			return p;
+	}
+	return NULL;
+}
+
 int cmd_symbols(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -376,13 +393,7 @@ int cmd_symbols(int argc, char **argv)
 		goto done;
 	}
 	{
-		/* the kernel's base (KASLR's choice): the _text line of the map */
-		const char *t = NULL, *q;
-		for (q = map; q && q < map + map_len; q = memchr(q, '\n', (size_t)(map + map_len - q)), q = q ? q + 1 : q)
-			if (map + map_len - q > 26 && !memcmp(q + 16, " T _text", 8) && (q[24] == '\n' || q[24] == '\r')) {
-				t = q;
-				break;
-			}
+		const char *t = text_line(map, map_len);
 		fprintf(stderr, "hvtrace symbols: %zu functions (%zu in modules)", syms.n, n_mod);
 		if (t)
 			fprintf(stderr, ", _text at 0x%.16s", t);

@@ -22,4 +22,16 @@ u64 gmem_linear_rip(struct vcpu *v);
  * dec_decode() status; `bytes` (15) gets what could be read. */
 int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
 		struct dec_insn *in);
+/* A MOV to or from a control or debug register (0F 20-23 /r, SDM Vol. 2B):
+ * the opcode, the CR/DR number (ModRM.reg with REX.R), the general register
+ * (ModRM.rm with REX.B), the code's mode. */
+struct hv_mov_crdr {
+	u8 opcode;
+	int reg, gpr;
+	enum dec_mode mode;
+};
+/* Decodes the instruction at the guest's RIP (base/insn.c); false when the bytes there
+ * are not such a MOV (unreadable, or changed under us). */
+bool hv_decode_mov_crdr(struct vcpu *v, struct hv_mov_crdr *m);
+
 #endif

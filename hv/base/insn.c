@@ -1,5 +1,6 @@
 /* The end of an instruction the hypervisor emulated, as far as the guest's
- * RIP goes: used by core, the engine and the backends alike. */
+ * RIP goes, and the MOV to/from a control or debug register it decodes:
+ * used by core, the engine and the backends alike. */
 #include "base/gmem.h"
 #include "base/log.h"
 #include "base/vcpu.h"
@@ -37,4 +38,20 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
 		v->rip &= 0xffffffffull;
 	else if (mode == DEC_MODE_16)
 		v->rip &= 0xffffull;
+}
+
+bool hv_decode_mov_crdr(struct vcpu *v, struct hv_mov_crdr *m)
+{
+	u8 b[15];
+	struct dec_insn in;
+	u64 base;
+
+	m->mode = gmem_code_mode(v, &base);
+	if (gmem_decode(v, base + v->rip, v->rip, m->mode, b, &in) != DEC_OK || in.encoding != DEC_ENC_LEGACY ||
+	    in.map != 1 || in.opcode < 0x20 || in.opcode > 0x23)
+		return false;
+	m->opcode = in.opcode;
+	m->reg = ((in.modrm >> 3) & 7) | (((in.rex >> 2) & 1) << 3);
+	m->gpr = (in.modrm & 7) | ((in.rex & 1) << 3);
+	return true;
 }

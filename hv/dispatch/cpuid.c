@@ -77,39 +77,37 @@ void cpuid_apply_state(u32 leaf, u32 sub, u64 guest_cr4, bool apic_enabled, stru
  * has no VMX). */
 u64 cr4_valid_bits(u32 ecx1, u32 ebx7, u32 ecx7)
 {
+	const struct { u32 regs, bit; u64 cr4; } map[] = {
+		{ ecx1, CPUID_1_ECX_SMX, CR4_SMXE },	   { ecx1, CPUID_1_ECX_PCID, CR4_PCIDE },
+		{ ecx1, CPUID_1_ECX_XSAVE, CR4_OSXSAVE },  { ebx7, CPUID_7_EBX_FSGSBASE, CR4_FSGSBASE },
+		{ ebx7, CPUID_7_EBX_SMEP, CR4_SMEP },	   { ebx7, CPUID_7_EBX_SMAP, CR4_SMAP },
+		{ ecx7, CPUID_7_ECX_UMIP, CR4_UMIP },	   { ecx7, CPUID_7_ECX_LA57, CR4_LA57 },
+		{ ecx7, CPUID_7_ECX_PKU, CR4_PKE },	   { ecx7, CPUID_7_ECX_CET_SS, CR4_CET },
+		{ ecx7, CPUID_7_ECX_PKS, CR4_PKS },
+	};
 	u64 ok = CR4_BASE;
-	if (ecx7 & (1u << 2))
-		ok |= CR4_UMIP;
-	if (ecx7 & (1u << 16))
-		ok |= CR4_LA57;
-	if (ecx1 & (1u << 6))
-		ok |= CR4_SMXE;
-	if (ebx7 & (1u << 0))
-		ok |= CR4_FSGSBASE;
-	if (ecx1 & (1u << 17))
-		ok |= CR4_PCIDE;
-	if (ecx1 & CPUID_1_ECX_XSAVE)
-		ok |= CR4_OSXSAVE;
-	if (ebx7 & (1u << 7))
-		ok |= CR4_SMEP;
-	if (ebx7 & (1u << 20))
-		ok |= CR4_SMAP;
-	if (ecx7 & CPUID_7_ECX_PKU)
-		ok |= CR4_PKE;
-	if (ecx7 & (1u << 7))
-		ok |= CR4_CET;
-	if (ecx7 & (1u << 31))
-		ok |= CR4_PKS;
+	for (u32 i = 0; i < ARRAY_SIZE(map); i++)
+		if (map[i].regs & map[i].bit)
+			ok |= map[i].cr4;
 	return ok;
 }
 
-/* ... for this processor, as the guest's CPUID shows it */
+/* ... for this machine, as the guest's CPUID shows it: worked out at the
+ * first MOV to CR4, not at each one (Linux writes CR4 for every global TLB
+ * flush without INVPCID). The processors of one machine offer the same
+ * features, as an SMP operating system assumes too. */
 u64 cr4_valid_bits_here(void)
 {
+	static u64 known;
+	u64 ok = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (ok)
+		return ok;
 	struct cpuid_regs r0, r1, r7 = { 0 };
 	cpuid_count(0, 0, &r0);
 	cpuid_policy(1, 0, &r1);
 	if (r0.eax >= 7)
 		cpuid_policy(7, 0, &r7);
-	return cr4_valid_bits(r1.ecx, r7.ebx, r7.ecx);
+	ok = cr4_valid_bits(r1.ecx, r7.ebx, r7.ecx);
+	__atomic_store_n(&known, ok, __ATOMIC_RELAXED);
+	return ok;
 }

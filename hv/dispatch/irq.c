@@ -60,6 +60,15 @@ void irq_hold(struct vcpu *v, u8 vector)
 	v->irq_held[vector / 64] |= 1ull << (vector % 64);
 }
 
+/* The highest held vector, no longer held; -1: none */
+static int take_highest(struct vcpu *v)
+{
+	int vec = highest_held(v);
+	if (vec >= 0)
+		v->irq_held[vec / 64] &= ~(1ull << (vec % 64));
+	return vec;
+}
+
 void irq_deliver(struct vcpu *v)
 {
 	int vec = highest_held(v);
@@ -81,7 +90,7 @@ void irq_deliver(struct vcpu *v)
 		set_hlt(v, true);	/* a HLT now makes it due */
 		return;
 	}
-	v->irq_held[vec / 64] &= ~(1ull << (vec % 64));
+	take_highest(v);
 	hv.ops->inject_interrupt(v, (u8)vec);
 	trace_irq_injected(v, (u8)vec);
 	set_hlt(v, false);	/* the next entry has an event: blocked */
@@ -101,8 +110,7 @@ void irq_on_hlt(struct vcpu *v, const struct hv_event *ev)
 
 void irq_drop_held(struct vcpu *v)
 {
-	for (int vec = highest_held(v); vec >= 0; vec = highest_held(v)) {
-		v->irq_held[vec / 64] &= ~(1ull << (vec % 64));
+	for (int vec = take_highest(v); vec >= 0; vec = take_highest(v)) {
 		lapic_write(APIC_EOI, 0);
 		LOG_DEBUG("vcpu %u: INIT drops held interrupt %u", v->id, (u32)vec);
 	}

@@ -143,13 +143,9 @@ static const svm_exit_fn svm_exit_handlers[] = {
 static void svm_mov_to_cr4(struct vcpu *v, struct svm_vcpu *sv, struct hv_event *ev)
 {
 	struct vmcb_save *s = &sv->vmcb->save;
-	u8 b[15];
-	struct dec_insn in;
-	u64 base;
-	enum dec_mode mode = gmem_code_mode(v, &base);
+	struct hv_mov_crdr m;
 
-	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK || in.encoding != DEC_ENC_LEGACY ||
-	    in.map != 1 || in.opcode != 0x22 || ((in.modrm >> 3) & 7) != 4) {
+	if (!hv_decode_mov_crdr(v, &m) || m.opcode != 0x22 || m.reg != 4) {
 		/* unreadable (code outside the RAM the firmware's map names)
 		 * or changed under us: this one instruction runs unchecked,
 		 * the intercept back at the next exit */
@@ -161,8 +157,8 @@ static void svm_mov_to_cr4(struct vcpu *v, struct svm_vcpu *sv, struct hv_event 
 		sv->cr4_passthrough = true;
 		return;
 	}
-	u64 val = v->gpr[(in.modrm & 7) | ((in.rex & 1) << 3)], old = s->cr4;
-	if (mode != DEC_MODE_64)
+	u64 val = v->gpr[m.gpr], old = s->cr4;
+	if (m.mode != DEC_MODE_64)
 		val &= 0xffffffffull;
 	bool lma = s->efer & EFER_LMA;
 	if ((val & ~cr4_valid_bits_here()) || (lma && !(val & CR4_PAE)) || (lma && ((val ^ old) & CR4_LA57)) ||

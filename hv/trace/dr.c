@@ -175,13 +175,9 @@ static void guest_dr_write(struct vcpu *v, int n, u64 val)
  * #UD when CR4.DE is set and aliases of DR6/DR7 otherwise, DR8-15 #UD). */
 void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 {
-	u8 b[15];
-	struct dec_insn in;
-	u64 base;
-	enum dec_mode mode = gmem_code_mode(v, &base);
+	struct hv_mov_crdr m;
 
-	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK || in.encoding != DEC_ENC_LEGACY ||
-	    in.map != 1 || (in.opcode != 0x21 && in.opcode != 0x23)) {
+	if (!hv_decode_mov_crdr(v, &m) || (m.opcode != 0x21 && m.opcode != 0x23)) {
 		/* the code changed under us (another processor): let the CPU
 		 * run whatever is there now */
 		LOG_WARN("debug-register exit at %lx is not a MOV DR", v->rip);
@@ -191,8 +187,7 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 		inject_fault(v, X86_GP, true, 0);
 		return;
 	}
-	int dr = ((in.modrm >> 3) & 7) | (((in.rex >> 2) & 1) << 3);
-	int gpr = (in.modrm & 7) | ((in.rex & 1) << 3);
+	int dr = m.reg, gpr = m.gpr;
 	if (dr == 4 || dr == 5) {
 		if (hv.ops->get_cr(v, 4) & CR4_DE)
 			dr = 8;
@@ -203,8 +198,8 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 		inject_fault(v, X86_UD, false, 0);
 		return;
 	}
-	u64 mask = mode == DEC_MODE_64 ? ~0ull : 0xffffffffull;
-	if (in.opcode == 0x21) {
+	u64 mask = m.mode == DEC_MODE_64 ? ~0ull : 0xffffffffull;
+	if (m.opcode == 0x21) {
 		v->gpr[gpr] = guest_dr_read(v, dr) & mask;
 	} else {
 		u64 val = v->gpr[gpr] & mask;

@@ -173,22 +173,14 @@ int rec_init(void)
 	c->tsc_hz = hv.boot.tsc_hz;
 	c->where = where;
 	c->nr_vcpus = hv.nr_vcpus;
-	if (cfg->stop == REC_STOP_TIME) {
-		if (!hv.boot.tsc_hz) {
-			LOG_ERR("recorder: trace.stop = time needs the TSC rate, which the loader could "
-				"not measure");
-			return HV_ERR_REC_CONFIG;
-		}
+	if ((cfg->stop == REC_STOP_TIME || cfg->freeze_hang_us) && !hv.boot.tsc_hz) {
+		LOG_ERR("recorder: %s needs the TSC rate, which the loader could not measure",
+			cfg->stop == REC_STOP_TIME ? "trace.stop = time" : "trace.freeze = hang");
+		return HV_ERR_REC_CONFIG;
+	}
+	if (cfg->stop == REC_STOP_TIME)
 		rec.stop_tsc = us_to_tsc(cfg->stop_arg);
-	}
-	if (cfg->freeze_hang_us) {
-		if (!hv.boot.tsc_hz) {
-			LOG_ERR("recorder: trace.freeze = hang needs the TSC rate, which the loader could "
-				"not measure");
-			return HV_ERR_REC_CONFIG;
-		}
-		rec.hang_tsc = us_to_tsc(cfg->freeze_hang_us);
-	}
+	rec.hang_tsc = us_to_tsc(cfg->freeze_hang_us);
 	for (u32 i = 0; i < cfg->nr_freeze_at && i < HV_REC_MAX_FREEZE; i++) {
 		rec.freeze_at[i] = cfg->freeze_at[i];
 		rec.freeze_after[i] = cfg->freeze_after[i];
@@ -465,16 +457,14 @@ static void hang_check(struct vcpu *v, const struct hvtrace_rec *r)
 		rv->hang_starts = starts;
 		rv->hang_t0 = 0;
 	}
-	u64 lo = rv->hang_lo < r->from ? rv->hang_lo : r->from;
-	u64 hi = rv->hang_hi > r->from ? rv->hang_hi : r->from;
-	lo = lo < r->to ? lo : r->to;
-	hi = hi > r->to ? hi : r->to;
+	u64 rlo = r->from < r->to ? r->from : r->to, rhi = r->from < r->to ? r->to : r->from;
+	u64 lo = rv->hang_lo < rlo ? rv->hang_lo : rlo, hi = rv->hang_hi > rhi ? rv->hang_hi : rhi;
 	if (!rv->hang_t0 || hi - lo >= REC_HANG_SPAN) {
+		/* a new watch from this record (a long jump itself is no spin:
+		 * from its higher end alone) */
 		rv->hang_t0 = r->tsc;
-		rv->hang_lo = r->from < r->to ? r->from : r->to;
-		rv->hang_hi = r->from < r->to ? r->to : r->from;
-		if (rv->hang_hi - rv->hang_lo >= REC_HANG_SPAN)
-			rv->hang_lo = rv->hang_hi;	/* a long jump itself is no spin */
+		rv->hang_lo = rhi - rlo < REC_HANG_SPAN ? rlo : rhi;
+		rv->hang_hi = rhi;
 		return;
 	}
 	rv->hang_lo = lo;
@@ -545,9 +535,11 @@ void rec_exit_begin(struct vcpu *v)
 	struct rec_vcpu *rv = &v->trace->rec;
 	if (!rec.chan || rec.state != HVTRACE_STATE_TRACING)
 		return;
-	time_check(v, rdtsc());
-	if (rec.state != HVTRACE_STATE_TRACING)
-		return;
+	if (rec.cfg->stop == REC_STOP_TIME) {
+		time_check(v, rdtsc());
+		if (rec.state != HVTRACE_STATE_TRACING)
+			return;
+	}
 	u64 cr3 = hv.ops->get_cr(v, 3) & CR3_ADDR_MASK;
 	if (cr3 == rv->cr3)
 		return;

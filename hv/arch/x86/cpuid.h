@@ -17,6 +17,17 @@
 
 #define CPUID_7_EBX_INTEL_PT		(1u << 25)
 
+/* the features that make a CR4 bit settable (SDM Vol. 3 2.5) */
+#define CPUID_1_ECX_SMX			(1u << 6)
+#define CPUID_1_ECX_PCID		(1u << 17)
+#define CPUID_7_EBX_FSGSBASE		(1u << 0)
+#define CPUID_7_EBX_SMEP		(1u << 7)
+#define CPUID_7_EBX_SMAP		(1u << 20)
+#define CPUID_7_ECX_UMIP		(1u << 2)
+#define CPUID_7_ECX_CET_SS		(1u << 7)
+#define CPUID_7_ECX_LA57		(1u << 16)
+#define CPUID_7_ECX_PKS			(1u << 31)
+
 #define CPUID_80000001_ECX_SVM		(1u << 2)
 #define CPUID_80000001_EDX_NX		(1u << 20)
 #define CPUID_80000001_EDX_FFXSR	(1u << 25)
