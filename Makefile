@@ -24,7 +24,7 @@ guest-tests: $(GUEST_EFIS)
 help:
 	@echo "make             build the hypervisor, loader, guest agent and guest tests"
 	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
-	@echo "make test-nested hvtrace under real KVM with nested SVM (inside QEMU TCG)"
+	@echo "make test-nested every test under real KVM with nested SVM (inside QEMU TCG)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU"
 	@echo "make bench       benchmarks, results in bench/results/"
 	@echo "make deps        install the Debian packages needed (as root)"
@@ -47,17 +47,17 @@ GUEST_IMAGES := $(KERNEL_DIR)/vmlinuz $(BUILD)/initrd.gz
 # (as root; otherwise they print the apt-get line and stop).
 test: deps
 	@$(MAKE) --no-print-directory test-run
-test-run: all $(GUEST_IMAGES) $(UNIT_BINS)
+test-run: all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
 
 test-integration: all $(GUEST_IMAGES)
 	@tests/integration.sh
 
-# hvtrace under Linux's real KVM with nested SVM, inside QEMU TCG (not yet
-# part of make test: tests/integration-nested.sh, README)
+# hvtrace under Linux's real KVM with nested SVM, inside QEMU TCG: make
+# test's nested tier and the slower rest (tests/integration-nested.sh, README)
 test-nested: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
-	@tests/integration-nested.sh
+	@tests/integration-nested.sh --all
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run
@@ -66,9 +66,10 @@ demo-run: all $(GUEST_IMAGES)
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
-bench-run: all $(GUEST_IMAGES)
+bench-run: all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
 	@bench/run.sh
 	@bench/engine.sh
+	@bench/nested.sh
 	@$(MAKE) --no-print-directory bench-host
 
 clean:

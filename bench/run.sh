@@ -5,6 +5,10 @@
 #           with one processor and with four (every one under hvtrace)
 #   md5   - guest-measured time of `md5sum` over MIB of /dev/zero
 #   footprint - the hypervisor's memory in use, from its own log
+#   control - the same boot and md5 with a flight recorder in an ivshmem
+#           channel, not tracing, host control on (channel.control = poll:
+#           vCPU 0's interrupts and halts intercepted, docs/channel.md)
+#           against the same channel with control off
 # Medians of BENCH_RUNS runs (default 5), ratio = with / without.
 # Results: bench/results/boot-cpu-<date>.txt (and stdout).
 set -u
@@ -17,15 +21,19 @@ work=$BUILD/bench
 rm -rf "$work"
 mkdir -p "$work"
 
-mkesp() { # mkesp DIR ENABLE
+mkesp() { # mkesp DIR ENABLE [MORE CONFIG LINES]
 	mkdir -p "$1/EFI/BOOT" "$1/EFI/hvtrace" "$1/EFI/linux"
 	cp "$BUILD/hvtrace.efi" "$1/EFI/BOOT/BOOTX64.EFI"
 	cp "$BUILD/cache/linux/vmlinuz" "$BUILD/initrd.gz" "$1/EFI/linux/"
-	printf 'next = \\EFI\\linux\\vmlinuz\ncmdline = initrd=\\EFI\\linux\\initrd.gz console=ttyS0,115200 panic=-1 quiet hvtrace.workload=md5:%s\nenable = %s\n' \
-		"$MIB" "$2" >"$1/EFI/hvtrace/hvtrace.cfg"
+	printf 'next = \\EFI\\linux\\vmlinuz\ncmdline = initrd=\\EFI\\linux\\initrd.gz console=ttyS0,115200 panic=-1 quiet hvtrace.workload=md5:%s\nenable = %s\n%s' \
+		"$MIB" "$2" "${3:-}" >"$1/EFI/hvtrace/hvtrace.cfg"
 }
 mkesp "$work/on" yes
 mkesp "$work/off" no
+mkesp "$work/ctl" yes $'flight.size = 64K\ntrace.start = hypercall\nchannel = ivshmem\nchannel.control = poll\n'
+mkesp "$work/chan" yes $'flight.size = 64K\ntrace.start = hypercall\nchannel = ivshmem\nchannel.control = off\n'
+CTL_SHM=$work/ctl.shm
+truncate -s 4M "$CTL_SHM"
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
@@ -34,8 +42,11 @@ one_run() { # one_run MODE I [SMP] -> appends "boot md5" to $work/MODE[-smpSMP].
 	[ "$smp" = 1 ] || tag=$1-smp$smp
 	local log=$work/$tag-$i.log
 	local t0=$(date +%s.%N) tb=""
+	local dev=()
+	[ "$mode" = ctl ] || [ "$mode" = chan ] && dev=(-- -object memory-backend-file,id=hvt,share=on,mem-path="$CTL_SHM",size=4M
+		-device ivshmem-plain,memdev=hvt)
 	tests/lib/qemu.sh --dir "$work/$mode" --log "$log" --timeout 300 --smp "$smp" --cpu-flags -hypervisor \
-		>/dev/null 2>&1 &
+		"${dev[@]}" >/dev/null 2>&1 &
 	local pid=$!
 	while kill -0 $pid 2>/dev/null; do
 		if [ -z "$tb" ] && grep -qa "HVTRACE-GUEST: init reached" "$log" 2>/dev/null; then
@@ -49,7 +60,11 @@ one_run() { # one_run MODE I [SMP] -> appends "boot md5" to $work/MODE[-smpSMP].
 		echo "bench: run $mode #$i did not complete; log $log" >&2
 		return 1
 	fi
-	if [ "$mode" = on ] && ! grep -qa "hypervisor running" "$log"; then
+	if [ "$mode" = ctl ] && ! grep -qa "host control requests read at every exit and while the guest halts" "$log"; then
+		echo "bench: host control was not on in run #$i; log $log" >&2
+		return 1
+	fi
+	if [ "$mode" != off ] && ! grep -qa "hypervisor running" "$log"; then
 		echo "bench: the hypervisor did not start in run #$i; log $log" >&2
 		return 1
 	fi
@@ -65,6 +80,8 @@ for i in $(seq 1 "$RUNS"); do
 	# alternate so slow drift on the machine hits both sides alike
 	one_run on "$i" || exit 1
 	one_run off "$i" || exit 1
+	one_run ctl "$i" || exit 1
+	one_run chan "$i" || exit 1
 	one_run on "$i" 4 || exit 1
 	one_run off "$i" 4 || exit 1
 done
@@ -73,6 +90,10 @@ boot_on=$(cut -d' ' -f1 "$work/on.times" | median)
 boot_off=$(cut -d' ' -f1 "$work/off.times" | median)
 md5_on=$(cut -d' ' -f2 "$work/on.times" | median)
 md5_off=$(cut -d' ' -f2 "$work/off.times" | median)
+boot_ctl=$(cut -d' ' -f1 "$work/ctl.times" | median)
+md5_ctl=$(cut -d' ' -f2 "$work/ctl.times" | median)
+boot_chan=$(cut -d' ' -f1 "$work/chan.times" | median)
+md5_chan=$(cut -d' ' -f2 "$work/chan.times" | median)
 boot4_on=$(cut -d' ' -f1 "$work/on-smp4.times" | median)
 boot4_off=$(cut -d' ' -f1 "$work/off-smp4.times" | median)
 # the boot processor enters last: its line has what is left
@@ -91,9 +112,13 @@ out=bench/results/boot-cpu-$(date -u +%Y%m%d-%H%M%S).txt
 	printf '%-28s %10s %10s %8s %s\n' "boot to /init marker (s)" "$boot_off" "$boot_on" "$(ratio "$boot_on" "$boot_off")" "<= 1.30"
 	printf '%-28s %10s %10s %8s %s\n' "md5sum ${MIB} MiB (s)" "$md5_off" "$md5_on" "$(ratio "$md5_on" "$md5_off")" "<= 1.10"
 	printf '%-28s %10s %10s %8s %s\n' "boot, 4 vCPUs (s)" "$boot4_off" "$boot4_on" "$(ratio "$boot4_on" "$boot4_off")" "<= 1.30"
+	printf '%-28s %10s %10s %8s %s\n' "boot, control poll/off (s)" "$boot_chan" "$boot_ctl" "$(ratio "$boot_ctl" "$boot_chan")" "(a channel either way)"
+	printf '%-28s %10s %10s %8s %s\n' "md5sum, control poll/off (s)" "$md5_chan" "$md5_ctl" "$(ratio "$md5_ctl" "$md5_chan")" "(a channel either way)"
 	echo "hypervisor memory in use: ${used_kib} KiB of a ${res_mib} MiB reserve (1 vCPU), ${used4_kib} KiB (4 vCPUs)"
 	echo "# raw (boot md5) without: $(tr '\n' ',' <"$work/off.times")"
 	echo "# raw (boot md5) with:    $(tr '\n' ',' <"$work/on.times")"
+	echo "# raw (boot md5) channel, control poll: $(tr '\n' ',' <"$work/ctl.times")"
+	echo "# raw (boot md5) channel, control off:  $(tr '\n' ',' <"$work/chan.times")"
 	echo "# raw 4 vCPUs (boot md5) without: $(tr '\n' ',' <"$work/off-smp4.times")"
 	echo "# raw 4 vCPUs (boot md5) with:    $(tr '\n' ',' <"$work/on-smp4.times")"
 } | tee "$out"

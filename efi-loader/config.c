@@ -141,17 +141,19 @@ enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE,
 	       K_FLIGHT_SIZE, K_FLIGHT_CPL, K_FLIGHT_RANGE, K_FLIGHT_CR3,
 	       K_STREAM_SIZE, K_STREAM_CPL, K_STREAM_RANGE, K_STREAM_CR3, K_STREAM_WAIT,
 	       K_FLIGHT_MODE, K_FLIGHT_WAIT, K_STREAM_MODE,
-	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_TRACE_PACE, K_TRACE_FREEZE, K_COUNT };
+	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_TRACE_PACE, K_TRACE_FREEZE, K_CHANNEL_CONTROL,
+	       K_TRIPLE_FAULT, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"next", "cmdline", "memory", "serial", "log", "enable", "engine",
 	"flight.size", "flight.cpl", "flight.range", "flight.cr3",
 	"stream.size", "stream.cpl", "stream.range", "stream.cr3", "stream.wait",
 	"flight.mode", "flight.wait", "stream.mode",
-	"trace.start", "trace.stop", "channel", "trace.pace", "trace.freeze" };
+	"trace.start", "trace.stop", "channel", "trace.pace", "trace.freeze", "channel.control",
+	"triple_fault" };
 #define KEY_LIST "next, cmdline, memory, serial, log, enable, engine, flight.size, flight.cpl, " \
 	"flight.range, flight.cr3, stream.size, stream.cpl, stream.range, stream.cr3, stream.wait, " \
 	"flight.mode, flight.wait, stream.mode, " \
-	"trace.start, trace.stop, channel, trace.pace, trace.freeze"
+	"trace.start, trace.stop, channel, trace.pace, trace.freeze, channel.control, triple_fault"
 /* keys that may be given more than once */
 static bool key_repeats(enum cfg_key k)
 {
@@ -314,6 +316,14 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 		else
 			cfg_err(cfg, line, "enable: '%s' is not yes or no", num);
 		return;
+	case K_TRIPLE_FAULT:
+		if (streq(num, vlen, "reset"))
+			cfg->triple_fault = HV_TRIPLE_FAULT_RESET;
+		else if (streq(num, vlen, "halt"))
+			cfg->triple_fault = HV_TRIPLE_FAULT_HALT;
+		else
+			cfg_err(cfg, line, "triple_fault: '%s' is not reset or halt", num);
+		return;
 	case K_ENGINE:
 		if (streq(num, vlen, "fast"))
 			cfg->engine = HVTRACE_ENGINE_FAST;
@@ -442,6 +452,16 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 		else
 			cfg_err(cfg, line, "channel: '%s' is not auto, ivshmem or ram", num);
 		return;
+	case K_CHANNEL_CONTROL:
+		if (streq(num, vlen, "poll"))
+			rec->control = HVTRACE_CTL_POLL;
+		else if (streq(num, vlen, "exits"))
+			rec->control = HVTRACE_CTL_EXITS;
+		else if (streq(num, vlen, "off"))
+			rec->control = HVTRACE_CTL_OFF;
+		else
+			cfg_err(cfg, line, "channel.control: '%s' is not poll, exits or off", num);
+		return;
 	default:
 		return;
 	}
@@ -464,6 +484,7 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	cfg->rec.flight.mode = HVTRACE_RING_OVERWRITE;
 	cfg->rec.stream.mode = HVTRACE_RING_LOSSLESS;
 	cfg->rec.flight.wait_us = cfg->rec.stream.wait_us = 100000;
+	cfg->rec.control = HVTRACE_CTL_POLL;	/* an ivshmem channel only (hv/trace/rec.c) */
 
 	if (len > CFG_MAX_SIZE) {
 		cfg_err(cfg, 0, "the file is larger than 64 KiB");
@@ -554,8 +575,13 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 									: !cfg->rec.stream.size)))
 			cfg_err(cfg, 0, "'%s' is set but '%s' is not (or is 0): that consumer does not exist",
 				key_names[deps[i].k], key_names[deps[i].needs]);
-	if ((seen[K_TRACE_START] || seen[K_TRACE_STOP] || seen[K_CHANNEL] || seen[K_TRACE_FREEZE]) &&
+	if ((seen[K_TRACE_START] || seen[K_TRACE_STOP] || seen[K_CHANNEL] || seen[K_TRACE_FREEZE] ||
+	     seen[K_CHANNEL_CONTROL]) &&
 	    !cfg->rec.flight.size && !cfg->rec.stream.size)
-		cfg_err(cfg, 0, "trace.start, trace.stop, trace.freeze and channel need a recorder: set flight.size or stream.size");
+		cfg_err(cfg, 0, "trace.start, trace.stop, trace.freeze, channel and channel.control need a recorder: "
+			"set flight.size or stream.size");
+	if (seen[K_CHANNEL_CONTROL] && cfg->rec.control != HVTRACE_CTL_OFF && cfg->rec.channel == REC_CHAN_RAM)
+		cfg_err(cfg, 0, "channel.control: a channel in reserved RAM ('channel = ram') takes no host "
+			"requests: the host cannot write there (set channel.control = off, or channel = ivshmem)");
 	return cfg->nr_errors;
 }

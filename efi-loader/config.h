@@ -38,6 +38,7 @@ struct hv_config {
 	bool enable;			/* false: boot `next` without the hypervisor */
 	u8 engine;			/* enum hvtrace_engine: fast (default) or reference */
 	u32 pace;			/* trace.pace: branches between interrupts; 0: off */
+	u16 triple_fault;		/* enum hv_triple_fault */
 	struct hv_rec_cfg rec;		/* flight.*, stream.*, trace.*, channel */
 	u32 nr_errors;			/* errors beyond CFG_MAX_ERRORS are counted only */
 	struct cfg_error errors[CFG_MAX_ERRORS];

@@ -3,7 +3,8 @@
 # that prints markers the tests look for, runs the workload named on the
 # kernel command line (hvtrace.workload=md5:MIB; hvtrace.kallsyms prints
 # the kernel's text symbols; hvtrace.smp checks every processor;
-# hvtrace.crash panics the kernel through sysrq c), then powers off.
+# hvtrace.crash panics the kernel through sysrq c; hvtrace.idle=S sleeps S
+# seconds), then powers off.
 # Usage: scripts/mkinitramfs.sh AGENT OUT.cpio.gz
 set -eu
 agent=${1:?usage: mkinitramfs.sh AGENT OUT}
@@ -70,6 +71,13 @@ for arg in $(cat /proc/cmdline); do
 		# panic=0 the kernel then hangs in its panic loop
 		echo "HVTRACE-GUEST: crashing the kernel through sysrq c"
 		echo c > /proc/sysrq-trigger
+		;;
+	hvtrace.idle=*)
+		# an idle kernel for a while (issue 12's host control on an
+		# idle guest): nothing runs, the processors halt
+		echo "HVTRACE-GUEST: idle for ${arg#hvtrace.idle=} s"
+		sleep "${arg#hvtrace.idle=}"
+		echo "HVTRACE-GUEST: idle done"
 		;;
 	hvtrace.kallsyms)
 		# the kernel's text symbols for the host's `hvtrace symbols`

@@ -1,137 +1,130 @@
 #!/usr/bin/env bash
 # hvtrace under Linux's real KVM with nested SVM: no machine here offers
-# nested KVM, so one is made. An outer QEMU (TCG, -cpu max: AMD with SVM)
-# boots Debian's kernel with a small initramfs that loads kvm and kvm-amd
-# nested=1 from the same kernel package, mounts the host's root read-only
-# and this checkout read-write over 9p, and runs the project's own runners
-# inside a chroot of the host's root with HVTRACE_ACCEL=kvm, so the inner
-# QEMU runs OVMF and hvtrace with -accel kvm -cpu host, as on a user's
-# nested-KVM host. The inner runs' logs land in build/test-runs/ as usual;
-# the outer guest's console is build/test-runs/nested/outer.log.
+# nested KVM, so tests/nested/outer.sh makes one (an outer QEMU, TCG,
+# -cpu max, booting Debian's kernel with kvm-amd nested=1; the workaround
+# the outer QEMU needs is there too) and runs the project's own runners
+# inside it with HVTRACE_ACCEL=kvm, so the inner QEMU runs OVMF and hvtrace
+# with -accel kvm -cpu host, as on a user's nested-KVM host. The inner
+# runs' logs land in build/test-runs/ as usual; the outer guest's console
+# and kernel log in build/test-runs/nested/.
 #
-#   tests/integration-nested.sh [--list] [TEST...]   (default: all below)
+#   tests/integration-nested.sh [--all] [--list] [TEST...]
 #
-# The outer QEMU needs one workaround, tests/nested/tcg-lock-fix.c, an
-# LD_PRELOAD for it alone (QEMU 7.2's TCG aborts in tcg_handle_interrupt
-# when KVM's nested guest writes CR8 with a virtual interrupt pending; the
-# file says why). If that abort ever comes back, this tier says so.
+# Default (make test's nested tier): one boot of each thing issue 11 names,
+# about 5 minutes here. --all (make test-nested) adds the rest below.
+# TEST... picks tests by the runners' own names instead.
 #
 # Environment: BUILD (default build), HVTRACE_TIME_SCALE.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SCALE=${HVTRACE_TIME_SCALE:-1}
-KDIR=${KERNEL_DIR:-$BUILD/cache/linux}
 OUT=$BUILD/test-runs/nested
-TIMEOUT=$((600 * SCALE))
 
-# What runs inside: the runners' own test names, by runner.
-INNER_QEMU="guest-basic svm-smp triple-fault hostile bts-reference bts-fast bts-engines-agree"
-INNER_REC="rec-basic-fast"
+# What runs inside: the runners' own test names (a trailing $ anchors).
+# make test: the EFI guest program, an SMP guest, a triple fault, BTS under
+# both engines and their comparison, Linux to its shell, the recorder with
+# exact counts, and a lossless ivshmem channel read by hvtrace record.
+QEMU_TESTS="svm-guest-basic$ svm-smp$ svm-triple-fault$ svm-bts-reference$ svm-bts-fast$ svm-bts-engines-agree$ linux-boot$"
+REC_TESTS="svm-rec-basic-fast$ svm-rec-lossless$"
+# --all adds the hostile guest and the scribbled channel, hot-plug, a halt
+# on triple fault, Linux on 2 vCPUs and the lossless stream with 2 vCPUs.
+# The scribbled channel is here, not in make test: in a CI run the
+# tier passed its time bound inside it, and once here the outer kernel
+# panicked during it (docs/testing.md item 7).
+MORE_QEMU="svm-smp-hotplug$ svm-hostile$ svm-triple-fault-halt$ linux-smp$"
+MORE_REC="svm-rec-hostile-channel$ svm-rec-lossless-smp$"
 
+if [ "${1:-}" = --all ]; then
+	QEMU_TESTS="$QEMU_TESTS $MORE_QEMU" REC_TESTS="$REC_TESTS $MORE_REC"
+	shift
+fi
+# TEST...: each goes to the runner whose --list has it
+if [ $# -gt 0 ] && [ "$1" != --list ]; then
+	QEMU_TESTS="" REC_TESTS=""
+	for t in "$@"; do
+		if tests/integration.sh --list | grep -q -- "${t//-/_}"; then QEMU_TESTS="$QEMU_TESTS $t"
+		elif tests/integration-rec.sh --list | grep -q -- "${t//-/_}"; then REC_TESTS="$REC_TESTS $t"
+		else echo "integration-nested.sh: no test $t in tests/integration.sh or tests/integration-rec.sh" >&2; exit 2
+		fi
+	done
+fi
+# picked RUNNER PATTERN...: the runner's tests the patterns select, as
+# the runner itself picks them (tests/lib/runner.sh runner_main)
+picked() {
+	local runner=$1 t p
+	shift
+	for t in $("$runner" --list); do for p in "$@"; do
+		p=${p//-/_}
+		case "$p" in
+		*'$') case "$t" in *"${p%'$'}") echo "$t" ;; esac ;;
+		*) case "$t" in *"$p"*) echo "$t" ;; esac ;;
+		esac
+	done; done
+}
+selected=$( (picked tests/integration.sh $QEMU_TESTS; picked tests/integration-rec.sh $REC_TESTS) | sort -u)
 if [ "${1:-}" = --list ]; then
-	for t in $INNER_QEMU; do echo "integration.sh $t"; done
-	for t in $INNER_REC; do echo "integration-rec.sh $t"; done
+	echo "$selected" | sed 's/^t_//; s/_/-/g'
 	exit 0
 fi
-if [ $# -gt 0 ]; then INNER_QEMU="$*" INNER_REC=""; fi
+want=$(echo "$selected" | grep -c .)
+# the whole outer run: its boot, then about a minute a test (one restart
+# of a silent firmware costs ~100 s); the runners inside stop 2 minutes
+# earlier, so that their files still come back
+TIMEOUT=$(((300 + 60 * want) * SCALE))
 
 fail() { echo "FAIL nested: $*"; echo "integration-nested: 0 passed, 1 failed"; exit 1; }
 
-[ -s "$KDIR/vmlinuz" ] && [ -s "$KDIR/modules/order" ] ||
-	fail "no kernel with its modules in $KDIR (scripts/fetch-kernel.sh $KDIR fetches them)"
-[ -x /bin/busybox ] || fail "no /bin/busybox (scripts/setup-deps.sh installs busybox-static)"
 for x in "$BUILD/hvtrace.efi" "$BUILD/host-tools/hvtrace" "$BUILD/tests/guest/t_basic.efi"; do
 	[ -e "$x" ] || fail "$x is not built (make)"
 done
-rm -rf "$OUT"
-mkdir -p "$OUT"
-
-# the workaround for the outer QEMU
-cc -O2 -shared -fPIC -Wall -Werror -o "$OUT/tcg-lock-fix.so" tests/nested/tcg-lock-fix.c -ldl ||
-	fail "cannot build tests/nested/tcg-lock-fix.c"
-
-# the outer guest's initramfs: busybox, the modules, /init
-root=$OUT/initramfs
-mkdir -p "$root"/{bin,proc,sys,dev,host,lib/modules}
-cp /bin/busybox "$root/bin/"
-cp "$KDIR"/modules/*.ko "$KDIR/modules/order" "$root/lib/modules/"
-cat >"$root/init" <<'INIT'
-#!/bin/busybox sh
-/bin/busybox --install -s /bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-arg() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
-for m in $(cat /lib/modules/order); do
-	opt=""
-	[ "$m" = kvm-amd ] && opt="nested=1"
-	insmod "/lib/modules/$m.ko" $opt || echo "NESTED: insmod $m failed"
-done
-echo "NESTED: kvm_amd nested=$(cat /sys/module/kvm_amd/parameters/nested 2>/dev/null)"
-dir=$(arg nested.dir)
-mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /host || echo "NESTED: mount of the host's root failed"
-# cache=mmap: the recorder tests map the channel's file shared
-mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=262144,cache=mmap project "/host$dir" ||
-	echo "NESTED: mount of the checkout failed"
-mount -t devtmpfs dev /host/dev
-# what udev would add: bash's <(...) needs /dev/fd
-ln -sf /proc/self/fd /host/dev/fd
-ln -sf /proc/self/fd/0 /host/dev/stdin
-ln -sf /proc/self/fd/1 /host/dev/stdout
-ln -sf /proc/self/fd/2 /host/dev/stderr
-mount -t proc proc /host/proc
-mount -t sysfs sys /host/sys
-mount -t tmpfs tmp /host/tmp
-echo "NESTED: inside, running $(arg nested.cmd)"
-chroot /host /bin/bash "$dir/$(arg nested.cmd)"
-echo "NESTED: done, exit $?"
-poweroff -f
-INIT
-chmod +x "$root/init"
-(cd "$root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$OUT/initramfs.gz" ||
-	fail "cannot pack the initramfs"
+mkdir -p "$BUILD/test-runs"
 
 # what the chroot runs: the project's runners, forced onto KVM
-cat >"$OUT/inner.sh" <<INNER
-cd "$PWD"
-# each inner boot takes ~40 s under the emulated KVM (OVMF's start alone is
-# slow there): the runners' bounds, set for TCG, are tripled
+inner=$BUILD/test-runs/nested-inner.sh
+cat >"$inner" <<INNER
+# each inner boot takes 25-40 s under the emulated KVM (OVMF's start alone
+# is ~200,000 exits to the inner QEMU: its TPM probe at 0xfed40000 and the
+# ACPI PM timer reads of its delays, its variable writes to the flash,
+# each exit emulated): the runners' bounds, set for TCG, are tripled
 export BUILD="$BUILD" HVTRACE_ACCEL=kvm HVTRACE_TIME_SCALE=$((3 * SCALE))
+# now and then an inner boot hangs in OVMF before its console is up (an
+# empty serial log at the time bound; the outer kernel says nothing; seen
+# in 3 of ~50 boots, root cause not found, docs/testing.md item 7):
+# hvtrace.efi is not loaded yet then, so qemu.sh starts such a boot again,
+# once, after 100 s; each restart is listed below
+export HVTRACE_FIRMWARE_WAIT=$((100 * SCALE))
 [ -w /dev/kvm ] && grep -q 1 /sys/module/kvm_amd/parameters/nested ||
 	{ echo "NESTED: no nested KVM inside the outer guest"; exit 1; }
 tests/lib/qemu.sh --which-accel
-${INNER_QEMU:+tests/integration.sh $INNER_QEMU}
-${INNER_REC:+tests/integration-rec.sh $INNER_REC}
+# the runs' files (serial logs, boot volumes, ivshmem channels) on the outer
+# guest's tmpfs, copied back at the end: an ivshmem file on the 9p mount
+# is mapped shared by the inner QEMU and written with dd by the tests, and
+# 9p does not keep the two coherent (a write-back of the mapped page undid
+# the host's scribble of the channel header)
+runs=\$PWD/$BUILD/test-runs
+mkdir -p /tmp/runs && mount --bind /tmp/runs "\$runs" ||
+	{ echo "NESTED: cannot put \$runs on a tmpfs"; exit 1; }
+left() { local l=\$(($TIMEOUT - 120 - SECONDS)); echo \$((l > 1 ? l : 1)); }
+${QEMU_TESTS:+timeout -s KILL \$(left) tests/integration.sh $QEMU_TESTS}
+${REC_TESTS:+timeout -s KILL \$(left) tests/integration-rec.sh $REC_TESTS}
+umount -l "\$runs" && cp -r /tmp/runs/. "\$runs/"
+for f in \$(grep -l 'the firmware printed nothing' /tmp/runs/*/qemu.out); do
+	echo "NESTED: restarted once, the firmware silent: \${f%/qemu.out}"
+done
 INNER
 
 start=$SECONDS
 echo "nested: outer QEMU (TCG) boots Debian's kernel with kvm-amd nested=1; the runners go inside"
-LD_PRELOAD=$PWD/$OUT/tcg-lock-fix.so timeout -s KILL "$TIMEOUT" qemu-system-x86_64 \
-	-machine q35 -accel tcg -cpu max -smp 2 -m 3072 -nodefaults -display none -vga none -no-reboot \
-	-kernel "$KDIR/vmlinuz" -initrd "$OUT/initramfs.gz" \
-	-append "console=ttyS0 panic=-1 quiet nested.dir=$PWD nested.cmd=$OUT/inner.sh" \
-	-serial file:"$OUT/outer.log" \
-	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-	-virtfs local,path="$PWD",mount_tag=project,security_model=none \
-	>"$OUT/qemu.out" 2>&1 </dev/null
-rc=$?
-tr -d '\r' <"$OUT/outer.log" | grep -v '^\[' >"$OUT/console.txt"
+tests/nested/outer.sh "$OUT" "$TIMEOUT" "$inner" >"$BUILD/test-runs/nested-outer.out"
 # the runners' own lines, as they printed them inside
 grep -E '^(PASS|FAIL|     log:|qemu.sh:|NESTED:)' "$OUT/console.txt"
-echo "nested: outer run $((SECONDS - start)) s, QEMU exit $rc (logs: $OUT/)"
+echo "nested: outer run $((SECONDS - start)) s (logs: $OUT/)"
 
-problems=""
-if grep -q "tcg_handle_interrupt: assertion failed" "$OUT/qemu.out"; then
-	problems="$problems; the outer QEMU aborted in tcg_handle_interrupt (the bug tests/nested/tcg-lock-fix.c works around is back: is it preloaded?)"
-fi
-[ $rc = 137 ] && problems="$problems; the outer QEMU ran past $TIMEOUT s and was killed"
-grep -q "NESTED: kvm_amd nested=1" "$OUT/console.txt" || problems="$problems; kvm_amd did not load with nested=1"
-grep -q "NESTED: done" "$OUT/console.txt" || problems="$problems; the inner runners never finished"
+problems=$(sed -n 's/^nested: /; /p' "$BUILD/test-runs/nested-outer.out" | tr -d '\n')
 grep -q "using KVM" "$OUT/console.txt" || problems="$problems; the inner runs did not use KVM"
 pass=$(grep -c '^PASS' "$OUT/console.txt")
 failn=$(grep -c '^FAIL' "$OUT/console.txt")
-want=$(($(echo $INNER_QEMU | wc -w) + $(echo $INNER_REC | wc -w)))
 [ $((pass + failn)) -ge "$want" ] || problems="$problems; $((pass + failn)) results for $want tests"
 if [ -n "$problems" ]; then
 	echo "FAIL nested${problems}"

@@ -262,7 +262,7 @@ t_svm_rec_smp_crash() {
 	local d=$(esp $name)
 	add_guest "$d" t_smp
 	cfg "$d" 'next = \EFI\hvtrace\t_smp.efi' 'cmdline = crash' 'flight.size = 64K' \
-		'trace.start = hypercall' 'channel = ram'
+		'trace.start = hypercall' 'channel = ram' 'triple_fault = halt'
 	local ram=$RUNS/$name/ram.img
 	run $name 120 --smp 4 --until 'REC-SMP-CRASH' -- \
 		-object memory-backend-file,id=ram,share=on,mem-path="$ram",size=512M -machine memory-backend=ram
@@ -297,7 +297,7 @@ t_svm_rec_crash_elf_dump() {
 	local d=$(esp $name)
 	add_guest "$d" t_rec
 	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = c' 'flight.size = 64K' \
-		'trace.start = hypercall' 'channel = ram'
+		'trace.start = hypercall' 'channel = ram' 'triple_fault = halt'
 	local core=$RUNS/$name/guest.core port=$((20000 + RANDOM % 20000))
 	run $name 120 --until 'svm_dump:   gdtr' --then "tests/lib/hmp.sh $port 60 dump-guest-memory $core" -- \
 		-monitor tcp:127.0.0.1:$port,server=on,wait=off
@@ -358,6 +358,30 @@ put_le() {
 	printf "$out" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
 
+# put_le_all FILE OFFSET:BYTES:VALUE...: the same for many fields at once,
+# in one write of the bytes they span (read first, so nothing else in the
+# span may change meanwhile). A put_le per field took 17 s for the scribble
+# below in the nested tier's emulated host, longer than t_hostile waits.
+put_le_all() {
+	local file=$1 lo=-1 hi=0 x off len val hex v i p
+	shift
+	for x; do
+		IFS=: read -r off len val <<<"$x"
+		((lo < 0 || off < lo)) && lo=$off
+		((off + len > hi)) && hi=$((off + len))
+	done
+	hex=$(od -An -v -tx1 -j "$lo" -N $((hi - lo)) "$file" | tr -d ' \n')
+	for x; do
+		IFS=: read -r off len val <<<"$x"
+		printf -v v "%0$((len * 2))x" "$val"
+		for ((i = 0; i < len; i++)); do
+			p=$(((off - lo + i) * 2))
+			hex=${hex:0:p}${v:$(((len - 1 - i) * 2)):2}${hex:p+2}
+		done
+	done
+	printf "$(sed 's/../\\x&/g' <<<"$hex")" | dd of="$file" bs=$((hi - lo)) seek="$lo" oflag=seek_bytes conv=notrunc status=none
+}
+
 # Anything with the channel mapped may scribble its header. t_hostile's
 # attacks with the flight recorder in an ivshmem channel; when it says so,
 # the host sets nr_rings to 2^32-1 and every ring's consumer, offset and
@@ -375,13 +399,13 @@ t_svm_rec_hostile_channel() {
 	(
 		for _ in $(seq 1 $((600 * SCALE))); do
 			if grep -qa 'HOSTILE: scribble the channel now' "$raw" 2>/dev/null; then
-				put_le "$shm" 20 4 4294967295	# nr_rings
+				local fields="20:4:4294967295" r	# nr_rings
 				for i in $(seq 0 29); do
-					local r=$((128 + i * 128))
-					put_le "$shm" $((r + 4)) 2 65535		# consumer
-					put_le "$shm" $((r + 8)) 8 3735928559	# offset
-					put_le "$shm" $((r + 16)) 8 3		# capacity
+					r=$((128 + i * 128))
+					# consumer, offset, capacity
+					fields="$fields $((r + 4)):2:65535 $((r + 8)):8:3735928559 $((r + 16)):8:3"
 				done
+				put_le_all "$shm" $fields
 				echo scribbled >"$RUNS/$name/scribbled"
 				exit 0
 			fi
@@ -404,6 +428,269 @@ t_svm_rec_hostile_channel() {
 	grep -qi 'ring' "$RUNS/$name/status.out" ||
 		REASONS="$REASONS; hvtrace status does not say what is wrong: $(head -2 "$RUNS/$name/status.out")"
 	rm -f "$shm"
+	finish $name
+}
+
+# --- host control (docs/channel.md "Control") -------------------------------
+
+# wait_log FILE REGEX: waits (up to 120 s) until a log being written
+# matches; false if it never does
+wait_log() {
+	for _ in $(seq 1 $((600 * SCALE))); do
+		grep -qaE -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# ctl_idle_run NAME STEPS: t_rec's idle mode (tracing, then halted with
+# interrupts off: the guest makes no exit of its own) with the flight
+# recorder in an ivshmem channel; STEPS (a function) runs on the host once
+# the guest halts, QEMU is stopped after it. $SHM is the channel's file.
+ctl_idle_run() {
+	local name=$1 steps=$2
+	local d=$(esp $name)
+	SECONDS=0
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = i' 'flight.size = 64K' 'trace.start = hypercall' \
+		'channel = ivshmem'
+	SHM=$RUNS/$name/chan.shm
+	local raw=$RUNS/$name/serial.log.raw done=$RUNS/$name/steps.done
+	truncate -s 4M "$SHM"
+	run $name 180 --until 'REC-IDLE' --then "for _ in \$(seq 1 $((900 * SCALE))); do [ -e '$done' ] && break; sleep 0.2; done" \
+		-- -object memory-backend-file,id=hvt,share=on,mem-path="$SHM",size=4M -device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	if wait_log "$raw" 'REC-IDLE'; then
+		sleep 2	# halted for a while: nothing of the guest's own exits
+		$steps >"$RUNS/$name/steps.out" 2>&1
+	else
+		REASONS="$REASONS; the guest never halted"
+	fi
+	touch "$done"
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'recorder: host control requests read at every exit and while the guest halts'
+	expect 'GUEST-TEST: PASS: trace_start'
+	reject 'hvtrace: error'
+	rm -f "$SHM"
+}
+
+# ctl OK|REFUSED REQUEST...: `hvtrace ctl` on $SHM, its output kept; the
+# outcome must be the one named
+ctl() {
+	local want=$1 out rc
+	shift
+	out=$("$HVTRACE" ctl --shm "$SHM" --timeout 20 "$@" 2>&1)
+	rc=$?
+	CTL_OUT=$out
+	echo "ctl $*: rc $rc: $out"
+	case "$want" in
+	OK) [ $rc = 0 ] && [[ "$out" == *"applied in"* ]] || CTL_BAD="$CTL_BAD; ctl $* (want applied): $out" ;;
+	*) [ $rc = 1 ] && [[ "$out" == *"refused by the hypervisor: $want"* ]] ||
+		CTL_BAD="$CTL_BAD; ctl $* (want refused $want): $out" ;;
+	esac
+}
+
+# chan_u64 OFFSET: a 64-bit field of the channel header
+chan_u64() { od -An -t u8 -j "$1" -N 8 "$SHM" | tr -d ' '; }
+# raw_request OP RESERVED [FILTER_CONSUMER FILTER_CPL]: a request written
+# straight into the channel, as a broken or hostile host would (record.h:
+# the request at 3968, ctl_done at 88), and waited for
+raw_request() {
+	local done=$(chan_u64 88)
+	put_le "$SHM" 3976 4 "$1"
+	put_le "$SHM" 3980 4 "$2"
+	put_le "$SHM" 4000 4 "${3:-0}"
+	put_le "$SHM" 4004 4 "${4:-0}"
+	put_le "$SHM" 3968 8 $((done + 1))
+	for _ in $(seq 1 100); do
+		[ "$(chan_u64 88)" = $((done + 1)) ] && return 0
+		sleep 0.1
+	done
+	CTL_BAD="$CTL_BAD; raw request op $1 never answered"
+}
+
+# ctl_within MS: the last `ctl` was applied within MS milliseconds (a
+# functional bound, far above the few ms it takes: without the watcher a
+# halted guest never answers, and a busy one only at its next interrupt)
+ctl_within() {
+	local ms=$(printf '%s\n' "$CTL_OUT" | sed -nE 's/.*applied in ([0-9.]+) ms.*/\1/p')
+	awk -v a="${ms:-x}" -v b="$1" 'BEGIN { exit !(a != "x" && a + 0 < b + 0) }' ||
+		CTL_BAD="$CTL_BAD; not applied within $1 ms: $CTL_OUT"
+}
+
+ctl_idle_steps() {
+	CTL_BAD=""
+	ctl OK stop
+	ctl_within 1000
+	"$HVTRACE" status --shm "$SHM"
+	ctl OK mark 0x1234
+	ctl OK filter flight cpl=kernel range=0x1000-0x1fff
+	ctl OK freeze-at 0xffffffff81000000+5
+	ctl OK freeze-at none
+	ctl EINVAL freeze-at 0x1000+200000000
+	ctl OK start
+	# garbage straight into the channel: refused, counted, nothing else
+	local before=$(chan_u64 112)
+	raw_request 99 0
+	raw_request 1 7
+	raw_request 5 0 1 9
+	# a seq far ahead is no request at all
+	put_le "$SHM" 3968 8 $(($(chan_u64 88) + 1000))
+	sleep 1
+	[ "$(chan_u64 112)" = $((before + 3)) ] ||
+		CTL_BAD="$CTL_BAD; refused count $(chan_u64 112), want $((before + 3))"
+	[ "$(chan_u64 96)" = 18446744073709551594 ] || CTL_BAD="$CTL_BAD; last result $(chan_u64 96), want -22"
+	"$HVTRACE" status --shm "$SHM"
+	# the watchdog: armed, armed again in time, then left to run out
+	ctl OK watchdog 3s
+	sleep 1.5
+	ctl OK watchdog 3s
+	sleep 2
+	[ "$("$HVTRACE" status --shm "$SHM" | sed -n 's/^state: \([a-z]*\).*/\1/p')" = tracing ] ||
+		CTL_BAD="$CTL_BAD; frozen although the watchdog was armed again in time"
+	sleep 4
+	"$HVTRACE" status --shm "$SHM"
+	"$HVTRACE" status --shm "$SHM" | grep -q '^freeze: watchdog' ||
+		CTL_BAD="$CTL_BAD; the watchdog did not freeze the recorder"
+	ctl EPERM start
+	echo "CTL_BAD=$CTL_BAD"
+}
+
+# Host control on an idle guest: every request is applied although the
+# guest halts with interrupts off (the watcher, channel.control = poll);
+# garbage written into the request area is refused and counted; the
+# watchdog freezes the flight recorder when the host stops arming it; a
+# frozen recorder refuses requests. The flight ring then holds the host's
+# marker between the stop and the restart.
+t_svm_rec_ctl_idle() {
+	local name=svm-rec-ctl-idle
+	ctl_idle_run $name ctl_idle_steps
+	local out=$RUNS/$name/steps.out
+	grep -q '^CTL_BAD=$' "$out" || REASONS="$REASONS$(sed -n 's/^CTL_BAD=//p' "$out") ($out)"
+	expect 'recorder: tracing stopped \(host request\)'
+	expect 'recorder: host request [0-9]+ \(op 99\) refused'
+	expect 'recorder: flight recorder frozen \(watchdog\)'
+	finish $name
+}
+
+ctl_freeze_steps() {
+	CTL_BAD=""
+	ctl OK freeze
+	"$HVTRACE" snapshot --shm "$SHM" -o "$SNAP" && "$HVTRACE" report "$SNAP" --last 3 >"$SNAP.report" ||
+		CTL_BAD="$CTL_BAD; no snapshot or report"
+	echo "CTL_BAD=$CTL_BAD"
+}
+
+# `hvtrace ctl freeze` on the same idle guest: the snapshot is frozen by
+# the host and its report says so first.
+t_svm_rec_ctl_freeze() {
+	local name=svm-rec-ctl-freeze
+	SNAP=$BUILD/test-runs/$name.trace
+	ctl_idle_run $name ctl_freeze_steps
+	local out=$RUNS/$name/steps.out
+	grep -q '^CTL_BAD=$' "$out" || REASONS="$REASONS$(sed -n 's/^CTL_BAD=//p' "$out") ($out)"
+	expect 'recorder: flight recorder frozen \(host request\)'
+	head -1 "$SNAP.report" 2>/dev/null | grep -q '^frozen: host on vcpu 0' ||
+		REASONS="$REASONS; the report does not begin with the host's freeze: $(head -1 "$SNAP.report" 2>/dev/null)"
+	rm -f "$SNAP" "$SNAP.report"
+	finish $name
+}
+
+# `hvtrace record` ending (SIGINT) stops tracing first (nobody else reads
+# the stream) and drains to the STOP marker: the file holds exactly the
+# records the guest's rings accepted, none lost, and the guest sees its
+# engine stop.
+t_svm_rec_record_stops() {
+	local name=svm-rec-record-stops
+	local d=$(esp $name)
+	SECONDS=0
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = w' 'stream.size = 1M' 'stream.wait = 2s' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm out=$RUNS/$name/stream.trace raw=$RUNS/$name/serial.log.raw
+	truncate -s 8M "$shm"
+	run $name 400 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=8M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	timeout 390 "$HVTRACE" record --shm "$shm" -o "$out" --wait 60 >"$RUNS/$name/record.out" 2>&1 &
+	local rpid=$!
+	wait_log "$raw" 'REC-WAIT: tracing'
+	sleep 5
+	kill -INT $rpid
+	wait $rpid
+	local rrc=$?
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'GUEST-TEST: PASS: stopped_by_host'
+	expect 'recorder: tracing stopped \(host request\)'
+	[ $rrc = 0 ] || REASONS="$REASONS; hvtrace record exited $rrc: $(tail -2 "$RUNS/$name/record.out")"
+	grep -q 'tracing stopped (in' "$RUNS/$name/record.out" ||
+		REASONS="$REASONS; record did not stop tracing: $(tail -2 "$RUNS/$name/record.out")"
+	"$HVTRACE" dump "$out" --json >"$RUNS/$name/dump.json" 2>"$RUNS/$name/dump.err" ||
+		REASONS="$REASONS; hvtrace dump failed: $(head -2 "$RUNS/$name/dump.err")"
+	local n=$(wc -l <"$RUNS/$name/dump.json") want=$(sed -nE 's/.*REC-WAIT: records=([0-9]+) lost=([0-9]+).*/\1/p' "$LOG")
+	local glost=$(sed -nE 's/.*REC-WAIT: records=([0-9]+) lost=([0-9]+).*/\2/p' "$LOG")
+	[ -n "$want" ] && [ "$n" = "$want" ] || REASONS="$REASONS; $n records in the file, the rings accepted ${want:-?}"
+	[ "$glost" = 0 ] || REASONS="$REASONS; the hypervisor lost ${glost:-?} records"
+	tail -1 "$RUNS/$name/dump.json" | grep -q '"marker":"stop"' ||
+		REASONS="$REASONS; the file does not end with the STOP marker: $(tail -1 "$RUNS/$name/dump.json")"
+	[ "$n" -gt 10000 ] 2>/dev/null || REASONS="$REASONS; only $n records traced"
+	rm -f "$shm" "$out"
+	finish $name
+}
+
+linux_ctl_steps() {
+	CTL_BAD=""
+	sleep 3	# the kernel idles: its processors halt between rare interrupts
+	ctl OK start
+	ctl_within 1000
+	sleep 3
+	ctl OK stop
+	ctl_within 1000
+	"$HVTRACE" snapshot --shm "$SHM" -o "$SNAP" || CTL_BAD="$CTL_BAD; no snapshot"
+	echo "CTL_BAD=$CTL_BAD"
+}
+
+# Host control on an idle Linux: Debian's kernel sleeping at its shell
+# (tickless idle), the flight recorder in an ivshmem channel, tracing
+# started and stopped from the host, each within a second. Tracing starts
+# where vCPU 0 halted, in the idle loop, and the snapshot holds it.
+t_linux_rec_ctl_idle() {
+	local name=linux-rec-ctl-idle
+	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
+	local d=$(esp $name)
+	SECONDS=0
+	add_linux "$d"
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=20" 'flight.size = 1M' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	SHM=$RUNS/$name/chan.shm SNAP=$RUNS/$name/snap.trace
+	truncate -s 8M "$SHM"
+	run $name 240 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$SHM",size=8M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	if wait_log "$RUNS/$name/serial.log.raw" 'HVTRACE-GUEST: idle for'; then
+		linux_ctl_steps >"$RUNS/$name/steps.out" 2>&1
+	else
+		REASONS="$REASONS; the kernel never reached its idle spell"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'recorder: tracing starts at'
+	expect 'recorder: tracing stopped \(host request\)'
+	expect 'HVTRACE-GUEST: idle done'
+	reject 'hvtrace: error'
+	local out=$RUNS/$name/steps.out
+	grep -q '^CTL_BAD=$' "$out" || REASONS="$REASONS$(sed -n 's/^CTL_BAD=//p' "$out") ($out)"
+	if "$HVTRACE" dump "$SNAP" --symbols "$SYMBOLS" >"$RUNS/$name/dump.txt" 2>"$RUNS/$name/dump.err"; then
+		grep -qE '^[0-9]+ 0 marker start [a-z_]*(idle|halt)' "$RUNS/$name/dump.txt" ||
+			REASONS="$REASONS; tracing did not start in vCPU 0's idle loop: $(grep -m1 'marker start' "$RUNS/$name/dump.txt")"
+		[ "$(grep -c ' branch ' "$RUNS/$name/dump.txt")" -gt 0 ] ||
+			REASONS="$REASONS; no branch traced while idle"
+	else
+		REASONS="$REASONS; hvtrace dump failed: $(head -2 "$RUNS/$name/dump.err")"
+	fi
+	rm -f "$SHM"
 	finish $name
 }
 
@@ -559,8 +846,9 @@ t_linux_rec_start_kernel() {
 	linux_traced $name start_kernel 20000 1 ' hvtrace.kallsyms' || return 0
 	local sk=$ADDR ram=$RAM
 	# the report uses the symbols the guest agent printed in this boot
-	# (hvtrace-agent symbols -> hvtrace symbols), not the cached map
-	local map=$RUNS/$name/agent.map
+	# (hvtrace-agent symbols -> hvtrace symbols), not the cached map: named
+	# after the trace, they are found without --symbols
+	local map=$RUNS/$name/snap.trace.map
 	"$HVTRACE" symbols "$LOG" -o "$map" >"$RUNS/$name/symbols.out" 2>&1 ||
 		REASONS="$REASONS; hvtrace symbols failed: $(head -2 "$RUNS/$name/symbols.out")"
 	expect 'HVTRACE-GUEST: agent symbols exit 0'
@@ -570,8 +858,10 @@ t_linux_rec_start_kernel() {
 	reject 'hvtrace: error'
 	reject 'Kernel panic'
 	if "$HVTRACE" snapshot --dump "$ram" -o "$RUNS/$name/snap.trace" >"$RUNS/$name/snapshot.out" 2>&1 &&
-		"$HVTRACE" report "$RUNS/$name/snap.trace" --symbols "$map" --calls \
+		"$HVTRACE" report "$RUNS/$name/snap.trace" --calls \
 			>"$RUNS/$name/calls.txt" 2>"$RUNS/$name/report.err"; then
+		grep -q "^hvtrace: symbols from $map " "$RUNS/$name/report.err" ||
+			REASONS="$REASONS; report did not use the map beside the trace: $(head -1 "$RUNS/$name/report.err")"
 		# start_kernel at the root, then the first functions it calls, in order
 		local want="start_kernel set_task_stack_end_magic boot_cpu_init setup_arch" got
 		got=$(awk '/^ *[0-9]+  [^ ]/ && NF == 2 { print $2 } /^ *[0-9]+    [^ ]/ && NF == 2 { print $2 }' \
@@ -758,6 +1048,6 @@ t_linux_rec_panic_freeze() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze"
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle"
 runner_main integration-rec "$ALL" "$@"

@@ -4,7 +4,10 @@
 # (scripts/check-layers.sh), host unit tests, the decoder's differential
 # test (bounded sample; each run one test, its strings counted apart), the
 # host tools (libhvtrace, hvtrace), QEMU integration tests, Bochs (VMX)
-# integration tests.
+# integration tests, the differential tier (guest programs with and
+# without the hypervisor, idle and traced), and a selection of the QEMU
+# tests under Linux's real KVM with nested SVM (inside QEMU TCG:
+# tests/integration-nested.sh).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -47,6 +50,8 @@ tier host-tools make --no-print-directory -s test-host-tools
 tier integration tests/integration.sh
 tier integration-rec tests/integration-rec.sh
 tier integration-vmx tests/integration-vmx.sh
+tier integration-diff tests/integration-diff.sh
+tier integration-nested tests/integration-nested.sh
 
 echo
 cat "$log"

@@ -171,6 +171,27 @@ uint64_t hvt_recs_filter(struct hvtrace_rec *r, uint64_t n, uint64_t *bad);
 int hvt_recs_sort_tsc(struct hvtrace_rec *r, uint64_t n);
 
 /* ---------------------------------------------------------------- */
+/* Host -> hypervisor control (record.h, docs/channel.md "Control"). */
+
+const char *hvt_ctl_mode_name(unsigned mode);
+/* "ok", "EINVAL (...)": a hypervisor result; NULL for a code the ABI does not name. */
+const char *hvt_result_name(int64_t result);
+
+struct hvt_ctl_req {
+	uint32_t op;			/* enum hvtrace_trace_op */
+	uint64_t arg0, arg1;
+	struct hvtrace_filter filter;	/* HVTRACE_TRACE_FILTER */
+};
+/* Sends one request through a shared-memory channel and waits up to
+ * timeout_ms for the answer: 0 with *result (0 or -HVTRACE_E*) and the
+ * time the hypervisor took (*latency_ns), or -1 with err: control off, a
+ * dump, an earlier request still pending, no answer in time (the request
+ * then stays pending). One writer at a time: callers serialize (hvtrace
+ * takes a lock on the backing file). */
+int hvt_ctl_send(struct hvt_chan *ch, const struct hvt_ctl_req *rq, uint64_t timeout_ms, int64_t *result,
+		 uint64_t *latency_ns, struct hvt_err *err);
+
+/* ---------------------------------------------------------------- */
 /* The channel writer: lays out a channel and produces records as the
  * hypervisor does (record, then head). For tests and benchmarks. */
 

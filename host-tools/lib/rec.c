@@ -55,7 +55,7 @@ const char *hvt_marker_name(unsigned marker)
 	static const char *const n[] = {
 		[HVTRACE_MARK_START] = "start", [HVTRACE_MARK_STOP] = "stop",
 		[HVTRACE_MARK_GUEST] = "guest", [HVTRACE_MARK_CRASH] = "crash",
-		[HVTRACE_MARK_TRIGGER] = "trigger",
+		[HVTRACE_MARK_TRIGGER] = "trigger", [HVTRACE_MARK_HOST] = "host",
 	};
 	return NAME_AT(n, marker);
 }
@@ -75,7 +75,8 @@ const char *hvt_freeze_name(unsigned freeze)
 		[HVTRACE_FREEZE_NONE] = "none", [HVTRACE_FREEZE_TRIPLE_FAULT] = "triple-fault",
 		[HVTRACE_FREEZE_RESET] = "reset", [HVTRACE_FREEZE_HYPERCALL] = "hypercall",
 		[HVTRACE_FREEZE_ADDRESS] = "address", [HVTRACE_FREEZE_NMI] = "nmi",
-		[HVTRACE_FREEZE_HANG] = "hang",
+		[HVTRACE_FREEZE_HANG] = "hang", [HVTRACE_FREEZE_WATCHDOG] = "watchdog",
+		[HVTRACE_FREEZE_HOST] = "host", [HVTRACE_FREEZE_INVALID_STATE] = "invalid-state",
 	};
 	return NAME_AT(n, freeze);
 }

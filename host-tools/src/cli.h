@@ -23,6 +23,9 @@ int next_opt(int argc, char **argv, const char *cmd, const char *shortopts,
 	     const struct option *lo, int *rc);
 /* Whole unsigned numbers (decimal, 0x hex); -1 when s is not one. */
 int parse_u64(const char *s, uint64_t *v);
+/* A record index, or a time ("1.5s", "200ms", "30us"; *is_time set, the
+ * value in microseconds); -1 when s is neither. */
+int parse_point(const char *s, uint64_t *v, int *is_time);
 /* The index of name in names[0..n) (NULL entries skipped), or -1. */
 int parse_name(const char *s, const char *(*name)(unsigned), unsigned n);
 
@@ -32,6 +35,9 @@ int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const ch
 /* A trace file with every record checked; warns about an unfinished one. */
 int open_trace(struct hvt_file *f, const char *path);
 int load_symbols(struct hvt_syms *s, const char *path);
+/* given (--symbols), or else TRACE.map when it exists (said on stderr), or
+ * NULL; buf (len bytes) holds that default's path. */
+const char *default_symbols(const char *trace, const char *given, char *buf, size_t len);
 
 void json_str(FILE *out, const char *s);
 /* One record, as `hvtrace dump` prints it. syms may be NULL. */
@@ -66,6 +72,7 @@ int export_write(FILE *out, const struct hvt_file *f, const struct hvt_syms *s, 
 
 int cmd_status(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* hvtrace status, record and snapshot: the commands that read a channel. */
+/* hvtrace status, record, snapshot and ctl: the commands that use a live channel. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +68,24 @@ static const char status_help[] =
 	"                more than one (a guest can forge one in its RAM: all are listed)\n"
 	"  --json        one JSON object\n";
 
+/* host control: what the hypervisor says of it (names checked: a
+ * scribbled header shows as numbers) */
+static void status_ctl_text(const struct hvtrace_chan *h)
+{
+	const char *mode = hvt_ctl_mode_name(h->ctl_mode), *res = hvt_result_name(h->ctl_result);
+
+	if (!mode)
+		printf("control: mode %u (unknown)\n", h->ctl_mode);
+	else if (h->ctl_mode == HVTRACE_CTL_OFF)
+		printf("control: off (the hypervisor reads no host requests)\n");
+	else
+		printf("control: %s%s, %llu applied, %llu refused, last request %llu: %s%s\n", mode,
+		       h->ctl_mode == HVTRACE_CTL_POLL ? " (also while the guest halts)" : " (at VM exits)",
+		       (unsigned long long)h->ctl_applied, (unsigned long long)h->ctl_rejected,
+		       (unsigned long long)h->ctl_done, res ? res : "?",
+		       h->watchdog_us ? ", watchdog armed" : "");
+}
+
 static void status_text(const struct hvt_chan *ch, const char *path,
 			const struct hvt_ring_counters *c)
 {
@@ -86,6 +107,7 @@ static void status_text(const struct hvt_chan *ch, const char *path,
 		printf(" at tsc %llu", (unsigned long long)h->freeze_tsc);
 	printf("\ntsc_hz: %llu%s\n", (unsigned long long)ch->tsc_hz, ch->tsc_hz ? "" : " (unknown)");
 	printf("vcpus: %u, rings: %u\n", ch->nr_vcpus, ch->nr_rings);
+	status_ctl_text(h);
 	if (!ch->nr_rings)
 		return;
 	printf("%4s %5s %-8s %-9s %-6s %10s %10s %12s %10s %10s %8s %s\n", "ring", "vcpu", "consumer",
@@ -124,6 +146,11 @@ static void status_json(const struct hvt_chan *ch, const char *path,
 	       hvt_state_name(hvt_chan_state(ch)), (unsigned long long)h->seq,
 	       hvt_freeze_name(hvt_chan_freeze(ch)), (unsigned long long)h->freeze_tsc,
 	       (unsigned long long)ch->tsc_hz);
+	printf(",\"ctl_mode\":%u,\"ctl_done\":%llu,\"ctl_result\":%lld,\"ctl_applied\":%llu,"
+	       "\"ctl_rejected\":%llu,\"watchdog_us\":%llu",
+	       h->ctl_mode, (unsigned long long)h->ctl_done, (long long)h->ctl_result,
+	       (unsigned long long)h->ctl_applied, (unsigned long long)h->ctl_rejected,
+	       (unsigned long long)h->watchdog_us);
 	printf(",\"nr_vcpus\":%u,\"rings\":[", ch->nr_vcpus);
 	for (i = 0; i < ch->nr_rings; i++) {
 		const struct hvt_ring_desc *d = &ch->ring[i];
@@ -187,20 +214,220 @@ static int status_main(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------- */
+/* Host -> hypervisor control (docs/channel.md "Control"). */
+
+#define CTL_TIMEOUT_MS 5000u
+
+/* One request, its writers serialized by an exclusive lock on the
+ * channel's file (another `hvtrace ctl` or a recorder stopping the
+ * stream). 0 with *result, or EXIT_DATA after saying why. */
+static int ctl_send(const char *shm, struct hvt_chan *ch, const struct hvt_ctl_req *rq, uint64_t timeout_ms,
+		    int64_t *result, uint64_t *latency_ns)
+{
+	struct hvt_err err;
+	int fd = open(shm, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		rc = fail(shm, "cannot lock it for a control request: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	rc = hvt_ctl_send(ch, rq, timeout_ms, result, latency_ns, &err);
+	close(fd);	/* the lock goes with it */
+	return rc ? fail(shm, "%s", err.msg) : 0;
+}
+
+static const char ctl_help[] =
+	"usage: hvtrace ctl --shm PATH [--timeout SEC] REQUEST [ARGS]\n"
+	"Sends one request to the hypervisor through the channel and waits for its\n"
+	"answer. The hypervisor checks it as it checks the guest's trace-control\n"
+	"hypercall and applies it at its next VM exit; with channel.control = poll\n"
+	"(the default for an ivshmem channel) also within about 200 us while the\n"
+	"guest is idle (docs/channel.md \"Control\"). Requests:\n"
+	"  start                    start tracing (every vCPU)\n"
+	"  stop                     stop tracing; a STOP marker ends the stream\n"
+	"  freeze                   freeze the flight recorder now (as on a crash)\n"
+	"  mark VALUE               a HOST marker record carrying VALUE\n"
+	"  freeze-at ADDR[+N]       freeze N records after the first record that goes\n"
+	"                           to ADDR (as trace.freeze); freeze-at none removes all\n"
+	"  filter CONSUMER [cpl=all|kernel|user] [cr3=ROOT] [range=LO-HI]...\n"
+	"                           a new filter for flight or stream (up to 4 ranges)\n"
+	"  watchdog TIME|off        freeze the flight recorder unless the watchdog is\n"
+	"                           armed again within TIME (1s, 500ms; at most 1h)\n"
+	"  --timeout SEC  how long to wait for the answer (default 5)\n"
+	"Exit status: 0 applied, 1 refused by the hypervisor or no answer, 2 usage.\n";
+
+/* filter CONSUMER [cpl=..] [cr3=..] [range=LO-HI]... */
+static int ctl_parse_filter(int argc, char **argv, struct hvtrace_filter *f)
+{
+	int c = argc > 0 ? parse_name(argv[0], hvt_consumer_name, 8) : -1, i;
+
+	if (c <= 0)
+		return usage_error("ctl", "filter takes a consumer, flight or stream, first");
+	f->consumer = (uint32_t)c;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		uint64_t lo, hi;
+		int cpl;
+
+		if (!strncmp(a, "cpl=", 4)) {
+			if ((cpl = parse_name(a + 4, hvt_cpl_filter_name, 8)) < 0)
+				return usage_error("ctl", "'%s': cpl is all, kernel or user", a);
+			f->cpl = (uint32_t)cpl;
+		} else if (!strncmp(a, "cr3=", 4)) {
+			if (parse_u64(a + 4, &f->cr3))
+				return usage_error("ctl", "'%s': cr3 takes a page-table root (0x...)", a);
+		} else if (!strncmp(a, "range=", 6)) {
+			char lo_s[32], *dash = strchr(a + 6, '-');
+
+			if (!dash || (size_t)(dash - a - 6) >= sizeof(lo_s))
+				return usage_error("ctl", "'%s': range takes LO-HI", a);
+			memcpy(lo_s, a + 6, (size_t)(dash - a - 6));
+			lo_s[dash - a - 6] = 0;
+			if (parse_u64(lo_s, &lo) || parse_u64(dash + 1, &hi))
+				return usage_error("ctl", "'%s': range takes LO-HI (numbers)", a);
+			if (f->nr_ranges >= HVTRACE_FILTER_MAX_RANGES)
+				return usage_error("ctl", "at most %u ranges", HVTRACE_FILTER_MAX_RANGES);
+			f->ranges[f->nr_ranges].lo = lo;
+			f->ranges[f->nr_ranges].hi = hi;
+			f->nr_ranges++;
+		} else {
+			return usage_error("ctl", "'%s' is not cpl=, cr3= or range=", a);
+		}
+	}
+	return 0;
+}
+
+/* REQUEST [ARGS] into rq; 0 or a usage error */
+static int ctl_parse(int argc, char **argv, struct hvt_ctl_req *rq)
+{
+	const char *op = argv[0];
+	int nargs = argc - 1, is_time;
+
+	memset(rq, 0, sizeof(*rq));
+	if (!strcmp(op, "start") || !strcmp(op, "stop") || !strcmp(op, "freeze")) {
+		rq->op = op[0] == 'f' ? HVTRACE_TRACE_FREEZE : op[2] == 'a' ? HVTRACE_TRACE_START : HVTRACE_TRACE_STOP;
+		return nargs ? usage_error("ctl", "%s takes no argument", op) : 0;
+	}
+	if (!strcmp(op, "mark")) {
+		rq->op = HVTRACE_TRACE_MARK;
+		if (nargs != 1 || parse_u64(argv[1], &rq->arg0))
+			return usage_error("ctl", "mark takes one number (the marker's value)");
+		return 0;
+	}
+	if (!strcmp(op, "freeze-at")) {
+		char addr[32], *plus;
+
+		rq->op = HVTRACE_TRACE_FREEZE_AT;
+		if (nargs != 1)
+			return usage_error("ctl", "freeze-at takes ADDR[+N] or none");
+		if (!strcmp(argv[1], "none"))
+			return 0;
+		snprintf(addr, sizeof(addr), "%s", argv[1]);
+		if ((plus = strchr(addr, '+')))
+			*plus++ = 0;
+		if (parse_u64(addr, &rq->arg0) || !rq->arg0 || (plus && parse_u64(plus, &rq->arg1)))
+			return usage_error("ctl", "'%s': freeze-at takes ADDR[+N] (N records after it) or none",
+					   argv[1]);
+		return 0;
+	}
+	if (!strcmp(op, "filter")) {
+		rq->op = HVTRACE_TRACE_FILTER;
+		return ctl_parse_filter(nargs, argv + 1, &rq->filter);
+	}
+	if (!strcmp(op, "watchdog")) {
+		rq->op = HVTRACE_TRACE_WATCHDOG;
+		if (nargs != 1)
+			return usage_error("ctl", "watchdog takes a time (30s, 500ms) or off");
+		if (!strcmp(argv[1], "off"))
+			return 0;
+		if (parse_point(argv[1], &rq->arg0, &is_time) || !is_time || !rq->arg0)
+			return usage_error("ctl", "'%s': watchdog takes a time with its unit (30s, 500ms) or off",
+					   argv[1]);
+		return 0;
+	}
+	return usage_error("ctl", "'%s' is not a request (start, stop, freeze, mark, freeze-at, filter, "
+			   "watchdog)", op);
+}
+
+static int ctl_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "shm", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ 0 },
+	};
+	const char *shm = NULL;
+	uint64_t timeout_s = CTL_TIMEOUT_MS / 1000, latency;
+	struct hvt_ctl_req rq;
+	struct hvt_chan ch;
+	struct hvt_err err;
+	int64_t result;
+	int opt, rc = 0;
+
+	optind = 1;
+	/* "+": the request's own words (cpl=...) are not options */
+	while ((opt = next_opt(argc, argv, "ctl", "+h", lo, &rc)) != -1) {
+		switch (opt) {
+		case 's': shm = optarg; break;
+		case 't':
+			if (parse_u64(optarg, &timeout_s) || !timeout_s || timeout_s > 3600)
+				return usage_error("ctl", "--timeout takes seconds (1..3600), not '%s'", optarg);
+			break;
+		case OPT_HELP: fputs(ctl_help, stdout); return 0;
+		default: return rc ? rc : usage_error("ctl", "unexpected option");
+		}
+	}
+	if (!shm)
+		return usage_error("ctl", "--shm PATH is required (the ivshmem backing file)");
+	if (optind >= argc)
+		return usage_error("ctl", "no request (start, stop, freeze, mark, freeze-at, filter, watchdog)");
+	if ((rc = ctl_parse(argc - optind, argv + optind, &rq)))
+		return rc;
+	bus_what = shm;
+	if (hvt_chan_open_shm(&ch, shm, &err))
+		return fail(shm, "%s", err.msg);
+	rc = ctl_send(shm, &ch, &rq, timeout_s * 1000, &result, &latency);
+	if (!rc && result) {
+		rc = fail("ctl", "%s: refused by the hypervisor: %s", argv[optind], hvt_result_name(result));
+	} else if (!rc) {
+		printf("hvtrace ctl: %s: applied in %.2f ms (state %s", argv[optind], latency / 1e6,
+		       hvt_state_name(hvt_chan_state(&ch)));
+		if (hvt_chan_state(&ch) == HVTRACE_STATE_FROZEN)
+			printf(", frozen by %s", hvt_freeze_name(hvt_chan_freeze(&ch)));
+		printf(")\n");
+	}
+	hvt_chan_close(&ch);
+	return rc;
+}
+
+int cmd_ctl(int argc, char **argv)
+{
+	return guarded(ctl_main, argc, argv);
+}
+
+/* ---------------------------------------------------------------- */
 
 static const char record_help[] =
-	"usage: hvtrace record --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC] [--quiet]\n"
+	"usage: hvtrace record --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC]\n"
+	"                      [--keep-tracing] [--quiet]\n"
 	"Attaches to every LOSSLESS ring of the channel and drains it into FILE until\n"
-	"SIGINT/SIGTERM (what the rings hold then is drained too, whatever --rate),\n"
-	"until the channel is STOPPED or FROZEN and drained, or until\n"
-	"--idle-exit SEC seconds pass without a new record. The file is valid at any\n"
-	"moment (a killed recorder leaves one readers accept); LOST records are kept,\n"
-	"and the header's lost is the sum of the rings' lost.\n"
+	"SIGINT/SIGTERM, until the channel is STOPPED or FROZEN and drained, or until\n"
+	"--idle-exit SEC seconds pass without a new record. Ending for a signal or\n"
+	"--idle-exit, it first asks the hypervisor to stop tracing (`hvtrace ctl stop`:\n"
+	"nobody else reads the stream) and drains the rings to the STOP marker, so\n"
+	"nothing made before the stop is lost. The file is valid at any moment (a\n"
+	"killed recorder leaves one readers accept); LOST records are kept, and the\n"
+	"header's lost is the sum of the rings' lost.\n"
 	"  -o FILE          the trace file to write\n"
 	"  --wait SEC       wait up to SEC seconds for the channel to appear (start the\n"
 	"                   recorder before the guest)\n"
 	"  --rate N         drain at most N records/s (a deliberately slow reader)\n"
 	"  --idle-exit SEC  stop after SEC seconds without a new record\n"
+	"  --keep-tracing   leave tracing on when the recorder ends (records made\n"
+	"                   afterwards are dropped, counted, while nobody reads)\n"
 	"  --quiet          no progress line\n";
 
 static volatile sig_atomic_t stop_requested;
@@ -219,7 +446,18 @@ struct recorder {
 	unsigned ring[HVTRACE_CHAN_MAX_RINGS], n;
 	uint64_t pid, bad, lost;
 	struct hvtrace_rec *buf;
+	const char *shm;
+	int keep_tracing, quiet;
+	int stopping;			/* ending: drain until the channel is stopped */
+	uint64_t stopped_at;		/* when the stop was applied (or the state seen) */
+	uint64_t stop_deadline;		/* ... give up waiting for it then */
 };
+
+/* A stopped channel's rings are drained again this long after they first
+ * look empty: a record begun before the stop is in by then. */
+#define STOP_SETTLE_NS 100000000u
+/* How long an ending recorder waits for the stop and the last records. */
+#define STOP_WAIT_MS 5000u
 
 static void detach_all(struct recorder *r)
 {
@@ -279,6 +517,40 @@ static uint64_t sum_lost(struct recorder *r)
 	return lost;
 }
 
+/* The recorder ends (a signal, --idle-exit): unless --keep-tracing, the
+ * hypervisor stops tracing first, and the loop drains the rings until the
+ * channel is stopped and they are empty (record_loop). Without an answer
+ * it drains what is there, as before control existed, and says so. */
+static void stop_tracing(struct recorder *r)
+{
+	uint32_t state = hvt_chan_state(&r->ch);
+	struct hvt_ctl_req rq = { .op = HVTRACE_TRACE_STOP };
+	uint64_t latency;
+	int64_t result;
+
+	r->stopping = 1;
+	r->stopped_at = now_ns();
+	r->stop_deadline = r->stopped_at;	/* drain once and end, unless the stop is applied */
+	if (r->keep_tracing || (state != HVTRACE_STATE_TRACING && state != HVTRACE_STATE_IDLE))
+		return;
+	if (!__atomic_load_n(&r->ch.hdr->ctl_mode, __ATOMIC_ACQUIRE)) {
+		warn(r->shm, "tracing goes on: the hypervisor takes no host requests on this channel "
+		     "(channel.control = off)");
+		return;
+	}
+	if (ctl_send(r->shm, &r->ch, &rq, STOP_WAIT_MS, &result, &latency))
+		return;
+	if (result) {
+		warn(r->shm, "the hypervisor refused to stop tracing: %s", hvt_result_name(result));
+		return;
+	}
+	r->stopped_at = now_ns();
+	r->stop_deadline = r->stopped_at + STOP_WAIT_MS * 1000000ull;
+	if (!r->quiet)
+		fprintf(stderr, "hvtrace record: tracing stopped (in %.2f ms); draining the rings\n",
+			latency / 1e6);
+}
+
 static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int quiet)
 {
 	uint64_t t0 = now_ns(), last_new = t0, last_progress = t0, last_fill = t0, drained = 0,
@@ -307,16 +579,26 @@ static int record_loop(struct recorder *r, uint64_t rate, uint64_t idle_ns, int 
 		drained += (uint64_t)got;
 		if (got)
 			last_new = now;
-		if (stop_requested) {
+		if ((state == HVTRACE_STATE_STOPPED || state == HVTRACE_STATE_FROZEN) && all_drained(r)) {
+			if (!r->stopping)
+				return 0;
+			/* a vCPU may still be finishing a record it began
+			 * before it saw the stop: one more look a moment later */
+			if (now - r->stopped_at >= STOP_SETTLE_NS) {
+				got = drain_pass(r, UINT64_MAX, &err);
+				if (got <= 0)
+					return got < 0 ? fail("record", "%s", err.msg) : 0;
+			}
+		} else if (r->stopping && now >= r->stop_deadline) {
 			/* what the rings hold now goes into the file too: a
 			 * signal loses nothing already produced */
 			got = drain_pass(r, UINT64_MAX, &err);
 			return got < 0 ? fail("record", "%s", err.msg) : 0;
 		}
-		if ((state == HVTRACE_STATE_STOPPED || state == HVTRACE_STATE_FROZEN) && all_drained(r))
-			return 0;
-		if (idle_ns && now - last_new >= idle_ns)
-			return 0;
+		if (!r->stopping && (stop_requested || (idle_ns && now - last_new >= idle_ns))) {
+			stop_tracing(r);
+			continue;
+		}
 		if (!quiet && now - last_progress >= 1000000000u) {
 			double s = (double)(now - last_progress) / 1e9;
 
@@ -341,7 +623,8 @@ static int record_main(int argc, char **argv)
 		{ "shm", required_argument, NULL, 's' },	{ "output", required_argument, NULL, 'o' },
 		{ "rate", required_argument, NULL, 'r' },	{ "idle-exit", required_argument, NULL, 'i' },
 		{ "quiet", no_argument, NULL, 'q' },		{ "help", no_argument, NULL, OPT_HELP },
-		{ "wait", required_argument, NULL, 'w' },	{ 0 },
+		{ "wait", required_argument, NULL, 'w' },	{ "keep-tracing", no_argument, NULL, 'k' },
+		{ 0 },
 	};
 	const char *shm = NULL, *out = NULL;
 	uint64_t rate = 0, idle = 0, wait_s = 0;
@@ -366,6 +649,7 @@ static int record_main(int argc, char **argv)
 						   optarg);
 			break;
 		case 'q': quiet = 1; break;
+		case 'k': r.keep_tracing = 1; break;
 		case 'w':
 			if (parse_u64(optarg, &wait_s) || !wait_s || wait_s > 1000000)
 				return usage_error("record", "--wait takes seconds (1..1000000), not '%s'", optarg);
@@ -379,6 +663,8 @@ static int record_main(int argc, char **argv)
 	if (!shm || !out)
 		return usage_error("record", "--shm PATH and -o FILE are required");
 	r.w.fd = -1;
+	r.shm = shm;
+	r.quiet = quiet;
 	bus_what = shm;
 	bus_writer = &r.w;
 	bus_out = out;

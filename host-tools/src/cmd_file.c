@@ -28,7 +28,8 @@ static const char dump_help[] =
 	"        TSC VCPU marker NAME VALUE\n"
 	"        TSC VCPU lost N records (first at tsc T)\n"
 	"  --json: one JSON object per line ({\"tsc\":..,\"vcpu\":..,\"kind\":\"branch\",...})\n"
-	"  --symbols SYMFILE: addresses as func+0xoff (ELF or System.map/kallsyms)\n";
+	"  --symbols SYMFILE: addresses as func+0xoff (ELF or System.map/kallsyms);\n"
+	"    default: FILE.map beside the trace, when there is one\n";
 
 int cmd_dump(int argc, char **argv)
 {
@@ -37,6 +38,7 @@ int cmd_dump(int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP }, { 0 },
 	};
 	const char *file = NULL, *symfile = NULL;
+	char mapbuf[4096];
 	struct hvt_syms syms;
 	struct hvt_file f;
 	static char obuf[1 << 20];
@@ -54,6 +56,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	if ((rc = one_file(argc, argv, "dump", &file)))
 		return rc;
+	symfile = default_symbols(file, symfile, mapbuf, sizeof(mapbuf));
 	if (symfile && (rc = load_symbols(&syms, symfile)))
 		return rc;
 	if ((rc = open_trace(&f, file))) {
@@ -94,11 +97,12 @@ static const char report_help[] =
 	"  --last N    per vCPU, its last N records, oldest first (the branches before\n"
 	"              a crash)\n"
 	"  --before WHERE  per vCPU, the records up to the first one that goes to WHERE\n"
-	"              (a symbol, needs --symbols; or 0xADDR): --last N of them, else 20\n"
+	"              (a symbol, needs symbols; or 0xADDR): --last N of them, else 20\n"
 	"  --around WHERE  the same, and as many after it\n"
 	"  --vcpu N    only vCPU N\n"
 	"  --symbols   an ELF with a symbol table, or a System.map / kallsyms map;\n"
-	"              without it, addresses stay raw\n";
+	"              default: FILE.map beside the trace when there is one, else\n"
+	"              addresses stay raw\n";
 
 int cmd_report(int argc, char **argv)
 {
@@ -110,6 +114,7 @@ int cmd_report(int argc, char **argv)
 		{ 0 },
 	};
 	const char *file = NULL, *symfile = NULL, *where = NULL;
+	char mapbuf[4096];
 	struct report_opts ro = { .vcpu = -1 };
 	int opt, rc = 0;
 	struct hvt_syms syms;
@@ -148,8 +153,9 @@ int cmd_report(int argc, char **argv)
 	}
 	if ((rc = one_file(argc, argv, "report", &file)))
 		return rc;
+	symfile = default_symbols(file, symfile, mapbuf, sizeof(mapbuf));
 	if (where && !(where[0] == '0' && (where[1] == 'x' || where[1] == 'X')) && !symfile)
-		return usage_error("report", "--%s %s: a symbol needs --symbols (or give 0xADDR)",
+		return usage_error("report", "--%s %s: a symbol needs symbols (--symbols, or FILE.map beside the trace; or give 0xADDR)",
 				   ro.around ? "around" : "before", where);
 	if (where && (where[0] == '0' && (where[1] == 'x' || where[1] == 'X')) && parse_u64(where, &ro.where))
 		return usage_error("report", "--%s: '%s' is not an address", ro.around ? "around" : "before", where);
@@ -197,15 +203,14 @@ static const char export_help[] =
 	"interrupts, exceptions, markers and lost records as instant events.\n"
 	"Timestamps in microseconds from the first record (TSC / tsc_hz); with\n"
 	"tsc_hz 0 the raw TSC ticks stand in for microseconds (noted in the file).\n"
+	"Symbols: --symbols SYMFILE, else FILE.map beside the trace when there is one.\n"
 	"  --from P, --to P  only records from P (inclusive) to P (exclusive): a record\n"
 	"              index in dump's timeline, or a time from the first record (1.5s,\n"
 	"              200ms, 30us; --to a time is inclusive)\n"
 	"  --vcpu N    only vCPU N\n"
 	"About 30-40 MB of JSON per million records (docs/host-tools.md).\n";
 
-/* --from/--to: a record index, or a time from the first record ("1.5s",
- * "200ms", "30us"); *is_time says which (the value in microseconds) */
-static int parse_point(const char *s, uint64_t *v, int *is_time)
+int parse_point(const char *s, uint64_t *v, int *is_time)
 {
 	char *end;
 	double d;
@@ -235,6 +240,7 @@ int cmd_export(int argc, char **argv)
 		{ 0 },
 	};
 	const char *file = NULL, *symfile = NULL, *out = NULL, *from = NULL, *to = NULL;
+	char mapbuf[4096];
 	struct export_opts eo = EXPORT_ALL;
 	struct hvt_syms syms;
 	struct hvt_file f;
@@ -268,6 +274,7 @@ int cmd_export(int argc, char **argv)
 	}
 	if ((rc = one_file(argc, argv, "export", &file)))
 		return rc;
+	symfile = default_symbols(file, symfile, mapbuf, sizeof(mapbuf));
 	if (!out)
 		return usage_error("export", "--perfetto OUT.json is required");
 	if (from && to && from_time == to_time && to_v < from_v)

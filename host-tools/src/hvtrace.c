@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -19,8 +20,11 @@ static const char usage[] =
 	"Commands:\n"
 	"  status   (--shm PATH | --dump FILE [--at ADDR]) [--json]\n"
 	"                                                 the channel and its rings\n"
-	"  record   --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC] [--quiet]\n"
-	"                                                 drain the lossless rings into FILE\n"
+	"  record   --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC]\n"
+	"           [--keep-tracing] [--quiet]            drain the lossless rings into FILE\n"
+	"  ctl      --shm PATH [--timeout SEC] REQUEST    ask the hypervisor: start, stop,\n"
+	"                                                 freeze, mark, freeze-at, filter,\n"
+	"                                                 watchdog\n"
 	"  snapshot (--shm PATH | --dump FILE [--at ADDR]) -o FILE\n"
 	"                                                 the flight recorder into FILE\n"
 	"  dump     FILE [--json] [--symbols SYMFILE]     one line per record, every vCPU\n"
@@ -33,7 +37,8 @@ static const char usage[] =
 	"                                                 hvtrace-agent symbols printed\n"
 	"\n"
 	"`hvtrace COMMAND --help` describes one. SYMFILE: an ELF with a symbol table,\n"
-	"or a System.map / /proc/kallsyms text map.\n"
+	"or a System.map / /proc/kallsyms text map; without --symbols, FILE.map beside\n"
+	"the trace when there is one (hvtrace symbols LOG -o FILE.map).\n"
 	"Exit status: 0 done, 1 bad input or data, 2 usage error.\n";
 
 /* "hvtrace: WHAT: message", once: a message that already begins with
@@ -207,6 +212,19 @@ int open_trace(struct hvt_file *f, const char *path)
 	return 0;
 }
 
+const char *default_symbols(const char *trace, const char *given, char *buf, size_t len)
+{
+	int n;
+
+	if (given)
+		return given;
+	n = snprintf(buf, len, "%s.map", trace);
+	if (n < 0 || (size_t)n >= len || access(buf, R_OK))
+		return NULL;
+	fprintf(stderr, "hvtrace: symbols from %s (beside the trace; --symbols chooses others)\n", buf);
+	return buf;
+}
+
 int load_symbols(struct hvt_syms *s, const char *path)
 {
 	struct hvt_err err;
@@ -222,7 +240,7 @@ static const struct {
 } cmds[] = {
 	{ "status", cmd_status }, { "record", cmd_record }, { "snapshot", cmd_snapshot },
 	{ "dump", cmd_dump },	  { "report", cmd_report }, { "export", cmd_export },
-	{ "symbols", cmd_symbols },
+	{ "symbols", cmd_symbols }, { "ctl", cmd_ctl },
 	{ "synth", cmd_synth },	/* hidden: synthetic channels and files for tests */
 };
 

@@ -42,7 +42,7 @@ check "--help: every record option" has "$T/out" "record   --shm PATH -o FILE \\
 check "--help lists the commands" has "$T/out" "snapshot"
 run 2 "no command" "$H"
 run 2 "unknown command" "$H" frobnicate
-for c in status record snapshot dump report export; do
+for c in status record snapshot dump report export ctl; do
 	run 0 "$c --help" "$H" "$c" --help
 	check "$c --help shows usage" has "$T/out" "usage: hvtrace $c"
 	run 2 "$c with an unknown option" "$H" "$c" --bogus
@@ -58,6 +58,22 @@ run 2 "dump without FILE" "$H" dump
 run 2 "dump with two files" "$H" dump a b
 run 2 "record --rate 0" "$H" record --shm x -o y --rate 0
 run 2 "report --hot x" "$H" report f --symbols s --hot x
+run 2 "ctl without --shm" "$H" ctl stop
+check "ctl: --shm named" has "$T/err" "--shm PATH is required"
+run 2 "ctl without a request" "$H" ctl --shm x
+run 2 "ctl: an unknown request" "$H" ctl --shm x frob
+check "ctl: the requests listed" has "$T/err" "'frob' is not a request \\(start, stop"
+run 2 "ctl mark without a value" "$H" ctl --shm x mark
+run 2 "ctl stop with an argument" "$H" ctl --shm x stop now
+run 2 "ctl filter: a bad consumer" "$H" ctl --shm x filter both
+run 2 "ctl filter: a bad cpl" "$H" ctl --shm x filter flight cpl=root
+run 2 "ctl filter: a bad range" "$H" ctl --shm x filter flight range=5
+run 2 "ctl filter: five ranges" "$H" ctl --shm x filter stream range=1-2 range=1-2 range=1-2 range=1-2 range=1-2
+run 2 "ctl freeze-at 0" "$H" ctl --shm x freeze-at 0
+run 2 "ctl watchdog without a unit" "$H" ctl --shm x watchdog 30
+check "ctl watchdog: says how" has "$T/err" "watchdog takes a time with its unit"
+run 2 "ctl --timeout 0" "$H" ctl --shm x --timeout 0 stop
+run 1 "ctl on a missing channel" "$H" ctl --shm "$T/none" stop
 
 # ---------------------------------------------------------------- status, snapshot
 C=$SHM/frozen.shm
@@ -71,6 +87,9 @@ check "status: tsc_hz" has "$T/out" "^tsc_hz: 1000000000"
 check "status: ring 0 full" has "$T/out" "^ +0 +0 flight +overwrite +all +64 +64 +100 "
 check "status: ring 1 partly" has "$T/out" "^ +1 +1 flight +overwrite +all +64 +30 +30 "
 check "status: ring 2 no reader" has "$T/out" "^ +2 +0 stream +lossless .* none$"
+check "status: control off" has "$T/out" "^control: off "
+run 1 "ctl on a channel without control" "$H" ctl --shm "$C" stop
+check "ctl: control off named" has "$T/err" "takes no host requests on this channel"
 run 0 "status --json" "$H" status --shm "$C" --json
 if command -v python3 >/dev/null; then
 	check "status --json parses, fields right" python3 -c '
@@ -240,10 +259,20 @@ check "--before 0xADDR: raw addresses" has "$T/out" "^800 0 branch 0x6000 -> 0x3
 run 0 "report --before, nothing goes there" "$H" report "$T/thunks.hvt" --before 0x7777
 check "--before: says none" has "$T/out" "^no record goes to 0x7777$"
 run 2 "report --before a symbol without --symbols" "$H" report "$T/thunks.hvt" --before g
-check "--before a symbol without --symbols: message" has "$T/err" "a symbol needs --symbols"
+check "--before a symbol without --symbols: message" has "$T/err" "a symbol needs symbols"
 run 1 "report --before an unknown symbol" "$H" report "$T/thunks.hvt" --symbols "$T/thunks.map" --before nosuch
 check "--before an unknown symbol: message" has "$T/err" "no symbol 'nosuch' in"
 run 2 "report --before and --around" "$H" report "$T/thunks.hvt" --before g --around 0x10
+# the trace's own map beside it is used without --symbols, and said so
+cp "$T/thunks.hvt" "$T/beside.hvt"
+cp "$T/thunks.map" "$T/beside.hvt.map"
+run 0 "report with FILE.map beside" "$H" report "$T/beside.hvt" --before g --last 1
+check "FILE.map beside: said" has "$T/err" "^hvtrace: symbols from $T/beside.hvt.map "
+check "FILE.map beside: symbolized" has "$T/out" "-> g cpl 0->0 ret$"
+run 0 "dump with FILE.map beside" "$H" dump "$T/beside.hvt"
+check "dump: FILE.map beside used" has "$T/out" "__x86_return_thunk"
+run 0 "--symbols wins over FILE.map" "$H" dump "$T/beside.hvt" --symbols "$T/System.map"
+check "--symbols wins: no note" test ! -s "$T/err"
 run 0 "report without --symbols" "$H" report "$T/thunks.hvt" --last 1
 check "report without --symbols: raw addresses" has "$T/out" "^9999 0 branch 0x100 -> 0x1000 cpl 0->0 jmp$"
 # export windows: by record index, by time, by vCPU

@@ -798,7 +798,7 @@ static const struct file_case file_cases[] = {
 	{ "rec_size wrong", "rec_size", HOFF(rec_size), 24, 4, 0, 0 },
 	{ "hdr_size wrong", "hdr_size", HOFF(hdr_size), 256, 4, 0, 0 },
 	{ "unknown flag", "flags", HOFF(flags), 0x11, 4, 0, 0 },
-	{ "freeze unknown", "freeze", HOFF(freeze), 9, 4, 0, 0 },
+	{ "freeze unknown", "freeze", HOFF(freeze), 99, 4, 0, 0 },
 	{ "lost absurd", "lost", HOFF(lost), ~0ull, 8, 0, 0 },
 	{ "truncated file", "truncated", SIZE_MAX, 0, 0, 128 + 5 * 32, 0 },
 	{ "COMPLETE with too many", "truncated", HOFF(records), 11, 8, 0, 0 },
@@ -892,6 +892,83 @@ static void test_corrupt_syms(void)
 	}
 }
 
+/* The hypervisor's side of one control request, played by a thread:
+ * waits for seq == done + 1, checks the request, answers `result`. */
+struct ctl_peer {
+	struct hvtrace_chan *h;
+	int64_t result;
+	uint32_t op_seen;
+	uint64_t arg0_seen;
+};
+
+static void *ctl_peer_thread(void *arg)
+{
+	struct ctl_peer *p = arg;
+	uint64_t t0 = now_ms(), done = __atomic_load_n(&p->h->ctl_done, __ATOMIC_ACQUIRE);
+
+	while (__atomic_load_n(&p->h->ctl.seq, __ATOMIC_ACQUIRE) != done + 1)
+		if (now_ms() - t0 > 5000)
+			return NULL;
+	p->op_seen = p->h->ctl.op;
+	p->arg0_seen = p->h->ctl.arg0;
+	p->h->ctl_result = p->result;
+	__atomic_store_n(&p->h->ctl_done, done + 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* hvt_ctl_send: refused without control, against a dump, with a garbage
+ * answer and without an answer (the request stays pending and blocks the
+ * next); applied and refused answers come back as the hypervisor wrote. */
+static void test_ctl(void)
+{
+	struct hvt_ring_spec rs[] = { { .vcpu = 0, .mode = HVTRACE_RING_OVERWRITE, .capacity = 16 } };
+	struct hvt_ctl_req rq = { .op = HVTRACE_TRACE_MARK, .arg0 = 0x1234 };
+	struct ctl_peer peer;
+	struct hvt_chan ch;
+	struct hvt_err err;
+	uint64_t size, lat;
+	int64_t result;
+	void *buf = make_chan(rs, 1, 1, &size);
+	struct hvtrace_chan *h = buf;
+	pthread_t th;
+
+	hvt_chan_validate(&ch, buf, size, &err);
+	CHECK(hvt_ctl_send(&ch, &rq, 10, &result, &lat, &err) < 0 && strstr(err.msg, "live channel"),
+	      "a buffer that is no live channel: %s", err.msg);
+	ch.source = HVT_SRC_SHM;	/* as hvt_chan_open_shm leaves it */
+	CHECK(hvt_ctl_send(&ch, &rq, 10, &result, &lat, &err) < 0 && strstr(err.msg, "no host requests"),
+	      "control off: %s", err.msg);
+	h->ctl_mode = HVTRACE_CTL_POLL;
+	for (int k = 0; k < 3; k++) {
+		int64_t want[] = { 0, -HVTRACE_EINVAL, 12345 };
+
+		peer = (struct ctl_peer){ .h = h, .result = want[k] };
+		pthread_create(&th, NULL, ctl_peer_thread, &peer);
+		int rc = hvt_ctl_send(&ch, &rq, 5000, &result, &lat, &err);
+		pthread_join(th, NULL);
+		CHECK(peer.op_seen == HVTRACE_TRACE_MARK && peer.arg0_seen == 0x1234, "the request as sent: op %u",
+		      peer.op_seen);
+		if (k < 2)
+			CHECK(rc == 0 && result == want[k] && h->ctl.seq == (uint64_t)k + 1,
+			      "answer %lld: rc %d result %lld seq %llu", (long long)want[k], rc, (long long)result,
+			      (unsigned long long)h->ctl.seq);
+		else
+			CHECK(rc < 0 && strstr(err.msg, "does not name"), "a garbage answer: %s", err.msg);
+	}
+	CHECK(hvt_ctl_send(&ch, &rq, 50, &result, &lat, &err) < 0 && strstr(err.msg, "no answer") &&
+		      h->ctl.seq == h->ctl_done + 1,
+	      "no answer: %s (seq %llu done %llu)", err.msg, (unsigned long long)h->ctl.seq,
+	      (unsigned long long)h->ctl_done);
+	rq.arg0 = 0x9999;
+	CHECK(hvt_ctl_send(&ch, &rq, 50, &result, &lat, &err) < 0 && strstr(err.msg, "still waiting") &&
+		      h->ctl.arg0 == 0x1234,
+	      "a pending request is never rewritten: %s (arg0 %llx)", err.msg, (unsigned long long)h->ctl.arg0);
+	h->ctl_mode = 7;
+	CHECK(hvt_ctl_send(&ch, &rq, 10, &result, &lat, &err) < 0 && strstr(err.msg, "ctl_mode 7"),
+	      "an unknown mode: %s", err.msg);
+	free(buf);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -911,6 +988,7 @@ int main(void)
 	test_dump_candidates();
 	test_corrupt_files();
 	test_corrupt_syms();
+	test_ctl();
 	{
 		char cmd[300];
 

@@ -34,7 +34,7 @@
 
 #define HV_IMAGE_HDR_MAGIC	0x4856494d41474531ull	/* "HVIMAGE1" */
 #define HV_BOOT_MAGIC		0x48564254424f4f54ull	/* "HVBTBOOT" */
-#define HV_BOOT_VERSION		4
+#define HV_BOOT_VERSION		5
 
 /* First bytes of the flat hypervisor image (hv/hv.ld puts it at HV_VA_BASE). */
 struct hv_image_hdr {
@@ -84,6 +84,11 @@ enum hv_rec_stop {
 };
 enum hv_rec_channel { REC_CHAN_AUTO = 0, REC_CHAN_IVSHMEM = 1, REC_CHAN_RAM = 2 };
 
+/* What a guest's triple fault does once the flight recorder is frozen
+ * (hvtrace.cfg triple_fault): the platform's shutdown, or that processor
+ * stopped until an INIT with the machine left as it is for extraction. */
+enum hv_triple_fault { HV_TRIPLE_FAULT_RESET = 0, HV_TRIPLE_FAULT_HALT = 1 };
+
 /* One consumer of the engine's records with its ring per vCPU. */
 struct hv_rec_consumer {
 	u64 size;		/* bytes per vCPU; 0: none */
@@ -105,7 +110,7 @@ struct hv_rec_cfg {
 	u64 freeze_at[HV_REC_MAX_FREEZE];	/* freeze when a record goes there... */
 	u64 freeze_after[HV_REC_MAX_FREEZE];	/* ... after this many more records */
 	u32 freeze_nmi;		/* freeze when an NMI reaches the guest */
-	u32 pad2;
+	u32 control;		/* enum hvtrace_ctl_mode: host requests (an ivshmem channel) */
 	u64 freeze_hang_us;	/* freeze when a vCPU spins this long in one place; 0: no */
 };
 
@@ -129,7 +134,8 @@ struct hv_boot {
 	u32 version;		/* HV_BOOT_VERSION */
 	u32 log_level;
 	u16 serial_port;	/* 0: no log */
-	u16 pad[3];
+	u16 triple_fault;	/* enum hv_triple_fault: after a guest's triple fault */
+	u16 pad[2];
 	u64 reserve_pa;		/* the whole reserved range */
 	u64 reserve_size;
 	u64 heap_pa;		/* first byte the hypervisor may allocate */

@@ -27,6 +27,7 @@ enum hv_event_kind {
 	HV_EV_IO,		/* IN/OUT/INS/OUTS to a port the backend intercepts */
 	HV_EV_INVD,		/* INVD: done as WBINVD (dispatch/event.c) */
 	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
+	HV_EV_CR_WRITE,		/* MOV to CR0/CR4, emulated by the backend (SVM: svm_mov_to_cr0/4) */
 	HV_EV_HLT,		/* HLT, intercepted while an interrupt is held (dispatch/irq.c) */
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
 	HV_EV_TRIPLE_FAULT,
@@ -120,6 +121,7 @@ struct vcpu {
 	 * (bit = vector; dispatch/irq.c) */
 	u64 irq_held[4];
 	bool irq_window, irq_hlt;	/* the backend's window exit and HLT intercept are on */
+	bool irq_watch;			/* it watches the host's requests while the guest halts */
 	/* page translations for reads, valid for one exit (base/gmem.c) */
 	struct { u64 exit, cr3, lin, gpa; } read_tlb[GMEM_TLB_SIZE];
 	u32 read_tlb_next;
@@ -134,6 +136,10 @@ _Static_assert(sizeof(struct vcpu) <= 4096, "a vCPU fits the page it is allocate
 #define HV_CAP_SMP	(1u << 3)	/* can take application processors */
 #define HV_CAP_IPI_GATE	(1u << 4)	/* the guest's INIT/SIPI pass through the hypervisor */
 #define HV_CAP_KICK_POLL (1u << 5)	/* no kick IPI: every vCPU exits often by itself */
+
+/* take_pending's results */
+#define HV_PENDING_IRQ	(1u << 0)
+#define HV_PENDING_NMI	(1u << 1)
 
 /*
  * One backend per CPU vendor, chosen once at start-up (dispatch/entry.c).
@@ -167,10 +173,18 @@ struct hv_arch_ops {
 	void (*set_irq_window)(struct vcpu *v, bool on);
 	/* HLT exits as HV_EV_HLT (true) or halts the processor (false). */
 	void (*set_hlt_intercept)(struct vcpu *v, bool on);
+	/* Root mode, between entries: an external interrupt (acknowledged as
+	 * for an HV_EV_INTR exit, its vector in *vector) or an NMI that came
+	 * meanwhile, as HV_PENDING_* bits. NULL where no vCPU waits in root
+	 * mode for the guest's halt to end (dispatch/irq.c). */
+	u32 (*take_pending)(struct vcpu *v, u8 *vector);
 	void (*inject_nmi)(struct vcpu *v);
 	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
 	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */
 	u64 (*get_msr)(struct vcpu *v, u32 msr);
+	/* FS_BASE, GS_BASE, KERNEL_GS_BASE := val (already checked); NULL
+	 * where the backend does not intercept their writes (VMX) */
+	void (*set_base_msr)(struct vcpu *v, u32 msr, u64 val);
 	/* interrupts blocked until after the next instruction (STI's shadow) */
 	void (*set_sti_shadow)(struct vcpu *v);
 	/* After an instruction the hypervisor emulated (hv_emulation_done):

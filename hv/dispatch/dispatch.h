@@ -6,8 +6,15 @@
 
 #include "base/vcpu.h"
 
-/* Called by the backends after each exit; returns when the guest may go on. */
+/* Called by the backends after each exit; returns when the guest may go on
+ * (hv_exit_begin, then the event's handling, then hv_prepare_entry). */
 void hv_handle_event(struct vcpu *v, const struct hv_event *ev);
+/* The first step of every exit (hv_handle_event's own): the host's DR7
+ * disarmed, the exit counted, the engine told where the guest stopped.
+ * A backend that emulates an exit itself calls it first, then
+ * hv_backend_done. */
+void hv_exit_begin(struct vcpu *v, const struct hv_event *ev);
+void hv_backend_done(struct vcpu *v, bool completed);
 /* The last step before the guest runs (after an exit, and before the
  * first entry): the engine's plans, then the host's DR7. */
 void hv_prepare_entry(struct vcpu *v);
@@ -16,12 +23,22 @@ void hv_prepare_entry(struct vcpu *v);
  * emulated (dispatch, the engine, a backend's own exit handler): `completed`
  * when RIP moved past it, false when a fault was injected instead. */
 void hv_emulation_done(struct vcpu *v, bool completed);
-/* An instruction a backend emulated in its own exit handler (VMX: MOV to
- * CR0/CR4, XSETBV): counted, completed and entered like the dispatcher's. */
+/* An instruction a backend emulated in its own exit handler without
+ * hv_exit_begin (VMX: MOV to CR0/CR4, XSETBV): counted, completed and
+ * entered like the dispatcher's, but the engine was not told of the exit
+ * first (a known gap while tracing: docs/branch-engine.md). */
 void hv_backend_emulated(struct vcpu *v, bool completed);
 /* A fault for an instruction the hypervisor emulates: injected, and the
  * engine told, so that it follows the guest into the handler. */
 void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
+/* The processor refused the guest's state at a VM entry after the guest
+ * had run (an emulator let the state through; `why` names the field): the
+ * flight recorder frozen, the state dumped, then the machine ends as after
+ * a triple fault (triple_fault: reset, or halt). */
+void __noreturn hv_guest_refused(struct vcpu *v, const char *why);
+/* An NMI for the guest (not the hypervisor's kick): recorded while
+ * tracing, delivered when the guest can take it. */
+void hv_guest_nmi(struct vcpu *v);
 
 extern const struct hv_arch_ops svm_ops;
 extern const struct hv_arch_ops vmx_ops;

@@ -31,6 +31,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_IO] = "port i/o",
 	[HV_EV_INVD] = "invd",
 	[HV_EV_DR_ACCESS] = "mov debug register",
+	[HV_EV_CR_WRITE] = "MOV to CR (backend)",
 	[HV_EV_HLT] = "hlt",
 	[HV_EV_VIRT_INSN] = "virtualization instruction",
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
@@ -50,17 +51,46 @@ static void __noreturn guest_stop(struct vcpu *v, const char *why)
 	cpu_halt_forever();
 }
 
-/* A triple fault: the flight recorder freezes and the vCPU enters the
- * shutdown state. As on hardware (SDM Vol. 3 6.15 "Interrupt 8": only NMI,
- * INIT, RESET or SMI leave it), an INIT from another processor brings it
- * out (the firmware resets a processor that did not finish its work that
- * way); the boot processor, or a vCPU nobody INITs, stays stopped. */
+/* How a guest that cannot go on ends, once the flight recorder is frozen
+ * (hvtrace.cfg triple_fault): said in the log line of the cause, then
+ * guest_end(). */
+static const char *guest_end_how(void)
+{
+	return hv.boot.triple_fault == HV_TRIPLE_FAULT_HALT
+		       ? "the guest is stopped; the hypervisor stays resident (triple_fault = halt: the "
+			 "machine is left as it is for extraction)"
+		       : "the machine shuts down as the platform does (triple_fault = reset; 'halt' keeps "
+			 "it stopped for extraction)";
+}
+
+/* The state dumped; with triple_fault = reset every other vCPU's CRASH
+ * marker awaited and this processor shut down, as the guest's triple
+ * fault would have (no return). With halt it returns: the caller stops. */
+static void guest_end(struct vcpu *v)
+{
+	hv.ops->dump(v);
+	if (hv.boot.triple_fault != HV_TRIPLE_FAULT_HALT) {
+		rec_await_markers(v);
+		cpu_shutdown();
+	}
+}
+
+/*
+ * A guest's triple fault (SDM Vol. 3 6.15, APM Vol. 2 8.2.9): the
+ * processor would shut down and the platform answer (a reset; QEMU exits
+ * with -no-reboot). The flight recorder is frozen first; then, with
+ * triple_fault = reset (the default), guest_end() shuts this processor
+ * down. With halt the vCPU stays in the shutdown state: as on hardware
+ * (SDM Vol. 3 6.15 "Interrupt 8": only NMI, INIT, RESET or SMI leave it),
+ * an INIT from another processor brings it out (the firmware resets a
+ * processor that did not finish its work that way); the boot processor,
+ * or a vCPU nobody INITs, stays stopped.
+ */
 static void guest_shutdown(struct vcpu *v)
 {
 	rec_freeze(v, HVTRACE_FREEZE_TRIPLE_FAULT);
-	LOG_ERR("vcpu %u: guest triple fault (shutdown): the guest is stopped; the hypervisor stays "
-		"resident", v->id);
-	hv.ops->dump(v);
+	LOG_ERR("vcpu %u: guest triple fault (shutdown): %s", v->id, guest_end_how());
+	guest_end(v);
 	if (hv.nr_vcpus == 1 || !(hv.caps & HV_CAP_IPI_GATE))
 		cpu_halt_forever();
 	mp_wait_init(v);
@@ -159,9 +189,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 	case HV_EV_NMI:
 		if (mp_take_kick(v))
 			return;		/* the hypervisor's own (dispatch/mp.c) */
-		rec_on_nmi(v);
-		if (!trace_on_nmi(v))
-			hv.ops->inject_nmi(v);
+		hv_guest_nmi(v);
 		return;
 	case HV_EV_INIT:
 		mp_init_self(v);
@@ -187,7 +215,23 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 	hv_inject_fault(v, X86_GP, true, 0);
 }
 
-void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
+void hv_guest_refused(struct vcpu *v, const char *why)
+{
+	rec_freeze(v, HVTRACE_FREEZE_INVALID_STATE);
+	LOG_ERR("vcpu %u: the processor refused the guest's state at entry after %lu exits: %s; %s", v->id,
+		v->exits, why, guest_end_how());
+	guest_end(v);
+	cpu_halt_forever();
+}
+
+void hv_guest_nmi(struct vcpu *v)
+{
+	rec_on_nmi(v);
+	if (!trace_on_nmi(v))
+		hv.ops->inject_nmi(v);
+}
+
+void hv_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	/* before anything else: no breakpoint of the guest's (or of the
 	 * engine's, which the guest's code placed) stays armed in root mode */
@@ -196,6 +240,11 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 	if (ev->kind < HV_EV_COUNT)
 		v->events[ev->kind]++;
 	trace_exit_begin(v, ev);
+}
+
+void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
+{
+	hv_exit_begin(v, ev);
 	u64 rip = v->rip;
 	dispatch(v, ev);
 	if (ev->kind <= HV_EV_EMULATED_LAST)
@@ -221,13 +270,18 @@ void hv_emulation_done(struct vcpu *v, bool completed)
 	hv.ops->end_interrupt_shadow(v);
 }
 
+void hv_backend_done(struct vcpu *v, bool completed)
+{
+	hv_emulation_done(v, completed);
+	hv_prepare_entry(v);
+}
+
 /* VM exit loads DR7 with 400H (SDM Vol. 3 27.5.1): the backend's handler
  * ran with no breakpoint armed, as core's do after host_dr7_disarm(). */
 void hv_backend_emulated(struct vcpu *v, bool completed)
 {
 	v->exits++;
-	hv_emulation_done(v, completed);
-	hv_prepare_entry(v);
+	hv_backend_done(v, completed);
 }
 
 void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
@@ -239,6 +293,7 @@ void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
 void hv_prepare_entry(struct vcpu *v)
 {
 	mp_before_entry(v);	/* INIT and SIPI: may wait here for a SIPI */
+	rec_ctl_poll(v);	/* a host request, before this vCPU re-reads the recorder */
 	trace_entry_sync(v);
 	irq_deliver(v);		/* a held external interrupt, when it may go */
 	trace_before_entry(v);

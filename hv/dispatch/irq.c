@@ -19,14 +19,23 @@
  * The highest vector goes first, as the local APIC would have dispatched
  * them. While one is held, more of the same vector coalesce in the local
  * APIC (its IRR holds one while the in-service bit is set), as a late tick
- * would. Root mode.
+ * would.
+ *
+ * The watcher (SVM's vCPU 0 with channel.control = poll; rec_ctl_watcher)
+ * intercepts its external interrupts and HLTs always, traced or not: its
+ * interrupts make a busy guest exit at least every tick, and its halts
+ * are spent here, in root mode, looking for the host's requests
+ * (idle_watch). Root mode.
  */
 #include "arch/x86/apic.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/paging.h"
 #include "base/lapic.h"
 #include "base/log.h"
+#include "dispatch/dispatch.h"
 #include "dispatch/irq.h"
+#include "dispatch/mp.h"
+#include "trace/rec.h"
 #include "trace/trace.h"
 
 static int highest_held(const struct vcpu *v)
@@ -71,10 +80,16 @@ static int take_highest(struct vcpu *v)
 
 void irq_deliver(struct vcpu *v)
 {
+	/* the watcher's HLTs always exit; others' only to deliver a held one */
+	bool watch = rec_ctl_watcher(v);
+	if (watch && !v->irq_watch) {
+		v->irq_watch = true;
+		hv.ops->set_intr_intercept(v, true);	/* and stays on (engine_stop) */
+	}
 	int vec = highest_held(v);
 	if (vec < 0) {
 		set_window(v, false);
-		set_hlt(v, false);
+		set_hlt(v, watch);
 		return;
 	}
 	if (hv.ops->irq_blocked(v)) {
@@ -82,7 +97,7 @@ void irq_deliver(struct vcpu *v)
 		 * (STI; HLT): a pending virtual interrupt (SVM) or an open
 		 * window (VMX) wakes the processor from it */
 		set_window(v, true);
-		set_hlt(v, false);
+		set_hlt(v, watch);
 		return;
 	}
 	set_window(v, false);
@@ -93,19 +108,60 @@ void irq_deliver(struct vcpu *v)
 	take_highest(v);
 	hv.ops->inject_interrupt(v, (u8)vec);
 	trace_irq_injected(v, (u8)vec);
-	set_hlt(v, false);	/* the next entry has an event: blocked */
+	set_hlt(v, watch);	/* the next entry has an event: blocked */
+}
+
+/*
+ * The watcher halts: rather than the processor, it waits here, in root
+ * mode, until what would end the halt comes: an external interrupt the
+ * guest takes (RFLAGS.IF set) or an NMI of the guest's. Every
+ * REC_CTL_POLL_US meanwhile it looks at the host's control requests (and
+ * the watchdog) and takes what is pending (the backend's take_pending).
+ * The halt ends as on the processor: the guest goes on after its HLT,
+ * the interrupt or NMI delivered there. Anything else (a kick, an
+ * interrupt held while IF is clear) returns with the HLT not completed:
+ * it runs again, after the entry path has done what that asked.
+ */
+static void idle_watch(struct vcpu *v, const struct hv_event *hlt)
+{
+	u64 period = rec_ctl_poll_tsc();
+	for (;;) {
+		rec_ctl_poll(v);
+		u8 vector = 0;
+		u32 got = hv.ops->take_pending(v, &vector);
+		bool kick = (got & HV_PENDING_NMI) && mp_take_kick(v);
+		bool nmi = (got & HV_PENDING_NMI) && !kick;
+		if (vector)
+			irq_hold(v, vector);
+		if (nmi || (vector && (v->rflags & RFLAGS_IF))) {
+			hv_skip_insn(v, hlt, 1);
+			if (vector)
+				trace_irq_halted(v);
+			if (nmi)
+				hv_guest_nmi(v);
+			return;
+		}
+		if (got)
+			return;
+		for (u64 t0 = rdtsc(); rdtsc() - t0 < period;)
+			cpu_relax();
+	}
 }
 
 void irq_on_hlt(struct vcpu *v, const struct hv_event *ev)
 {
-	if (highest_held(v) < 0 || !(v->rflags & RFLAGS_IF)) {
-		/* nothing held, or a halt only an NMI or INIT ends: the
-		 * processor halts (the HLT runs again, not intercepted) */
-		set_hlt(v, false);
+	if (highest_held(v) >= 0 && (v->rflags & RFLAGS_IF)) {
+		hv_skip_insn(v, ev, 1);
+		trace_irq_halted(v);
 		return;
 	}
-	hv_skip_insn(v, ev, 1);
-	trace_irq_halted(v);
+	if (rec_ctl_watcher(v)) {
+		idle_watch(v, ev);
+		return;
+	}
+	/* nothing held, or a halt only an NMI or INIT ends: the processor
+	 * halts (the HLT runs again, not intercepted) */
+	set_hlt(v, false);
 }
 
 void irq_drop_held(struct vcpu *v)

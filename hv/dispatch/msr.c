@@ -280,6 +280,18 @@ bool msr_write(struct vcpu *v, u32 msr, u64 val)
 	}
 	case MSR_IA32_APICBASE:
 		return apic_base_write(v, val);
+	case MSR_FS_BASE:
+	case MSR_GS_BASE:
+	case MSR_KERNEL_GS_BASE:
+		/* SDM Vol. 4, APM Vol. 2 4.5.3: a non-canonical base is #GP.
+		 * QEMU's TCG takes one and its VMRUN then sign-extends it at the
+		 * next exit (issue #15): under SVM the writes are intercepted
+		 * for this check (svm/msr.c), the reads are not. */
+		if (!hv.ops->set_base_msr ||
+		    !ADDR_CANONICAL(val, (hv.ops->get_cr(v, 4) & CR4_LA57) ? 57 : 48))
+			return false;
+		hv.ops->set_base_msr(v, msr, val);
+		return true;
 	case X2APIC_MSR(APIC_ICR_LO):
 		/* SDM 11.12.9: outside x2APIC mode, or with reserved bits, #GP */
 		if (!lapic_x2apic_mode() || (val & X2APIC_ICR_RESERVED))

@@ -35,21 +35,34 @@ static void exit_exception(struct svm_vcpu *sv, struct hv_event *ev)
 	ev->fault_addr = sv->vmcb->control.exit_info2;
 }
 
-/* APM 15.21.1: a physical interrupt for the guest, still pending in the
- * local APIC. The host opens GIF and IF for a moment so the CPU
- * acknowledges it through the host's IDT (hv/arch/x86/exc.S records the
- * vector); the guest then gets it by event injection and EOIs it itself. */
-static void exit_intr(struct svm_vcpu *sv, struct hv_event *ev)
+/* APM 15.21.1, 15.9: physical interrupts and NMIs stay pending while GIF
+ * is clear, in root mode as in the guest. The host opens GIF and IF for a
+ * moment so the CPU acknowledges what is pending through the host's IDT
+ * (hv/arch/x86/exc.S records the vector and notes an NMI); the guest then
+ * gets it by event injection and EOIs an interrupt itself. */
+u32 svm_take_pending(struct vcpu *v, u8 *vector)
 {
 	struct host_cpu *h = host_cpu_this();
+	(void)v;
 	h->irq_vector = 0;
+	h->nmi_pending = 0;
 	asm volatile("stgi; sti; nop; nop; nop; nop; cli; clgi" ::: "memory");
-	ev->kind = HV_EV_INTR;
-	ev->vector = (u8)h->irq_vector;
-	if (h->nmi_pending) {
-		h->nmi_pending = 0;
+	*vector = (u8)h->irq_vector;
+	u32 got = (h->irq_vector ? HV_PENDING_IRQ : 0) | (h->nmi_pending ? HV_PENDING_NMI : 0);
+	h->nmi_pending = 0;
+	return got;
+}
+
+/* An interrupt for the guest, still pending in the local APIC; an NMI
+ * taken in the same window goes to the guest before the next entry
+ * (svm_vcpu_run). */
+static void exit_intr(struct svm_vcpu *sv, struct hv_event *ev)
+{
+	u8 vector;
+	if (svm_take_pending(NULL, &vector) & HV_PENDING_NMI)
 		sv->nmi_pending = true;
-	}
+	ev->kind = HV_EV_INTR;
+	ev->vector = vector;
 }
 
 /* APM 15.10.2: port, size and form in EXITINFO1, the next RIP in EXITINFO2
@@ -130,6 +143,26 @@ static const svm_exit_fn svm_exit_handlers[] = {
 	[SVM_EXIT_INVLPGA] = exit_virt_insn,
 };
 
+/* The CR write intercept for CRn off until the next exit: the instruction
+ * at RIP runs as the guest wrote it (or exits again if it was not yet
+ * run, an interrupt first). */
+static void svm_cr_run_once(struct svm_vcpu *sv, int n)
+{
+	sv->vmcb->control.intercept_cr &= ~INTERCEPT_CR_WRITE(n);
+	sv->cr_run_once |= INTERCEPT_CR_WRITE(n);
+}
+
+/* unreadable code (outside the RAM the firmware's map names) or changed
+ * under us: runs unchecked, said once per register */
+static void svm_cr_unreadable(struct vcpu *v, struct svm_vcpu *sv, int n)
+{
+	static u32 said;
+	if (!(__atomic_fetch_or(&said, 1u << n, __ATOMIC_RELAXED) & (1u << n)))
+		LOG_WARN("vcpu %u: the write to CR%d at %lx cannot be read: run unchecked (said once)", v->id, n,
+			 v->rip);
+	svm_cr_run_once(sv, n);
+}
+
 /*
  * MOV to CR4 (0F 22 /r, reg = 4), intercepted: emulated with the checks
  * of APM Vol. 3 / SDM Vol. 2B MOV to CR: #GP for a reserved bit (those
@@ -146,15 +179,7 @@ static void svm_mov_to_cr4(struct vcpu *v, struct svm_vcpu *sv, struct hv_event 
 	struct hv_mov_crdr m;
 
 	if (!hv_decode_mov_crdr(v, &m) || m.opcode != 0x22 || m.reg != 4) {
-		/* unreadable (code outside the RAM the firmware's map names)
-		 * or changed under us: this one instruction runs unchecked,
-		 * the intercept back at the next exit */
-		static bool said;
-		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-			LOG_WARN("vcpu %u: the MOV to CR4 at %lx cannot be read: run unchecked (said once)",
-				 v->id, v->rip);
-		sv->vmcb->control.intercept_cr &= ~INTERCEPT_CR_WRITE(4);
-		sv->cr4_passthrough = true;
+		svm_cr_unreadable(v, sv, 4);
 		return;
 	}
 	u64 val = v->gpr[m.gpr], old = s->cr4;
@@ -168,6 +193,57 @@ static void svm_mov_to_cr4(struct vcpu *v, struct svm_vcpu *sv, struct hv_event 
 	}
 	s->cr4 = val;
 	if ((val ^ old) & (CR4_PGE | CR4_PAE | CR4_PSE | CR4_PCIDE | CR4_SMEP | CR4_SMAP | CR4_PKE | CR4_LA57))
+		sv->vmcb->control.tlb_control = TLB_CONTROL_FLUSH_ALL;
+	hv_skip_insn(v, ev, 3);
+}
+
+/*
+ * MOV to CR0 (0F 22 /r, reg = 0), intercepted with CLTS and LMSW, which
+ * the CR0 write intercept catches too (APM Vol. 2 15.9). #GP as the
+ * hardware gives it (SDM Vol. 2B MOV to CR, APM Vol. 3 MOV CRn): bits
+ * 63:32, NW set with CD clear, PG without PE, PG set with EFER.LME and
+ * CR4.PAE clear, PG cleared in 64-bit code or with CR4.PCIDE set. QEMU's
+ * TCG takes NW without CD and the next VMRUN refused the state (issue
+ * #15). A legal value that changes no mode bit is written here (CD, NW
+ * and WP flush the guest's TLB); one that changes PE or PG, a mode switch
+ * whose EFER.LMA and state the processor updates itself, runs as written
+ * (svm_cr_run_once), as do CLTS and LMSW, which cannot make a bad CR0.
+ */
+static void svm_mov_to_cr0(struct vcpu *v, struct svm_vcpu *sv, struct hv_event *ev)
+{
+	struct vmcb_save *s = &sv->vmcb->save;
+	struct hv_mov_crdr m;
+
+	if (!hv_decode_mov_crdr(v, &m)) {
+		u8 op[2];
+		if (gmem_read_linear(v, gmem_linear_rip(v), op, 2) == 2 && op[0] == 0x0f &&
+		    (op[1] == 0x06 || op[1] == 0x01)) {
+			svm_cr_run_once(sv, 0);	/* CLTS, LMSW */
+			return;
+		}
+		svm_cr_unreadable(v, sv, 0);
+		return;
+	}
+	if (m.opcode != 0x22 || m.reg != 0) {
+		svm_cr_unreadable(v, sv, 0);
+		return;
+	}
+	u64 val = v->gpr[m.gpr], old = s->cr0;
+	if (m.mode != DEC_MODE_64)
+		val &= 0xffffffffull;
+	bool in64 = (s->efer & EFER_LMA) && (s->cs.attr & VMCB_ATTR_L);
+	if ((val >> 32) || ((val & CR0_NW) && !(val & CR0_CD)) || ((val & CR0_PG) && !(val & CR0_PE)) ||
+	    ((val & CR0_PG) && !(old & CR0_PG) && (s->efer & EFER_LME) && !(s->cr4 & CR4_PAE)) ||
+	    (!(val & CR0_PG) && (old & CR0_PG) && (in64 || (s->cr4 & CR4_PCIDE)))) {
+		hv_inject_fault(v, X86_GP, true, 0);
+		return;
+	}
+	if ((val ^ old) & (CR0_PE | CR0_PG)) {
+		svm_cr_run_once(sv, 0);
+		return;
+	}
+	s->cr0 = val;
+	if ((val ^ old) & (CR0_CD | CR0_NW | CR0_WP))
 		sv->vmcb->control.tlb_control = TLB_CONTROL_FLUSH_ALL;
 	hv_skip_insn(v, ev, 3);
 }
@@ -187,9 +263,9 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 	if ((hv.caps & HV_CAP_NRIP) && c->next_rip > v->rip && c->next_rip - v->rip <= 15)
 		ev.insn_len = (u8)(c->next_rip - v->rip);
 	c->event_inj = 0;
-	if (sv->cr4_passthrough) {	/* the one unchecked MOV to CR4 ran (or not yet: it exits again) */
-		sv->cr4_passthrough = false;
-		c->intercept_cr |= INTERCEPT_CR_WRITE(4);
+	if (sv->cr_run_once) {	/* the one unchecked CR write ran (or not yet: it exits again) */
+		c->intercept_cr |= sv->cr_run_once;
+		sv->cr_run_once = 0;
 	}
 	/* APM 15.7.2: the event this exit interrupted the delivery of */
 	u64 vec = c->exit_int_info;
@@ -207,10 +283,17 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 		ev.kind = HV_EV_DR_ACCESS;	/* core decodes the MOV itself */
 	else if (code == SVM_EXIT_NPF)
 		exit_npf(sv, &ev);
-	if (code == SVM_EXIT_CR4_WRITE) {
+	if (code == SVM_EXIT_CR4_WRITE || code == SVM_EXIT_CR0_WRITE) {
+		/* emulated here, after core's first step like every exit (the
+		 * engine settles the branch it planned before anything moves) */
 		u64 rip = v->rip;
-		svm_mov_to_cr4(v, sv, &ev);
-		hv_backend_emulated(v, v->rip != rip);
+		ev.kind = HV_EV_CR_WRITE;
+		hv_exit_begin(v, &ev);
+		if (code == SVM_EXIT_CR0_WRITE)
+			svm_mov_to_cr0(v, sv, &ev);
+		else
+			svm_mov_to_cr4(v, sv, &ev);
+		hv_backend_done(v, v->rip != rip);
 	} else {
 		hv_handle_event(v, &ev);
 	}

@@ -2,18 +2,22 @@
  * MSR (read, write) in three 2 KiB blocks; one bit per port in the I/O map,
  * set only for the ports dispatch/pcihide.c watches (an access exits when any
  * of the ports it covers has its bit set, 15.10.1). */
+#include "arch/x86/msr.h"
 #include "base/mm.h"
 #include "dispatch/msr.h"
 #include "dispatch/pcihide.h"
 #include "svm/svm.h"
 
-static void msrpm_intercept(u8 *pm, u32 msr)
+#define MSRPM_READ	1u
+#define MSRPM_WRITE	2u
+
+static void msrpm_intercept(u8 *pm, u32 msr, u32 rw)
 {
 	static const u32 base[3] = { 0x00000000, 0xc0000000, 0xc0010000 };
 	for (u32 i = 0; i < 3; i++) {
 		if (msr - base[i] < 0x2000) {
 			u32 bit = i * 0x4000 + (msr - base[i]) * 2;
-			pm[bit / 8] |= 3u << (bit % 8);	/* read and write */
+			pm[bit / 8] |= rw << (bit % 8);
 			return;
 		}
 	}
@@ -29,6 +33,11 @@ int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa)
 		io[port / 8] |= 1u << (port % 8);
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
 		for (u32 msr = hv_owned_msrs[i].first; msr <= hv_owned_msrs[i].last; msr++)
-			msrpm_intercept(pm, msr);
+			msrpm_intercept(pm, msr, MSRPM_READ | MSRPM_WRITE);
+	/* the segment-base MSRs' writes, for their canonical check
+	 * (dispatch/msr.c): QEMU's TCG takes a non-canonical one */
+	msrpm_intercept(pm, MSR_FS_BASE, MSRPM_WRITE);
+	msrpm_intercept(pm, MSR_GS_BASE, MSRPM_WRITE);
+	msrpm_intercept(pm, MSR_KERNEL_GS_BASE, MSRPM_WRITE);
 	return HV_OK;
 }

@@ -11,6 +11,7 @@
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
+#include "dispatch/cpuid.h"
 #include "svm/svm.h"
 
 static int svm_probe(u32 *caps)
@@ -118,9 +119,10 @@ static int svm_vcpu_init(struct vcpu *v)
 	 * 0-7, writes in 16-23): the guest's debug registers are the
 	 * hypervisor's to load (trace_host_dr7, docs/security.md) */
 	c->intercept_dr = 0xff | (0xffu << 16);
-	/* MOV to CR4: QEMU's TCG takes reserved bits the hardware would #GP,
-	 * and the next VMRUN would fail (svm_mov_to_cr4) */
-	c->intercept_cr = INTERCEPT_CR_WRITE(4);
+	/* MOV to CR0 and CR4: QEMU's TCG takes values the hardware would #GP
+	 * (CR0.NW without CD, CR4's reserved bits), and the next VMRUN would
+	 * fail (svm_mov_to_cr0, svm_mov_to_cr4) */
+	c->intercept_cr = INTERCEPT_CR_WRITE(0) | INTERCEPT_CR_WRITE(4);
 	c->iopm_base_pa = shared_iopm_pa;
 	c->msrpm_base_pa = shared_msrpm_pa;
 	c->asid = 1;
@@ -151,6 +153,20 @@ static void __noreturn svm_abort_start(struct vcpu *v, struct svm_vcpu *sv)
 	resume_native(&ns);
 }
 
+/* VMRUN refused the guest's state after it had run: say which check
+ * (the copy of what VMRUN was given) and end the guest. */
+static void __noreturn svm_refused(struct vcpu *v, struct svm_vcpu *sv)
+{
+	struct svm_limits lim = { .cr4_valid = cr4_valid_bits_here(), .phys_bits = hv.boot.phys_limit ?
+		(u32)__builtin_ctzll(hv.boot.phys_limit) : 52 };
+	const char *why = svm_vmrun_refusal(&sv->entry, &lim);
+	LOG_ERR("vcpu %u: VMRUN refused the guest state (VMEXIT_INVALID): %s (APM Vol. 2 15.5.1); "
+		"CR0 %lx CR3 %lx CR4 %lx EFER %lx DR6 %lx DR7 %lx CS attr %x", v->id,
+		why ? why : "no consistency check explains it (a model-specific one?)", sv->entry.cr0,
+		sv->entry.cr3, sv->entry.cr4, sv->entry.efer, sv->entry.dr6, sv->entry.dr7, sv->entry.cs_attr);
+	hv_guest_refused(v, why ? why : "VMEXIT_INVALID");
+}
+
 static void __noreturn svm_vcpu_run(struct vcpu *v)
 {
 	struct svm_vcpu *sv = v->arch;
@@ -171,9 +187,14 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		s->rsp = v->gpr[GPR_RSP];
 		s->rip = v->rip;
 		s->rflags = v->rflags;
+		struct vmcb_control *c = &sv->vmcb->control;
+		sv->entry = (struct svm_entry_state){ s->cr0, s->cr3, s->cr4, s->efer, s->dr6, s->dr7,
+						      c->event_inj, c->intercept_misc4, c->asid, s->cs.attr };
 		svm_vmrun(v, sv->vmcb_pa, sv->host_save_pa);
-		if (sv->vmcb->control.exit_code == SVM_EXIT_INVALID && !sv->launched)
+		if (SVM_EXIT_IS_INVALID(c->exit_code) && !sv->launched)
 			svm_abort_start(v, sv);
+		if (SVM_EXIT_IS_INVALID(c->exit_code))
+			svm_refused(v, sv);
 		sv->launched = true;
 		sv->vmcb->control.tlb_control = 0;
 		v->gpr[GPR_RAX] = s->rax;
@@ -243,6 +264,19 @@ static void svm_set_intr_intercept(struct vcpu *v, bool on)
 		c->intercept_misc3 |= INTERCEPT3_INTR;
 	else
 		c->intercept_misc3 &= ~INTERCEPT3_INTR;	/* NMIs stay intercepted */
+}
+
+/* The segment bases a WRMSR sets, in the VMCB's VMLOAD part: the VMLOAD
+ * before the next VMRUN loads them (hv/svm/run.S). */
+static void svm_set_base_msr(struct vcpu *v, u32 msr, u64 val)
+{
+	struct vmcb_save *s = &((struct svm_vcpu *)v->arch)->vmcb->save;
+	if (msr == MSR_FS_BASE)
+		s->fs.base = val;
+	else if (msr == MSR_GS_BASE)
+		s->gs.base = val;
+	else
+		s->kernel_gs_base = val;
 }
 
 /* The syscall MSRs live in the VMCB's VMSAVE part, refreshed by the
@@ -421,8 +455,10 @@ const struct hv_arch_ops svm_ops = {
 	.irq_blocked = svm_irq_blocked,
 	.set_irq_window = svm_set_irq_window,
 	.set_hlt_intercept = svm_set_hlt_intercept,
+	.take_pending = svm_take_pending,
 	.inject_nmi = svm_inject_nmi,
 	.get_msr = svm_get_msr,
+	.set_base_msr = svm_set_base_msr,
 	.set_sti_shadow = svm_set_sti_shadow,
 	.set_single_step_trap = svm_set_single_step_trap,
 	.end_interrupt_shadow = svm_end_interrupt_shadow,

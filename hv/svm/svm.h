@@ -7,6 +7,16 @@
 #include "dispatch/dispatch.h"
 #include "svm/vmcb.h"
 
+/* What VMRUN's consistency checks read (APM Vol. 2 15.5.1), as the last
+ * VMRUN was given it: QEMU's TCG rewrites the VMCB's save area when it
+ * refuses one, the hardware leaves it; either way the copy says what was
+ * refused (svm_vmrun_refusal). */
+struct svm_entry_state {
+	u64 cr0, cr3, cr4, efer, dr6, dr7, event_inj;
+	u32 intercept_misc4, asid;
+	u16 cs_attr;
+};
+
 struct svm_vcpu {
 	struct vmcb *vmcb;
 	u64 vmcb_pa;
@@ -15,7 +25,8 @@ struct svm_vcpu {
 	u64 efer_before;	/* host EFER before we set SVME (abort path) */
 	bool launched;
 	bool nmi_pending;	/* an NMI the host took while acknowledging an INTR */
-	bool cr4_passthrough;	/* one MOV to CR4 runs unintercepted (svm_mov_to_cr4) */
+	u32 cr_run_once;	/* CR write intercepts off for one instruction (svm_cr_run_once) */
+	struct svm_entry_state entry;	/* the last VMRUN's checked fields */
 };
 
 /* run.S: enters the guest once; returns after the #VMEXIT with the guest's
@@ -25,7 +36,18 @@ void svm_vmrun(struct vcpu *v, u64 vmcb_pa, u64 host_save_pa);
 int svm_npt_build(u64 *ncr3);
 int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa);
 void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv);
+/* hv_arch_ops.take_pending (exit.c) */
+u32 svm_take_pending(struct vcpu *v, u8 *vector);
 void svm_dump(struct vcpu *v);
+
+/* What this processor allows, for svm_vmrun_refusal (check.c) */
+struct svm_limits {
+	u64 cr4_valid;		/* CR4 bits it implements */
+	u32 phys_bits;		/* MAXPHYADDR */
+};
+/* The first consistency check of APM Vol. 2 15.5.1 that this state fails,
+ * in words; NULL: none of them (the refusal has another cause). */
+const char *svm_vmrun_refusal(const struct svm_entry_state *e, const struct svm_limits *lim);
 
 static inline void svm_vmsave(u64 pa) { asm volatile("vmsave %%rax" ::"a"(pa) : "memory"); }
 static inline void svm_clgi(void) { asm volatile("clgi" ::: "memory"); }

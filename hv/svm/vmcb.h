@@ -55,7 +55,8 @@
 #define IOIO_PORT(info1)	((u16)((info1) >> 16))
 
 /* Appendix C: exit codes */
-#define SVM_EXIT_CR4_WRITE	0x014	/* 0x10-0x1f: writes to CR0-CR15 */
+#define SVM_EXIT_CR0_WRITE	0x010	/* 0x10-0x1f: writes to CR0-CR15 */
+#define SVM_EXIT_CR4_WRITE	0x014
 #define SVM_EXIT_DR_BASE	0x020	/* 0x20-0x2f reads, 0x30-0x3f writes */
 #define SVM_EXIT_EXCP_BASE	0x040
 #define SVM_EXIT_INTR		0x060
@@ -79,6 +80,15 @@
 #define SVM_EXIT_WBINVD		0x089
 #define SVM_EXIT_NPF		0x400
 #define SVM_EXIT_INVALID	((u64)-1)
+/* VMEXIT_INVALID is -1 (Appendix C); QEMU's TCG stores it as a 32-bit -1
+ * (0x00000000ffffffff), so the low half decides: no exit code is that
+ * large otherwise */
+#define SVM_EXIT_IS_INVALID(code)	((u32)(code) == 0xffffffffu)
+
+/* struct vmcb_seg attr: the descriptor's access byte in bits 7:0, its
+ * AVL, L, D/B and G in bits 11:8 (APM Vol. 2 15.5.1, Table B-2) */
+#define VMCB_ATTR_L		BIT(9)
+#define VMCB_ATTR_DB		BIT(10)
 
 struct vmcb_seg {
 	u16 sel;

@@ -10,6 +10,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/ds.h"
 #include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
 #include "base/gmem.h"
 #include "base/lapic.h"
 #include "base/lib.h"
@@ -27,7 +28,7 @@
 
 static bool is_canonical(u64 a)
 {
-	return (u64)((s64)(a << 16) >> 16) == a;
+	return ADDR_CANONICAL(a, 48);
 }
 
 void ds_init(struct vcpu *v)

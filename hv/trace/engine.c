@@ -32,6 +32,7 @@
 #include "base/log.h"
 #include "base/mm.h"
 #include "base/vcpu.h"
+#include "trace/rec.h"
 #include "trace/engine.h"
 
 /* How far the fast engine decodes ahead for the next control transfer. */
@@ -53,7 +54,8 @@ static void engine_stop(struct vcpu *v)
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 		hv.ops->set_exception_intercepts(v, 0);
-		hv.ops->set_intr_intercept(v, false);
+		/* the watcher's stay intercepted (dispatch/irq.c) */
+		hv.ops->set_intr_intercept(v, rec_ctl_watcher(v));
 		hv.ops->set_dr(v, 6, t->guest_dr6);
 		if (t->nmi_pending)	/* the guest may still block it: best effort */
 			hv.ops->inject_nmi(v);

@@ -11,9 +11,10 @@
  *
  * The rings live in the channel (include/hvtrace/record.h): BAR2 of an
  * ivshmem device the loader found, or pages of the hypervisor's reserve.
- * Triggers (trace.start, trace.stop, the trace-control hypercall, a crash)
- * move the recorder between IDLE, TRACING, STOPPED and FROZEN; the engine
- * runs while it traces (trace_update). docs/recorder.md. Root mode.
+ * Triggers (trace.start, trace.stop, the trace-control hypercall, the
+ * host's control requests, a crash) move the recorder between IDLE,
+ * TRACING, STOPPED and FROZEN; the engine runs while it traces
+ * (trace_update). docs/recorder.md, docs/channel.md. Root mode.
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
@@ -56,6 +57,13 @@ static struct {
 	volatile u32 nr_freeze_at;
 	/* each consumer's filter: hvtrace.cfg's, or the trace_ctl filter's */
 	struct hv_rec_filter filter[REC_MAX_CONSUMERS];
+	/* host control (docs/channel.md "Control"): what the hypervisor
+	 * knows, never read back from the channel */
+	u32 ctl_mode;			/* enum hvtrace_ctl_mode in force */
+	volatile u64 ctl_done;		/* seq of the last request handled */
+	u64 ctl_applied, ctl_rejected;
+	struct spinlock ctl_lock;	/* one vCPU handles a request */
+	u64 wd_deadline;		/* the watchdog's TSC deadline; 0: none (atomic) */
 } rec;
 
 /* Under rec.lock. */
@@ -186,6 +194,10 @@ int rec_init(void)
 		rec.freeze_after[i] = cfg->freeze_after[i];
 	}
 	rec.nr_freeze_at = cfg->nr_freeze_at < HV_REC_MAX_FREEZE ? cfg->nr_freeze_at : HV_REC_MAX_FREEZE;
+	/* host requests where the host can write: an ivshmem channel */
+	rec.ctl_mode = where == HVTRACE_CHAN_IVSHMEM ? cfg->control : HVTRACE_CTL_OFF;
+	c->ctl_mode = rec.ctl_mode;
+	c->ctl_poll_us = rec.ctl_mode == HVTRACE_CTL_POLL ? REC_CTL_POLL_US : 0;
 	rec.chan = c;
 	rec.skip = cfg->start == REC_START_BRANCHES ? cfg->start_arg : 0;
 	rec.made = 0;
@@ -201,6 +213,9 @@ int rec_init(void)
 		 cfg->flight.size >> 10, cfg->flight.mode == HVTRACE_RING_LOSSLESS ? " lossless" : "",
 		 cfg->stream.size >> 10, cfg->stream.mode == HVTRACE_RING_OVERWRITE ? " overwriting" : "",
 		 rec.state == HVTRACE_STATE_TRACING ? "tracing from boot" : "waiting for the start trigger");
+	if (rec.ctl_mode != HVTRACE_CTL_OFF)
+		LOG_INFO("recorder: host control requests read at every exit%s",
+			 rec.ctl_mode == HVTRACE_CTL_POLL ? " and while the guest halts" : "");
 	return HV_OK;
 }
 
@@ -551,18 +566,13 @@ void rec_exit_begin(struct vcpu *v)
 	deliver(v, &r, cr3);
 }
 
-/* --- triggers from the guest ---------------------------------------------- */
+/* --- triggers from the guest and the host -------------------------------- */
 
-/* HVTRACE_TRACE_FILTER: a new filter for one consumer, from a structure in
- * guest RAM, checked as hvtrace.cfg's values are. */
-static s64 set_filter(u64 gpa, u64 size)
+/* A filter for one consumer (HVTRACE_TRACE_FILTER), checked as
+ * hvtrace.cfg's values are. */
+static s64 set_filter(const struct hvtrace_filter *in)
 {
-	struct hvtrace_filter f;
-	if (size < sizeof(f))
-		return -HVTRACE_EINVAL;
-	if (!memmap_contains(&hv.guest_ram, gpa, sizeof(f)))
-		return -HVTRACE_EFAULT;
-	memcpy(&f, guest_pa_ptr(gpa), sizeof(f));
+	struct hvtrace_filter f = *in;	/* the host's may change under us */
 	if ((f.consumer != HVTRACE_CONSUMER_FLIGHT && f.consumer != HVTRACE_CONSUMER_STREAM) ||
 	    f.cpl > HVTRACE_CPL_USER || f.nr_ranges > HVTRACE_FILTER_MAX_RANGES || f.reserved ||
 	    (f.cr3 & 0xfff) || (f.cr3 >> 52))
@@ -590,10 +600,35 @@ static s64 set_filter(u64 gpa, u64 size)
 	return 0;
 }
 
-s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
+/* HVTRACE_TRACE_WATCHDOG: the flight recorder freezes unless armed again
+ * within `us` (0 disarms). Checked at every exit of every vCPU and by the
+ * watcher while the guest halts (rec_ctl_poll). */
+static s64 watchdog_arm(u64 us)
 {
-	if (!rec.chan)
-		return -HVTRACE_ENOSYS;	/* no recorder configured */
+	if (us > REC_WATCHDOG_MAX_US || (us && !hv.boot.tsc_hz))
+		return -HVTRACE_EINVAL;
+	__atomic_store_n(&rec.wd_deadline, us ? rdtsc() + us_to_tsc(us) : 0, __ATOMIC_RELEASE);
+	rec.chan->watchdog_us = us;
+	return 0;
+}
+
+static void watchdog_check(struct vcpu *v)
+{
+	u64 d = __atomic_load_n(&rec.wd_deadline, __ATOMIC_ACQUIRE);
+	if (!d || (s64)(rdtsc() - d) < 0 || !__atomic_compare_exchange_n(&rec.wd_deadline, &d, 0, false,
+									  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return;
+	rec.chan->watchdog_us = 0;
+	LOG_WARN("recorder: the watchdog was not armed again in time");
+	rec_freeze(v, HVTRACE_FREEZE_WATCHDOG);
+}
+
+/* One trace-control operation, from the guest's hypercall or the host's
+ * request (`host`): the same checks, the same effects; the host's MARK
+ * and FREEZE are told apart in the records. */
+static s64 control(struct vcpu *v, u64 op, u64 arg0, u64 arg1, const struct hvtrace_filter *f, bool host)
+{
+	const char *who = host ? "host request" : "hypercall";
 	if (rec.state == HVTRACE_STATE_FROZEN)
 		return -HVTRACE_EPERM;
 	switch (op) {
@@ -606,21 +641,101 @@ s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
 	case HVTRACE_TRACE_STOP:
 		spin_lock(&rec.lock);
 		if (rec.state == HVTRACE_STATE_TRACING)
-			stop(v, "hypercall", __atomic_load_n(&rec.made, __ATOMIC_SEQ_CST));
+			stop(v, who, __atomic_load_n(&rec.made, __ATOMIC_SEQ_CST));
 		spin_unlock(&rec.lock);
 		return 0;
 	case HVTRACE_TRACE_MARK:
-		mark(v, HVTRACE_MARK_GUEST, arg, gmem_linear_rip(v));
+		mark(v, host ? HVTRACE_MARK_HOST : HVTRACE_MARK_GUEST, arg0, gmem_linear_rip(v));
 		return 0;
 	case HVTRACE_TRACE_FREEZE:
-		rec_freeze(v, HVTRACE_FREEZE_HYPERCALL);
+		rec_freeze(v, host ? HVTRACE_FREEZE_HOST : HVTRACE_FREEZE_HYPERCALL);
 		return 0;
 	case HVTRACE_TRACE_FILTER:
-		return set_filter(arg, v->gpr[GPR_RDX]);
+		return set_filter(f);
 	case HVTRACE_TRACE_FREEZE_AT:
-		return freeze_at(arg, v->gpr[GPR_RDX]);
+		return freeze_at(arg0, arg1);
+	case HVTRACE_TRACE_WATCHDOG:
+		return watchdog_arm(arg0);
 	}
 	return -HVTRACE_EINVAL;
+}
+
+s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg)
+{
+	struct hvtrace_filter f = { 0 };
+	if (!rec.chan)
+		return -HVTRACE_ENOSYS;	/* no recorder configured */
+	if (op == HVTRACE_TRACE_FILTER) {
+		/* RCX = the structure's guest-physical address, RDX = its size */
+		if (v->gpr[GPR_RDX] < sizeof(f))
+			return -HVTRACE_EINVAL;
+		if (!memmap_contains(&hv.guest_ram, arg, sizeof(f)))
+			return -HVTRACE_EFAULT;
+		memcpy(&f, guest_pa_ptr(arg), sizeof(f));
+	}
+	return control(v, op, arg, v->gpr[GPR_RDX], &f, false);
+}
+
+bool rec_ctl_polled(void)
+{
+	return rec.ctl_mode == HVTRACE_CTL_POLL;
+}
+
+bool rec_ctl_watcher(const struct vcpu *v)
+{
+	return rec.ctl_mode == HVTRACE_CTL_POLL && v->id == 0 && !(hv.caps & HV_CAP_KICK_POLL) &&
+	       hv.ops->take_pending;
+}
+
+u64 rec_ctl_poll_tsc(void)
+{
+	return hv.boot.tsc_hz ? us_to_tsc(REC_CTL_POLL_US) : REC_CTL_POLL_US * 1000ull;
+}
+
+/*
+ * The host's request, if one waits (record.h "Host -> hypervisor
+ * control"): copied out of the channel, used only if its seq did not move
+ * while it was copied, checked like a hypercall's arguments. A vCPU that
+ * finds another handling one goes on. A host that keeps writing requests
+ * costs each exit one copy and a check; one that writes garbage gets
+ * refusals, counted.
+ */
+void rec_ctl_poll(struct vcpu *v)
+{
+	struct hvtrace_chan *c = rec.chan;
+	if (!c)
+		return;
+	if (__atomic_load_n(&rec.wd_deadline, __ATOMIC_RELAXED))
+		watchdog_check(v);
+	if (rec.ctl_mode == HVTRACE_CTL_OFF)
+		return;
+	u64 seq = *(volatile u64 *)&c->ctl.seq;
+	if (seq != rec.ctl_done + 1 || !spin_trylock(&rec.ctl_lock))
+		return;
+	if (seq == rec.ctl_done + 1) {
+		struct hvtrace_ctl_req r;
+		memcpy(&r, (const void *)&c->ctl, sizeof(r));
+		asm volatile("" ::: "memory");
+		if (*(volatile u64 *)&c->ctl.seq == seq && r.seq == seq) {
+			s64 res = r.reserved ? -HVTRACE_EINVAL : control(v, r.op, r.arg0, r.arg1, &r.filter, true);
+			if (res) {
+				rec.ctl_rejected++;
+				if (rec.ctl_rejected <= REC_CTL_LOG_REJECTS)
+					LOG_WARN("recorder: host request %lu (op %u) refused: %ld%s", seq, r.op, -res,
+						 rec.ctl_rejected == REC_CTL_LOG_REJECTS ? "; no more are logged" : "");
+			} else {
+				rec.ctl_applied++;
+				LOG_INFO("recorder: host request %lu (op %u) applied by vcpu %u", seq, r.op, v->id);
+			}
+			c->ctl_result = res;
+			c->ctl_applied = rec.ctl_applied;
+			c->ctl_rejected = rec.ctl_rejected;
+			rec.ctl_done = seq;
+			asm volatile("" ::: "memory");	/* the result before done (x86 orders stores) */
+			*(volatile u64 *)&c->ctl_done = seq;
+		}
+	}
+	spin_unlock(&rec.ctl_lock);
 }
 
 /* The vCPU that crashed writes its CRASH marker now; every other vCPU,
@@ -645,9 +760,25 @@ void rec_freeze(struct vcpu *v, u32 why)
 		[HVTRACE_FREEZE_TRIPLE_FAULT] = "triple fault", [HVTRACE_FREEZE_RESET] = "reset request",
 		[HVTRACE_FREEZE_HYPERCALL] = "hypercall", [HVTRACE_FREEZE_ADDRESS] = "trace.freeze address",
 		[HVTRACE_FREEZE_NMI] = "NMI", [HVTRACE_FREEZE_HANG] = "hang",
+		[HVTRACE_FREEZE_WATCHDOG] = "watchdog", [HVTRACE_FREEZE_HOST] = "host request",
+		[HVTRACE_FREEZE_INVALID_STATE] = "guest state refused at entry",
 	};
 	LOG_WARN("recorder: flight recorder frozen (%s); the host can take it with 'hvtrace snapshot'",
 		 why < ARRAY_SIZE(why_name) && why_name[why] ? why_name[why] : "?");
+}
+
+void rec_await_markers(struct vcpu *v)
+{
+	if (!rec.chan || rec.state != HVTRACE_STATE_FROZEN)
+		return;
+	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? us_to_tsc(REC_MARKERS_WAIT_US) : REC_MARKERS_WAIT_US * 1000ull;
+	for (u32 i = 0; i < hv.nr_vcpus; i++) {
+		struct vcpu *w = hv.vcpus[i];
+		/* one that never entered, or waits for a SIPI, makes no exit */
+		while (w != v && w->boot && !(w->mp_state & MP_WAIT_SIPI) &&
+		       !*(volatile bool *)&w->trace->rec.frozen_marked && rdtsc() - t0 < limit)
+			cpu_relax();
+	}
 }
 
 /* An NMI on its way to the guest (not the hypervisor's kick): with

@@ -71,10 +71,35 @@ void rec_exit_begin(struct vcpu *v);
 /* HVTRACE_HC_TRACE_CTL: 0 or a negative HVTRACE_E* code. */
 s64 rec_hypercall(struct vcpu *v, u64 op, u64 arg);
 
+/* Host control (docs/channel.md "Control"). The watcher's period while
+ * the guest halts, the watchdog's longest period, and how many refused
+ * requests are logged (the rest are only counted). */
+#define REC_CTL_POLL_US		200
+#define REC_WATCHDOG_MAX_US	3600000000ull
+#define REC_CTL_LOG_REJECTS	8
+/* Before every entry of every vCPU: the host's request, if one waits, is
+ * checked and applied (or refused) here; the watchdog is checked too. */
+void rec_ctl_poll(struct vcpu *v);
+/* channel.control = poll is in force: requests are looked for while the
+ * guest halts too (VMX: the preemption timer makes every vCPU exit; SVM:
+ * the watcher, below). */
+bool rec_ctl_polled(void);
+/* v is the vCPU that watches for requests while the guest halts (SVM's
+ * vCPU 0, with channel.control = poll): its HLTs and external interrupts
+ * exit (dispatch/irq.c). */
+bool rec_ctl_watcher(const struct vcpu *v);
+/* REC_CTL_POLL_US in TSC ticks */
+u64 rec_ctl_poll_tsc(void);
+
 /* The guest crashed on v (enum hvtrace_freeze): CRASH markers (v's now,
  * the others' at their next exit), then the rings are kept as they are for
  * the host. */
 void rec_freeze(struct vcpu *v, u32 why);
+/* After a freeze that ends the machine (a triple fault's shutdown): waits,
+ * up to REC_MARKERS_WAIT_US, for every other running vCPU's CRASH marker,
+ * written at its next exit after the kick. */
+#define REC_MARKERS_WAIT_US	100000
+void rec_await_markers(struct vcpu *v);
 /* An NMI for the guest: freezes with trace.freeze = nmi. */
 void rec_on_nmi(struct vcpu *v);
 

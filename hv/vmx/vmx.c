@@ -11,6 +11,7 @@
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
+#include "trace/rec.h"
 #include "vmx/ctls.h"
 #include "vmx/vmx.h"
 
@@ -428,7 +429,8 @@ static int vmx_vcpu_init(struct vcpu *v)
 	 * entry loads the timer from this field, and without the "save
 	 * VMX-preemption timer value" exit control nothing writes it back
 	 * (25.5.1, 27.3.1.6): written once, it is the period of every entry. */
-	if (hv.nr_vcpus > 1 && (vmx_caps.pin & PIN_PREEMPTION_TIMER)) {
+	/* and with host control requests to look for (rec_ctl_polled) */
+	if ((hv.nr_vcpus > 1 || rec_ctl_polled()) && (vmx_caps.pin & PIN_PREEMPTION_TIMER)) {
 		u64 ticks = ((hv.boot.tsc_hz ? hv.boot.tsc_hz : 1000000000ull) / 1000000 * VMX_POLL_US) >>
 			    vmx_caps.timer_shift;
 		vmcs_write32(VMCS_PREEMPTION_TIMER_VALUE, (u32)MIN(MAX(ticks, 1ull), 0xffffffffull));
@@ -506,9 +508,8 @@ static void __noreturn vmx_entry_failed(struct vcpu *v, struct vmx_vcpu *vx, int
 		vmx_log_entry_failure(reason);
 	if (!vx->launched)
 		vmx_abort_start(v, vx);
-	LOG_ERR("vcpu %u: VM entry failed after %lu exits: the guest is stopped", v->id, v->exits);
-	vmx_dump(v);
-	cpu_halt_forever();
+	hv_guest_refused(v, rc ? "VMRESUME failed (VM-instruction error above)"
+				: "VM-entry failure (exit reason and qualification above)");
 }
 
 static void __noreturn vmx_vcpu_run(struct vcpu *v)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 4
+#define HVTRACE_ABI_MINOR 5
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -57,6 +57,9 @@ enum hvtrace_trace_op {
 	HVTRACE_TRACE_FREEZE_AT = 6,	/* trace.freeze by hypercall: RCX = an address, RDX = the
 					 * records kept after it (<= 100000000); RCX = 0 removes
 					 * every freeze address (ABI 1.4) */
+	HVTRACE_TRACE_WATCHDOG = 7,	/* RCX = microseconds (<= 3600 s): the flight recorder
+					 * freezes unless armed again before they pass; 0 disarms
+					 * (ABI 1.5) */
 };
 
 /* A consumer's filter, replacing the one hvtrace.cfg gave it

@@ -14,6 +14,7 @@
 #define HVTRACE_RECORD_H
 
 #include <stdint.h>
+#include "hvtrace/abi.h"	/* struct hvtrace_filter (abi.h includes this file at its end) */
 
 /* ------------------------------------------------------------------ */
 /* The record: 32 bytes, fixed size so readers can seek.               */
@@ -69,6 +70,8 @@ enum hvtrace_marker {
 	HVTRACE_MARK_CRASH = 4,		/* the guest crashed; from = RIP, to = enum hvtrace_freeze */
 	HVTRACE_MARK_TRIGGER = 5,	/* a trace.freeze address was reached; from = it, to = the
 					 * records still kept before the freeze (ABI 1.4) */
+	HVTRACE_MARK_HOST = 6,		/* a host control request MARK; from = the host's value,
+					 * to = RIP (ABI 1.5) */
 };
 
 /* info: the privilege levels on both ends of a record */
@@ -175,12 +178,46 @@ enum hvtrace_freeze {
 	HVTRACE_FREEZE_ADDRESS = 4,	/* a trace.freeze address, and its records after (ABI 1.4) */
 	HVTRACE_FREEZE_NMI = 5,		/* an NMI reached the guest, trace.freeze = nmi (ABI 1.4) */
 	HVTRACE_FREEZE_HANG = 6,	/* a vCPU spun in one place, trace.freeze = hang:T (ABI 1.4) */
+	HVTRACE_FREEZE_WATCHDOG = 7,	/* the watchdog a host or guest armed ran out (ABI 1.5) */
+	HVTRACE_FREEZE_HOST = 8,	/* a host control request FREEZE (ABI 1.5) */
+	HVTRACE_FREEZE_INVALID_STATE = 9, /* the processor refused the guest's state at entry
+					   * (state an emulator let through; ABI 1.5) */
 };
 
 enum hvtrace_chan_where {
 	HVTRACE_CHAN_IVSHMEM = 1,	/* BAR2 of an ivshmem-plain device */
 	HVTRACE_CHAN_RESERVED_RAM = 2,	/* the hypervisor's reserved RAM */
 };
+
+/*
+ * Host -> hypervisor control (ABI 1.5; docs/channel.md "Control"). One
+ * request at a time: the host (one writer: `hvtrace ctl` takes a lock on
+ * the backing file) waits until no request is pending (seq != ctl_done +
+ * 1), fills op, the arguments and reserved = 0, then writes seq = ctl_done
+ * + 1, last. The hypervisor takes a request only when seq is exactly one
+ * past the last it handled: it copies it, checks that seq did not move
+ * meanwhile (else it reads it again later), validates it as it does a
+ * hypercall's arguments, applies it or refuses it, then writes ctl_result
+ * and, last, ctl_done = seq. Everything here may be garbage
+ * written by a broken or hostile host: a refused request is counted in
+ * ctl_rejected and changes nothing else. When requests are read:
+ * ctl_mode (channel.control in hvtrace.cfg).
+ */
+enum hvtrace_ctl_mode {
+	HVTRACE_CTL_OFF = 0,	/* requests are never read (a channel in reserved RAM) */
+	HVTRACE_CTL_EXITS = 1,	/* at the next VM exit of any vCPU */
+	HVTRACE_CTL_POLL = 2,	/* ... and within ctl_poll_us while every vCPU halts */
+};
+
+struct hvtrace_ctl_req {
+	uint64_t seq;		/* != ctl_done: a request waits; written last */
+	uint32_t op;		/* enum hvtrace_trace_op */
+	uint32_t reserved;	/* 0 */
+	uint64_t arg0, arg1;	/* as the hypercall's RCX and RDX (MARK: the value; FREEZE_AT:
+				 * address, records after; WATCHDOG: microseconds) */
+	struct hvtrace_filter filter;	/* HVTRACE_TRACE_FILTER: the filter itself */
+};
+_Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 bytes");
 
 struct hvtrace_chan {
 	uint64_t magic;		/* HVTRACE_CHAN_MAGIC */
@@ -197,12 +234,21 @@ struct hvtrace_chan {
 	uint32_t freeze;	/* enum hvtrace_freeze */
 	uint64_t freeze_tsc;
 	uint64_t seq;		/* bumped on every state change */
-	uint8_t reserved[48];
+	/* host control, the hypervisor's side (ABI 1.5; was reserved) */
+	uint32_t ctl_mode;	/* enum hvtrace_ctl_mode */
+	uint32_t ctl_poll_us;	/* CTL_POLL: the period of the look while the guest halts */
+	uint64_t ctl_done;	/* seq of the last request handled */
+	int64_t ctl_result;	/* its result: 0 or -HVTRACE_E* */
+	uint64_t ctl_applied;	/* requests applied */
+	uint64_t ctl_rejected;	/* requests refused: bad op, argument or state */
+	uint64_t watchdog_us;	/* the armed watchdog's period; 0: none */
 	struct hvtrace_ring rings[HVTRACE_CHAN_MAX_RINGS];
-	uint8_t pad[HVTRACE_CHAN_HDR_SIZE - 128 - HVTRACE_CHAN_MAX_RINGS * 128];
+	struct hvtrace_ctl_req ctl;	/* host control, the host's side (ABI 1.5) */
+	uint8_t pad[HVTRACE_CHAN_HDR_SIZE - 128 - HVTRACE_CHAN_MAX_RINGS * 128 - 120];
 };
 _Static_assert(sizeof(struct hvtrace_chan) == HVTRACE_CHAN_HDR_SIZE, "the channel header is one page");
 _Static_assert(__builtin_offsetof(struct hvtrace_chan, rings) == 128, "rings after 128 bytes");
+_Static_assert(__builtin_offsetof(struct hvtrace_chan, ctl) % 64 == 0, "the request on its own lines");
 
 /* ------------------------------------------------------------------ */
 /* The trace file the host tools write (`hvtrace record`, `snapshot`).  */

@@ -44,6 +44,9 @@ void faults_release(void);
 #define TRY(len, ...) ({ fault_vector = (uint64_t)-1; fault_skip = (len); \
 			 asm volatile(__VA_ARGS__); (int)fault_vector; })
 
+static inline uint64_t read_cr0(void) { uint64_t v; asm volatile("mov %%cr0, %0" : "=r"(v)); return v; }
+static inline uint64_t read_cr4(void) { uint64_t v; asm volatile("mov %%cr4, %0" : "=r"(v)); return v; }
+
 struct cpuid { uint32_t a, b, c, d; };
 static inline struct cpuid cpuid(uint32_t leaf, uint32_t sub)
 {

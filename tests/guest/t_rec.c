@@ -20,6 +20,12 @@
  *            injected and paced (trace.pace) on the way; prints this
  *            image's range for the host to find in the snapshot, then
  *            stops tracing.
+ *   i        idle: tracing started, then halts with interrupts off for
+ *            ever (no exit of its own: the host's control requests must
+ *            still be applied, docs/channel.md "Control");
+ *   w        tracing started, the loop run until the host stops tracing
+ *            (`hvtrace record` ending); prints REC-WAIT with the records
+ *            its rings accepted and lost meanwhile.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -269,6 +275,29 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		if (cpu_is_amd())
 			rec_hang_svm();
 		rec_hang_vmx();
+	} else if (opt[0] == 'i') {
+		report(trace_ctl(HVTRACE_TRACE_START, 0) == 0, "trace_start", NULL);
+		report_info("REC-IDLE: halting with interrupts off, traced");
+		for (;;)
+			asm volatile("cli; hlt" ::: "memory");
+	} else if (opt[0] == 'w') {
+		struct hvtrace_vcpu_status a, b, st;
+		uefi_call_wrapper(BS->Stall, 1, 1500000);	/* the reader attaches */
+		vcpu_status(&a);
+		int64_t r = trace_ctl(HVTRACE_TRACE_START, 0);
+		report_info("REC-WAIT: tracing until the host stops it");
+		uint64_t turns = 0;
+		bool ok;
+		/* about 300 s at most under TCG */
+		do {
+			rec_spin(1000);
+			turns++;
+		} while ((ok = vcpu_status(&st)) && st.engine != HVTRACE_ENGINE_OFF && turns < 12000);
+		vcpu_status(&b);
+		report_info("REC-WAIT: records=%lu lost=%lu turns=%lu", b.rec_records - a.rec_records,
+			    b.rec_lost - a.rec_lost, turns);
+		report(r == 0 && ok && st.engine == HVTRACE_ENGINE_OFF, "stopped_by_host", "after %lu turns",
+		       turns);
 	} else if (opt[0] == 'b') {
 		struct hvtrace_vcpu_status st;
 		bool ok = vcpu_status(&st);

@@ -3,7 +3,11 @@
  * Collatz step counts (data-dependent conditional branches, calls and
  * returns, an indirect call), timed with the TSC untraced, traced by the
  * fast engine and by the reference engine, in one run. Prints one
- * "WORKLOAD:" line per mode with TSC ticks, branches and tracing exits.
+ * "WORKLOAD:" line per mode with TSC ticks, branches and tracing exits,
+ * then "WORKLOAD: cpuid" (CPUID_N CPUIDs, which hvtrace intercepts) and
+ * "WORKLOAD: tsc_khz" (the TSC against the firmware's Stall), so
+ * bench/engine.sh and bench/nested.sh can put time on one intercepted CPUID
+ * and one traced branch, under TCG and under KVM alike.
  * With load options "untraced" it runs only the untraced pass (for QEMU's
  * own execution log over the same work).
  */
@@ -78,6 +82,29 @@ static void run(const char *name, bool traced, uint64_t count)
 		    a.engine);
 }
 
+#define CPUID_N 2000
+
+/* CPUID leaf 0, CPUID_N times, interrupts off: every one exits to hvtrace */
+static void run_cpuid(void)
+{
+	uint64_t flags = irq_save();
+	uint64_t t0 = rdtsc();
+	for (unsigned i = 0; i < CPUID_N; i++)
+		(void)cpuid(0, 0);
+	uint64_t t1 = rdtsc();
+	irq_restore(flags);
+	report_info("WORKLOAD: cpuid count %u tsc %lu", CPUID_N, t1 - t0);
+}
+
+/* the TSC's rate against the firmware's timer (UEFI 2.x 7.5 Stall) */
+static void tsc_rate(void)
+{
+	uint64_t t0 = rdtsc();
+	uefi_call_wrapper(BS->Stall, 1, 200000);
+	uint64_t t1 = rdtsc();
+	report_info("WORKLOAD: tsc_khz %lu", (t1 - t0) / 200);
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	EFI_LOADED_IMAGE *li = NULL;
@@ -92,6 +119,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	run("untraced", false, count);
 	if (!untraced_only && under_hvtrace())
 		run("traced", true, count);
+	run_cpuid();
+	tsc_rate();
 	report(true, "workload_done", NULL);
 	report_done();
 }

@@ -91,17 +91,78 @@ set -- -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem" \
 	-drive if=pflash,format=raw,unit=0,readonly=on,file="$OVMF_CODE" \
 	-drive if=pflash,format=raw,unit=1,file="$work/vars.fd" \
 	-drive format=raw,file="$work/esp.img" \
-	-nodefaults -vga none -display none -monitor none -no-reboot \
+	-nodefaults -vga none -display none -no-reboot \
 	-serial file:"$log" "$@"
 
 if [ "$tee" = 1 ]; then
 	: > "$log"
 	tail -f "$log" & tailpid=$!
 fi
-timeout -s KILL "$timeout" qemu-system-x86_64 "$@" </dev/null &
-qpid=$!
-if [ -n "$until" ]; then
-	while kill -0 "$qpid" 2>/dev/null; do
+# HVTRACE_FIRMWARE_WAIT=S (the nested-KVM tier sets it): a boot whose serial
+# log is still empty S seconds after QEMU started never got past the
+# firmware (OVMF writes its console before it loads anything from the
+# volume); QEMU is then killed and started again, once, and this says so
+# on stderr, with the evidence: what QEMU's monitor says of the vCPUs
+# (status, registers, twice a second apart) just before the kill, and for
+# every boot, how long the firmware took to print. Off (0) by default.
+fwwait=${HVTRACE_FIRMWARE_WAIT:-0} restarted=0 fwseen=0
+if [ "$fwwait" -gt 0 ]; then
+	set -- "$@" -monitor unix:"$work/monitor.sock",server=on,wait=off
+else
+	set -- "$@" -monitor none
+fi
+# firmware_evidence: the monitor's view of a boot that printed nothing
+firmware_evidence() {
+	python3 - "$work/monitor.sock" <<'PY' 2>&1 | sed 's/^/qemu.sh: monitor: /' >&2
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("cannot reach the monitor:", e); sys.exit(0)
+def answer():
+    out = b""
+    try:
+        while not out.endswith(b"(qemu) "):
+            d = s.recv(65536)
+            if not d: break
+            out += d
+    except socket.timeout:
+        out += b" [no answer in 5 s]"
+    # the monitor echoes what it was sent with cursor moves: drop those lines
+    # the FPU and vector registers say nothing of where the firmware is
+    return [l for l in out.decode(errors="replace").splitlines()
+            if "\x1b" not in l and l.strip() != "(qemu)" and not l.startswith(("FPR", "XMM", "YMM", "FCW"))]
+answer()
+for cmd in ["info status", "info registers -a", "info registers -a"]:
+    s.sendall((cmd + "\n").encode())
+    print(cmd + ":")
+    for l in answer(): print("  " + l)
+    time.sleep(1)
+PY
+}
+start_qemu() {
+	timeout -s KILL "$timeout" qemu-system-x86_64 "$@" </dev/null &
+	qpid=$! qstart=$SECONDS
+}
+start_qemu "$@"
+while { [ -n "$until" ] || { [ "$fwwait" -gt 0 ] && [ "$fwseen" = 0 ]; }; } &&
+	kill -0 "$qpid" 2>/dev/null; do
+	if [ "$fwwait" -gt 0 ] && [ "$restarted" = 0 ] && [ ! -s "$log" ] && [ $((SECONDS - qstart)) -ge "$fwwait" ]; then
+		echo "qemu.sh: the firmware printed nothing in $fwwait s: QEMU killed and started again (HVTRACE_FIRMWARE_WAIT)" >&2
+		firmware_evidence
+		pkill -KILL -P "$qpid" 2>/dev/null
+		kill -KILL "$qpid" 2>/dev/null
+		wait "$qpid" 2>/dev/null
+		restarted=1
+		start_qemu "$@"
+	fi
+	if [ "$fwwait" -gt 0 ] && [ "$fwseen" = 0 ] && [ -s "$log" ]; then
+		echo "qemu.sh: the firmware's first output after $((SECONDS - qstart)) s" >&2
+		fwseen=1
+	fi
+	if [ -n "$until" ]; then
 		if grep -qaE "$until" "$log" 2>/dev/null; then
 			sleep 0.3 # let the lines after the match arrive
 			[ -n "$then" ] && bash -c "$then"
@@ -112,8 +173,10 @@ if [ -n "$until" ]; then
 			exit 0
 		fi
 		sleep 0.2
-	done
-fi
+	else
+		sleep 1
+	fi
+done
 wait "$qpid"
 rc=$?
 if [ "$tee" = 1 ]; then sleep 0.2; kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; fi

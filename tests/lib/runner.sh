@@ -64,8 +64,9 @@ finish() {
 }
 
 # runner_main TIER "TESTS" [--list | PATTERN...]: runs the tests (shell
-# functions) whose names contain a pattern (dashes match underscores), or
-# all of them, then prints the tier's closing line.
+# functions) whose names contain a pattern (dashes match underscores; a
+# pattern ending in $ only at the name's end), or all of them, then prints
+# the tier's closing line.
 runner_main() {
 	local tier=$1 all=$2 sel="" t p
 	shift 2
@@ -74,7 +75,13 @@ runner_main() {
 		return 0
 	fi
 	if [ $# -gt 0 ]; then
-		for t in $all; do for p in "$@"; do case "$t" in *"${p//-/_}"*) sel="$sel $t" ;; esac; done; done
+		for t in $all; do for p in "$@"; do
+			p=${p//-/_}
+			case "$p" in
+			*'$') case "$t" in *"${p%'$'}") sel="$sel $t" ;; esac ;;
+			*) case "$t" in *"$p"*) sel="$sel $t" ;; esac ;;
+			esac
+		done; done
 	else
 		sel=$all
 	fi

@@ -141,7 +141,25 @@ int main(void)
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = 0x10+100000001\n", 3, "at most 100000000");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze=0x1\ntrace.freeze=0x2\ntrace.freeze=0x3\n"
 	    "trace.freeze=0x4\ntrace.freeze=0x5\n", 7, "more than 4 addresses");
-	bad("next = \\a.efi\ntrace.freeze = nmi\n", 0, "trace.freeze and channel need a recorder");
+	bad("next = \\a.efi\ntrace.freeze = nmi\n", 0, "trace.freeze, channel and channel.control need a recorder");
+	bad("next = \\a.efi\nchannel.control = exits\n", 0, "channel.control need a recorder");
+
+	/* triple_fault: reset by default, or halt */
+	CHECK(parse("next = \\a.efi\n") == 0 && cfg.triple_fault == HV_TRIPLE_FAULT_RESET, "triple_fault reset");
+	CHECK(parse("next = \\a.efi\ntriple_fault = halt\n") == 0 && cfg.triple_fault == HV_TRIPLE_FAULT_HALT,
+	      "triple_fault = halt");
+	bad("next = \\a.efi\ntriple_fault = ignore\n", 2, "triple_fault: 'ignore' is not reset or halt");
+
+	/* channel.control: poll by default; exits, off; none for a channel in RAM */
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\n") == 0 && cfg.rec.control == HVTRACE_CTL_POLL,
+	      "control %u by default", cfg.rec.control);
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\nchannel.control = exits\n") == 0 &&
+		      cfg.rec.control == HVTRACE_CTL_EXITS, "channel.control = exits");
+	CHECK(parse("next = \\a.efi\nflight.size = 4K\nchannel = ram\nchannel.control = off\n") == 0 &&
+		      cfg.rec.control == HVTRACE_CTL_OFF, "channel.control = off with channel = ram");
+	bad("next = \\a.efi\nflight.size = 4K\nchannel.control = sometimes\n", 3, "is not poll, exits or off");
+	bad("next = \\a.efi\nflight.size = 4K\nchannel = ram\nchannel.control = poll\n", 0,
+	    "a channel in reserved RAM");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:99ms\n", 3, "hang:T takes a time from 100ms to 60min");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:61min\n", 3, "hang:T takes a time");
 	bad("next = \\a.efi\nflight.size = 4K\ntrace.freeze = hang:\n", 3, "hang:T takes a time");

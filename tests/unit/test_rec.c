@@ -55,7 +55,9 @@ static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr };
 
 static struct hvtrace_chan *chan;
 
-static void setup(const struct hv_rec_cfg *cfg)
+/* rec_init() with cfg, the channel in the reserve, or in bar2 (size
+ * bytes) as in an ivshmem device's BAR the host filled with garbage */
+static void setup_in(const struct hv_rec_cfg *cfg, void *bar2, u64 size)
 {
 	static struct trace_vcpu tv0;
 	memset(&vcpu0, 0, sizeof(vcpu0));
@@ -70,6 +72,12 @@ static void setup(const struct hv_rec_cfg *cfg)
 	if (!hv.boot.rec.stream.mode)
 		hv.boot.rec.stream.mode = HVTRACE_RING_LOSSLESS;
 	hv.boot.tsc_hz = 1000000000;
+	if (bar2) {
+		hv.boot.ivshmem.found = 1;
+		hv.boot.ivshmem.bar2_pa = (u64)(uintptr_t)bar2;
+		hv.boot.ivshmem.bar2_size = size;
+		memset(bar2, 0xa5, size);
+	}
 	hv.vcpus[0] = &vcpu0;
 	hv.nr_vcpus = 1;
 	fake_cpl = 0;
@@ -78,6 +86,11 @@ static void setup(const struct hv_rec_cfg *cfg)
 	rec_take_changed(&vcpu0);
 	chan = (struct hvtrace_chan *)(uintptr_t)(vcpu0.trace->rec.ring[0].g->offset ?
 		(u64)(uintptr_t)vcpu0.trace->rec.ring[0].recs - vcpu0.trace->rec.ring[0].g->offset : 0);
+}
+
+static void setup(const struct hv_rec_cfg *cfg)
+{
+	setup_in(cfg, NULL, 0);
 }
 
 static struct hvtrace_rec *slot(int ring, u64 i)
@@ -368,6 +381,113 @@ int main(void)
 		      "the other's marker at its next exit");
 		CHECK(!rec_take_changed(&vcpu0) && r0->head == h0 + 1, "once");
 		CHECK(rec_take_changed(&vcpu1) && r1->head == h1 + 1, "not twice on the crashing vCPU");
+	}
+	/* --- host control requests (docs/channel.md "Control") ------------ */
+	{
+		static u8 bar2[16384] __attribute__((aligned(4096)));
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.flight.size = 4096;
+		cfg.start = REC_START_BOOT;
+		cfg.control = HVTRACE_CTL_POLL;
+		setup(&cfg);
+		CHECK(chan->ctl_mode == HVTRACE_CTL_OFF, "a channel in reserved RAM takes no requests");
+		chan->ctl.op = HVTRACE_TRACE_STOP;
+		chan->ctl.seq = 1;
+		rec_ctl_poll(&vcpu0);
+		CHECK(chan->ctl_done == 0 && rec_tracing(), "... and reads none");
+
+		setup_in(&cfg, bar2, sizeof(bar2));
+		struct hvtrace_chan *c = (struct hvtrace_chan *)bar2;
+		struct rec_ring *r = &vcpu0.trace->rec.ring[0];
+		CHECK(c->ctl_mode == HVTRACE_CTL_POLL && c->ctl_poll_us == REC_CTL_POLL_US && c->ctl.seq == 0 &&
+		      c->ctl_done == 0, "ivshmem: poll, the request area cleared");
+		CHECK(rec_ctl_polled() && !rec_ctl_watcher(&vcpu0), "polled; no watcher without take_pending");
+
+		/* a stop, applied once */
+		c->ctl.op = HVTRACE_TRACE_STOP;
+		c->ctl.reserved = 0;
+		c->ctl.seq = 1;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_done == 1 && c->ctl_result == 0 && c->ctl_applied == 1 && !rec_tracing() &&
+		      c->state == HVTRACE_STATE_STOPPED, "stop applied: done %llu result %lld",
+		      (unsigned long long)c->ctl_done, (long long)c->ctl_result);
+		u64 h = r->head;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_applied == 1 && r->head == h, "not twice");
+		/* a seq that is not one past the last: no request */
+		c->ctl.op = HVTRACE_TRACE_START;
+		c->ctl.seq = 7;
+		rec_ctl_poll(&vcpu0);
+		c->ctl.seq = 0;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_done == 1 && !rec_tracing() && c->ctl_rejected == 0, "seq 7 and 0 ignored");
+		/* refused, counted, nothing else */
+		struct { u32 op, reserved, consumer, cpl; } badr[] = {
+			{ 99, 0, 0, 0 }, { HVTRACE_TRACE_START, 1, 0, 0 },
+			{ HVTRACE_TRACE_FILTER, 0, HVTRACE_CONSUMER_FLIGHT, 9 }, { HVTRACE_TRACE_FILTER, 0, 3, 0 },
+			{ HVTRACE_TRACE_WATCHDOG, 0, 0, 0 },
+		};
+		u64 seq = 1;
+		for (u32 i = 0; i < ARRAY_SIZE(badr); i++) {
+			memset((void *)&c->ctl, 0, sizeof(c->ctl));
+			c->ctl.op = badr[i].op;
+			c->ctl.reserved = badr[i].reserved;
+			c->ctl.filter.consumer = badr[i].consumer;
+			c->ctl.filter.cpl = badr[i].cpl;
+			if (badr[i].op == HVTRACE_TRACE_WATCHDOG)
+				c->ctl.arg0 = REC_WATCHDOG_MAX_US + 1;
+			c->ctl.seq = ++seq;
+			rec_ctl_poll(&vcpu0);
+			CHECK(c->ctl_done == seq && c->ctl_result == -HVTRACE_EINVAL && c->ctl_rejected == i + 1 &&
+			      !rec_tracing() && r->f->cpl == HVTRACE_CPL_ALL,
+			      "bad request %u refused: result %lld", i, (long long)c->ctl_result);
+		}
+		/* a host marker, a filter, a start */
+		memset((void *)&c->ctl, 0, sizeof(c->ctl));
+		c->ctl.op = HVTRACE_TRACE_MARK;
+		c->ctl.arg0 = 0x4242;
+		vcpu0.rip = 0x777;
+		c->ctl.seq = ++seq;
+		h = r->head;
+		rec_ctl_poll(&vcpu0);
+		CHECK(r->head == h + 1 && r->recs[h & r->mask].aux == HVTRACE_MARK_HOST &&
+		      r->recs[h & r->mask].from == 0x4242 && r->recs[h & r->mask].to == 0x777, "host marker");
+		c->ctl.op = HVTRACE_TRACE_FILTER;
+		c->ctl.filter.consumer = HVTRACE_CONSUMER_FLIGHT;
+		c->ctl.filter.cpl = HVTRACE_CPL_KERNEL;
+		c->ctl.seq = ++seq;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_result == 0 && r->f->cpl == HVTRACE_CPL_KERNEL && r->g->cpl_filter == HVTRACE_CPL_KERNEL,
+		      "filter from the host");
+		c->ctl.op = HVTRACE_TRACE_START;
+		c->ctl.seq = ++seq;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_result == 0 && rec_tracing(), "start from the host");
+		/* the watchdog: armed, it runs out, the recorder freezes; a
+		 * request after that is refused */
+		c->ctl.op = HVTRACE_TRACE_WATCHDOG;
+		c->ctl.arg0 = 1;	/* 1 us */
+		c->ctl.seq = ++seq;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_result == 0 && c->watchdog_us == 1, "watchdog armed");
+		for (u64 t0 = __builtin_ia32_rdtsc(); __builtin_ia32_rdtsc() - t0 < 100000;)
+			;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->state == HVTRACE_STATE_FROZEN && c->freeze == HVTRACE_FREEZE_WATCHDOG && c->watchdog_us == 0,
+		      "the watchdog ran out: state %u freeze %u", c->state, c->freeze);
+		c->ctl.op = HVTRACE_TRACE_START;
+		c->ctl.seq = ++seq;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_done == seq && c->ctl_result == -HVTRACE_EPERM, "frozen: EPERM");
+		/* the hypervisor's own counts, not the header's */
+		c->ctl_done = 12345;
+		c->ctl_rejected = 0;
+		c->ctl.op = 99;
+		c->ctl.seq = ++seq;
+		rec_ctl_poll(&vcpu0);
+		CHECK(c->ctl_done == seq && c->ctl_rejected == ARRAY_SIZE(badr) + 2,
+		      "a scribbled ctl_done and count change nothing: done %llu rejected %llu",
+		      (unsigned long long)c->ctl_done, (unsigned long long)c->ctl_rejected);
 	}
 	return unit_done("test_rec");
 }

@@ -63,4 +63,10 @@
 #define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_VM	(1ull << 17)
 
+/* A linear address is canonical when bits 63:width-1 are all equal
+ * (width 48, or 57 with CR4.LA57; SDM Vol. 1 3.3.7.1, APM Vol. 2 5.3.1). */
+#define ADDR_CANONICAL(a, width) \
+	((unsigned long long)((long long)((unsigned long long)(a) << (64 - (width))) >> (64 - (width))) == \
+	 (unsigned long long)(a))
+
 #endif

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The differential tier (issue 15, docs/testing.md): a guest must behave
+# the same with and without hvtrace, idle and while traced. Each guest
+# program below runs three ways under QEMU + OVMF (SVM):
+#   off     enable = no: the firmware starts the program, no hypervisor
+#   idle    the hypervisor on, nothing traced
+#   traced  the flight recorder tracing from boot (fast engine, interrupts
+#           paced), so the program runs traced from its first instruction
+# and the runs are compared: how each ended (exit: the program's SUMMARY
+# line, then QEMU's own exit; shutdown: QEMU exited without one; hang: the
+# time bound) must be the same, and every check that passes `off` must
+# pass `idle` and `traced` too. Checks that pass only under the hypervisor
+# (its own features) are not compared. Logs in build/test-runs/diff-*/.
+#
+#   tests/integration-diff.sh [--list] [PATTERN...]
+#
+# Environment: BUILD (default build), HVTRACE_ACCEL, HVTRACE_TIME_SCALE.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib/runner.sh
+export HVTRACE_QUIET_ACCEL=1
+
+# outcome NAME: exit, shutdown or hang, from the last run's log and status
+outcome() {
+	if [ "${RC:-0}" = 124 ]; then
+		echo hang
+	elif grep -qa 'GUEST-TEST: SUMMARY:' "$LOG"; then
+		echo exit
+	else
+		echo shutdown
+	fi
+}
+
+# passed LOG: the names of the checks that passed, one a line
+passed() { sed -nE 's/^GUEST-TEST: PASS: ([A-Za-z0-9_]+).*/\1/p' "$1" | sort -u; }
+
+# Differences still open, each RUN:MODE:CHECK with its evidence written
+# here, reported and not counted as failures (docs/testing.md). None now:
+# the last one (traced, a non-canonical WRMSR GS_BASE read back
+# sign-extended: QEMU's TCG took the write and its VMRUN changed the base)
+# went when the SVM backend began to intercept the segment-base MSR writes.
+KNOWN=""
+
+# diff_program PROGRAM [LOAD OPTIONS [OFF_NOTE]]: the three runs and their
+# comparison. OFF_NOTE: the emulator makes the run without the hypervisor
+# end otherwise than the hardware would (the note says how); its end is
+# then not compared, the idle run's is the reference for the traced one.
+diff_program() {
+	local prog=$1 opt=${2:-} note=${3:-} mode name d out0 ends=""
+	local tag=diff-$prog${opt:+-$opt}
+	for mode in off idle traced; do
+		name=$tag-$mode
+		d=$(esp "$name")
+		add_guest "$d" "$prog"
+		{
+			printf 'next = \\EFI\\hvtrace\\%s.efi\n' "$prog"
+			[ -z "$opt" ] || printf 'cmdline = %s\n' "$opt"
+			case $mode in
+			off) echo 'enable = no' ;;
+			traced) printf '%s\n' 'flight.size = 1M' 'trace.start = boot' 'channel = ram' ;;
+			esac
+		} >"$d/EFI/hvtrace/hvtrace.cfg"
+		boot qemu "$name" 40
+		ends="$ends $mode:$(outcome)"
+		passed "$LOG" >"$RUNS/$name/passed.txt"
+		case $mode in
+		off)
+			grep -qa 'hvtrace: hypervisor running' "$LOG" && REASONS="$REASONS; the off run ran the hypervisor"
+			out0=$(outcome)
+			[ -z "$note" ] || out0=""
+			;;
+		*)
+			grep -qa 'hvtrace: hypervisor running' "$LOG" || REASONS="$REASONS; the $mode run has no hypervisor"
+			if [ -z "$out0" ]; then
+				out0=$(outcome)	# the idle run: the reference for the traced one
+			elif [ "$(outcome)" != "$out0" ]; then
+				REASONS="$REASONS; ends with $(outcome) $mode but $out0 ${note:+idle}${note:-without the hypervisor}"
+			fi
+			local lost="" c
+			for c in $(comm -23 "$RUNS/$tag-off/passed.txt" "$RUNS/$name/passed.txt"); do
+				case " $KNOWN " in
+				*" ${tag#diff-}:$mode:$c "*) echo "     known difference (open): ${tag#diff-} $mode $c" ;;
+				*) lost="$lost $c" ;;
+				esac
+			done
+			[ -z "$lost" ] || REASONS="$REASONS; pass without the hypervisor, not $mode:$lost"
+			;;
+		esac
+		[ "$mode" != traced ] || grep -qa 'recorder: .*tracing from boot' "$LOG" ||
+			REASONS="$REASONS; the traced run did not trace"
+	done
+	LOG=$RUNS/$tag-traced/serial.log
+	echo "     $tag:$ends; $(wc -l <"$RUNS/$tag-off/passed.txt") checks pass without the hypervisor${note:+ ($note)}"
+	finish "$tag"
+}
+
+t_diff_basic() {
+	diff_program t_basic diff "without the hypervisor QEMU's TCG takes MOV CR4 clearing PAE in long mode, which the hardware and hvtrace refuse with #GP, and the program dies there"
+}
+t_diff_triple() { diff_program t_triple; }
+t_diff_cr0_nw() { diff_program t_triple nw; }
+
+ALL="t_diff_basic t_diff_triple t_diff_cr0_nw"
+runner_main integration-diff "$ALL" "$@"
