@@ -80,9 +80,10 @@ for x in "$BUILD/hvtrace.efi" "$BUILD/host-tools/hvtrace" "$BUILD/tests/guest/t_
 done
 mkdir -p "$BUILD/test-runs"
 
-# what the chroot runs: the project's runners, forced onto KVM
-inner=$BUILD/test-runs/nested-inner.sh
-cat >"$inner" <<INNER
+# write_inner FILE QEMU_PATTERNS REC_PATTERNS: what the chroot runs: the
+# project's runners, forced onto KVM
+write_inner() {
+	cat >"$1" <<INNER
 # each inner boot takes 25-40 s under the emulated KVM (OVMF's start alone
 # is ~200,000 exits to the inner QEMU: its TPM probe at 0xfed40000 and the
 # ACPI PM timer reads of its delays, its variable writes to the flash,
@@ -92,39 +93,79 @@ export BUILD="$BUILD" HVTRACE_ACCEL=kvm HVTRACE_TIME_SCALE=$((3 * SCALE))
 # empty serial log at the time bound; the outer kernel says nothing; seen
 # in 3 of ~50 boots, root cause not found, docs/testing.md item 7):
 # hvtrace.efi is not loaded yet then, so qemu.sh starts such a boot again,
-# once, after 100 s; each restart is listed below
+# once, after 100 s, with the monitor's view of the vCPUs in its qemu.out;
+# each restart is listed below
 export HVTRACE_FIRMWARE_WAIT=$((100 * SCALE))
 [ -w /dev/kvm ] && grep -q 1 /sys/module/kvm_amd/parameters/nested ||
 	{ echo "NESTED: no nested KVM inside the outer guest"; exit 1; }
 tests/lib/qemu.sh --which-accel
 # the runs' files (serial logs, boot volumes, ivshmem channels) on the outer
-# guest's tmpfs, copied back at the end: an ivshmem file on the 9p mount
-# is mapped shared by the inner QEMU and written with dd by the tests, and
-# 9p does not keep the two coherent (a write-back of the mapped page undid
-# the host's scribble of the channel header)
+# guest's tmpfs: an ivshmem file on the 9p mount is mapped shared by the
+# inner QEMU and written with dd by the tests, and 9p does not keep the two
+# coherent (a write-back of the mapped page undid the host's scribble of
+# the channel header). Copied back every 10 s and at the end, so that the
+# logs of a run the outer guest did not survive come back too.
 runs=\$PWD/$BUILD/test-runs
-mkdir -p /tmp/runs && mount --bind /tmp/runs "\$runs" ||
+mkdir -p /tmp/runs /tmp/back && mount --bind "\$runs" /tmp/back && mount --bind /tmp/runs "\$runs" ||
 	{ echo "NESTED: cannot put \$runs on a tmpfs"; exit 1; }
+back() { cp -r /tmp/runs/. /tmp/back/ 2>/dev/null; sync; }
+(while sleep 10; do back; done) &
+backpid=\$!
 left() { local l=\$(($TIMEOUT - 120 - SECONDS)); echo \$((l > 1 ? l : 1)); }
-${QEMU_TESTS:+timeout -s KILL \$(left) tests/integration.sh $QEMU_TESTS}
-${REC_TESTS:+timeout -s KILL \$(left) tests/integration-rec.sh $REC_TESTS}
-umount -l "\$runs" && cp -r /tmp/runs/. "\$runs/"
+${2:+timeout -s KILL \$(left) tests/integration.sh $2}
+${3:+timeout -s KILL \$(left) tests/integration-rec.sh $3}
+kill \$backpid
+umount -l "\$runs" && back && umount -l /tmp/back
 for f in \$(grep -l 'the firmware printed nothing' /tmp/runs/*/qemu.out); do
 	echo "NESTED: restarted once, the firmware silent: \${f%/qemu.out}"
 done
 INNER
+}
 
-start=$SECONDS
+# outer_run OUTDIR QEMU_PATTERNS REC_PATTERNS: one outer boot running the
+# runners; their lines and the outer run's problems into OUTDIR
+outer_run() {
+	local start=$SECONDS
+	write_inner "$1.inner.sh" "$2" "$3"
+	tests/nested/outer.sh "$1" "$TIMEOUT" "$1.inner.sh" >"$1.outer.out"
+	# the runners' own lines, as they printed them inside
+	grep -E '^(PASS|FAIL|     log:|qemu.sh:|NESTED:)' "$1/console.txt"
+	echo "nested: outer run $((SECONDS - start)) s (logs: $1/)"
+}
+
+# results OUTDIR: the names of the tests with a PASS or FAIL line
+results() { sed -nE 's/^(PASS|FAIL) ([^ ]+).*/\2/p' "$1/console.txt"; }
+
 echo "nested: outer QEMU (TCG) boots Debian's kernel with kvm-amd nested=1; the runners go inside"
-tests/nested/outer.sh "$OUT" "$TIMEOUT" "$inner" >"$BUILD/test-runs/nested-outer.out"
-# the runners' own lines, as they printed them inside
-grep -E '^(PASS|FAIL|     log:|qemu.sh:|NESTED:)' "$OUT/console.txt"
-echo "nested: outer run $((SECONDS - start)) s (logs: $OUT/)"
-
-problems=$(sed -n 's/^nested: /; /p' "$BUILD/test-runs/nested-outer.out" | tr -d '\n')
+outer_run "$OUT" "$QEMU_TESTS" "$REC_TESTS"
+problems=$(sed -n 's/^nested: /; /p' "$OUT.outer.out" | tr -d '\n')
 grep -q "using KVM" "$OUT/console.txt" || problems="$problems; the inner runs did not use KVM"
 pass=$(grep -c '^PASS' "$OUT/console.txt")
 failn=$(grep -c '^FAIL' "$OUT/console.txt")
+
+# The outer kernel panicking (seen: "corrupted stack end detected inside
+# scheduler" in an inner QEMU's thread, 3 times in about 15 tier runs,
+# during different tests) is the outer guest's failure, KVM's or TCG's,
+# not a result of hvtrace's: the tests that had no result run again, once,
+# in a new outer boot, and the panic is said on its own line. A test that
+# FAILed before it keeps its FAIL.
+if grep -q "the outer kernel panicked" "$OUT.outer.out"; then
+	echo "NESTED: $(grep -m1 -o 'the outer kernel panicked.*' "$OUT.outer.out"); the tests without a result run again in a new outer boot"
+	done_names=" $(results "$OUT" | tr '\n' ' ') "
+	again_qemu="" again_rec=""
+	for t in $(picked tests/integration.sh $QEMU_TESTS); do
+		n=$(echo "${t#t_}" | tr _ -)
+		case "$done_names" in *" $n "*) ;; *) again_qemu="$again_qemu $n\$" ;; esac
+	done
+	for t in $(picked tests/integration-rec.sh $REC_TESTS); do
+		n=$(echo "${t#t_}" | tr _ -)
+		case "$done_names" in *" $n "*) ;; *) again_rec="$again_rec $n\$" ;; esac
+	done
+	outer_run "$OUT-again" "$again_qemu" "$again_rec"
+	problems=$(sed -n 's/^nested: /; /p' "$OUT-again.outer.out" | tr -d '\n')
+	pass=$((pass + $(grep -c '^PASS' "$OUT-again/console.txt")))
+	failn=$((failn + $(grep -c '^FAIL' "$OUT-again/console.txt")))
+fi
 [ $((pass + failn)) -ge "$want" ] || problems="$problems; $((pass + failn)) results for $want tests"
 if [ -n "$problems" ]; then
 	echo "FAIL nested${problems}"

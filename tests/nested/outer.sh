@@ -104,6 +104,8 @@ if grep -q "tcg_handle_interrupt: assertion failed" "$OUT/qemu.out"; then
 	problem "the outer QEMU aborted in tcg_handle_interrupt (the bug tests/nested/tcg-lock-fix.c works around is back: is it preloaded?)"
 	bad=1
 fi
+panic=$(tr -d '\r' <"$OUT/outer.log" | grep -m1 -o 'Kernel panic - .*')
+[ -n "$panic" ] && { problem "the outer kernel panicked ($panic; $OUT/outer.log)"; bad=1; }
 [ $rc = 137 ] && { problem "the outer QEMU ran past $TIMEOUT s and was killed"; bad=1; }
 grep -q "NESTED: kvm_amd nested=1" "$OUT/console.txt" || { problem "kvm_amd did not load with nested=1"; bad=1; }
 inner=$(sed -n 's/^NESTED: done, exit //p' "$OUT/console.txt")
