@@ -35,11 +35,25 @@ outcome() {
 passed() { sed -nE 's/^GUEST-TEST: PASS: ([A-Za-z0-9_]+).*/\1/p' "$1" | sort -u; }
 
 # Differences still open, each RUN:MODE:CHECK with its evidence written
-# here, reported and not counted as failures (docs/testing.md). None now:
-# the last one (traced, a non-canonical WRMSR GS_BASE read back
-# sign-extended: QEMU's TCG took the write and its VMRUN changed the base)
-# went when the SVM backend began to intercept the segment-base MSR writes.
-KNOWN=""
+# here, reported and not counted as failures (docs/testing.md):
+#  - t_debug's data breakpoints, idle and traced: none fires. QEMU's TCG
+#    does not insert the breakpoints DR7 enables when VMRUN loads it
+#    (helper_vmrun assigns env->dr[7]), so a guest's breakpoint works only
+#    where the hypervisor arms it in its own DR7 before VMRUN, and it arms
+#    instruction breakpoints only (hv/trace/dr.c trace_host_dr7): a data
+#    breakpoint would fire on the hypervisor's own accesses in root mode.
+#    On hardware VMRUN loads DR7 and they work (docs/security.md).
+#  - t_debug's interrupt shadows, traced: the self-IPI comes late (the
+#    log shows it in the wait loop after the sequence). While tracing,
+#    interrupts are held and paced by design (docs/branch-engine.md
+#    "Forward progress"; trace.pace = off would deliver at once, but then
+#    the firmware traced from boot never starts the program, issue #16).
+#    STI; HLT included: the interrupt ends the HLT before the hypervisor
+#    holds it, so the HLT it would make due has already completed.
+KNOWN_DB="data_breakpoint_write_dr0 data_breakpoint_read_write_dr1 data_breakpoint_write_dr3"
+KNOWN="$(for c in $KNOWN_DB; do printf 't_debug:idle:%s t_debug:traced:%s ' "$c" "$c"; done)"
+KNOWN="$KNOWN t_debug:traced:sti_shadow_interrupt_after_next t_debug:traced:popf_if_no_shadow"
+KNOWN="$KNOWN t_debug:traced:sti_hlt_interrupt_after_hlt"
 
 # diff_program PROGRAM [LOAD OPTIONS [OFF_NOTE]]: the three runs and their
 # comparison. OFF_NOTE: the emulator makes the run without the hypervisor
@@ -99,6 +113,8 @@ t_diff_basic() {
 }
 t_diff_triple() { diff_program t_triple; }
 t_diff_cr0_nw() { diff_program t_triple nw; }
+t_diff_debug() { diff_program t_debug; }
+t_diff_unusual() { diff_program t_unusual; }
 
-ALL="t_diff_basic t_diff_triple t_diff_cr0_nw"
+ALL="t_diff_basic t_diff_triple t_diff_cr0_nw t_diff_debug t_diff_unusual"
 runner_main integration-diff "$ALL" "$@"

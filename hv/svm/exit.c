@@ -248,6 +248,33 @@ static void svm_mov_to_cr0(struct vcpu *v, struct svm_vcpu *sv, struct hv_event 
 	hv_skip_insn(v, ev, 3);
 }
 
+/*
+ * MOV to CR8 (REX.R 0F 22 /r; AMD's LOCK MOV CR0 outside 64-bit mode),
+ * intercepted only while an interrupt window is open (svm.c
+ * svm_set_irq_window). With V_INTR_MASKING clear the guest's CR8 is the
+ * local APIC's TPR (APM Vol. 2 15.21.1), the hypervisor's too: written
+ * here, and V_TPR with it. Bits 63:4 set: #GP (SDM Vol. 2B MOV to CR).
+ */
+static void svm_mov_to_cr8(struct vcpu *v, struct svm_vcpu *sv, struct hv_event *ev)
+{
+	struct hv_mov_crdr m;
+
+	if (!hv_decode_mov_crdr(v, &m) || m.opcode != 0x22 || (m.reg != 8 && m.reg != 0)) {
+		svm_cr_unreadable(v, sv, 8);
+		return;
+	}
+	u64 val = v->gpr[m.gpr];
+	if (m.mode != DEC_MODE_64)
+		val &= 0xffffffffull;
+	if (val & ~INT_CTL_V_TPR) {
+		hv_inject_fault(v, X86_GP, true, 0);
+		return;
+	}
+	write_cr8(val);
+	sv->vmcb->control.int_ctl = (sv->vmcb->control.int_ctl & ~INT_CTL_V_TPR) | val;
+	hv_skip_insn(v, ev, 4);
+}
+
 void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 {
 	struct vmcb_control *c = &sv->vmcb->control;
@@ -283,7 +310,7 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 		ev.kind = HV_EV_DR_ACCESS;	/* core decodes the MOV itself */
 	else if (code == SVM_EXIT_NPF)
 		exit_npf(sv, &ev);
-	if (code == SVM_EXIT_CR4_WRITE || code == SVM_EXIT_CR0_WRITE) {
+	if (code == SVM_EXIT_CR4_WRITE || code == SVM_EXIT_CR0_WRITE || code == SVM_EXIT_CR8_WRITE) {
 		/* emulated here, after core's first step like every exit (the
 		 * engine settles the branch it planned before anything moves) */
 		u64 rip = v->rip;
@@ -291,8 +318,10 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 		hv_exit_begin(v, &ev);
 		if (code == SVM_EXIT_CR0_WRITE)
 			svm_mov_to_cr0(v, sv, &ev);
-		else
+		else if (code == SVM_EXIT_CR4_WRITE)
 			svm_mov_to_cr4(v, sv, &ev);
+		else
+			svm_mov_to_cr8(v, sv, &ev);
 		hv_backend_done(v, v->rip != rip);
 	} else {
 		hv_handle_event(v, &ev);

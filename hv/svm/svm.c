@@ -339,16 +339,22 @@ static bool svm_irq_blocked(struct vcpu *v)
 
 /* APM 15.21.4: a virtual interrupt pending (V_IRQ) and its VINTR
  * intercept: the exit comes before the guest would take it, as soon as
- * its IF and shadow allow, and V_IRQ goes before the guest ever sees it. */
+ * its IF and shadow allow, and V_IRQ goes before the guest ever sees it.
+ * MOV to CR8 is intercepted meanwhile (svm_mov_to_cr8): QEMU 7.2's TCG
+ * raises its VIRQ request for a guest's CR8 write with V_IRQ pending
+ * without the lock its interrupt code asserts (helper_write_crN), and
+ * aborts (issue #15: t_debug, traced). */
 static void svm_set_irq_window(struct vcpu *v, bool on)
 {
 	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
 	if (on) {
 		c->int_ctl |= INT_CTL_V_IRQ | INT_CTL_V_INTR_PRIO | INT_CTL_V_IGN_TPR;
 		c->intercept_misc3 |= INTERCEPT3_VINTR;
+		c->intercept_cr |= INTERCEPT_CR_WRITE(8);
 	} else {
 		c->int_ctl &= ~(INT_CTL_V_IRQ | INT_CTL_V_INTR_PRIO | INT_CTL_V_IGN_TPR);
 		c->intercept_misc3 &= ~INTERCEPT3_VINTR;
+		c->intercept_cr &= ~INTERCEPT_CR_WRITE(8);
 	}
 }
 

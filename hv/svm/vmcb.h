@@ -33,6 +33,7 @@
 
 /* VMCB offset 0x60, APM 15.21.4: a virtual interrupt (V_IRQ) of the
  * highest priority that ignores V_TPR, taken when the guest's IF allows */
+#define INT_CTL_V_TPR		0xfull	/* the guest's CR8 as VMRUN and #VMEXIT see it */
 #define INT_CTL_V_IRQ		BIT(8)
 #define INT_CTL_V_INTR_PRIO	(0xfull << 16)
 #define INT_CTL_V_IGN_TPR	BIT(20)
@@ -57,6 +58,7 @@
 /* Appendix C: exit codes */
 #define SVM_EXIT_CR0_WRITE	0x010	/* 0x10-0x1f: writes to CR0-CR15 */
 #define SVM_EXIT_CR4_WRITE	0x014
+#define SVM_EXIT_CR8_WRITE	0x018
 #define SVM_EXIT_DR_BASE	0x020	/* 0x20-0x2f reads, 0x30-0x3f writes */
 #define SVM_EXIT_EXCP_BASE	0x040
 #define SVM_EXIT_INTR		0x060

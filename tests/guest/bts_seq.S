@@ -13,11 +13,7 @@
 	xorl %edx, %edx
 	wrmsr
 	.endm
-	.macro G name
-	.globl \name
-	.hidden \name
-\name:
-	.endm
+#include "seq.h"
 
 	.text
 /* void seq_near(u64 debugctl): near branches of every kind */

@@ -60,6 +60,7 @@ DEFINE_READ_CR(4)
 static inline void write_cr0(u64 v) { asm volatile("mov %0, %%cr0" ::"r"(v) : "memory"); }
 static inline void write_cr3(u64 v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
 static inline void write_cr4(u64 v) { asm volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
+static inline void write_cr8(u64 v) { asm volatile("mov %0, %%cr8" ::"r"(v) : "memory"); }
 
 static inline u64 read_dr0(void) { u64 v; asm volatile("mov %%dr0, %0" : "=r"(v)); return v; }
 static inline void write_dr0(u64 v) { asm volatile("mov %0, %%dr0" ::"r"(v)); }

@@ -4,6 +4,7 @@
 #ifndef HV_X86_MSR_H
 #define HV_X86_MSR_H
 
+#define MSR_IA32_TSC			0x00000010
 #define MSR_IA32_APICBASE		0x0000001b
 #define MSR_IA32_SYSENTER_CS		0x00000174
 #define MSR_IA32_SYSENTER_ESP		0x00000175
@@ -33,6 +34,7 @@
 #define MSR_IA32_RTIT_ADDR0_A		0x00000580
 #define MSR_IA32_RTIT_ADDR3_B		0x00000587
 #define MSR_IA32_DS_AREA		0x00000600
+#define MSR_IA32_XSS			0x00000da0
 /* the x2APIC registers: X2APIC_MSR() in apic.h */
 
 /* SDM Vol. 4 Table 2-2 / Vol. 3 17.4.1: IA32_DEBUGCTL */
@@ -101,6 +103,7 @@
 #define MSR_FS_BASE			0xc0000100
 #define MSR_GS_BASE			0xc0000101
 #define MSR_KERNEL_GS_BASE		0xc0000102
+#define MSR_TSC_AUX			0xc0000103	/* RDTSCP's ECX */
 
 /* AMD APM Vol. 2 7.9 and BKDGs: memory decoding and system configuration */
 #define MSR_SYSCFG			0xc0010010

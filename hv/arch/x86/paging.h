@@ -21,6 +21,14 @@
 #define PTE_G		(1ull << 8)
 #define PTE_NX		(1ull << 63)
 #define PTE_ADDR_MASK	0x000ffffffffff000ull
+#define PTE_PKEY_SHIFT	59		/* bits 62:59: the protection key (SDM Vol. 3 4.6.2) */
+
+/* #PF error code (SDM Vol. 3 4.7, APM Vol. 2 8.4.2) */
+#define PF_ERR_P	(1ull << 0)
+#define PF_ERR_W	(1ull << 1)
+#define PF_ERR_U	(1ull << 2)
+#define PF_ERR_ID	(1ull << 4)
+#define PF_ERR_PK	(1ull << 5)
 
 /* CR0/CR4 bits needed to know the guest's paging mode, and the others the
  * hypervisor reads (SDM Vol. 3 2.5) */
