@@ -123,6 +123,8 @@ static int svm_vcpu_init(struct vcpu *v)
 	 * (CR0.NW without CD, CR4's reserved bits), and the next VMRUN would
 	 * fail (svm_mov_to_cr0, svm_mov_to_cr4) */
 	c->intercept_cr = INTERCEPT_CR_WRITE(0) | INTERCEPT_CR_WRITE(4);
+	/* #UD where the guest's hypercall is VMCALL (an Intel guest) */
+	c->intercept_exceptions = hv_exception_intercepts(0);
 	c->iopm_base_pa = shared_iopm_pa;
 	c->msrpm_base_pa = shared_msrpm_pa;
 	c->asid = 1;
@@ -254,7 +256,7 @@ static void svm_set_dr(struct vcpu *v, int n, u64 val)
 
 static void svm_set_exception_intercepts(struct vcpu *v, u32 mask)
 {
-	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_exceptions = mask;
+	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_exceptions = hv_exception_intercepts(mask);
 }
 
 static void svm_set_intr_intercept(struct vcpu *v, bool on)
