@@ -2,7 +2,9 @@
  * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
  * so that the guest behaves as on a CPU without it, and offers the Debug
  * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64); Intel PT is
- * hidden (leaf 7 EBX[25], leaf 0x14). */
+ * hidden (leaf 7 EBX[25], leaf 0x14). The same whichever backend runs and
+ * whichever vendor the processor names. Also what the processor's CPUID
+ * decides at start-up: the backend, by capability. */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
