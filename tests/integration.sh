@@ -204,21 +204,33 @@ t_svm_hostile() {
 	finish svm-hostile
 }
 
-# t_bts under one engine: ENGINE = reference | fast
+# t_bts under one engine: ENGINE = reference | fast, in run NAME (default
+# svm-bts-ENGINE), with QEMU's CPU flags FLAGS when given; the caller
+# finishes
 bts_with_engine() {
-	local name=svm-bts-$1
+	local name=${2:-svm-bts-$1}
 	local d=$(esp $name)
 	add_guest "$d" t_bts
 	printf 'next = \\EFI\\hvtrace\\t_bts.efi\nengine = %s\n' "$1" >"$d/EFI/hvtrace/hvtrace.cfg"
-	run $name 90
+	run $name 90 ${3:+--cpu-flags "$3"}
 	expect 'hvtrace: hypervisor running'
 	expect 'SUMMARY: t_bts: [1-9][0-9]* passed, 0 failed, 0 skipped'
 	reject 'GUEST-TEST: FAIL'
 	reject 'hvtrace: error'
-	finish $name
 }
-t_svm_bts_reference() { bts_with_engine reference; }
-t_svm_bts_fast() { bts_with_engine fast; }
+t_svm_bts_reference() { bts_with_engine reference; finish svm-bts-reference; }
+t_svm_bts_fast() { bts_with_engine fast; finish svm-bts-fast; }
+
+# t_bts for an Intel guest under SVM (issue 14): its ring-3 SYSENTER goes
+# to the handler and back by SYSEXIT, as on Intel's processors (QEMU's TCG
+# follows the vendor). QEMU 7.2 leaves CS with both L and D set after
+# them, which VMRUN refuses: the SVM backend clears D before each VMRUN
+# (svm_cs_l_and_d); without that the guest ended at its SYSEXIT.
+t_svm_bts_intel_vendor() {
+	bts_with_engine fast svm-bts-intel-vendor vendor=GenuineIntel
+	expect 'GUEST-TEST: INFO: ring 3: SYSENTER to its handler'
+	finish svm-bts-intel-vendor
+}
 
 # Both engines produce identical record streams on the same program.
 t_svm_bts_engines_agree() {
@@ -428,7 +440,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note
