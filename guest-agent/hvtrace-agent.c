@@ -34,6 +34,9 @@ static int hvtrace_present(void)
 	       d == HVTRACE_CPUID_SIG_EDX && a >= HVTRACE_CPUID_VERSION;
 }
 
+/* The vendor's instruction, whichever backend runs (docs/hypercalls.md):
+ * under SVM an Intel guest's VMCALL arrives as #UD and is taken as the
+ * hypercall */
 static int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c, uint64_t *d)
 {
 	uint64_t a = nr;

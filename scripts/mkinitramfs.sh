@@ -30,6 +30,11 @@ if grep -qw hypervisor /proc/cpuinfo; then
 else
 	echo "HVTRACE-GUEST: cpu flag hypervisor: no"
 fi
+# the processor the kernel found (issue 14: the vendor the guest sees) and
+# what its perf code made of the PMU (the kernel's line, from dmesg)
+echo "HVTRACE-GUEST: cpu vendor $(sed -n 's/^vendor_id[[:space:]]*: //p' /proc/cpuinfo | head -n 1), family $(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -n 1) model $(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+echo "HVTRACE-GUEST: pmu: $(dmesg | sed -n 's/^\[[^]]*\] //; /Performance Events/p' | head -n 1)"
+echo "HVTRACE-GUEST: perf event sources: $(ls /sys/bus/event_source/devices 2>/dev/null | tr '\n' ' ')"
 hvtrace-agent version; echo "HVTRACE-GUEST: agent version exit $?"
 hvtrace-agent status; echo "HVTRACE-GUEST: agent status exit $?"
 for arg in $(cat /proc/cmdline); do

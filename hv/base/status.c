@@ -6,13 +6,13 @@ const char *hv_status_str(int st)
 {
 	switch (st) {
 	case HV_OK: return "ok";
-	case HV_ERR_NO_SVM: return "this CPU has no AMD SVM (CPUID 0x80000001 ECX[2] clear)";
+	case HV_ERR_NO_SVM: return "this CPU has no usable AMD SVM (CPUID 0x80000001 ECX[2] clear, or no leaf 0x8000000A)";
 	case HV_ERR_SVM_DISABLED: return "SVM is disabled by the firmware (VM_CR.SVMDIS set)";
 	case HV_ERR_NO_NPT: return "SVM has no nested paging (CPUID 0x8000000A EDX[0] clear)";
 	case HV_ERR_NO_MEMORY: return "the hypervisor's memory reserve is too small (raise 'memory' in hvtrace.cfg)";
 	case HV_ERR_BAD_BOOT: return "malformed boot parameters from the loader";
 	case HV_ERR_VMRUN_FAILED: return "the first VMRUN rejected the captured guest state (VMEXIT_INVALID)";
-	case HV_ERR_UNSUPPORTED_CPU: return "this CPU is neither AMD (SVM) nor Intel (VMX)";
+	case HV_ERR_UNSUPPORTED_CPU: return "this CPU has neither AMD SVM (CPUID 0x80000001 ECX[2]) nor Intel VMX (CPUID 1 ECX[5])";
 	case HV_ERR_NO_VMX: return "this CPU has no Intel VMX (CPUID 1 ECX[5] clear)";
 	case HV_ERR_VMX_DISABLED: return "VMX is disabled by the firmware (IA32_FEATURE_CONTROL locked without VMX)";
 	case HV_ERR_VMX_CONTROLS: return "the CPU does not allow the VMX controls hvtrace needs (the serial log names them)";

@@ -41,7 +41,7 @@ enum hv_status {
 	HV_ERR_NO_MEMORY = -4,		/* reserve too small */
 	HV_ERR_BAD_BOOT = -5,		/* boot parameters malformed */
 	HV_ERR_VMRUN_FAILED = -6,	/* first VMRUN refused the guest state */
-	HV_ERR_UNSUPPORTED_CPU = -7,	/* neither SVM nor VMX vendor */
+	HV_ERR_UNSUPPORTED_CPU = -7,	/* neither SVM nor VMX in CPUID */
 	HV_ERR_NO_VMX = -8,
 	HV_ERR_VMX_DISABLED = -9,
 	HV_ERR_VMX_CONTROLS = -10,

@@ -142,7 +142,8 @@ _Static_assert(sizeof(struct vcpu) <= 4096, "a vCPU fits the page it is allocate
 #define HV_PENDING_NMI	(1u << 1)
 
 /*
- * One backend per CPU vendor, chosen once at start-up (dispatch/entry.c).
+ * One backend per kind of processor virtualization (SVM, VMX), chosen once
+ * at start-up by what the processor has (dispatch/entry.c).
  * Start-up calls return enum hv_status; exit-time calls cannot fail.
  */
 struct hv_arch_ops {
@@ -214,9 +215,20 @@ struct hv {
 	u32 nr_vcpus;			/* every enabled processor, from HV_OP_INIT */
 	u32 nr_disabled;		/* processors the firmware left disabled */
 	volatile u32 nr_running;	/* vCPUs that entered the guest */
+	/* the ModRM byte of the guest's hypercall instruction (0F 01 /modrm)
+	 * where the processor refuses it with #UD, the other vendor's (an
+	 * Intel guest under SVM: dispatch/cpuid.c); 0 where it exits */
+	u8 hc_foreign;
 	struct vcpu *vcpus[HV_MAX_CPUS];
 };
 extern struct hv hv;
+
+/* The exceptions a backend intercepts: those asked for (`mask`, the
+ * engine's), and #UD while the guest's hypercall instruction raises one. */
+static inline u32 hv_exception_intercepts(u32 mask)
+{
+	return mask | (hv.hc_foreign ? 1u << X86_UD : 0);
+}
 
 /* Makes vCPU w leave the guest soon: an NMI to its processor, with w->kick
  * set so that its NMI exit knows it for the hypervisor's (the guest's own

@@ -2,7 +2,9 @@
  * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
  * so that the guest behaves as on a CPU without it, and offers the Debug
  * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64); Intel PT is
- * hidden (leaf 7 EBX[25], leaf 0x14). */
+ * hidden (leaf 7 EBX[25], leaf 0x14). The same whichever backend runs and
+ * whichever vendor the processor names. Also what the processor's CPUID
+ * decides at start-up: the backend, by capability. */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
@@ -110,4 +112,63 @@ u64 cr4_valid_bits_here(void)
 	ok = cr4_valid_bits(r1.ecx, r7.ebx, r7.ecx);
 	__atomic_store_n(&known, ok, __ATOMIC_RELAXED);
 	return ok;
+}
+
+void cpuid_ident_read(struct cpuid_ident *id)
+{
+	*id = (struct cpuid_ident){ 0 };
+	cpuid_count(0, 0, &id->l0);
+	if (id->l0.eax >= 1)
+		cpuid_count(1, 0, &id->l1);
+	cpuid_count(0x80000000, 0, &id->x0);
+	/* Intel SDM Vol. 2A CPUID: a leaf above the maximum returns another
+	 * leaf's data, not zeros */
+	if (id->x0.eax >= 0x80000001 && id->x0.eax <= 0x8000ffff)
+		cpuid_count(0x80000001, 0, &id->x1);
+}
+
+bool cpuid_vendor_amd(const struct cpuid_ident *id)
+{
+	const struct cpuid_regs *r = &id->l0;
+	return (r->ebx == CPUID_VENDOR_AMD_EBX && r->edx == CPUID_VENDOR_AMD_EDX &&
+		r->ecx == CPUID_VENDOR_AMD_ECX) ||
+	       (r->ebx == CPUID_VENDOR_HYGON_EBX && r->edx == CPUID_VENDOR_HYGON_EDX &&
+		r->ecx == CPUID_VENDOR_HYGON_ECX);
+}
+
+/*
+ * The backend by what the processor can do, not by its vendor string
+ * (issue 14): SVM where CPUID 0x80000001 ECX[2] is set, VMX where CPUID 1
+ * ECX[5] is. An emulator told `-cpu max,vendor=GenuineIntel` still has
+ * SVM, and its guest then sees an Intel processor. A processor with both
+ * (none is made; an emulator can be configured so) gets its vendor's own
+ * backend, SVM for AMD and Hygon, VMX for any other, so that the guest's
+ * hypercall instruction exits as it is (cpuid_foreign_hypercall).
+ * Leaves past the processor's maximum count as absent.
+ */
+u32 cpuid_backend(const struct cpuid_ident *id)
+{
+	bool svm = id->x0.eax >= 0x80000001 && id->x0.eax <= 0x8000ffff &&
+		   (id->x1.ecx & CPUID_80000001_ECX_SVM);
+	bool vmx = id->l0.eax >= 1 && (id->l1.ecx & CPUID_1_ECX_VMX);
+	if (svm && vmx)
+		return cpuid_vendor_amd(id) ? HVTRACE_BACKEND_SVM : HVTRACE_BACKEND_VMX;
+	return svm ? HVTRACE_BACKEND_SVM : vmx ? HVTRACE_BACKEND_VMX : HVTRACE_BACKEND_NONE;
+}
+
+/*
+ * The guest uses its vendor's hypercall instruction (docs/hypercalls.md):
+ * VMMCALL when CPUID says AMD or Hygon, VMCALL otherwise, whichever
+ * backend runs. VMMCALL exits under SVM and VMCALL under VMX; the other
+ * one is #UD there (APM Vol. 3 VMMCALL: a processor without it; SDM Vol.
+ * 2B VMCALL outside VMX operation), and the backend intercepts #UD to
+ * take it as the hypercall, only when the two differ.
+ */
+u8 cpuid_foreign_hypercall(u32 backend, bool vendor_amd)
+{
+	if (backend == HVTRACE_BACKEND_SVM && !vendor_amd)
+		return INSN_0F01_VMCALL;
+	if (backend == HVTRACE_BACKEND_VMX && vendor_amd)
+		return INSN_0F01_VMMCALL;
+	return 0;
 }

@@ -10,4 +10,19 @@ void cpuid_apply_state(u32 leaf, u32 sub, u64 guest_cr4, bool apic_enabled, stru
  * tested), and for this processor as the guest sees it. */
 u64 cr4_valid_bits(u32 ecx1, u32 ebx7, u32 ecx7);
 u64 cr4_valid_bits_here(void);
+
+/* The CPUID leaves that choose the backend: 0 (the vendor string), 1,
+ * 0x80000000 and 0x80000001, as the processor returns them. */
+struct cpuid_ident {
+	struct cpuid_regs l0, l1, x0, x1;
+};
+void cpuid_ident_read(struct cpuid_ident *id);
+/* AuthenticAMD or HygonGenuine (the vendors whose guests use VMMCALL) */
+bool cpuid_vendor_amd(const struct cpuid_ident *id);
+/* enum hvtrace_backend for the processor, by capability (host-tested) */
+u32 cpuid_backend(const struct cpuid_ident *id);
+/* The ModRM byte (INSN_0F01_*) of the hypercall instruction the guest of
+ * this backend uses but the processor refuses with #UD; 0 when the
+ * guest's is the backend's own (host-tested). */
+u8 cpuid_foreign_hypercall(u32 backend, bool vendor_amd);
 #endif

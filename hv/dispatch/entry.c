@@ -17,21 +17,39 @@
 #include "base/mm.h"
 #include "dispatch/pcihide.h"
 #include "base/vcpu.h"
+#include "dispatch/cpuid.h"
 #include "dispatch/dispatch.h"
 #include "trace/trace.h"
 
 extern const struct hv_image_hdr hv_image_hdr;
 
+/* The backend by what this processor has (dispatch/cpuid.c), and
+ * whether the guest's hypercall instruction is the other vendor's. */
 static const struct hv_arch_ops *pick_backend(void)
 {
-	struct cpuid_regs r;
-	cpuid_count(0, 0, &r);
-	/* "AuthenticAMD" / "HygonGenuine" have SVM; "GenuineIntel" VMX */
-	if (r.ebx == 0x68747541 || r.ebx == 0x6f677948)
-		return &svm_ops;
-	if (r.ebx == 0x756e6547 && r.edx == 0x49656e69 && r.ecx == 0x6c65746e)
-		return &vmx_ops;
-	return NULL;
+	struct cpuid_ident id;
+	cpuid_ident_read(&id);
+	u32 b = cpuid_backend(&id);
+	const struct hv_arch_ops *ops = b == HVTRACE_BACKEND_SVM   ? &svm_ops
+					: b == HVTRACE_BACKEND_VMX ? &vmx_ops
+								   : NULL;
+	char vendor[13];
+	memcpy(vendor, &id.l0.ebx, 4);
+	memcpy(vendor + 4, &id.l0.edx, 4);
+	memcpy(vendor + 8, &id.l0.ecx, 4);
+	vendor[12] = 0;
+	if (!ops) {
+		LOG_ERR("%s processor: %s", vendor, hv_status_str(HV_ERR_UNSUPPORTED_CPU));
+		return NULL;
+	}
+	hv.hc_foreign = cpuid_foreign_hypercall(b, cpuid_vendor_amd(&id));
+	if (hv.hc_foreign)
+		LOG_INFO("%s processor with %s: the %s backend; the guest's %s arrives as #UD, taken as "
+			 "the hypercall", vendor, b == HVTRACE_BACKEND_SVM ? "SVM" : "VMX", ops->name,
+			 hv.hc_foreign == INSN_0F01_VMCALL ? "VMCALL" : "VMMCALL");
+	else
+		LOG_INFO("%s processor: the %s backend", vendor, ops->name);
+	return ops;
 }
 
 /* HV_OP_INIT, on the boot processor: everything every vCPU shares, and a
@@ -52,10 +70,8 @@ static int hv_init(const struct hv_boot *bp)
 		 hv_image_hdr.sig);
 
 	const struct hv_arch_ops *ops = pick_backend();
-	if (!ops) {
-		LOG_ERR("%s", hv_status_str(HV_ERR_UNSUPPORTED_CPU));
+	if (!ops)
 		return HV_ERR_UNSUPPORTED_CPU;
-	}
 	st = ops->probe(&hv.caps);
 	if (st) {
 		LOG_ERR("%s backend: %s", ops->name, hv_status_str(st));

@@ -244,6 +244,18 @@ void hv_exit_begin(struct vcpu *v, const struct hv_event *ev)
 
 void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
 {
+	struct hv_event hc;
+	/* the guest's hypercall instruction where the processor has the other
+	 * vendor's (hv.hc_foreign): the #UD it raised is the hypercall's exit,
+	 * an instruction the hypervisor emulates like VMMCALL's own. Its
+	 * breakpoints off before guest memory is read (hv_exit_begin). */
+	if (ev->kind == HV_EV_EXCEPTION && ev->vector == X86_UD && hv.hc_foreign) {
+		host_dr7_disarm();
+		if (hc_foreign_at_rip(v)) {
+			hc = (struct hv_event){ .kind = HV_EV_HYPERCALL, .raw = ev->raw, .insn_len = 3 };
+			ev = &hc;
+		}
+	}
 	hv_exit_begin(v, ev);
 	u64 rip = v->rip;
 	dispatch(v, ev);

@@ -1,6 +1,9 @@
-/* Hypercall entry (VMMCALL on SVM, VMCALL on VMX): runs in root mode after
- * the backend turned the exit into HV_EV_HYPERCALL. ABI: include/hvtrace/abi.h. */
+/* Hypercall entry (VMMCALL on SVM, VMCALL on VMX, and the other vendor's
+ * instruction where the guest's CPUID names the other vendor): runs in root
+ * mode after the exit became HV_EV_HYPERCALL. ABI: include/hvtrace/abi.h. */
 #include "hvtrace/abi.h"
+#include "arch/x86/cpu.h"
+#include "base/gmem.h"
 #include "dispatch/hypercall.h"
 #include "base/integrity.h"
 #include "base/lib.h"
@@ -59,6 +62,23 @@ static void hc_vcpu_status(u64 gpa, u32 index)
 	st.irqs = w->trace->pace.injected;
 	st.irqs_paced = w->trace->pace.paced;
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
+}
+
+/*
+ * A #UD at the guest's RIP raised by the hypercall instruction this
+ * processor does not have (hv.hc_foreign: VMCALL under SVM for a guest
+ * whose CPUID says Intel; VMMCALL under VMX for one that says AMD): the
+ * three bytes 0F 01 /modrm, nothing before them (the compilers' and the
+ * agent's encoding; a prefixed form stays the guest's #UD). Read through
+ * the guest's own page tables from guest RAM only (base/gmem.c): bytes
+ * that cannot be read, or that another processor changed since, are not
+ * a hypercall and the #UD goes to the guest as the CPU raised it.
+ */
+bool hc_foreign_at_rip(struct vcpu *v)
+{
+	u8 b[3];
+	return hv.hc_foreign && gmem_read_linear(v, gmem_linear_rip(v), b, sizeof(b)) == sizeof(b) &&
+	       b[0] == 0x0f && b[1] == 0x01 && b[2] == hv.hc_foreign;
 }
 
 void hc_dispatch(struct vcpu *v)

@@ -20,5 +20,7 @@ s64 hc_check(const struct hc_args *a, const struct hv_memmap *guest_ram, u32 nr_
 
 struct vcpu;
 void hc_dispatch(struct vcpu *v);
+/* The #UD the guest just took is its hypercall instruction (hv.hc_foreign) */
+bool hc_foreign_at_rip(struct vcpu *v);
 
 #endif

@@ -21,7 +21,11 @@
  * decide for them. */
 const struct msr_range hv_owned_msrs[] = {
 	{ MSR_EFER, MSR_EFER },
+	/* the processor's virtualization, hidden from the guest whichever
+	 * backend runs (an Intel guest under SVM meets the VMX ones) */
 	{ MSR_VM_CR, MSR_VM_HSAVE_PA },		/* VM_CR, IGNNE, SMM_CTL, VM_HSAVE_PA */
+	{ MSR_IA32_FEATURE_CONTROL, MSR_IA32_FEATURE_CONTROL },
+	{ MSR_IA32_VMX_BASIC, MSR_IA32_VMX_EXIT_CTLS2 },
 	{ MSR_IA32_DEBUGCTL, MSR_IA32_DEBUGCTL },
 	{ MSR_IA32_DS_AREA, MSR_IA32_DS_AREA },
 	{ MSR_IA32_MISC_ENABLE, MSR_IA32_MISC_ENABLE },
@@ -242,9 +246,12 @@ bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 		*val = hv.ops->get_efer(v);
 		return true;
 	case MSR_IA32_FEATURE_CONTROL:
-		/* (VMX backend) as on a machine whose firmware locked VMX off
-		 * (Intel SDM Vol. 3 24.7); writing a locked value is #GP */
-		*val = (rdmsr(MSR_IA32_FEATURE_CONTROL) | FEATURE_CONTROL_LOCK) &
+		/* as on a machine whose firmware locked VMX off (Intel SDM Vol.
+		 * 3 24.7; writing a locked value is #GP); #GP where the
+		 * processor has no such MSR (AMD's) */
+		if (!hw_read(msr, val))
+			return false;
+		*val = (*val | FEATURE_CONTROL_LOCK) &
 		       ~(FEATURE_CONTROL_VMX_INSIDE_SMX | FEATURE_CONTROL_VMX_OUTSIDE_SMX);
 		return true;
 	case MSR_IA32_APICBASE:

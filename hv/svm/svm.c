@@ -123,6 +123,8 @@ static int svm_vcpu_init(struct vcpu *v)
 	 * (CR0.NW without CD, CR4's reserved bits), and the next VMRUN would
 	 * fail (svm_mov_to_cr0, svm_mov_to_cr4) */
 	c->intercept_cr = INTERCEPT_CR_WRITE(0) | INTERCEPT_CR_WRITE(4);
+	/* #UD where the guest's hypercall is VMCALL (an Intel guest) */
+	c->intercept_exceptions = hv_exception_intercepts(0);
 	c->iopm_base_pa = shared_iopm_pa;
 	c->msrpm_base_pa = shared_msrpm_pa;
 	c->asid = 1;
@@ -167,6 +169,30 @@ static void __noreturn svm_refused(struct vcpu *v, struct svm_vcpu *sv)
 	hv_guest_refused(v, why ? why : "VMEXIT_INVALID");
 }
 
+/*
+ * QEMU's TCG loads CS with both L and D set at a SYSENTER or SYSEXIT into
+ * 64-bit code, where Intel's processors give L alone (SDM Vol. 2B
+ * SYSENTER, SYSEXIT); on AMD's both are #UD in long mode, so only a guest
+ * whose CPUID says Intel gets there (-cpu max,vendor=GenuineIntel). The
+ * next VMRUN refuses that state (APM Vol. 2 15.5.1), and the guest would
+ * end. D means nothing in 64-bit code (SDM Vol. 3 3.4.5): cleared, as the
+ * hardware leaves it; nothing the guest can read changes (LAR reads the
+ * descriptor in memory). A far transfer through a descriptor with both
+ * set, which the hardware refuses with #GP and TCG takes, then runs as
+ * TCG runs it without the hypervisor. Said once.
+ */
+static void svm_cs_l_and_d(struct vcpu *v, struct vmcb_save *s)
+{
+	static bool said;
+	if (!(s->efer & EFER_LME) || !(s->cr0 & CR0_PG) || !(s->cr4 & CR4_PAE) ||
+	    (s->cs.attr & (VMCB_ATTR_L | VMCB_ATTR_DB)) != (VMCB_ATTR_L | VMCB_ATTR_DB))
+		return;
+	s->cs.attr &= ~VMCB_ATTR_DB;
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		LOG_WARN("vcpu %u: CS with both L and D at %lx (the emulator's SYSENTER/SYSEXIT?): D "
+			 "cleared, as the hardware has it in 64-bit code (said once)", v->id, v->rip);
+}
+
 static void __noreturn svm_vcpu_run(struct vcpu *v)
 {
 	struct svm_vcpu *sv = v->arch;
@@ -187,6 +213,7 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		s->rsp = v->gpr[GPR_RSP];
 		s->rip = v->rip;
 		s->rflags = v->rflags;
+		svm_cs_l_and_d(v, s);
 		struct vmcb_control *c = &sv->vmcb->control;
 		sv->entry = (struct svm_entry_state){ s->cr0, s->cr3, s->cr4, s->efer, s->dr6, s->dr7,
 						      c->event_inj, c->intercept_misc4, c->asid, s->cs.attr };
@@ -254,7 +281,7 @@ static void svm_set_dr(struct vcpu *v, int n, u64 val)
 
 static void svm_set_exception_intercepts(struct vcpu *v, u32 mask)
 {
-	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_exceptions = mask;
+	((struct svm_vcpu *)v->arch)->vmcb->control.intercept_exceptions = hv_exception_intercepts(mask);
 }
 
 static void svm_set_intr_intercept(struct vcpu *v, bool on)

@@ -31,13 +31,22 @@ static bool is_canonical(u64 a)
 	return ADDR_CANONICAL(a, 48);
 }
 
-void ds_init(struct vcpu *v)
+/* IA32_MISC_ENABLE as the guest sees it: BTS available, PEBS not (yet);
+ * the rest as the firmware left it (fast strings, ...), or 0 where the
+ * processor has no such MSR (AMD's: the virtual Debug Store is Intel's
+ * architecture, whoever made the processor). Read at the guest's first
+ * access, an exit, where root mode's own IDT takes rdmsr_safe's #GP (at
+ * start-up the firmware's is still loaded). */
+static u64 *misc_enable(struct ds_state *ds)
 {
-	struct ds_state *ds = &v->trace->ds;
-	/* BTS available, PEBS not (yet); the rest of MISC_ENABLE as firmware
-	 * left it (fast strings, ...), or 0 where the CPU has none */
-	ds->misc_enable = (rdmsr(MSR_IA32_MISC_ENABLE) & ~MISC_ENABLE_BTS_UNAVAIL) |
-			  MISC_ENABLE_PEBS_UNAVAIL;
+	if (!ds->misc_enable_known) {
+		u64 hw;
+		if (rdmsr_safe(MSR_IA32_MISC_ENABLE, &hw))
+			hw = 0;
+		ds->misc_enable = (hw & ~MISC_ENABLE_BTS_UNAVAIL) | MISC_ENABLE_PEBS_UNAVAIL;
+		ds->misc_enable_known = true;
+	}
+	return &ds->misc_enable;
 }
 
 int ds_msr_read(struct vcpu *v, u32 msr, u64 *val)
@@ -51,7 +60,7 @@ int ds_msr_read(struct vcpu *v, u32 msr, u64 *val)
 		*val = ds->ds_area;
 		return 1;
 	case MSR_IA32_MISC_ENABLE:
-		*val = ds->misc_enable;
+		*val = *misc_enable(ds);
 		return 1;
 	case MSR_IA32_PERF_GLOBAL_STATUS:
 		*val = ds->perf_global_status;
@@ -80,11 +89,13 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
 		ds->ds_area = val;
 		ds->bad_area_logged = false;
 		return 1;
-	case MSR_IA32_MISC_ENABLE:
+	case MSR_IA32_MISC_ENABLE: {
 		/* BTS_UNAVAILABLE and PEBS_UNAVAILABLE are read-only */
-		ds->misc_enable = (val & ~(MISC_ENABLE_BTS_UNAVAIL | MISC_ENABLE_PEBS_UNAVAIL)) |
-				  (ds->misc_enable & (MISC_ENABLE_BTS_UNAVAIL | MISC_ENABLE_PEBS_UNAVAIL));
+		const u64 ro = MISC_ENABLE_BTS_UNAVAIL | MISC_ENABLE_PEBS_UNAVAIL;
+		u64 *me = misc_enable(ds);
+		*me = (val & ~ro) | (*me & ro);
 		return 1;
+	}
 	case MSR_IA32_PERF_GLOBAL_STATUS:
 		return -1; /* read-only */
 	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:

@@ -92,7 +92,6 @@ int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace)
 		return HV_ERR_NO_MEMORY;
 	v->trace->engine_wanted = engine_wanted;
 	v->trace->pace.pace = pace;
-	ds_init(v);
 	return HV_OK;
 }
 

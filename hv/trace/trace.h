@@ -16,7 +16,8 @@ struct hv_event;
 struct ds_state {
 	u64 debugctl;		/* IA32_DEBUGCTL as the guest wrote it */
 	u64 ds_area;		/* IA32_DS_AREA */
-	u64 misc_enable;	/* IA32_MISC_ENABLE shadow */
+	u64 misc_enable;	/* IA32_MISC_ENABLE shadow (ds.c misc_enable()) */
+	bool misc_enable_known;	/* ... read from the processor yet */
 	u64 perf_global_status;	/* virtual IA32_PERF_GLOBAL_STATUS */
 	bool bad_area_logged;	/* log a bad DS area once per DS_AREA value */
 	u64 records, dropped, pmis;
@@ -98,7 +99,6 @@ int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace);
 /* MSRs the tracing code owns: 1 handled, 0 not ours, -1 #GP. */
 int ds_msr_read(struct vcpu *v, u32 msr, u64 *val);
 int ds_msr_write(struct vcpu *v, u32 msr, u64 val);
-void ds_init(struct vcpu *v);
 
 /* A record from the engine to every consumer: the guest's BTS (transfers
  * only) and the recorder (kind: enum hvtrace_rec_kind, aux per record.h). */

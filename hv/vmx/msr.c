@@ -39,12 +39,8 @@ int vmx_msr_bitmap_build(u64 *bitmap_pa)
 	u8 *bm = mm_alloc_pages(1, bitmap_pa);
 	if (!bm)
 		return HV_ERR_NO_MEMORY;
-	/* VMX is hidden: IA32_FEATURE_CONTROL reads as locked with VMX off
-	 * (dispatch/msr.c), the capability MSRs #GP as on a CPU without VMX. */
-	msr_bitmap_intercept(bm, MSR_IA32_FEATURE_CONTROL);
-	for (u32 msr = MSR_IA32_VMX_BASIC; msr <= MSR_IA32_VMX_EXIT_CTLS2; msr++)
-		msr_bitmap_intercept(bm, msr);
-	/* and every MSR core owns: EFER, the Debug Store MSRs (hv/trace/ds.c) */
+	/* every MSR core owns: EFER, the Debug Store MSRs (hv/trace/ds.c),
+	 * IA32_FEATURE_CONTROL and the VMX capability MSRs (VMX hidden) */
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
 		for (u32 msr = hv_owned_msrs[i].first; msr <= hv_owned_msrs[i].last; msr++)
 			msr_bitmap_intercept(bm, msr);

@@ -297,7 +297,7 @@ static void vmcs_setup_controls(struct vmx_vcpu *vx)
 	vmcs_write32(VMCS_SECONDARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS, vmx_caps.proc2);
 	vmcs_write32(VMCS_PRIMARY_VM_EXIT_CONTROLS, vmx_caps.exit);
 	vmcs_write32(VMCS_VM_ENTRY_CONTROLS, vmx_caps.entry);
-	vmcs_write32(VMCS_EXCEPTION_BITMAP, 0);
+	vmcs_write32(VMCS_EXCEPTION_BITMAP, hv_exception_intercepts(0));
 	vmcs_write32(VMCS_PAGE_FAULT_ERROR_CODE_MASK, 0);
 	vmcs_write32(VMCS_PAGE_FAULT_ERROR_CODE_MATCH, 0);
 	vmcs_write32(VMCS_CR3_TARGET_COUNT, 0);
@@ -654,7 +654,7 @@ static void vmx_set_exception_intercepts(struct vcpu *v, u32 mask)
 {
 	(void)v;
 	/* #PF: with mask = match = 0 in the PFEC fields every #PF exits (25.6.3) */
-	vmcs_write32(VMCS_EXCEPTION_BITMAP, mask);
+	vmcs_write32(VMCS_EXCEPTION_BITMAP, hv_exception_intercepts(mask));
 }
 
 /* External-interrupt exiting with "acknowledge interrupt on exit" (25.6.1,

@@ -30,7 +30,9 @@
 #define HVTRACE_FEAT_HYPERCALL	(1u << 0)	/* VMMCALL/VMCALL entry */
 
 /*
- * Hypercalls. Entry: VMMCALL on AMD, VMCALL on Intel. RAX = number,
+ * Hypercalls. Entry: the instruction of the vendor CPUID leaf 0 names,
+ * whichever backend runs: VMMCALL for AuthenticAMD and HygonGenuine,
+ * VMCALL for any other (docs/hypercalls.md). RAX = number,
  * RBX, RCX, RDX = arguments. Return: RAX = 0 or a negative HVTRACE_E*
  * code; outputs in RBX, RCX, RDX as documented per call. Every call except
  * HC_VERSION needs CPL 0 (else -HVTRACE_EPERM). Buffers are guest-physical

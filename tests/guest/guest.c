@@ -138,7 +138,16 @@ bool under_hvtrace(void)
 bool cpu_is_amd(void)
 {
 	struct cpuid v = cpuid(0, 0);
-	return v.b == 0x68747541 || v.b == 0x6f677948; /* AuthenticAMD, HygonGenuine */
+	return (v.b == CPUID_VENDOR_AMD_EBX && v.d == CPUID_VENDOR_AMD_EDX && v.c == CPUID_VENDOR_AMD_ECX) ||
+	       (v.b == CPUID_VENDOR_HYGON_EBX && v.d == CPUID_VENDOR_HYGON_EDX &&
+		v.c == CPUID_VENDOR_HYGON_ECX);
+}
+
+uint32_t hv_backend(void)
+{
+	static struct hvtrace_status st;
+	uint64_t b = (uint64_t)(uintptr_t)&st, c = sizeof(st);
+	return hypercall(HVTRACE_HC_STATUS, &b, &c) == 0 ? st.backend : HVTRACE_BACKEND_NONE;
 }
 
 int64_t hypercall3(uint64_t nr, uint64_t *b, uint64_t *c, uint64_t *d)

@@ -16,6 +16,7 @@
  * BTS record, the local APIC. One definition for the hypervisor and its
  * tests. */
 #include "arch/x86/apic.h"
+#include "arch/x86/cpuid.h"
 #include "arch/x86/ds.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
@@ -88,9 +89,14 @@ void irq_restore(uint64_t rflags);
 /* IA32_DEBUGCTL with BTS on (TR and BTS) */
 #define TRACE (DEBUGCTL_TR | DEBUGCTL_BTS)
 extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
-/* SVM on AMD and Hygon, VMX on Intel */
+/* The vendor CPUID leaf 0 names is AMD or Hygon: the hardware's rules
+ * that differ by vendor, and the hypercall instruction, follow it (the
+ * backend is chosen by what the processor has: hv_backend()) */
 bool cpu_is_amd(void);
-/* VMMCALL on AMD, VMCALL on Intel; returns RAX and updates b, c. */
+/* The backend running (the status hypercall's), enum hvtrace_backend */
+uint32_t hv_backend(void);
+/* VMMCALL on AMD and Hygon, VMCALL on any other vendor, whichever backend
+ * runs (docs/hypercalls.md); returns RAX and updates b, c. */
 int64_t hypercall(uint64_t nr, uint64_t *b, uint64_t *c);
 /* ... and with RDX as a third argument */
 int64_t hypercall3(uint64_t nr, uint64_t *b, uint64_t *c, uint64_t *d);

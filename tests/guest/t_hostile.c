@@ -32,7 +32,8 @@ extern char pmi_handler[] __attribute__((visibility("hidden")));
 static struct ds_area64 ds __attribute__((aligned(64)));
 static struct bts_record64 buf[64] __attribute__((aligned(64)));
 static uint64_t reserve, reserve_size;
-static bool amd;
+static bool amd;	/* the vendor: which MSRs the processor has */
+static bool svm;	/* the backend: which exit path is the hypervisor's */
 
 /* --- helpers ------------------------------------------------------------- */
 
@@ -172,7 +173,7 @@ static bool drs_read_back(const uint64_t a[4], uint64_t dr7)
 static void test_breakpoints(bool with_engine)
 {
 	const uint64_t hv_code[4] = {
-		amd ? HV_SYM_svm_vmexit_rip : HV_SYM_vmx_exit_entry,
+		svm ? HV_SYM_svm_vmexit_rip : HV_SYM_vmx_exit_entry,
 		HV_SYM_hv_handle_event,
 		HV_SYM_hv_prepare_entry,
 		HV_SYM_trace_before_entry,
@@ -548,6 +549,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_done();
 	}
 	amd = cpu_is_amd();
+	svm = hv_backend() == HVTRACE_BACKEND_SVM;
 	if (!find_reserve(&reserve, &reserve_size)) {
 		report(false, "reserve_in_memory_map", NULL);
 		report_done();

@@ -1,11 +1,78 @@
-/* CPUID bits that follow the guest's state at the moment of the CPUID
+/* The backend chosen by capability and the hypercall instruction it must
+ * take from #UD (hv/dispatch/cpuid.c cpuid_backend, issue 14); CPUID bits
+ * that follow the guest's state at the moment of the CPUID
  * (hv/dispatch/cpuid.c cpuid_apply_state): OSXSAVE, OSPKE, the APIC bit;
  * everything else untouched (issue #15: OSXSAVE did not follow the guest's
  * CR4 under SVM, where CPUID runs in root mode with the hypervisor's CR4). */
+#include <string.h>
 #include "unit.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/paging.h"
 #include "dispatch/cpuid.h"
+#include "hvtrace/abi.h"
+
+/* A processor as CPUID describes it: its vendor string (EBX, EDX, ECX),
+ * leaf 1 ECX, the highest extended leaf and leaf 0x80000001 ECX. */
+static struct cpuid_ident ident(const char *vendor, u32 ecx1, u32 max_ext, u32 ecx_ext1)
+{
+	struct cpuid_ident id = { .l0.eax = 0xd, .x0.eax = max_ext };
+	memcpy(&id.l0.ebx, vendor, 4);
+	memcpy(&id.l0.edx, vendor + 4, 4);
+	memcpy(&id.l0.ecx, vendor + 8, 4);
+	id.l1.ecx = ecx1;
+	id.x1.ecx = ecx_ext1;
+	return id;
+}
+
+/* The backend by capability (issue 14), not by vendor; the hypercall
+ * instruction the backend must take from #UD. */
+static void test_backend_choice(void)
+{
+	const u32 svm = CPUID_80000001_ECX_SVM, vmx = CPUID_1_ECX_VMX, ext = 0x80000021;
+	struct cpuid_ident id;
+
+	id = ident("AuthenticAMD", 0, ext, svm);
+	CHECK(cpuid_vendor_amd(&id) && cpuid_backend(&id) == HVTRACE_BACKEND_SVM, "AMD with SVM");
+	id = ident("HygonGenuine", 0, ext, svm);
+	CHECK(cpuid_vendor_amd(&id) && cpuid_backend(&id) == HVTRACE_BACKEND_SVM, "Hygon with SVM");
+	/* QEMU -cpu max,vendor=GenuineIntel: SVM, the guest sees Intel */
+	id = ident("GenuineIntel", 0, ext, svm);
+	CHECK(!cpuid_vendor_amd(&id) && cpuid_backend(&id) == HVTRACE_BACKEND_SVM, "Intel vendor with SVM");
+	id = ident("GenuineIntel", vmx, 0x80000008, 0);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_VMX, "Intel with VMX");
+	id = ident("AuthenticAMD", vmx, ext, 0);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_VMX, "AMD vendor with VMX");
+	id = ident("CentaurHauls", vmx, 0x80000008, 0);
+	CHECK(!cpuid_vendor_amd(&id) && cpuid_backend(&id) == HVTRACE_BACKEND_VMX, "another vendor with VMX");
+	/* both: the vendor's own */
+	id = ident("AuthenticAMD", vmx, ext, svm);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_SVM, "both, AMD: SVM");
+	id = ident("GenuineIntel", vmx, ext, svm);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_VMX, "both, Intel: VMX");
+	/* neither, whatever the vendor */
+	id = ident("AuthenticAMD", 0, ext, 0);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_NONE, "AMD without SVM");
+	id = ident("GenuineIntel", ~vmx, ext, ~svm);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_NONE, "Intel without VMX, every other bit set");
+	/* leaves past the maximum do not count */
+	id = ident("AuthenticAMD", 0, 0x80000000, svm);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_NONE, "SVM bit past the highest extended leaf");
+	id = ident("AuthenticAMD", 0, 0x12345678, svm);
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_NONE, "no extended leaves (EAX not 0x8000xxxx)");
+	id = ident("GenuineIntel", vmx, 0, 0);
+	id.l0.eax = 0;
+	CHECK(cpuid_backend(&id) == HVTRACE_BACKEND_NONE, "VMX bit without leaf 1");
+	/* the wrong half of a vendor string is another vendor */
+	id = ident("AuthenticAMD", 0, ext, svm);
+	id.l0.ecx = 0;
+	CHECK(!cpuid_vendor_amd(&id), "AuthenticAMD's EBX alone is not AMD");
+
+	CHECK(cpuid_foreign_hypercall(HVTRACE_BACKEND_SVM, false) == INSN_0F01_VMCALL, "Intel guest under SVM: VMCALL");
+	CHECK(cpuid_foreign_hypercall(HVTRACE_BACKEND_SVM, true) == 0, "AMD guest under SVM: none");
+	CHECK(cpuid_foreign_hypercall(HVTRACE_BACKEND_VMX, true) == INSN_0F01_VMMCALL, "AMD guest under VMX: VMMCALL");
+	CHECK(cpuid_foreign_hypercall(HVTRACE_BACKEND_VMX, false) == 0, "Intel guest under VMX: none");
+	CHECK(cpuid_foreign_hypercall(HVTRACE_BACKEND_NONE, false) == 0, "no backend: none");
+}
 
 int main(void)
 {
@@ -58,5 +125,6 @@ int main(void)
 	CHECK(cr4_valid_bits(CPUID_1_ECX_XSAVE, 0, 0) == (CR4_BASE | CR4_OSXSAVE), "XSAVE alone");
 	CHECK(cr4_valid_bits(0, 1u << 7, 0) == (CR4_BASE | CR4_SMEP), "SMEP alone");
 	CHECK(cr4_valid_bits(0, 0, CPUID_7_ECX_PKU) == (CR4_BASE | CR4_PKE), "PKU alone");
+	test_backend_choice();
 	return unit_done("test_cpuid");
 }

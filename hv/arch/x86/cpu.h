@@ -6,6 +6,11 @@
 #include "base/types.h"
 #include "arch/x86/dr.h"
 
+/* The hypercall instructions: 0F 01 and this ModRM byte (SDM Vol. 2B
+ * VMCALL, APM Vol. 3 VMMCALL) */
+#define INSN_0F01_VMCALL		0xc1
+#define INSN_0F01_VMMCALL		0xd9
+
 struct cpuid_regs {
 	u32 eax, ebx, ecx, edx;
 };

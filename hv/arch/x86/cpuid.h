@@ -3,6 +3,15 @@
 #ifndef HV_X86_CPUID_H
 #define HV_X86_CPUID_H
 
+/* Leaf 0: the vendor string in EBX, EDX, ECX (SDM Vol. 2A CPUID, APM
+ * Vol. 3 E.3.1); the vendors whose processors have SVM rather than VMX */
+#define CPUID_VENDOR_AMD_EBX		0x68747541	/* "Auth" "enti" "cAMD" */
+#define CPUID_VENDOR_AMD_EDX		0x69746e65
+#define CPUID_VENDOR_AMD_ECX		0x444d4163
+#define CPUID_VENDOR_HYGON_EBX		0x6f677948	/* "Hygo" "nGen" "uine" */
+#define CPUID_VENDOR_HYGON_EDX		0x6e65476e
+#define CPUID_VENDOR_HYGON_ECX		0x656e6975
+
 #define CPUID_1_ECX_DTES64		(1u << 2)
 #define CPUID_1_ECX_VMX			(1u << 5)
 #define CPUID_1_EDX_MTRR		(1u << 12)
