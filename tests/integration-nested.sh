@@ -163,6 +163,7 @@ if grep -q "the outer kernel panicked" "$OUT.outer.out"; then
 	done
 	outer_run "$OUT-again" "$again_qemu" "$again_rec"
 	problems=$(sed -n 's/^nested: /; /p' "$OUT-again.outer.out" | tr -d '\n')
+	grep -q "using KVM" "$OUT-again/console.txt" || problems="$problems; the inner runs did not use KVM"
 	pass=$((pass + $(grep -c '^PASS' "$OUT-again/console.txt")))
 	failn=$((failn + $(grep -c '^FAIL' "$OUT-again/console.txt")))
 fi

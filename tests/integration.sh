@@ -27,10 +27,17 @@ t_svm_guest_basic() {
 	local d=$(esp svm-guest-basic)
 	add_guest "$d" t_basic
 	printf 'next = \\EFI\\hvtrace\\t_basic.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	# under KVM one check cannot run as on the hardware (t_basic.c,
+	# test_hypercall_insns): KVM rewrites an AMD guest's VMCALL
+	local skipped=0
+	if tests/lib/qemu.sh --which-accel | grep -q 'using KVM'; then
+		echo 'cmdline = kvm-host' >>"$d/EFI/hvtrace/hvtrace.cfg"
+		skipped=1
+	fi
 	run svm-guest-basic 60
 	expect 'hvtrace: hypervisor running; this processor is now its guest'
 	expect 'GUEST-TEST: INFO: running under hvtrace'
-	expect 'SUMMARY: t_basic: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	expect "SUMMARY: t_basic: [1-9][0-9]* passed, 0 failed, $skipped skipped"
 	reject 'GUEST-TEST: FAIL'
 	reject 'hvtrace: error'
 	finish svm-guest-basic

@@ -208,8 +208,18 @@ static void test_hypercall_insns(void)
 	uint64_t a = HVTRACE_HC_VERSION, b = 0, c = 0, d = 0;
 	int vec = TRY(3, "vmcall" : "+a"(a), "+b"(b), "+c"(c), "+d"(d)::"memory");
 	bool answers = !amd || backend == HVTRACE_BACKEND_VMX;
-	report(answers ? vec < 0 && b == HVTRACE_ABI_VERSION : vec == 6, "hc_vmcall",
-	       "%s: vec %d rax %lx rbx %lx", answers ? "answers" : "#UD", vec, a, b);
+	/* Under a KVM host with nested virtualization (the runner passes the
+	 * load option kvm-host) an #UD of the guest's VMCALL never reaches
+	 * the hypervisor: KVM intercepts #UD for itself and handles it before
+	 * it looks at the nested guest's intercepts (nested_svm_exit_special),
+	 * emulates VMCALL as its own hypercall and rewrites it to VMMCALL in
+	 * the guest's code (kvm_fix_hypercall, its FIX_HYPERCALL_INSN quirk),
+	 * which then exits to hvtrace. Nothing the hypervisor can change. */
+	if (!answers && strcmpa((const CHAR8 *)guest_args(), (const CHAR8 *)"kvm-host") == 0)
+		report_skip("hc_vmcall", "under KVM, which rewrites an AMD guest's VMCALL to VMMCALL");
+	else
+		report(answers ? vec < 0 && b == HVTRACE_ABI_VERSION : vec == 6, "hc_vmcall",
+		       "%s: vec %d rax %lx rbx %lx", answers ? "answers" : "#UD", vec, a, b);
 	a = HVTRACE_HC_VERSION, b = 0;
 	vec = TRY(3, "vmmcall" : "+a"(a), "+b"(b), "+c"(c), "+d"(d)::"memory");
 	answers = amd || backend == HVTRACE_BACKEND_SVM;
