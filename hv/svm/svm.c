@@ -193,6 +193,24 @@ static void svm_cs_l_and_d(struct vcpu *v, struct vmcb_save *s)
 			 "cleared, as the hardware has it in 64-bit code (said once)", v->id, v->rip);
 }
 
+/* An external interrupt goes in only when the guest can take it (irq.c
+ * irq_deliver): one injected with the guest's IF clear is the
+ * hypervisor's bug, and a guest that holds a lock with interrupts off
+ * deadlocks on it (docs/smp.md "Open"). Said once, with what the last
+ * exit was, to find the path that did it. */
+static void svm_check_injection(struct vcpu *v, struct svm_vcpu *sv)
+{
+	static bool said;
+	const struct vmcb_control *c = &sv->vmcb->control;
+	if (!(c->event_inj & EVENTINJ_V) || (c->event_inj & EVENTINJ_TYPE_MASK) || (v->rflags & RFLAGS_IF) ||
+	    __atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		return;
+	LOG_ERR("vcpu %u: external interrupt %02x injected with the guest's IF clear at %lx (a hypervisor "
+		"bug): last exit %lx, info1 %lx, EXITINTINFO %lx, interrupt state %lx, int_ctl %lx",
+		v->id, (u32)c->event_inj & 0xff, v->rip, c->exit_code, c->exit_info1, c->exit_int_info,
+		c->int_state, c->int_ctl);
+}
+
 static void __noreturn svm_vcpu_run(struct vcpu *v)
 {
 	struct svm_vcpu *sv = v->arch;
@@ -215,6 +233,7 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		s->rflags = v->rflags;
 		svm_cs_l_and_d(v, s);
 		struct vmcb_control *c = &sv->vmcb->control;
+		svm_check_injection(v, sv);
 		sv->entry = (struct svm_entry_state){ s->cr0, s->cr3, s->cr4, s->efer, s->dr6, s->dr7,
 						      c->event_inj, c->intercept_misc4, c->asid, s->cs.attr };
 		svm_vmrun(v, sv->vmcb_pa, sv->host_save_pa);

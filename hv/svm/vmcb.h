@@ -40,6 +40,7 @@
 #define INT_STATE_SHADOW	BIT(0)	/* offset 0x68: STI/MOV SS shadow */
 
 /* EVENTINJ, APM 15.20 */
+#define EVENTINJ_TYPE_MASK	(7u << 8)
 #define EVENTINJ_TYPE_NMI	(2u << 8)
 #define EVENTINJ_TYPE_EXCEPTION	(3u << 8)
 #define EVENTINJ_EV		(1u << 11)
