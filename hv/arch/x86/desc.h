@@ -14,8 +14,14 @@
 #define HOST_CPU_NMI_PENDING	4
 #define HOST_CPU_SELF		8
 
+/* An interrupt frame without error code (SDM Vol. 3 6.14.1): RFLAGS at
+ * this offset; its IF bit, cleared by the IRQ stubs */
+#define HOST_FRAME_RFLAGS	16
+#define HOST_RFLAGS_IF_BIT	9
+
 #ifndef __ASSEMBLER__
 #include "base/types.h"
+#include "arch/x86/paging.h"
 
 struct tss64 {
 	u32 reserved0;
@@ -41,6 +47,7 @@ struct host_cpu {
 _Static_assert(__builtin_offsetof(struct host_cpu, irq_vector) == HOST_CPU_IRQ_VECTOR, "exc.S");
 _Static_assert(__builtin_offsetof(struct host_cpu, nmi_pending) == HOST_CPU_NMI_PENDING, "exc.S");
 _Static_assert(__builtin_offsetof(struct host_cpu, self) == HOST_CPU_SELF, "exc.S");
+_Static_assert(RFLAGS_IF == 1ull << HOST_RFLAGS_IF_BIT, "exc.S");
 
 /* Loads c's GDT and TSS, the shared IDT, and points the GS base at c. */
 void desc_load_host(struct host_cpu *c);

@@ -27,9 +27,16 @@ exc_stub_2:
 	movl $1, %gs:HOST_CPU_NMI_PENDING
 	iretq
 
+/* One interrupt per window: the IRET goes back with IF clear (SDM Vol. 3
+ * 6.14.1: RFLAGS at 16 in the frame), so the window's remaining instructions
+ * take no second one. A second would overwrite the vector of the first,
+ * which the local APIC then holds in service for ever (or the 8259, for
+ * an ExtINT) and no EOI from the guest would ever end. What else is
+ * pending stays pending: it makes the next exit. */
 	.macro IRQ n
 irq_stub_\n:
 	movl $\n, %gs:HOST_CPU_IRQ_VECTOR
+	btrq $HOST_RFLAGS_IF_BIT, HOST_FRAME_RFLAGS(%rsp)
 	iretq
 	.endm
 	.altmacro
