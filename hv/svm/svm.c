@@ -2,17 +2,22 @@
  * firmware becomes the guest), the run loop, and the ops table. Runs in
  * host mode with interrupts and GIF off. AMD APM Vol. 2 chapter 15. */
 #include "hvtrace/abi.h"
+#include "arch/x86/apic.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/desc.h"
 #include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "arch/x86/resume.h"
+#include "base/lapic.h"
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
 #include "dispatch/cpuid.h"
 #include "svm/svm.h"
+
+/* svm_tcg_injection_quirk's condition, from the probe */
+static bool tcg_injection_quirk;
 
 static int svm_probe(u32 *caps)
 {
@@ -31,6 +36,7 @@ static int svm_probe(u32 *caps)
 	if (!(r.edx & CPUID_8000000A_EDX_NP))
 		return HV_ERR_NO_NPT;
 	*caps = (r.edx & CPUID_8000000A_EDX_NRIPS) ? HV_CAP_NRIP : 0;
+	tcg_injection_quirk = !(*caps & HV_CAP_NRIP);
 	/* INIT and SIPI are delivered by the hypervisor (dispatch/mp.c) */
 	*caps |= HV_CAP_SMP | HV_CAP_IPI_GATE;
 	return HV_OK;
@@ -211,6 +217,38 @@ static void svm_check_injection(struct vcpu *v, struct svm_vcpu *sv)
 		c->int_state, c->int_ctl);
 }
 
+/*
+ * QEMU's TCG (7.2; target/i386/tcg/sysemu/svm_helper.c, helper_vmrun)
+ * delivers an injected external interrupt (EVENTINJ type 0) during VMRUN
+ * but leaves cs->exception_index set to its vector. The next exit request
+ * for that CPU's thread (any interrupt another thread raises for it kicks
+ * it) makes cpu_handle_exception() (accel/tcg/cpu-exec.c) deliver that
+ * vector again, as an exception, whatever the guest's IF: inside the
+ * handler of the first, with IF clear. A Linux guest deadlocked on its
+ * interrupt descriptor's lock that way (docs/smp.md). An NMI pending at
+ * VMRUN undoes it: QEMU takes interrupt requests before exit requests
+ * (cpu_handle_interrupt), the NMI intercept exits right after the
+ * delivery, before the handler's first instruction, and the exit resets
+ * exception_index. The NMI is a kick (mp_take_kick), one more exit per
+ * interrupt injected. Only where SVM has no NRIP save, QEMU's TCG (7.2):
+ * AMD processors since family 10h and KVM's nested SVM have it and inject
+ * as the APM says. Not the brand string: a nested KVM guest started with
+ * `-cpu host` inside QEMU's TCG shows TCG's brand. A TCG that reported NRIP
+ * save would need this decided otherwise. A guest NMI arriving at the same moment merges with it
+ * (base/hv.c hv_kick says the same of every kick).
+ */
+static void svm_tcg_injection_quirk(struct vcpu *v, const struct vmcb_control *c)
+{
+	static bool said;
+	if (!tcg_injection_quirk || (c->event_inj & (EVENTINJ_V | EVENTINJ_TYPE_MASK)) != EVENTINJ_V)
+		return;
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		LOG_INFO("QEMU's TCG: each external interrupt injected is followed by an NMI exit, which "
+			 "keeps QEMU from delivering it twice (docs/smp.md \"Found\")");
+	__atomic_store_n(&v->kick, 1, __ATOMIC_SEQ_CST);
+	lapic_self_ipi(LVT_DM_NMI, 0);
+}
+
 static void __noreturn svm_vcpu_run(struct vcpu *v)
 {
 	struct svm_vcpu *sv = v->arch;
@@ -234,6 +272,7 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		svm_cs_l_and_d(v, s);
 		struct vmcb_control *c = &sv->vmcb->control;
 		svm_check_injection(v, sv);
+		svm_tcg_injection_quirk(v, c);
 		sv->entry = (struct svm_entry_state){ s->cr0, s->cr3, s->cr4, s->efer, s->dr6, s->dr7,
 						      c->event_inj, c->intercept_misc4, c->asid, s->cs.attr };
 		svm_vmrun(v, sv->vmcb_pa, sv->host_save_pa);

@@ -109,7 +109,7 @@ void report_done(void)
 	/* Bochs ends at "Shutdown" written to its port 0x8900 (nothing is
 	 * there on QEMU); everywhere else the firmware powers off. */
 	for (const char *p = "Shutdown"; *p; p++)
-		asm volatile("outb %0, %1" ::"a"(*p), "Nd"((uint16_t)0x8900));
+		outb(0x8900, (uint8_t)*p);
 	uefi_call_wrapper(RT->ResetSystem, 4, EfiResetShutdown, EFI_SUCCESS, 0, NULL);
 	for (;;)
 		asm volatile("hlt");

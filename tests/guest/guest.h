@@ -47,6 +47,14 @@ void faults_release(void);
 
 static inline uint64_t read_cr0(void) { uint64_t v; asm volatile("mov %%cr0, %0" : "=r"(v)); return v; }
 static inline uint64_t read_cr4(void) { uint64_t v; asm volatile("mov %%cr4, %0" : "=r"(v)); return v; }
+static inline void outb(uint16_t port, uint8_t v) { asm volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
+static inline uint8_t inb(uint16_t port) { uint8_t v; asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port)); return v; }
+static inline uint64_t rdtsc(void)
+{
+	uint64_t v;
+	asm volatile("rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(v)::"rdx");
+	return v;
+}
 
 struct cpuid { uint32_t a, b, c, d; };
 static inline struct cpuid cpuid(uint32_t leaf, uint32_t sub)

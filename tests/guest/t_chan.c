@@ -24,7 +24,6 @@ static const char guest_pattern[8] = "GUESTWRT";
 static inline void outl_(uint16_t port, uint32_t v) { asm volatile("outl %0, %1" ::"a"(v), "Nd"(port)); }
 static inline uint32_t inl_(uint16_t port) { uint32_t v; asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port)); return v; }
 static inline uint16_t inw_(uint16_t port) { uint16_t v; asm volatile("inw %1, %0" : "=a"(v) : "Nd"(port)); return v; }
-static inline uint8_t inb_(uint16_t port) { uint8_t v; asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port)); return v; }
 
 static uint32_t cf8_addr(unsigned bus, unsigned dev, unsigned fn, unsigned reg)
 {
@@ -148,14 +147,14 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	/* configuration mechanism #1 */
 	struct scan c = { 0 };
 	uint64_t t0 = 0, t1 = 0;
-	asm volatile("rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(t0) :: "rdx");
+	t0 = rdtsc();
 	scan(cf8_read, 0, 255, &c);
-	asm volatile("rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(t1) :: "rdx");
+	t1 = rdtsc();
 	/* the TSC rate from a 10 ms firmware stall, for the cost in time */
 	uint64_t s0, s1;
-	asm volatile("rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(s0) :: "rdx");
+	s0 = rdtsc();
 	uefi_call_wrapper(BS->Stall, 1, 10000);
-	asm volatile("rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(s1) :: "rdx");
+	s1 = rdtsc();
 	uint64_t per_ms = (s1 - s0) / 10 ? (s1 - s0) / 10 : 1;
 	report_info("CF8/CFC scan: %u functions, %lu config reads, %lu ms (%lu ns per read)",
 		    c.functions, c.reads, (t1 - t0) / per_ms, (t1 - t0) * 1000000 / per_ms / c.reads);
@@ -167,7 +166,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		if (find_channel(&b, &d, &f, &id_now)) {
 			outl_(PCI_CONFIG_ADDRESS, cf8_addr((unsigned)b, (unsigned)d, (unsigned)f, 0));
 			uint16_t w = inw_(PCI_CONFIG_DATA + 2);
-			uint8_t by = inb_(PCI_CONFIG_DATA + 1);
+			uint8_t by = inb(PCI_CONFIG_DATA + 1);
 			if (hv)
 				report(w == 0xffff && by == 0xff, "cf8_partial_reads_all_ones", "word %x byte %x", w, by);
 			else

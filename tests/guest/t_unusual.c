@@ -472,9 +472,9 @@ static void test_mtrr_misc(void)
 	}
 	uint64_t t0 = 0, t1 = 0;
 	uint64_t f = irq_save();
-	asm volatile("rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(t0)::"rdx");
+	t0 = rdtsc();
 	int vt = wrmsr_fault(MSR_IA32_TSC, t0 + (1ull << 40));
-	asm volatile("rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(t1)::"rdx");
+	t1 = rdtsc();
 	wrmsr_fault(MSR_IA32_TSC, t1 - (1ull << 40));
 	irq_restore(f);
 	report(vt < 0 && t1 - t0 >= (1ull << 40) && t1 - t0 < (1ull << 40) + (1ull << 36), "tsc_write_moves_rdtsc",

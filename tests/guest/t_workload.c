@@ -38,13 +38,6 @@ static __attribute__((noinline)) uint64_t collatz(uint64_t from, uint64_t count)
 	return total;
 }
 
-static uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
 static void vcpu_status(struct hvtrace_vcpu_status *st)
 {
 	uint64_t b = (uint64_t)(uintptr_t)st, c = sizeof(*st);

@@ -11,7 +11,9 @@
 #define APIC_EOI	0x0b0
 #define APIC_ICR_LO	0x300
 #define APIC_ICR_HI	0x310
+#define APIC_LVTT	0x320
 #define APIC_LVTPC	0x340
+#define APIC_LVT_LINT0	0x350
 #define X2APIC_MSR(reg)	(0x800u + ((reg) >> 4))
 #define X2APIC_MSR_FIRST 0x800u
 #define X2APIC_MSR_LAST	 0x8ffu
@@ -20,6 +22,7 @@
 #define LVT_DM_MASK	(7u << 8)
 #define LVT_DM_FIXED	(0u << 8)
 #define LVT_DM_NMI	(4u << 8)
+#define LVT_DM_EXTINT	(7u << 8)
 #define LVT_MASKED	(1u << 16)
 
 /* Interrupt command register (11.6.1, Figure 11-12; x2APIC: 11.12.9) */

@@ -1,0 +1,136 @@
+/*
+ * t_irq: an external interrupt the hypervisor injects reaches the guest
+ * once, as the hardware delivers one (Intel SDM Vol. 3 6.8.1, AMD APM
+ * Vol. 2 8.7.1: never while RFLAGS.IF is clear).
+ *
+ * Run where this processor's interrupts go through the hypervisor, which
+ * acknowledges each in root mode and injects it: the channel's watcher
+ * (channel.control = poll, vCPU 0; tests/integration.sh svm-irq-once).
+ * With IF clear a self-IPI of vector IRQ_X waits; STI lets it exit, the
+ * hypervisor injects it, and its handler stays (IF clear) X_MS
+ * milliseconds. Meanwhile the 8254's channel 0 ticks every millisecond
+ * and raises IRQ 0 at the 8259, whose INTR reaches this processor through
+ * LINT0 in ExtINT mode: QEMU's main loop, another thread, wakes this
+ * processor's thread for each without polling its local APIC, and QEMU's
+ * TCG then
+ * delivered the injected vector a second time, nested in its own handler
+ * (hv/svm/svm.c svm_tcg_injection_quirk). The firmware's own timer (the
+ * local APIC's) is masked meanwhile: the local APIC's poll would hide it.
+ * IRQ_X's handler must run once, never nested in itself, and the 8259's
+ * interrupt must have come (so the check could fail).
+ *
+ * The 8259 pair is reprogrammed (vectors PIC_BASE.., IRQ 0 alone
+ * unmasked) and set back to OVMF's vectors (0x68, 0x70) and masks after.
+ */
+#include "guest.h"
+
+#define IRQ_X 0xd1
+#define PIC_BASE 0x40
+#define X_MS 300
+#define PIT_COUNT 1193	/* 1 ms at 1.193182 MHz */
+
+volatile uint64_t x_count __attribute__((visibility("hidden")));
+volatile uint64_t x_depth __attribute__((visibility("hidden")));
+volatile uint64_t x_max __attribute__((visibility("hidden")));
+volatile uint64_t x_until __attribute__((visibility("hidden")));
+volatile uint64_t z_count __attribute__((visibility("hidden")));
+volatile uint64_t eoi_addr __attribute__((visibility("hidden")));
+extern char irq_x_handler[] __attribute__((visibility("hidden")));
+extern char irq_z_handler[] __attribute__((visibility("hidden")));
+
+/* IRQ_X: counted, its nesting depth kept; waits (bounded) for the TSC to
+ * reach x_until, then EOI to the local APIC. No PAUSE in the wait: QEMU's
+ * TCG leaves its execution loop at one (helper_pause), which hides the
+ * bug. The 8259's IRQ 0: counted, EOI to the 8259. */
+asm(".pushsection .text\n"
+    "irq_x_handler:\n"
+    "	pushq %rax\n"
+    "	pushq %rcx\n"
+    "	pushq %rdx\n"
+    "	incq x_count(%rip)\n"
+    "	incq x_depth(%rip)\n"
+    "	movq x_depth(%rip), %rax\n"
+    "	cmpq x_max(%rip), %rax\n"
+    "	jbe 1f\n"
+    "	movq %rax, x_max(%rip)\n"
+    "1:	movl $400000000, %ecx\n"
+    "2:	decl %ecx\n"
+    "	jz 3f\n"
+    "	rdtsc\n"
+    "	shlq $32, %rdx\n"
+    "	orq %rdx, %rax\n"
+    "	cmpq x_until(%rip), %rax\n"
+    "	jb 2b\n"
+    "3:	decq x_depth(%rip)\n"
+    "	movq eoi_addr(%rip), %rax\n"
+    "	movl $0, (%rax)\n"
+    "	popq %rdx\n"
+    "	popq %rcx\n"
+    "	popq %rax\n"
+    "	iretq\n"
+    "irq_z_handler:\n"
+    "	pushq %rax\n"
+    "	incq z_count(%rip)\n"
+    "	movb $0x20, %al\n"
+    "	outb %al, $0x20\n"
+    "	popq %rax\n"
+    "	iretq\n"
+    ".popsection\n");
+
+static volatile uint32_t *apic_reg(uint32_t off)
+{
+	return (volatile uint32_t *)(uintptr_t)((rdmsr(MSR_IA32_APICBASE) & APICBASE_ADDR_MASK) + off);
+}
+
+/* The 8259 pair: ICW1-4 (edge, cascade on IRQ 2, 8086 mode), then masks */
+static void pic_setup(uint8_t base1, uint8_t base2, uint8_t mask1, uint8_t mask2)
+{
+	outb(0x20, 0x11), outb(0x21, base1), outb(0x21, 0x04), outb(0x21, 0x01);
+	outb(0xa0, 0x11), outb(0xa1, base2), outb(0xa1, 0x02), outb(0xa1, 0x01);
+	outb(0x21, mask1), outb(0xa1, mask2);
+}
+
+static void test_injected_once(void)
+{
+	if (rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD) {
+		report_skip("injected_interrupt_delivered_once", "the local APIC is in x2APIC mode");
+		return;
+	}
+	uint64_t fl = irq_save();
+	struct gate gx = handle_exception(IRQ_X, irq_x_handler), gz = handle_exception(PIC_BASE, irq_z_handler);
+	eoi_addr = (uint64_t)(uintptr_t)apic_reg(APIC_EOI);
+	uint8_t mask1 = inb(0x21), mask2 = inb(0xa1);
+	uint32_t lint0 = *apic_reg(APIC_LVT_LINT0), lvtt = *apic_reg(APIC_LVTT);
+	*apic_reg(APIC_LVTT) = lvtt | LVT_MASKED;
+	*apic_reg(APIC_LVT_LINT0) = LVT_DM_EXTINT;
+	pic_setup(PIC_BASE, PIC_BASE + 8, 0xfe, 0xff);
+
+	uint64_t t0 = rdtsc();
+	uefi_call_wrapper(BS->Stall, 1, 10000);
+	x_until = rdtsc() + (rdtsc() - t0) * X_MS / 10;
+	outb(0x43, 0x34);	/* channel 0, low then high byte, mode 2 (periodic) */
+	outb(0x40, PIT_COUNT & 0xff);
+	outb(0x40, PIT_COUNT >> 8);
+	*apic_reg(APIC_ICR_LO) = IRQ_X | ICR_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
+	/* IRQ_X comes here, its handler waits; then the 8259's */
+	for (int i = 0; i < 1000000 && (!x_count || !z_count); i++)
+		asm volatile("sti; nop; nop; cli" ::: "memory");
+
+	pic_setup(0x68, 0x70, mask1, mask2);
+	*apic_reg(APIC_LVT_LINT0) = lint0;
+	*apic_reg(APIC_LVTT) = lvtt;
+	gate_restore(IRQ_X, gx);
+	gate_restore(PIC_BASE, gz);
+	irq_restore(fl);
+	report(z_count >= 1, "irq_8259_delivered", "vector %x taken %lu times", PIC_BASE, z_count);
+	report(x_count == 1 && x_max == 1, "injected_interrupt_delivered_once",
+	       "vector %x taken %lu times, nested %lu deep", IRQ_X, x_count, x_max);
+}
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	guest_init(image, systab, "t_irq");
+	report_info("running %s hvtrace", under_hvtrace() ? "under" : "without");
+	test_injected_once();
+	report_done();
+}
