@@ -662,7 +662,9 @@ t_linux_rec_ctl_idle() {
 	local d=$(esp $name)
 	SECONDS=0
 	add_linux "$d"
-	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=20" 'flight.size = 1M' \
+	# the ring holds what 3 s of tracing makes (29,000-34,000 records here)
+	# several times over: the start marker must stay in it
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=20" 'flight.size = 4M' \
 		'trace.start = hypercall' 'channel = ivshmem'
 	SHM=$RUNS/$name/chan.shm SNAP=$RUNS/$name/snap.trace
 	truncate -s 8M "$SHM"
