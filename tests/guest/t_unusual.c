@@ -28,16 +28,21 @@ static void write_cr4(uint64_t v)
 
 /* --- private page tables ----------------------------------------------------
  * The firmware's PML4 copied, plus slot 256 (TEST_VA) mapping three 4 KiB
- * user pages: code (a RET), data, and data with protection key 1. */
+ * user pages: code (a RET), data, and data with protection key 1; then a
+ * supervisor page and one not present (VA_IDT). */
 #define TEST_VA		0xffff800000000000ull
 #define VA_CODE		(TEST_VA)
 #define VA_DATA		(TEST_VA + 0x1000)
 #define VA_KEY1		(TEST_VA + 0x2000)
+/* An IDT whose gates 0-14 end the present page at TEST_VA + 0x3000 and
+ * whose gates from 15 on lie on the next page, not present */
+#define IDT_SPLIT	15
+#define VA_IDT		(TEST_VA + 0x4000 - IDT_SPLIT * 16)
 static uint64_t pml4[512] __attribute__((aligned(4096)));
 static uint64_t pdpt[512] __attribute__((aligned(4096)));
 static uint64_t pd[512] __attribute__((aligned(4096)));
 static uint64_t pt[512] __attribute__((aligned(4096)));
-static uint8_t pages[3][4096] __attribute__((aligned(4096)));
+static uint8_t pages[4][4096] __attribute__((aligned(4096)));
 static uint64_t fw_cr3;
 
 static bool paging_setup(void)
@@ -55,6 +60,7 @@ static bool paging_setup(void)
 	pt[0] = A(pages[0]) | up;
 	pt[1] = A(pages[1]) | up;
 	pt[2] = A(pages[2]) | up | PTE_PKEY(1);
+	pt[3] = A(pages[3]) | PTE_P | PTE_RW;	/* VA_IDT's first part; pt[4] not present */
 	pages[0][0] = 0xc3;	/* ret */
 	*(volatile uint32_t *)pages[1] = 0x11111111;
 	*(volatile uint32_t *)pages[2] = 0x22222222;
@@ -192,6 +198,23 @@ static void test_pku(uint64_t cr4)
 	       "pku_write_disable_pf", "%lu #PF error %lx, read %x", wd, wd_err, v1r);
 }
 
+/* A #PF while an event is delivered: INT 0x20 through an IDT whose gate
+ * for 0x20 lies on a page not present. The processor reads the gate
+ * first: #PF, CR2 the gate's address, error code 0 (not present, a read,
+ * an implicit supervisor access: SDM Vol. 3 4.7, 6.13), the saved RIP the
+ * INT's own (the handler skips its 2 bytes); #PF's gate lies on the page
+ * that is there. */
+static void test_pf_during_delivery(void)
+{
+	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) fw_idt, split = { 0xfff, VA_IDT };
+	asm volatile("sidt %0" : "=m"(fw_idt));
+	CopyMem((void *)(uintptr_t)VA_IDT, (void *)(uintptr_t)fw_idt.base, IDT_SPLIT * 16);
+	pf_reset(2);
+	asm volatile("lidt %0; int $0x20; lidt %1" ::"m"(split), "m"(fw_idt) : "memory");
+	report(pf_count == 1 && pf_error == 0 && pf_cr2 == VA_IDT + 0x20 * 16, "pf_reading_idt_gate",
+	       "%lu #PF, error %lx cr2 %lx (gate at %lx)", pf_count, pf_error, pf_cr2, VA_IDT + 0x20 * 16);
+}
+
 static void test_paging(void)
 {
 	if (!paging_setup()) {
@@ -205,6 +228,7 @@ static void test_paging(void)
 	test_smep_smap(cr4 & ~(CR4_SMEP | CR4_SMAP | CR4_PKE));
 	test_pku(cr4 & ~(CR4_SMEP | CR4_SMAP | CR4_PKE));
 	write_cr4(cr4);
+	test_pf_during_delivery();
 	paging_off();
 	faults_release();
 	gate_restore(X86_PF, saved);
