@@ -105,6 +105,7 @@ t_vmx_hostile() {
 	run vmx-hostile 200 --until 'SUMMARY: t_hostile'
 	expect 'hvtrace: vmx backend ready'
 	expect 'GUEST-TEST: PASS: breakpoints_on_hv_code_traced'
+	expect 'GUEST-TEST: PASS: data_breakpoints_on_hv_traced'
 	expect 'GUEST-TEST: PASS: pmi_with_apic_base_moved'
 	expect 'GUEST-TEST: PASS: bts_wrap_refused'
 	expect 'GUEST-TEST: PASS: invd_intercepted'

@@ -207,6 +207,7 @@ t_svm_hostile() {
 	run svm-hostile 120
 	expect 'hvtrace: hypervisor running'
 	expect 'GUEST-TEST: PASS: breakpoints_on_hv_code_traced'
+	expect 'GUEST-TEST: PASS: data_breakpoints_on_hv_traced'
 	expect 'GUEST-TEST: PASS: pmi_with_apic_base_moved'
 	expect 'GUEST-TEST: PASS: bts_wrap_refused'
 	expect 'GUEST-TEST: PASS: invd_intercepted'

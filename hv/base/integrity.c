@@ -18,6 +18,11 @@ bool hv_image_code(u64 addr)
 	return addr >= HV_VA_BASE && addr < (u64)(uintptr_t)__hv_ro_end;
 }
 
+bool hv_own_linear(u64 addr, u64 n)
+{
+	return addr + n - 1 >= HV_VA_BASE && addr < HV_APIC_VA + PAGE_SIZE;
+}
+
 void integrity_init(void)
 {
 	hv.ro_checksum = ro_checksum();

@@ -212,19 +212,41 @@ void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev)
 	hv_skip_insn(v, ev, 3);
 }
 
+/* DR7's enable and RW/LEN bits of the guest's data breakpoints (RW = 01,
+ * writes, or 11, reads and writes; SDM Vol. 3 18.2.4, LEN 00/01/11/10 for
+ * 1/2/4/8 bytes, the address aligned down to it, 18.2.5) among
+ * DR0..DR`last` whose bytes all lie outside the hypervisor's own linear
+ * addresses. Between the host's DR7 write and VMRUN, and between the exit
+ * and host_dr7_disarm(), the hypervisor touches only those (its stack,
+ * vCPU, VMCB, the local APIC's page; guest memory, identity-mapped low,
+ * never there), so what is armed can fire only in the guest. I/O
+ * breakpoints (RW = 10) never: the host's log writes a port there. */
+static u64 data_bps(u64 dr7, int last, const u64 addr[4])
+{
+	u64 out = 0;
+	for (int i = 0; i <= last; i++) {
+		u64 rw = (dr7 >> DR7_RW_SHIFT(i)) & 3, len = (dr7 >> (DR7_RW_SHIFT(i) + 2)) & 3;
+		u64 size = len == 2 ? 8 : len == 3 ? 4 : len + 1;
+		if (!(dr7 & (DR7_L(i) | DR7_G(i))) || !(rw & 1) || hv_own_linear(addr[i] & ~(size - 1), size))
+			continue;
+		out |= dr7 & (DR7_L(i) | DR7_G(i) | DR7_RWLEN(i));
+	}
+	return out;
+}
+
 /*
  * The host's own DR7 for the next entry (dispatch/event.c loads it last, and
  * disarms it first on every exit). QEMU's TCG loads DR7 from the VMCB at
  * VMRUN without inserting the breakpoints it enables (helper_vmrun assigns
- * env->dr[7] directly), so an instruction breakpoint the guest or the
- * engine needs must already be armed in root mode: the engine's DR3 (and
- * DR2), and the guest's instruction breakpoints on the registers it holds
- * (DR0/DR1 while the engine runs, which checks DR2/DR3 itself; all four
- * otherwise). Never a data breakpoint: the host reads and writes guest
- * memory. Never one on the hypervisor's own code, wherever the guest or
- * its code put it: root mode must not take a #DB of the guest's choosing.
- * Such a breakpoint still works on hardware, where VMRUN and VM entry load
- * DR7 from the guest state, and is lost under TCG (docs/security.md).
+ * env->dr[7] directly), so a breakpoint the guest or the engine needs must
+ * already be armed in root mode: the engine's DR3 (and DR2), and the
+ * guest's breakpoints on the registers it holds (DR0/DR1 while the engine
+ * runs, which checks DR2/DR3 itself; all four otherwise): instruction
+ * breakpoints anywhere but on the hypervisor's own code, data breakpoints
+ * anywhere but on what the hypervisor addresses itself (data_bps). Root
+ * mode must not take a #DB of the guest's choosing. Such a breakpoint still
+ * works on hardware, where VMRUN and VM entry load DR7 from the guest
+ * state, and is lost under TCG (docs/security.md).
  */
 u64 trace_host_dr7(struct vcpu *v)
 {
@@ -232,10 +254,10 @@ u64 trace_host_dr7(struct vcpu *v)
 	struct handler_bp *bp = &t->bp;
 	u64 guest = bp->armed ? bp->saved_dr7 : hv.ops->get_dr(v, 7);
 	int last = t->engine != HVTRACE_ENGINE_OFF ? 1 : !bp->armed ? 3 : bp->addr2 ? 1 : 2;
-	u64 dr7 = DR7_FIXED1 | exec_bps(guest, 0, last);
+	const u64 addr[4] = { read_dr0(), read_dr1(), read_dr2(), read_dr3() };
+	u64 dr7 = DR7_FIXED1 | exec_bps(guest, 0, last) | data_bps(guest, last, addr);
 	if (bp->armed)
 		dr7 |= DR7_L(3) | (bp->addr2 ? DR7_L(2) : 0);
-	const u64 addr[4] = { read_dr0(), read_dr1(), read_dr2(), read_dr3() };
 	for (int i = 0; i < 4; i++)
 		if ((dr7 & (DR7_L(i) | DR7_G(i))) && hv_image_code(addr[i]))
 			dr7 &= ~(DR7_L(i) | DR7_G(i) | DR7_RWLEN(i));

@@ -168,22 +168,23 @@ static bool drs_read_back(const uint64_t a[4], uint64_t dr7)
 	return d0 == a[0] && d1 == a[1] && d2 == a[2] && d3 == a[3] && (d7 & 0xff) == (dr7 & 0xff);
 }
 
-/* Instruction breakpoints on the code every exit runs: where #VMEXIT
- * lands, the exit handler, the last step before entry. */
-static void test_breakpoints(bool with_engine)
+/* Breakpoints on what every exit runs and touches: instruction breakpoints
+ * where #VMEXIT lands, on the exit handler, on the last step before entry;
+ * data breakpoints (reads and writes, 8 bytes) on a variable the SVM entry
+ * path reads after the host's DR7 is loaded, on the hypervisor's global
+ * state, on the local APIC's ICR as the hypervisor maps it and on the top
+ * of its reserve. The hypervisor arms the guest's
+ * breakpoints in its own DR7 under TCG (hv/trace/dr.c trace_host_dr7):
+ * none of these may be armed in root mode. */
+static void test_breakpoints_on(const char *what, const uint64_t a[4], uint64_t dr7, bool with_engine)
 {
-	const uint64_t hv_code[4] = {
-		svm ? HV_SYM_svm_vmexit_rip : HV_SYM_vmx_exit_entry,
-		HV_SYM_hv_handle_event,
-		HV_SYM_hv_prepare_entry,
-		HV_SYM_trace_before_entry,
-	};
-	const uint64_t all4 = 0x400 | 0x55;	/* L0-L3, instruction breakpoints */
 	uint64_t b = 0, c = 0;
-	const char *name = with_engine ? "breakpoints_on_hv_code_traced" : "breakpoints_on_hv_code";
+	char name[64], rb[64];
+	hv_snprintf(name, sizeof(name), "%s%s", what, with_engine ? "_traced" : "");
+	hv_snprintf(rb, sizeof(rb), "%s_read_back%s", what, with_engine ? "_traced" : "");
 
 	ds_setup(A(buf), 64, 64);
-	set_drs(hv_code, all4);
+	set_drs(a, dr7);
 	asm volatile("cli");	/* as in traced() */
 	if (with_engine)
 		wrmsr(MSR_IA32_DEBUGCTL, TRACE);
@@ -195,14 +196,36 @@ static void test_breakpoints(bool with_engine)
 	if (with_engine)
 		wrmsr(MSR_IA32_DEBUGCTL, 0);
 	asm volatile("sti");
-	bool same = drs_read_back(hv_code, all4);
+	bool same = drs_read_back(a, dr7);
 	const uint64_t zero[4] = { 0, 0, 0, 0 };
 	set_drs(zero, 0x400);
-	report(same, with_engine ? "breakpoints_read_back_traced" : "breakpoints_read_back", NULL);
+	report(same, rb, NULL);
 	report_intact(name);
-	if (with_engine)
-		report(ds.bts_index > ds.bts_base, "breakpoints_traced_records", "index %lx base %lx",
-		       ds.bts_index, ds.bts_base);
+	if (with_engine) {
+		hv_snprintf(rb, sizeof(rb), "%s_traced_records", what);
+		report(ds.bts_index > ds.bts_base, rb, "index %lx base %lx", ds.bts_index, ds.bts_base);
+	}
+}
+
+#define HV_VA_TOP_RESERVE 0xffffffffbffffff8ull	/* HV_VA_BASE + 1 GiB - 8 */
+#define HV_VA_APIC 0xffffffffc0000000ull		/* HV_APIC_VA (hv/base/boot.h) */
+
+static void test_breakpoints(bool with_engine)
+{
+	const uint64_t hv_code[4] = {
+		svm ? HV_SYM_svm_vmexit_rip : HV_SYM_vmx_exit_entry,
+		HV_SYM_hv_handle_event,
+		HV_SYM_hv_prepare_entry,
+		HV_SYM_trace_before_entry,
+	};
+	/* tcg_injection_quirk: read before every SVM entry, after the host's
+	 * DR7 is loaded */
+	const uint64_t hv_data[4] = { HV_SYM_tcg_injection_quirk, HV_SYM_hv, HV_VA_APIC + APIC_ICR_LO,
+				      HV_VA_TOP_RESERVE };
+	/* L0-L3; instruction breakpoints (RW 00, LEN 00), then data ones
+	 * (RW 11: reads and writes, LEN 10: 8 bytes) */
+	test_breakpoints_on("breakpoints_on_hv_code", hv_code, 0x400 | 0x55, with_engine);
+	test_breakpoints_on("data_breakpoints_on_hv", hv_data, 0x400 | 0x55 | 0xbbbb0000ull, with_engine);
 }
 
 static void test_dr_reserved(void)
