@@ -249,3 +249,25 @@ void irq_restore(uint64_t f)
 	if (f & (1 << 9))
 		asm volatile("sti" ::: "memory");
 }
+
+#define APIC_RESET_BASE	0xfee00000ull
+
+static bool x2apic_mode(void)
+{
+	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
+}
+
+uint32_t lvtpc_read(void)
+{
+	if (x2apic_mode())
+		return (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC));
+	return *(volatile uint32_t *)(uintptr_t)(APIC_RESET_BASE + APIC_LVTPC);
+}
+
+void lvtpc_write(uint32_t lvt)
+{
+	if (x2apic_mode())
+		wrmsr(X2APIC_MSR(APIC_LVTPC), lvt);
+	else
+		*(volatile uint32_t *)(uintptr_t)(APIC_RESET_BASE + APIC_LVTPC) = lvt;
+}

@@ -89,6 +89,11 @@ void irq_restore(uint64_t rflags);
 /* IA32_DEBUGCTL with BTS on (TR and BTS) */
 #define TRACE (DEBUGCTL_TR | DEBUGCTL_BTS)
 extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
+/* The local APIC's LVT performance counter entry: the x2APIC MSR in
+ * x2APIC mode, otherwise at the xAPIC's reset address (as pmi.S's EOI:
+ * never where IA32_APIC_BASE says, which t_hostile moves) */
+uint32_t lvtpc_read(void);
+void lvtpc_write(uint32_t lvt);
 /* The vendor CPUID leaf 0 names is AMD or Hygon: the hardware's rules
  * that differ by vendor, and the hypercall instruction, follow it (the
  * backend is chosen by what the processor has: hv_backend()) */

@@ -226,16 +226,11 @@ static void test_threshold(void)
 	const struct bts_record64 *c = chain();
 	struct hvtrace_vcpu_status before, after;
 	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
-	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
-	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(apic + APIC_LVTPC);
-	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
+	uint32_t old_lvt = lvtpc_read();
 
 	report_info("local APIC in %s mode, LVTPC %x", x2 ? "x2APIC" : "xAPIC", old_lvt);
 	struct gate saved = handle_exception(PMI_VECTOR, pmi_handler);
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTPC), PMI_VECTOR);
-	else
-		*lvtpc = PMI_VECTOR;
+	lvtpc_write(PMI_VECTOR);
 	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_STATUS_OVF_BUFFER);
 	pmi_count = 0;
 	vcpu_status(&before);
@@ -251,7 +246,7 @@ static void test_threshold(void)
 	for (int i = 0; i < 100000 && !pmi_count; i++)
 		asm volatile("pause");
 	asm volatile("cli");
-	uint32_t lvt_after = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
+	uint32_t lvt_after = lvtpc_read();
 	irq_restore(f);
 	vcpu_status(&after);
 
@@ -266,10 +261,7 @@ static void test_threshold(void)
 	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_STATUS_OVF_BUFFER);
 	report(!(rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & PERF_GLOBAL_STATUS_OVF_BUFFER), "perf_global_ovf_ctrl_clears", NULL);
 
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTPC), old_lvt);
-	else
-		*lvtpc = old_lvt;
+	lvtpc_write(old_lvt);
 	gate_restore(PMI_VECTOR, saved);
 }
 
