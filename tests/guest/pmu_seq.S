@@ -65,4 +65,48 @@ G pmu_rep_seq
 	wrmsr
 	popq %rdi
 	ret
+
+/* Ring 3: void pmu_user_seq(u64 global_ctrl, u64 user_rsp, u64 user_cs,
+ * u64 user_ss) counts from ring 0 into ring 3 by IRETQ, a few branches
+ * there, and INT 0x82 (a DPL-3 gate to pmu_user_gate) back to ring 0,
+ * which stops counting and returns to the caller on the stack it left.
+ * Only RAX, RCX, RDX, R9 and R10 are used: nothing to save but RSP.
+ * Counted: PMU_USER_* in t_pmu.c. */
+G pmu_user_seq
+	movq %rsp, pmu_user_rsp(%rip)
+	movq %rdx, %r9
+	movq %rcx, %r10
+	movl $0x38f, %ecx
+	movl %edi, %eax
+	movq %rdi, %rdx
+	shrq $32, %rdx
+	wrmsr			/* OS 1 */
+	pushq %r10		/* OS 2: the frame for IRETQ: SS, RSP, RFLAGS, CS, RIP */
+	pushq %rsi		/* OS 3 */
+	pushq $2		/* OS 4: IF clear */
+	pushq %r9		/* OS 5 */
+	leaq pmu_user_code(%rip), %rax	/* OS 6 */
+	pushq %rax		/* OS 7 */
+	iretq			/* OS 8: far, at CPL 0 */
+G pmu_user_code
+	xorl %eax, %eax		/* USR 1 */
+	jz 1f			/* USR 2: conditional, taken */
+	ud2
+1:	call 2f			/* USR 3: near call; USR 4: its ret */
+	jmp 3f			/* USR 5: near taken */
+2:	ret
+3:	int $0x82		/* USR 6: far, at CPL 3 */
+	ud2
+G pmu_user_gate
+	movl $0x38f, %ecx	/* OS 9 */
+	xorl %eax, %eax		/* OS 10 */
+	xorl %edx, %edx		/* OS 11 */
+	wrmsr			/* off */
+	movq pmu_user_rsp(%rip), %rsp
+	ret
+
+	.data
+	.balign 8
+pmu_user_rsp:
+	.quad 0
 	.section .note.GNU-stack,"",@progbits

@@ -12,7 +12,9 @@
 
 void pmu_seq(uint64_t global_ctrl);
 void pmu_rep_seq(uint64_t global_ctrl, void *dst, const void *src);
-extern char pmi_handler[] __attribute__((visibility("hidden")));
+void pmu_user_seq(uint64_t global_ctrl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss);
+#define SYM(x) extern char x[] __attribute__((visibility("hidden")))
+SYM(pmi_handler); SYM(pmu_user_code); SYM(pmu_user_gate);
 
 /* What pmu_seq counts (pmu_seq.S's numbered lines) */
 #define PMU_SEQ_INSNS		27
@@ -24,6 +26,13 @@ extern char pmi_handler[] __attribute__((visibility("hidden")));
 #define PMU_SEQ_NEAR_TAKEN	8	/* jz, call x2, ret x2, jmp, loop x2 */
 #define PMU_SEQ_FAR		1	/* iretq */
 #define PMU_REP_INSNS		8
+/* pmu_user_seq: ring 0 (OS) and ring 3 (USR) apart */
+#define PMU_USER_OS_INSNS	11
+#define PMU_USER_OS_BRANCHES	1	/* the IRETQ to ring 3 */
+#define PMU_USER_INSNS		6
+#define PMU_USER_BRANCHES	5	/* jz, call, ret, jmp, int */
+#define PMU_USER_NEAR_TAKEN	4
+#define PMU_USER_FAR		1	/* INT 0x82 */
 
 #define NR_GP		4
 #define NR_FIXED	3
@@ -226,6 +235,63 @@ static void test_counting(void)
 	pmu_reset();
 }
 
+/* Ring 3: each filter counts its own privilege level's instructions and
+ * branches, the IRETQ into ring 3 at CPL 0, the INT back at CPL 3. */
+static void check_user(const char *name, const uint64_t sel[4], uint64_t fctrl, const int64_t want[4],
+		       const int64_t fwant[3])
+{
+	pmu_reset();
+	for (int i = 0; i < NR_GP; i++)
+		wrmsr(MSR_IA32_PERFEVTSEL0 + i, sel[i]);
+	wrmsr(MSR_IA32_FIXED_CTR_CTRL, fctrl);
+	uint64_t f = irq_save();
+	pmu_user_seq(ALL_CTRL, A(ring3_stack + sizeof(ring3_stack)), SEL_UCODE | 3, SEL_UDATA | 3);
+	irq_restore(f);
+	uint64_t got[7];
+	bool ok = true;
+	for (int i = 0; i < NR_GP; i++)
+		ok &= (got[i] = pmc(i)) == (uint64_t)want[i];
+	for (int i = 0; i < NR_FIXED; i++)
+		ok &= (got[4 + i] = fixed(i)) == (uint64_t)fwant[i];
+	report(ok, name, "pmc %lu %lu %lu %lu fixed %lu", got[0], got[1], got[2], got[3], got[4]);
+}
+
+static void test_user(void)
+{
+	uint64_t *gdt = ring3_gdt();
+	if (!gdt) {
+		report_skip("count_ring3", "the firmware's GDT is larger than expected");
+		return;
+	}
+	ring3_gdt_load();
+	for (uint64_t p = A(pmu_user_code) & ~0xfffull; p <= A(pmu_user_gate); p += 4096)
+		make_user(p);
+	struct gate *idt = idt_base();
+	struct gate saved = handle_exception(0x82, pmu_user_gate);
+	idt[0x82].type = 0xee;	/* DPL 3: reachable from ring 3 */
+	check_user("count_ring3_usr",
+		   (uint64_t[]){ ARCH_EV_BRANCHES | USR, ARCH_EV_INSNS_RETIRED | USR,
+				 BR_INST_RETIRED_NEAR_TAKEN | USR, BR_INST_RETIRED_FAR_BRANCH | USR },
+		   FIXED_CTRL_USR(0),
+		   (int64_t[]){ PMU_USER_BRANCHES, PMU_USER_INSNS, PMU_USER_NEAR_TAKEN, PMU_USER_FAR },
+		   (int64_t[]){ PMU_USER_INSNS, 0, 0 });
+	check_user("count_ring3_os",
+		   (uint64_t[]){ ARCH_EV_BRANCHES | OS, ARCH_EV_INSNS_RETIRED | OS,
+				 BR_INST_RETIRED_NEAR_TAKEN | OS, BR_INST_RETIRED_FAR_BRANCH | OS },
+		   FIXED_CTRL_OS(0),
+		   (int64_t[]){ PMU_USER_OS_BRANCHES, PMU_USER_OS_INSNS, 0, PMU_USER_OS_BRANCHES },
+		   (int64_t[]){ PMU_USER_OS_INSNS, 0, 0 });
+	check_user("count_ring3_both",
+		   (uint64_t[]){ ARCH_EV_BRANCHES | BOTH, ARCH_EV_INSNS_RETIRED | BOTH,
+				 BR_INST_RETIRED_CONDITIONAL | BOTH, BR_INST_RETIRED_NEAR_CALL | BOTH },
+		   FIXED_CTRL_OS(0) | FIXED_CTRL_USR(0),
+		   (int64_t[]){ PMU_USER_BRANCHES + PMU_USER_OS_BRANCHES, PMU_USER_INSNS + PMU_USER_OS_INSNS,
+				1, 1 },
+		   (int64_t[]){ PMU_USER_INSNS + PMU_USER_OS_INSNS, 0, 0 });
+	gate_restore(0x82, saved);
+	pmu_reset();
+}
+
 /* Written near 2^48-1, the counter counts across the wrap: the low bits
  * go on from 0, GLOBAL_STATUS says which counter wrapped, OVF_CTRL clears
  * it; no PMI without INT. */
@@ -355,6 +421,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_cpuid();
 	test_msrs();
 	test_counting();
+	test_user();
 	test_wrap();
 	test_pmi();
 	test_with_bts();
