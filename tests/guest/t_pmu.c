@@ -55,6 +55,16 @@ static void pmu_reset(void)
 static uint64_t pmc(int i) { return rdmsr(MSR_IA32_PMC0 + i); }
 static uint64_t fixed(int i) { return rdmsr(MSR_IA32_FIXED_CTR0 + i); }
 
+/* The engine running on this vCPU now (the status hypercall) */
+static uint32_t engine_now(void)
+{
+	struct hvtrace_vcpu_status st = { 0 };
+	uint64_t b = A(&st), c = sizeof(st);
+	if (hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c) || st.magic != HVTRACE_VCPU_STATUS_MAGIC)
+		return ~0u;
+	return st.engine;
+}
+
 static void run_seq(uint64_t ctrl)
 {
 	uint64_t f = irq_save();	/* no interrupt handler's instructions in the count */
@@ -225,14 +235,52 @@ static void test_counting(void)
 		same &= dst[i] == src[i];
 	report(same && fixed(0) == PMU_REP_INSNS, "count_rep_movsb_one_insn", "%lu instructions", fixed(0));
 
-	/* the counters still hold their counts after counting stops; the
-	 * engine stopped with them (the status hypercall) */
-	struct hvtrace_vcpu_status st = { 0 };
-	uint64_t b = A(&st), c = sizeof(st);
-	hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c);
-	report(st.magic == HVTRACE_VCPU_STATUS_MAGIC && st.engine == HVTRACE_ENGINE_OFF,
-	       "engine_off_when_counters_off", "engine %u", st.engine);
+	/* the engine stopped with the counters; cycles alone (the TSC's, as
+	 * Linux's NMI watchdog counts) never start it */
+	report(engine_now() == HVTRACE_ENGINE_OFF, "engine_off_when_counters_off", "engine %u", engine_now());
+	wrmsr(MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_OS(1) | FIXED_CTRL_USR(1));
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_CORE_CYCLES | BOTH);
+	wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, PERF_GLOBAL_FIXED(1) | PERF_GLOBAL_PMC(0));
+	uint32_t with_cycles = engine_now();
+	uint64_t c0 = fixed(1);
+	for (volatile int i = 0; i < 1000; i++)
+		;
+	uint64_t c1 = fixed(1);
+	report(with_cycles == HVTRACE_ENGINE_OFF && c1 > c0 && pmc(0) > 0, "cycles_without_engine",
+	       "engine %u, cycles %lu then %lu", with_cycles, c0, c1);
+	wrmsr(MSR_IA32_PERFEVTSEL0 + 1, ARCH_EV_BRANCHES | OS);
+	wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, PERF_GLOBAL_PMC(1));
+	uint32_t with_branches = engine_now();
+	wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+	report(with_branches == HVTRACE_ENGINE_REFERENCE && engine_now() == HVTRACE_ENGINE_OFF,
+	       "branches_start_reference_engine", "engine %u", with_branches);
 	pmu_reset();
+}
+
+/* A hostile guest's values: all ones and wild indexes into every PMU MSR
+ * and RDPMC; each accepted or #GP, and the hypervisor intact after. */
+static void test_hostile(void)
+{
+	static const uint32_t bases[] = { MSR_IA32_PMC0, MSR_IA32_PERFEVTSEL0, MSR_IA32_FIXED_CTR0,
+					  MSR_IA32_A_PMC0, MSR_IA32_FIXED_CTR_CTRL };
+	static const uint64_t vals[] = { ~0ull, 1ull << 63, 0x8000000000000000ull | 0xc4 | OS };
+	bool ok = true;
+	for (unsigned b = 0; b < sizeof(bases) / sizeof(bases[0]); b++)
+		for (uint32_t i = 0; i < 10; i++)
+			for (unsigned k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
+				uint64_t v;
+				int w = wrmsr_fault(bases[b] + i, vals[k]);
+				int r = rdmsr_fault(bases[b] + i, &v);
+				ok &= (w == -1 || w == 13) && (r == -1 || r == 13);
+			}
+	static const uint32_t ecx[] = { 0xffffffff, 0x7fffffff, 0x40000004, 0x80000000, 0x20000000, 8, 0x3fffffff };
+	for (unsigned i = 0; i < sizeof(ecx) / sizeof(ecx[0]); i++)
+		ok &= TRY(2, "rdpmc" ::"c"(ecx[i]) : "eax", "edx") == 13;
+	pmu_reset();
+	struct hvtrace_status hs;
+	uint64_t b = A(&hs), c = sizeof(hs);
+	report(ok && hypercall(HVTRACE_HC_STATUS, &b, &c) == 0 && (hs.flags & HVTRACE_STATUS_INTEGRITY_OK),
+	       "hostile_values_hypervisor_intact", NULL);
 }
 
 /* Ring 3: each filter counts its own privilege level's instructions and
@@ -425,6 +473,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_wrap();
 	test_pmi();
 	test_with_bts();
+	test_hostile();
 	faults_release();
 	report_done();
 }
