@@ -135,10 +135,8 @@ static void ds_raise_pmi(struct vcpu *v)
  * one PMI when any of them asks for it. */
 static void pmu_overflowed(struct vcpu *v, u64 ovf)
 {
-	if (!ovf || !pmu_pmi_bits(&v->trace->pmu, ovf))
-		return;
-	v->trace->pmu_pmis++;
-	raise_pmi();
+	if (ovf && pmu_pmi_bits(&v->trace->pmu, ovf))
+		raise_pmi();
 }
 
 void pmu_retired(struct vcpu *v, u32 occ, int cpl)

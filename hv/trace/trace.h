@@ -74,7 +74,6 @@ struct pending_branch {
 struct trace_vcpu {
 	struct ds_state ds;
 	struct pmu_state pmu;	/* the virtual PMU (trace/pmu.c); GLOBAL_STATUS's bit 62 is the DS's */
-	u64 pmu_pmis;		/* PMIs raised for counter overflows */
 	u32 engine;		/* enum hvtrace_engine now running */
 	bool guest_tf;		/* the guest's own RFLAGS.TF while we step */
 	bool tf_forced;		/* TF is set by us for the next entry */
