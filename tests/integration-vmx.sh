@@ -146,6 +146,23 @@ vmx_bts_with_engine() {
 t_vmx_bts_fast() { vmx_bts_with_engine fast; }
 t_vmx_bts_reference() { vmx_bts_with_engine reference; }
 
+# The virtual PMU under VMX (docs/pmu.md): t_pmu as under SVM (svm-pmu),
+# Bochs's CPU being Intel's; RDPMC through its VMX exit.
+t_vmx_pmu() {
+	local d=$(esp vmx-pmu)
+	add_guest "$d" t_pmu
+	printf 'next = \\EFI\\hvtrace\\t_pmu.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run vmx-pmu 200 --until 'SUMMARY: t_pmu'
+	expect 'hvtrace: vmx backend ready'
+	expect 'GUEST-TEST: PASS: count_branches_insns_os'
+	expect 'GUEST-TEST: PASS: count_ring3_usr'
+	expect 'GUEST-TEST: PASS: rdpmc_gp_counter'
+	expect 'SUMMARY: t_pmu: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish vmx-pmu
+}
+
 # The recorder under VMX: the trace-control hypercall (VMCALL) and exact
 # record counts seen from the guest, as under SVM.
 t_vmx_rec_basic() {
@@ -178,7 +195,7 @@ t_vmx_rec_boot_paced() {
 	reject 'hvtrace: error'
 	finish vmx-rec-boot-paced
 }
-ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_rec_basic
+ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_pmu t_vmx_rec_basic
 t_vmx_rec_boot_paced"
 
 runner_main integration-vmx "$ALL" "$@"

@@ -247,6 +247,36 @@ t_svm_bts_intel_vendor() {
 	finish svm-bts-intel-vendor
 }
 
+# The virtual PMU (docs/pmu.md) for an Intel guest under SVM: CPUID 0AH,
+# the MSRs' #GP rules, exact instruction and branch counts with each
+# sub-event and filter, the 48-bit wrap, the PMI; and for an AMD guest,
+# none (leaf 0AH empty, the counters #GP).
+t_svm_pmu() {
+	local d=$(esp svm-pmu)
+	add_guest "$d" t_pmu
+	printf 'next = \\EFI\\hvtrace\\t_pmu.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-pmu 90 --cpu-flags vendor=GenuineIntel
+	expect 'hvtrace: hypervisor running'
+	expect 'GUEST-TEST: PASS: count_branches_insns_os'
+	expect 'GUEST-TEST: PASS: pmi_pmc_overflow'
+	expect 'SUMMARY: t_pmu: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-pmu
+}
+t_svm_pmu_amd() {
+	local d=$(esp svm-pmu-amd)
+	add_guest "$d" t_pmu
+	printf 'next = \\EFI\\hvtrace\\t_pmu.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-pmu-amd 60
+	expect 'GUEST-TEST: PASS: amd_cpuid_0a_empty'
+	expect 'GUEST-TEST: PASS: amd_pmu_msrs_gp'
+	expect 'SUMMARY: t_pmu: 3 passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-pmu-amd
+}
+
 # Both engines produce identical record streams on the same program.
 t_svm_bts_engines_agree() {
 	local a=$RUNS/svm-bts-reference/serial.log b=$RUNS/svm-bts-fast/serial.log
@@ -336,19 +366,22 @@ t_linux_boot() {
 # max told it is GenuineIntel, so Linux runs its Intel code (init_intel,
 # the Intel PMU probe) against hvtrace; its agent's VMCALL is the
 # hypercall (by #UD), EPERM from user space as under VMMCALL. The PMU:
-# QEMU's TCG offers no architectural performance monitoring (CPUID leaf
-# 0xA empty) and hvtrace has no virtual PMU yet, so Linux's Intel code
-# falls back to the model-specific drivers; -cpu max is family 15 model
-# 107, which it takes for a NetBurst its P4 driver does not know:
-# "Performance Events: unsupported Netburst CPU model 107 no PMU driver,
-# software events only." Expected here until the virtual PMU exists.
-# (With AuthenticAMD, linux-boot, Linux says "PMU not available due to
-# virtualization, using software events only.")
+# hvtrace's virtual architectural PMU (CPUID leaf 0xA, version 2:
+# docs/pmu.md) makes Linux register its Intel PMU driver, the generic
+# architectural one (-cpu max is family 15 model 107, no model Linux
+# knows): "Performance Events: generic architected perfmon, Intel PMU
+# driver." Its NMI watchdog then counts cycles on fixed counter 1 (the
+# TSC's) and reads the counters with RDPMC, which hvtrace emulates; before
+# the virtual PMU it said "unsupported Netburst CPU model 107 no PMU
+# driver, software events only". (With AuthenticAMD, linux-boot, Linux
+# says "PMU not available due to virtualization, using software events
+# only.")
 t_linux_intel_vendor() {
 	linux_guest linux-intel-vendor -hypervisor,vendor=GenuineIntel
 	expect "GenuineIntel processor with SVM: the svm backend; the guest's VMCALL arrives as #UD"
 	expect 'HVTRACE-GUEST: cpu vendor GenuineIntel'
-	expect 'HVTRACE-GUEST: pmu: Performance Events: .*no PMU driver, software events only'
+	expect 'HVTRACE-GUEST: pmu: Performance Events: generic architected perfmon, Intel PMU driver\.'
+	expect 'HVTRACE-GUEST: perf event sources: .*\bcpu\b'
 	finish linux-intel-vendor
 }
 
@@ -477,7 +510,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

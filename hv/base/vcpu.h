@@ -28,6 +28,7 @@ enum hv_event_kind {
 	HV_EV_INVD,		/* INVD: done as WBINVD (dispatch/event.c) */
 	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
 	HV_EV_CR_WRITE,		/* MOV to CR0/CR4, emulated by the backend (SVM: svm_mov_to_cr0/4) */
+	HV_EV_RDPMC,		/* RDPMC, for the virtual PMU's counters (trace/ds.c) */
 	HV_EV_HLT,		/* HLT, intercepted while an interrupt is held (dispatch/irq.c) */
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
 	HV_EV_TRIPLE_FAULT,
@@ -219,6 +220,9 @@ struct hv {
 	 * where the processor refuses it with #UD, the other vendor's (an
 	 * Intel guest under SVM: dispatch/cpuid.c); 0 where it exits */
 	u8 hc_foreign;
+	/* the vendor the guest sees (CPUID leaf 0) is AMD or Hygon: no
+	 * Intel architectural PMU for it (docs/pmu.md) */
+	bool vendor_amd;
 	struct vcpu *vcpus[HV_MAX_CPUS];
 };
 extern struct hv hv;

@@ -1,8 +1,9 @@
 /* CPUID policy: what the guest sees. The hypervisor announces itself
  * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
  * so that the guest behaves as on a CPU without it, and offers the Debug
- * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64); Intel PT is
- * hidden (leaf 7 EBX[25], leaf 0x14). The same whichever backend runs and
+ * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64) and, to a guest
+ * that sees an Intel vendor, the virtual PMU (leaf 0xA); Intel PT is
+ * hidden (leaf 7 EBX[25], leaf 0x14), and so is PDCM (leaf 1 ECX[15]). The same whichever backend runs and
  * whichever vendor the processor names. Also what the processor's CPUID
  * decides at start-up: the backend, by capability. */
 #include "hvtrace/abi.h"
@@ -10,6 +11,21 @@
 #include "arch/x86/cpuid.h"
 #include "arch/x86/paging.h"
 #include "dispatch/cpuid.h"
+#include "trace/pmu.h"
+
+/* Leaf 0AH, the architectural PMU (SDM Vol. 2A CPUID, Vol. 3 20.2): the
+ * virtual one of hv/trace/pmu.c for a guest that sees an Intel (or any
+ * non-AMD) vendor; zeros, as AMD reserves the leaf, for an AMD or Hygon
+ * guest. EBX marks the events that count nothing here (docs/pmu.md). */
+void cpuid_pmu_leaf(bool vendor_amd, struct cpuid_regs *r)
+{
+	r->eax = r->ebx = r->ecx = r->edx = 0;
+	if (vendor_amd)
+		return;
+	r->eax = CPUID_A_EAX(PMU_VERSION, PMU_NR_GP, PMU_WIDTH, CPUID_A_EBX_LEN);
+	r->ebx = CPUID_A_EBX_NO_LLC_REF | CPUID_A_EBX_NO_LLC_MISSES | CPUID_A_EBX_NO_BRANCH_MISSES;
+	r->edx = CPUID_A_EDX(PMU_NR_FIXED, PMU_WIDTH);
+}
 
 void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 {
@@ -34,6 +50,9 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		/* the virtual Debug Store: DS with 64-bit records (hv/trace/ds.c) */
 		r->edx |= CPUID_1_EDX_DS;
 		r->ecx |= CPUID_1_ECX_DTES64;
+		/* no IA32_PERF_CAPABILITIES (full-width writes, PEBS formats)
+		 * yet: the virtual PMU is version 2 without it */
+		r->ecx &= ~CPUID_1_ECX_PDCM;
 		break;
 	case 7:
 		/* Intel PT writes its trace at physical addresses: not offered,
@@ -41,6 +60,12 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		if (sub == 0)
 			r->ebx &= ~CPUID_7_EBX_INTEL_PT;
 		break;
+	case 0xa: {
+		struct cpuid_ident id = { 0 };
+		cpuid_count(0, 0, &id.l0);
+		cpuid_pmu_leaf(cpuid_vendor_amd(&id), r);
+		break;
+	}
 	case 0x14:
 		r->eax = r->ebx = r->ecx = r->edx = 0;
 		break;

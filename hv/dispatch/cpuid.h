@@ -19,6 +19,8 @@ struct cpuid_ident {
 void cpuid_ident_read(struct cpuid_ident *id);
 /* AuthenticAMD or HygonGenuine (the vendors whose guests use VMMCALL) */
 bool cpuid_vendor_amd(const struct cpuid_ident *id);
+/* CPUID leaf 0AH as the guest sees it (the virtual PMU; zeros for AMD) */
+void cpuid_pmu_leaf(bool vendor_amd, struct cpuid_regs *r);
 /* enum hvtrace_backend for the processor, by capability (host-tested) */
 u32 cpuid_backend(const struct cpuid_ident *id);
 /* The ModRM byte (INSN_0F01_*) of the hypercall instruction the guest of

@@ -42,7 +42,8 @@ static const struct hv_arch_ops *pick_backend(void)
 		LOG_ERR("%s processor: %s", vendor, hv_status_str(HV_ERR_UNSUPPORTED_CPU));
 		return NULL;
 	}
-	hv.hc_foreign = cpuid_foreign_hypercall(b, cpuid_vendor_amd(&id));
+	hv.vendor_amd = cpuid_vendor_amd(&id);
+	hv.hc_foreign = cpuid_foreign_hypercall(b, hv.vendor_amd);
 	if (hv.hc_foreign)
 		LOG_INFO("%s processor with %s: the %s backend; the guest's %s arrives as #UD, taken as "
 			 "the hypercall", vendor, b == HVTRACE_BACKEND_SVM ? "SVM" : "VMX", ops->name,

@@ -8,6 +8,7 @@
  * skipped. */
 #include "arch/x86/cpu.h"
 #include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
 #include "hvtrace/abi.h"
 #include "dispatch/cpuid.h"
 #include "base/gmem.h"
@@ -32,6 +33,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_INVD] = "invd",
 	[HV_EV_DR_ACCESS] = "mov debug register",
 	[HV_EV_CR_WRITE] = "MOV to CR (backend)",
+	[HV_EV_RDPMC] = "rdpmc",
 	[HV_EV_HLT] = "hlt",
 	[HV_EV_VIRT_INSN] = "virtualization instruction",
 	[HV_EV_TRIPLE_FAULT] = "triple fault",
@@ -133,6 +135,16 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		return;
 	case HV_EV_IO:
 		pcihide_io(v, ev);
+		return;
+	case HV_EV_RDPMC:
+		/* SDM Vol. 2B RDPMC: #GP at CPL > 0 without CR4.PCE, and for a
+		 * counter that does not exist */
+		if ((hv.ops->get_cpl(v) && !(hv.ops->get_cr(v, 4) & CR4_PCE)) ||
+		    !pmu_rdpmc(v, (u32)v->gpr[GPR_RCX], &val))
+			break;
+		v->gpr[GPR_RAX] = (u32)val;
+		v->gpr[GPR_RDX] = val >> 32;
+		hv_skip_insn(v, ev, 2);
 		return;
 	case HV_EV_INVD:
 		/* INVD drops dirty cache lines without writing them back,
@@ -275,6 +287,8 @@ void hv_handle_event(struct vcpu *v, const struct hv_event *ev)
  */
 void hv_emulation_done(struct vcpu *v, bool completed)
 {
+	if (completed)
+		trace_insn_emulated(v);
 	bool trap = completed && trace_guest_tf(v);
 	if (trap && trace_single_step_trap(v))
 		trap = false;	/* the engine delivered it */

@@ -125,8 +125,9 @@ static void apic_write(struct vcpu *v, u32 reg, u32 val)
 /*
  * The guest wrote to its local APIC's page. The instruction is decoded
  * from guest memory; the register stores an OS and a firmware use are
- * emulated: MOV r/m32, r32 (89), MOV r/m32, imm32 (C7 /0) and XCHG
- * r/m32, r32 (87, Linux's X86_BUG_11AP write). APIC registers take 32-bit
+ * emulated: MOV r/m32, r32 (89), MOV r/m32, imm32 (C7 /0), MOV moffs32,
+ * EAX (A3: what a compiler emits for a constant address, the guest tests'
+ * lvtpc_write) and XCHG r/m32, r32 (87, Linux's X86_BUG_11AP write). APIC registers take 32-bit
  * accesses only (SDM 11.4.1); anything else is dropped, logged once.
  */
 bool mp_apic_npf(struct vcpu *v, const struct hv_event *ev)
@@ -151,8 +152,12 @@ bool mp_apic_npf(struct vcpu *v, const struct hv_event *ev)
 	int r = ((in.modrm >> 3) & 7) | ((in.rex & 4) ? 8 : 0);
 	bool plain = in.encoding == DEC_ENC_LEGACY && in.map == 0 && in.has_modrm && in.opsize == 4 &&
 		     !in.rep && !in.lock;
+	bool moffs = in.encoding == DEC_ENC_LEGACY && in.map == 0 && !in.has_modrm && in.opcode == 0xa3 &&
+		     in.opsize == 4 && !in.rep && !in.lock;
 	if (plain && in.opcode == 0x89) {
 		apic_write(v, reg, (u32)v->gpr[r]);
+	} else if (moffs) {
+		apic_write(v, reg, (u32)v->gpr[GPR_RAX]);
 	} else if (plain && in.opcode == 0xc7 && ((in.modrm >> 3) & 7) == 0 && in.imm_size == 4) {
 		u32 imm;
 		memcpy(&imm, b + in.imm_offset, 4);

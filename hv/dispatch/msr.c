@@ -3,7 +3,7 @@
  * Intel SDM Vol. 4 Table 2-2) while the hypervisor keeps what it needs;
  * the Debug Store MSRs belong to hv/trace/ds.c. Every other MSR reaches
  * the hardware: docs/security.md lists what the guest can and cannot do
- * with each kind, and why. Root mode. */
+ * with each kind, and why. The PMU's MSRs are hv/trace/pmu.c's. Root mode. */
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/msr.h"
@@ -29,8 +29,14 @@ const struct msr_range hv_owned_msrs[] = {
 	{ MSR_IA32_DEBUGCTL, MSR_IA32_DEBUGCTL },
 	{ MSR_IA32_DS_AREA, MSR_IA32_DS_AREA },
 	{ MSR_IA32_MISC_ENABLE, MSR_IA32_MISC_ENABLE },
-	{ MSR_IA32_PERF_GLOBAL_STATUS, MSR_IA32_PERF_GLOBAL_STATUS },
-	{ MSR_IA32_PERF_GLOBAL_OVF_CTRL, MSR_IA32_PERF_GLOBAL_OVF_CTRL },
+	/* the virtual PMU (trace/pmu.c): its counters, event selects, fixed
+	 * counters and global MSRs, and the features it does not offer */
+	{ MSR_IA32_PMC0, MSR_IA32_PMC0 + PMU_MSR_SPAN - 1 },
+	{ MSR_IA32_PERFEVTSEL0, MSR_IA32_PERFEVTSEL0 + PMU_MSR_SPAN - 1 },
+	{ MSR_IA32_FIXED_CTR0, MSR_IA32_FIXED_CTR0 + PMU_FIXED_SPAN - 1 },
+	{ MSR_IA32_PERF_CAPABILITIES, MSR_IA32_PERF_CAPABILITIES },
+	{ MSR_IA32_FIXED_CTR_CTRL, MSR_IA32_PERF_GLOBAL_OVF_CTRL },
+	{ MSR_IA32_A_PMC0, MSR_IA32_A_PMC0 + PMU_MSR_SPAN - 1 },
 	/* the local APIC's location: the hypervisor's to keep */
 	{ MSR_IA32_APICBASE, MSR_IA32_APICBASE },
 	/* the x2APIC interrupt command: INIT and SIPI go through the

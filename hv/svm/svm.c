@@ -118,6 +118,10 @@ static int svm_vcpu_init(struct vcpu *v)
 	c->intercept_misc3 = INTERCEPT3_CPUID | INTERCEPT3_MSR_PROT | INTERCEPT3_SHUTDOWN |
 			     INTERCEPT3_INVLPGA | INTERCEPT3_IOIO_PROT | INTERCEPT3_INVD |
 			     INTERCEPT3_NMI | INTERCEPT3_INIT;
+	/* RDPMC reads the virtual PMU's counters where the guest has one (an
+	 * Intel guest: docs/pmu.md); an AMD guest's reaches the processor */
+	if (!hv.vendor_amd)
+		c->intercept_misc3 |= INTERCEPT3_RDPMC;
 	c->intercept_misc4 = INTERCEPT4_VMRUN | INTERCEPT4_VMMCALL | INTERCEPT4_VMLOAD |
 			     INTERCEPT4_VMSAVE | INTERCEPT4_STGI | INTERCEPT4_CLGI |
 			     INTERCEPT4_SKINIT | INTERCEPT4_WBINVD;

@@ -1,9 +1,11 @@
 /*
  * The guest's virtual Debug Store: IA32_DEBUGCTL, IA32_DS_AREA,
- * IA32_MISC_ENABLE and IA32_PERF_GLOBAL_STATUS/OVF_CTRL as the guest sees
- * them, and the BTS buffer the guest's DS save area describes, written at
- * guest linear addresses as the processor would (SDM Vol. 3 "Branch Trace
- * Store (BTS)" and "Debug Store (DS) Mechanism"). Root mode, on exits.
+ * IA32_MISC_ENABLE as the guest sees them, and the BTS buffer the guest's
+ * DS save area describes, written at guest linear addresses as the
+ * processor would (SDM Vol. 3 "Branch Trace Store (BTS)" and "Debug Store
+ * (DS) Mechanism"); and the virtual PMU's vCPU side (its rules are
+ * trace/pmu.c's): the MSRs, the engine's counting, and the PMI both raise.
+ * Root mode, on exits.
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/apic.h"
@@ -52,6 +54,7 @@ static u64 *misc_enable(struct ds_state *ds)
 int ds_msr_read(struct vcpu *v, u32 msr, u64 *val)
 {
 	struct ds_state *ds = &v->trace->ds;
+	pmu_sync(v);
 	switch (msr) {
 	case MSR_IA32_DEBUGCTL:
 		*val = ds->debugctl;
@@ -62,19 +65,14 @@ int ds_msr_read(struct vcpu *v, u32 msr, u64 *val)
 	case MSR_IA32_MISC_ENABLE:
 		*val = *misc_enable(ds);
 		return 1;
-	case MSR_IA32_PERF_GLOBAL_STATUS:
-		*val = ds->perf_global_status;
-		return 1;
-	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
-		*val = 0;
-		return 1;
 	}
-	return 0;
+	return pmu_msr_get(&v->trace->pmu, msr, val);
 }
 
 int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
 {
 	struct ds_state *ds = &v->trace->ds;
+	pmu_sync(v);
 	switch (msr) {
 	case MSR_IA32_DEBUGCTL:
 		if (val & ~DEBUGCTL_VALID)
@@ -96,32 +94,27 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
 		*me = (val & ~ro) | (*me & ro);
 		return 1;
 	}
-	case MSR_IA32_PERF_GLOBAL_STATUS:
-		return -1; /* read-only */
-	case MSR_IA32_PERF_GLOBAL_OVF_CTRL:
-		if (val & ~PERF_GLOBAL_STATUS_OVF_BUFFER)
-			return -1;
-		ds->perf_global_status &= ~val;
-		return 1;
 	}
-	return 0;
+	int r = pmu_msr_set(&v->trace->pmu, msr, val);
+	if (r > 0)
+		trace_update(v);	/* a counter the engine counts, on or off */
+	return r;
 }
 
 /*
- * The PMI of a BTS threshold (SDM Vol. 3 "Setting Up the BTS Buffer":
- * BTINT set and the index reaching the threshold raise a performance
- * monitoring interrupt through the local APIC's LVT performance counter
- * entry). The guest owns the real APIC, so the interrupt is made real: an
+ * The performance monitoring interrupt, of a BTS threshold (SDM Vol. 3
+ * "Setting Up the BTS Buffer": BTINT set and the index reaching the
+ * threshold) or of a counter that wrapped with its INT/PMI bit set (SDM
+ * Vol. 3 20.2.1, 20.2.2): through the local APIC's LVT performance counter
+ * entry. The guest owns the real APIC, so the interrupt is made real: an
  * IPI to this processor with the LVT's vector and delivery mode, taken by
  * the guest through its own IDT. As on Intel hardware, delivering the PMI
  * sets the LVT entry's mask bit; the guest's handler unmasks it. The APIC
  * is the one the hypervisor located itself (base/lapic.c), whatever the
  * guest wrote to IA32_APIC_BASE.
  */
-static void ds_raise_pmi(struct vcpu *v)
+static void raise_pmi(void)
 {
-	v->trace->ds.perf_global_status |= PERF_GLOBAL_STATUS_OVF_BUFFER;
-	v->trace->ds.pmis++;
 	if (!lapic_enabled())
 		return;		/* a disabled APIC delivers nothing */
 	u32 lvt = lapic_read(APIC_LVTPC);
@@ -129,6 +122,49 @@ static void ds_raise_pmi(struct vcpu *v)
 		return;
 	lapic_self_ipi(lvt & LVT_DM_MASK, (u8)(lvt & LVT_VECTOR_MASK));
 	lapic_write(APIC_LVTPC, lvt | LVT_MASKED);
+}
+
+static void ds_raise_pmi(struct vcpu *v)
+{
+	v->trace->pmu.global_status |= PERF_GLOBAL_STATUS_OVF_BUFFER;
+	v->trace->ds.pmis++;
+	raise_pmi();
+}
+
+/* Counters that wrapped (`ovf`, their GLOBAL_STATUS bits already set):
+ * one PMI when any of them asks for it. */
+static void pmu_overflowed(struct vcpu *v, u64 ovf)
+{
+	if (ovf && pmu_pmi_bits(&v->trace->pmu, ovf))
+		raise_pmi();
+}
+
+void pmu_retired(struct vcpu *v, u32 occ, int cpl)
+{
+	pmu_overflowed(v, pmu_count(&v->trace->pmu, occ, cpl));
+}
+
+void pmu_sync(struct vcpu *v)
+{
+	struct pmu_state *p = &v->trace->pmu;
+	if (pmu_counts_tsc(p))
+		pmu_overflowed(v, pmu_tsc_advance(p, rdtsc()));
+	else
+		p->tsc_last = rdtsc();
+}
+
+bool pmu_rdpmc(struct vcpu *v, u32 ecx, u64 *val)
+{
+	pmu_sync(v);
+	return pmu_read_counter(&v->trace->pmu, ecx, val);
+}
+
+/* An instruction the hypervisor emulated completed: retired, for the
+ * instruction counters, at the CPL it ran at (none changes it). */
+void trace_insn_emulated(struct vcpu *v)
+{
+	if (v->trace->engine != HVTRACE_ENGINE_OFF)
+		pmu_retired(v, PMU_OCC_INSN, hv.ops->get_cpl(v));
 }
 
 #define NOT_RAM "is not writable guest RAM"

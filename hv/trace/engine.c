@@ -92,6 +92,11 @@ int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace)
 		return HV_ERR_NO_MEMORY;
 	v->trace->engine_wanted = engine_wanted;
 	v->trace->pace.pace = pace;
+	/* the architectural PMU is Intel's: an AMD-vendor guest has none */
+	if (!hv.vendor_amd) {
+		v->trace->pmu.nr_gp = PMU_NR_GP;
+		v->trace->pmu.nr_fixed = PMU_NR_FIXED;
+	}
 	return HV_OK;
 }
 
@@ -113,19 +118,32 @@ bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
 	return !(dr6 & DR6_CAUSES & ~DR6_B3);
 }
 
+/*
+ * Whether the engine runs, and which: while the guest's BTS (TR and BTS)
+ * is on, BTF alone (it knows every branch the guest takes, which
+ * single-stepping on branches needs; records are stored only while TR and
+ * BTS are set), the recorder traces, or an enabled PMU counter counts an
+ * event only the engine sees. Those counters need every instruction, so
+ * the reference engine runs while one is enabled (docs/pmu.md: the cost);
+ * otherwise the configured one. Switching at an exit needs nothing more:
+ * trace_exit_begin() settled the fast engine's plans and the step, and
+ * trace_before_entry() plans afresh.
+ */
 void trace_update(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	/* BTF alone runs the engine too: it knows every branch the guest
-	 * takes, which single-stepping on branches needs (records are stored
-	 * only while TR and BTS are set); so does the recorder */
+	bool pmu = pmu_needs_engine(&t->pmu);
 	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS) ||
-		    (t->ds.debugctl & DEBUGCTL_BTF) || rec_tracing();
+		    (t->ds.debugctl & DEBUGCTL_BTF) || rec_tracing() || pmu;
+	u32 which = pmu ? HVTRACE_ENGINE_REFERENCE
+			: t->engine_wanted ? t->engine_wanted : HVTRACE_ENGINE_FAST;
 
 	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
 		bp_disarm(v);
+	if (want && t->engine != HVTRACE_ENGINE_OFF)
+		t->engine = which;
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {
-		t->engine = t->engine_wanted ? t->engine_wanted : HVTRACE_ENGINE_FAST;
+		t->engine = which;
 		t->guest_tf = v->rflags & RFLAGS_TF;
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;
@@ -183,6 +201,8 @@ static void cond_settle(struct vcpu *v)
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
+	if (t->pmu.global_ctrl)
+		pmu_sync(v);	/* the TSC-counted events' wraps, late (docs/pmu.md) */
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	rec_exit_begin(v);
@@ -253,6 +273,36 @@ static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, i
 
 /* --- the single step (reference engine, and the fast engine's fallback) --- */
 
+/* The PMU's view of a stepped instruction that completed (the reference
+ * engine runs while a counter needs this): one instruction retired, unless
+ * a REP string instruction only finished an iteration (RIP stays; no other
+ * instruction that is not a branch leaves it there), and what kind of
+ * branch it was. A not-taken INTO is no branch. */
+static void step_count(struct vcpu *v, const struct step_state *s, u8 kind, u32 type, u64 to)
+{
+	u32 occ = PMU_OCC_INSN;
+	switch (s->insn.branch) {
+	case DEC_BR_NONE:
+	case DEC_BR_XBEGIN:
+	case DEC_BR_UD:
+		if (to == s->lin)
+			return;
+		break;
+	case DEC_BR_JCC:
+	case DEC_BR_LOOP:
+		occ |= pmu_branch_occ(kind, type, branch_taken(&s->insn, s->rflags, s->rcx));
+		break;
+	case DEC_BR_INT:
+		if (!is_legacy_op(&s->insn, 0, 0xce) || (s->rflags & RFLAGS_OF))
+			occ |= pmu_branch_occ(HVTRACE_REC_EXCEPTION, 0, true);
+		break;
+	default:
+		occ |= pmu_branch_occ(kind, type, true);
+		break;
+	}
+	pmu_retired(v, occ, s->cpl);
+}
+
 void step_completed(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
@@ -266,6 +316,7 @@ void step_completed(struct vcpu *v)
 	s->valid = false;
 	u32 type;
 	u8 kind = rec_kind_of(&s->insn, &type);
+	step_count(v, s, kind, type, to);
 	switch (s->insn.branch) {
 	case DEC_BR_NONE:
 	case DEC_BR_XBEGIN:	/* not a branch for BTS unless it aborts */

@@ -35,6 +35,20 @@ static bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
 	return true;
 }
 
+/* The handler an event was followed to is reached: its record. An INT n,
+ * INT3, INTO, INT1 or SYSCALL/SYSENTER/SYSRET followed there (not
+ * stepped) has now retired, a branch (far) for the PMU; an exception or
+ * interrupt is no instruction. */
+static void handler_reached(struct vcpu *v)
+{
+	const struct handler_bp *bp = &v->trace->bp;
+	trace_emit(v, bp->from, bp->addr, bp->from_cpl, bp->rec_kind, bp->rec_aux);
+	if (bp->rec_kind == HVTRACE_REC_FAR ||
+	    (bp->rec_kind == HVTRACE_REC_EXCEPTION && (bp->rec_aux & HVTRACE_AUX_SOFT)))
+		pmu_retired(v, PMU_OCC_INSN | pmu_branch_occ(bp->rec_kind, bp->rec_aux, true),
+			    bp->from_cpl);
+}
+
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
@@ -65,8 +79,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		}
 		if (ours) {
 			if (t->bp.kind == BP_HANDLER)
-				trace_emit(v, t->bp.from, t->bp.addr, t->bp.from_cpl, t->bp.rec_kind,
-					   t->bp.rec_aux);
+				handler_reached(v);
 			bp_disarm(v);
 		}
 		if (causes & DR6_BS) {

@@ -8,6 +8,7 @@
 #include "arch/x86/decode/decode.h"
 #include "trace/rec.h"
 #include "trace/pace.h"
+#include "trace/pmu.h"
 
 struct vcpu;
 struct hv_event;
@@ -18,7 +19,6 @@ struct ds_state {
 	u64 ds_area;		/* IA32_DS_AREA */
 	u64 misc_enable;	/* IA32_MISC_ENABLE shadow (ds.c misc_enable()) */
 	bool misc_enable_known;	/* ... read from the processor yet */
-	u64 perf_global_status;	/* virtual IA32_PERF_GLOBAL_STATUS */
 	bool bad_area_logged;	/* log a bad DS area once per DS_AREA value */
 	u64 records, dropped, pmis;
 };
@@ -73,6 +73,7 @@ struct pending_branch {
 
 struct trace_vcpu {
 	struct ds_state ds;
+	struct pmu_state pmu;	/* the virtual PMU (trace/pmu.c); GLOBAL_STATUS's bit 62 is the DS's */
 	u32 engine;		/* enum hvtrace_engine now running */
 	bool guest_tf;		/* the guest's own RFLAGS.TF while we step */
 	bool tf_forced;		/* TF is set by us for the next entry */
@@ -96,7 +97,8 @@ struct trace_vcpu {
  * interrupts to one per `pace` branches (0: none). enum hv_status. */
 int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace);
 
-/* MSRs the tracing code owns: 1 handled, 0 not ours, -1 #GP. */
+/* MSRs the tracing code owns (the Debug Store's and the PMU's): 1
+ * handled, 0 not ours, -1 #GP. */
 int ds_msr_read(struct vcpu *v, u32 msr, u64 *val);
 int ds_msr_write(struct vcpu *v, u32 msr, u64 val);
 
@@ -104,6 +106,15 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val);
  * only) and the recorder (kind: enum hvtrace_rec_kind, aux per record.h). */
 void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux);
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
+/* The PMU (trace/ds.c): an instruction retired at `cpl` that was `occ`
+ * (PMU_OCC_*), counted by the engine; the TSC-counted events brought up to
+ * date (each exit). Either may raise the PMI of a counter that wrapped. */
+void pmu_retired(struct vcpu *v, u32 occ, int cpl);
+void pmu_sync(struct vcpu *v);
+/* RDPMC of counter `ecx` (bit 30: fixed): its value, or false (#GP) */
+bool pmu_rdpmc(struct vcpu *v, u32 ecx, u64 *val);
+/* An instruction the hypervisor emulated (CPUID, RDMSR...) completed */
+void trace_insn_emulated(struct vcpu *v);
 
 /* Engine hooks, called by dispatch/event.c. */
 void trace_update(struct vcpu *v);		/* after DEBUGCTL changes */

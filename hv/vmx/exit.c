@@ -163,6 +163,7 @@ SIMPLE(exit_virt_insn, HV_EV_VIRT_INSN)
 SIMPLE(exit_triple_fault, HV_EV_TRIPLE_FAULT)
 SIMPLE(exit_invd, HV_EV_INVD)	/* 26.1.2: INVD exits unconditionally */
 SIMPLE(exit_hlt, HV_EV_HLT)	/* HLT exiting, while an interrupt is held */
+SIMPLE(exit_rdpmc, HV_EV_RDPMC)	/* RDPMC exiting: the virtual PMU's counters */
 #undef SIMPLE
 
 /* Emulation done here ends like core's: advance RIP by the exit's length. */
@@ -391,6 +392,7 @@ static const vmx_exit_fn vmx_exit_handlers[] = {
 	[VMX_EXIT_TRIPLE_FAULT] = exit_triple_fault,
 	[VMX_EXIT_CPUID] = exit_cpuid,
 	[VMX_EXIT_INVD] = exit_invd,
+	[VMX_EXIT_RDPMC] = exit_rdpmc,
 	[VMX_EXIT_VMCALL] = exit_vmcall,
 	[VMX_EXIT_VMCLEAR] = exit_virt_insn,
 	[VMX_EXIT_VMLAUNCH] = exit_virt_insn,

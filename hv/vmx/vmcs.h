@@ -167,6 +167,7 @@ _Static_assert(VMCS_WIDTH(VMCS_HOST_RIP) == VMCS_WIDTH_NATURAL, "B.4");
 /* 25.6.2 Table 25-6: primary processor-based VM-execution controls */
 #define PROC_INTERRUPT_WINDOW_EXITING	BIT(2)
 #define PROC_HLT_EXITING		BIT(7)
+#define PROC_RDPMC_EXITING		BIT(11)
 #define PROC_CR3_LOAD_EXITING		BIT(15)
 #define PROC_CR3_STORE_EXITING		BIT(16)
 #define PROC_MOV_DR_EXITING		BIT(23)
@@ -238,6 +239,7 @@ enum vmx_exit_reason {
 	VMX_EXIT_GETSEC = 11,
 	VMX_EXIT_HLT = 12,
 	VMX_EXIT_INVD = 13,
+	VMX_EXIT_RDPMC = 15,
 	VMX_EXIT_VMCALL = 18,
 	VMX_EXIT_VMCLEAR = 19,
 	VMX_EXIT_VMLAUNCH = 20,

@@ -24,7 +24,7 @@ static const char *const pin_names[32] = {
 	[6] = "activate VMX-preemption timer",
 };
 static const char *const proc_names[32] = {
-	[7] = "HLT exiting", [15] = "CR3-load exiting", [16] = "CR3-store exiting",
+	[7] = "HLT exiting", [11] = "RDPMC exiting", [15] = "CR3-load exiting", [16] = "CR3-store exiting",
 	[25] = "use I/O bitmaps", [27] = "monitor trap flag", [28] = "use MSR bitmaps",
 	[31] = "activate secondary controls",
 };
@@ -63,7 +63,7 @@ static const struct vmx_ctl_word want_pin = {
 static const struct vmx_ctl_word want_proc = {
 	"primary processor-based VM-execution", "IA32_VMX_PROCBASED_CTLS",
 	PROC_USE_MSR_BITMAPS | PROC_USE_IO_BITMAPS | PROC_ACTIVATE_SECONDARY_CONTROLS |
-		PROC_MOV_DR_EXITING,
+		PROC_MOV_DR_EXITING | PROC_RDPMC_EXITING,	/* RDPMC: the virtual PMU's */
 	0, proc_names,
 };
 static const struct vmx_ctl_word want_proc2 = {

@@ -249,3 +249,73 @@ void irq_restore(uint64_t f)
 	if (f & (1 << 9))
 		asm volatile("sti" ::: "memory");
 }
+
+#define APIC_RESET_BASE	0xfee00000ull
+
+static bool x2apic_mode(void)
+{
+	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
+}
+
+uint32_t lvtpc_read(void)
+{
+	if (x2apic_mode())
+		return (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC));
+	return *(volatile uint32_t *)(uintptr_t)(APIC_RESET_BASE + APIC_LVTPC);
+}
+
+void lvtpc_write(uint32_t lvt)
+{
+	if (x2apic_mode())
+		wrmsr(X2APIC_MSR(APIC_LVTPC), lvt);
+	else
+		*(volatile uint32_t *)(uintptr_t)(APIC_RESET_BASE + APIC_LVTPC) = lvt;
+}
+
+/* --- ring 3 ----------------------------------------------------------------- */
+
+static uint64_t gdt[GDT_ENTRIES] __attribute__((aligned(16)));
+static uint8_t tss[104] __attribute__((aligned(16)));
+uint8_t ring0_stack[8192] __attribute__((aligned(16)));
+uint8_t ring3_stack[8192] __attribute__((aligned(4096)));
+
+void make_user(uint64_t va)
+{
+	uint64_t cr3, cr0;
+	asm volatile("mov %%cr3, %0; mov %%cr0, %1" : "=r"(cr3), "=r"(cr0));
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~(1ull << 16)));	/* WP off: tables may be R/O */
+	uint64_t *t = (uint64_t *)(uintptr_t)(cr3 & 0x000ffffffffff000ull);
+	for (int l = 3; l >= 0; l--) {
+		uint64_t *e = &t[(va >> (12 + 9 * l)) & 511];
+		*e |= 4;
+		if (l == 0 || (*e & 0x80))
+			break;
+		t = (uint64_t *)(uintptr_t)(*e & 0x000ffffffffff000ull);
+	}
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+}
+
+uint64_t *ring3_gdt(void)
+{
+	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) g;
+	asm volatile("sgdt %0" : "=m"(g));
+	if (g.limit + 1 > 9 * 8)
+		return NULL;
+	CopyMem(gdt, (void *)(uintptr_t)g.base, g.limit + 1);
+	gdt[SEL_UDATA / 8] = 0x00cff3000000ffffull;
+	gdt[SEL_UCODE / 8] = 0x00affb000000ffffull;	/* L=1 */
+	uint64_t b = A(tss);
+	gdt[SEL_TSS / 8] = (sizeof(tss) - 1) | ((b & 0xffffff) << 16) | (0x89ull << 40) | (((b >> 24) & 0xff) << 56);
+	gdt[SEL_TSS / 8 + 1] = b >> 32;
+	*(uint64_t *)(tss + 4) = A(ring0_stack + sizeof(ring0_stack));	/* RSP0 */
+	*(uint16_t *)(tss + 102) = sizeof(tss);
+	return gdt;
+}
+
+void ring3_gdt_load(void)
+{
+	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) g = { sizeof(gdt) - 1, A(gdt) };
+	asm volatile("lgdt %0; ltr %w1" ::"m"(g), "r"(SEL_TSS));
+	make_user(A(ring3_stack));
+	make_user(A(ring3_stack) + 4096);
+}

@@ -88,6 +88,24 @@ void set_gate(struct gate *g, void *handler);
  * gate_restore() (the kvm-unit-tests handle_exception() idea). */
 struct gate handle_exception(uint8_t vec, void *handler);
 void gate_restore(uint8_t vec, struct gate old);
+/* Ring 3 (t_bts, t_pmu): a GDT of our own, the firmware's entries first,
+ * then user data and 64-bit code at DPL 3 and a TSS whose RSP0 is
+ * ring0_stack's top (an interrupt from ring 3 lands there); the caller may
+ * fill entries GDT_FIRST_FREE to GDT_ENTRIES - 1 between ring3_gdt() and
+ * ring3_gdt_load(). ring3_gdt() returns NULL when the firmware's GDT is
+ * larger than the 9 entries it leaves room for. make_user() sets U/S on
+ * every paging-structure entry mapping `va`; ring3_stack is user-mapped by
+ * ring3_gdt_load(). */
+#define SEL_UDATA	0x48
+#define SEL_UCODE	0x50
+#define SEL_TSS		0x58
+#define GDT_FIRST_FREE	13
+#define GDT_ENTRIES	23
+extern uint8_t ring0_stack[8192], ring3_stack[8192];
+uint64_t *ring3_gdt(void);
+void ring3_gdt_load(void);
+void make_user(uint64_t va);
+
 /* CLI, returning the RFLAGS to give irq_restore() */
 uint64_t irq_save(void);
 void irq_restore(uint64_t rflags);
@@ -97,6 +115,11 @@ void irq_restore(uint64_t rflags);
 /* IA32_DEBUGCTL with BTS on (TR and BTS) */
 #define TRACE (DEBUGCTL_TR | DEBUGCTL_BTS)
 extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
+/* The local APIC's LVT performance counter entry: the x2APIC MSR in
+ * x2APIC mode, otherwise at the xAPIC's reset address (as pmi.S's EOI:
+ * never where IA32_APIC_BASE says, which t_hostile moves) */
+uint32_t lvtpc_read(void);
+void lvtpc_write(uint32_t lvt);
 /* The vendor CPUID leaf 0 names is AMD or Hygon: the hardware's rules
  * that differ by vendor, and the hypercall instruction, follow it (the
  * backend is chosen by what the processor has: hv_backend()) */

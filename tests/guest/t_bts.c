@@ -226,16 +226,11 @@ static void test_threshold(void)
 	const struct bts_record64 *c = chain();
 	struct hvtrace_vcpu_status before, after;
 	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
-	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
-	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(apic + APIC_LVTPC);
-	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
+	uint32_t old_lvt = lvtpc_read();
 
 	report_info("local APIC in %s mode, LVTPC %x", x2 ? "x2APIC" : "xAPIC", old_lvt);
 	struct gate saved = handle_exception(PMI_VECTOR, pmi_handler);
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTPC), PMI_VECTOR);
-	else
-		*lvtpc = PMI_VECTOR;
+	lvtpc_write(PMI_VECTOR);
 	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_STATUS_OVF_BUFFER);
 	pmi_count = 0;
 	vcpu_status(&before);
@@ -251,7 +246,7 @@ static void test_threshold(void)
 	for (int i = 0; i < 100000 && !pmi_count; i++)
 		asm volatile("pause");
 	asm volatile("cli");
-	uint32_t lvt_after = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
+	uint32_t lvt_after = lvtpc_read();
 	irq_restore(f);
 	vcpu_status(&after);
 
@@ -266,10 +261,7 @@ static void test_threshold(void)
 	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_STATUS_OVF_BUFFER);
 	report(!(rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & PERF_GLOBAL_STATUS_OVF_BUFFER), "perf_global_ovf_ctrl_clears", NULL);
 
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTPC), old_lvt);
-	else
-		*lvtpc = old_lvt;
+	lvtpc_write(old_lvt);
 	gate_restore(PMI_VECTOR, saved);
 }
 
@@ -513,57 +505,27 @@ static void test_guest_dr6_exact(void)
  * back to a ring-0 stack, a second 64-bit, a 32-bit and a 16-bit code
  * segment at DPL 0, and the four SYSENTER/SYSEXIT take from SYSENTER_CS.
  * The pages the user code touches are made user-accessible. */
-#define SEL_UDATA	0x48
-#define SEL_UCODE	0x50
-#define SEL_TSS		0x58
 #define SEL_CODE64B	0x68
 #define SEL_CODE32	0x70
 #define SEL_CODE16	0x78	/* bts_seq.S names it too */
 #define SEL_SYSENTER	0x80	/* +8 its SS, +32/+40 SYSEXIT's 64-bit CS/SS */
 #define SEL_STACK16	0xb0	/* bts_seq.S names it too: 16-bit data, base stack16 */
-static uint64_t gdt[23] __attribute__((aligned(16)));
+_Static_assert(SEL_CODE64B / 8 >= GDT_FIRST_FREE && SEL_STACK16 / 8 < GDT_ENTRIES, "t_bts's GDT entries");
 static uint8_t stack16[0x100] __attribute__((aligned(16)));
-static uint8_t tss[104] __attribute__((aligned(16)));
-static uint8_t kstack[8192] __attribute__((aligned(16)));
-static uint8_t ustack[8192] __attribute__((aligned(4096)));
-
-/* Sets U/S on every paging-structure entry mapping `va` (4-level paging). */
-static void make_user(uint64_t va)
-{
-	uint64_t cr3, cr0;
-	asm volatile("mov %%cr3, %0; mov %%cr0, %1" : "=r"(cr3), "=r"(cr0));
-	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~(1ull << 16)));	/* WP off: tables may be R/O */
-	uint64_t *t = (uint64_t *)(uintptr_t)(cr3 & 0x000ffffffffff000ull);
-	for (int l = 3; l >= 0; l--) {
-		uint64_t *e = &t[(va >> (12 + 9 * l)) & 511];
-		*e |= 4;
-		if (l == 0 || (*e & 0x80))
-			break;
-		t = (uint64_t *)(uintptr_t)(*e & 0x000ffffffffff000ull);
-	}
-	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
-}
 
 static bool gdt_setup(void)
 {
 	static int ready;
-	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) g;
 	if (ready)
 		return ready > 0;
-	asm volatile("sgdt %0" : "=m"(g));
-	if (g.limit + 1 > 9 * 8) {
+	uint64_t *gdt = ring3_gdt();
+	if (!gdt) {
 		ready = -1;
 		return false;
 	}
-	CopyMem(gdt, (void *)(uintptr_t)g.base, g.limit + 1);
-	gdt[SEL_UDATA / 8] = 0x00cff3000000ffffull;
-	gdt[SEL_UCODE / 8] = 0x00affb000000ffffull;	/* L=1 */
-	uint64_t b = A(tss);
-	gdt[SEL_TSS / 8] = (sizeof(tss) - 1) | ((b & 0xffffff) << 16) | (0x89ull << 40) | (((b >> 24) & 0xff) << 56);
-	gdt[SEL_TSS / 8 + 1] = b >> 32;
 	gdt[SEL_CODE64B / 8] = 0x00af9b000000ffffull;
 	gdt[SEL_CODE32 / 8] = 0x00cf9b000000ffffull;	/* D=1, L=0 */
-	b = A(c16_base);				/* 16-bit: D=0, L=0, byte limit 0xffff */
+	uint64_t b = A(c16_base);			/* 16-bit: D=0, L=0, byte limit 0xffff */
 	gdt[SEL_CODE16 / 8] = 0xffff | ((b & 0xffffff) << 16) | (0x9bull << 40) | (((b >> 24) & 0xff) << 56);
 	b = A(stack16);					/* 16-bit data: D/B=0, byte limit 0xffff */
 	gdt[SEL_STACK16 / 8] = 0xffff | ((b & 0xffffff) << 16) | (0x93ull << 40) | (((b >> 24) & 0xff) << 56);
@@ -571,15 +533,9 @@ static bool gdt_setup(void)
 	gdt[SEL_SYSENTER / 8 + 1] = 0x00cf93000000ffffull;
 	gdt[SEL_SYSENTER / 8 + 4] = 0x00affb000000ffffull;
 	gdt[SEL_SYSENTER / 8 + 5] = 0x00cff3000000ffffull;
-	*(uint64_t *)(tss + 4) = A(kstack + sizeof(kstack));	/* RSP0 */
-	*(uint16_t *)(tss + 102) = sizeof(tss);
-	g.limit = sizeof(gdt) - 1;
-	g.base = A(gdt);
-	asm volatile("lgdt %0; ltr %w1" ::"m"(g), "r"(SEL_TSS));
+	ring3_gdt_load();
 	for (uint64_t p = A(u_start) & ~0xfffull; p <= A(u_gate); p += 4096)
 		make_user(p);
-	make_user(A(ustack));
-	make_user(A(ustack) + 4096);
 	ready = 1;
 	return true;
 }
@@ -633,9 +589,9 @@ static void run_user(const char *name, uint64_t debugctl)
 	wrmsr(0xc0000082, A(u_sysret));
 	wrmsr(0xc0000084, 0x700);
 	wrmsr(0x174, SEL_SYSENTER);
-	wrmsr(0x175, A(kstack + sizeof(kstack)));
+	wrmsr(0x175, A(ring0_stack + sizeof(ring0_stack)));
 	wrmsr(0x176, A(u_sysexit));
-	seq_user(debugctl, A(ustack + sizeof(ustack)), SEL_UCODE | 3, SEL_UDATA | 3);
+	seq_user(debugctl, A(ring3_stack + sizeof(ring3_stack)), SEL_UCODE | 3, SEL_UDATA | 3);
 	wrmsr(0x176, se_eip);
 	wrmsr(0x175, se_esp);
 	wrmsr(0x174, se_cs);

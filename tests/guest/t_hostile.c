@@ -125,13 +125,9 @@ static void test_apic_base(void)
 
 	/* a BTS threshold PMI while it is moved: delivered through the real
 	 * APIC, nothing written at the guest's base */
-	volatile uint32_t *lvtpc = (volatile uint32_t *)(uintptr_t)(APIC_DEFAULT + APIC_LVTPC);
-	uint32_t old_lvt = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTPC)) : *lvtpc;
+	uint32_t old_lvt = lvtpc_read();
 	struct gate saved = handle_exception(PMI_VECTOR, pmi_handler);
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTPC), PMI_VECTOR);
-	else
-		*lvtpc = PMI_VECTOR;
+	lvtpc_write(PMI_VECTOR);
 	pmi_count = 0;
 	ds_setup(A(buf), 64, 2);
 	asm volatile("cli");
@@ -141,10 +137,7 @@ static void test_apic_base(void)
 		asm volatile("pause");
 	asm volatile("cli");
 	wrmsr(MSR_IA32_APICBASE, orig);
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTPC), old_lvt);
-	else
-		*lvtpc = old_lvt;
+	lvtpc_write(old_lvt);
 	gate_restore(PMI_VECTOR, saved);
 	asm volatile("sti");
 	report(pmi_count == 1, "pmi_with_apic_base_moved", "pmis %lu", pmi_count);

@@ -78,6 +78,16 @@ int main(void)
 {
 	struct cpuid_regs r;
 
+	/* leaf 0AH: the virtual PMU, version 2, for a non-AMD vendor */
+	cpuid_pmu_leaf(false, &r);
+	CHECK((r.eax & 0xff) == 2 && ((r.eax >> 8) & 0xff) == 4 && ((r.eax >> 16) & 0xff) == 48 &&
+	      (r.eax >> 24) == 7, "0AH EAX %x", r.eax);
+	CHECK(r.ebx == (CPUID_A_EBX_NO_LLC_REF | CPUID_A_EBX_NO_LLC_MISSES | CPUID_A_EBX_NO_BRANCH_MISSES),
+	      "0AH EBX: cycles, instructions, reference cycles, branches available: %x", r.ebx);
+	CHECK(r.ecx == 0 && (r.edx & 0x1f) == 3 && ((r.edx >> 5) & 0xff) == 48, "0AH EDX %x", r.edx);
+	cpuid_pmu_leaf(true, &r);
+	CHECK(!r.eax && !r.ebx && !r.ecx && !r.edx, "0AH zeros for AMD");
+
 	/* XSAVE present: OSXSAVE is CR4.OSXSAVE, whatever root mode said */
 	r = (struct cpuid_regs){ .ecx = CPUID_1_ECX_XSAVE | CPUID_1_ECX_OSXSAVE, .edx = CPUID_1_EDX_APIC };
 	cpuid_apply_state(1, 0, 0, true, &r);

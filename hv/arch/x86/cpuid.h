@@ -17,6 +17,7 @@
 #define CPUID_1_EDX_MTRR		(1u << 12)
 #define CPUID_1_EDX_DS			(1u << 21)
 #define CPUID_1_ECX_X2APIC		(1u << 21)
+#define CPUID_1_ECX_PDCM		(1u << 15)	/* IA32_PERF_CAPABILITIES */
 #define CPUID_1_ECX_XSAVE		(1u << 26)
 #define CPUID_1_ECX_OSXSAVE		(1u << 27)	/* CR4.OSXSAVE, as set now */
 #define CPUID_1_EDX_APIC		(1u << 9)	/* IA32_APIC_BASE.EN, as set now */
@@ -25,6 +26,20 @@
 #define CPUID_1_ECX_HYPERVISOR		(1u << 31)
 
 #define CPUID_7_EBX_INTEL_PT		(1u << 25)
+
+/* SDM Vol. 2A CPUID leaf 0AH, Vol. 3 20.2: the architectural PMU */
+#define CPUID_A_EAX(version, nr_gp, width, ebx_len) \
+	((unsigned)(version) | ((unsigned)(nr_gp) << 8) | ((unsigned)(width) << 16) | ((unsigned)(ebx_len) << 24))
+#define CPUID_A_EDX(nr_fixed, width)	((unsigned)(nr_fixed) | ((unsigned)(width) << 5))
+/* EBX: a set bit says the architectural event is NOT available */
+#define CPUID_A_EBX_NO_CORE_CYCLES	(1u << 0)
+#define CPUID_A_EBX_NO_INSNS		(1u << 1)
+#define CPUID_A_EBX_NO_REF_CYCLES	(1u << 2)
+#define CPUID_A_EBX_NO_LLC_REF		(1u << 3)
+#define CPUID_A_EBX_NO_LLC_MISSES	(1u << 4)
+#define CPUID_A_EBX_NO_BRANCHES		(1u << 5)
+#define CPUID_A_EBX_NO_BRANCH_MISSES	(1u << 6)
+#define CPUID_A_EBX_LEN			7
 
 /* the features that make a CR4 bit settable (SDM Vol. 3 2.5) */
 #define CPUID_1_ECX_SMX			(1u << 6)

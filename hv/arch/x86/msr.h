@@ -10,8 +10,10 @@
 #define MSR_IA32_SYSENTER_ESP		0x00000175
 #define MSR_IA32_SYSENTER_EIP		0x00000176
 #define MSR_IA32_FEATURE_CONTROL	0x0000003a
+#define MSR_IA32_PMC0			0x000000c1	/* IA32_PMCn = 0xc1 + n */
 #define MSR_IA32_SMM_MONITOR_CTL	0x0000009b
 #define MSR_IA32_MTRRCAP		0x000000fe
+#define MSR_IA32_PERFEVTSEL0		0x00000186	/* IA32_PERFEVTSELn = 0x186 + n */
 #define MSR_IA32_MISC_ENABLE		0x000001a0
 #define MSR_IA32_DEBUGCTL		0x000001d9
 #define MSR_IA32_PAT			0x00000277
@@ -22,10 +24,14 @@
 #define MSR_IA32_MTRR_FIX4K_C0000	0x00000268	/* ... FIX4K_F8000 = 0x26f */
 #define MSR_IA32_MTRR_FIX4K_F8000	0x0000026f
 #define MSR_IA32_MTRR_DEF_TYPE		0x000002ff
+#define MSR_IA32_FIXED_CTR0		0x00000309	/* IA32_FIXED_CTRn = 0x309 + n */
+#define MSR_IA32_PERF_CAPABILITIES	0x00000345
+#define MSR_IA32_FIXED_CTR_CTRL		0x0000038d
 #define MSR_IA32_PERF_GLOBAL_STATUS	0x0000038e
 #define MSR_IA32_PERF_GLOBAL_CTRL	0x0000038f
 #define MSR_IA32_PERF_GLOBAL_OVF_CTRL	0x00000390
 #define MSR_IA32_PEBS_ENABLE		0x000003f1
+#define MSR_IA32_A_PMC0			0x000004c1	/* full-width writes: IA32_A_PMCn */
 #define MSR_IA32_RTIT_OUTPUT_BASE	0x00000560	/* Intel PT: 0x560-0x561, 0x570-0x572, 0x580-0x587 */
 #define MSR_IA32_RTIT_OUTPUT_MASK_PTRS	0x00000561
 #define MSR_IA32_RTIT_CTL		0x00000570
@@ -46,6 +52,7 @@
 #define DEBUGCTL_BTS_OFF_OS		(1ull << 9)
 #define DEBUGCTL_BTS_OFF_USR		(1ull << 10)
 #define DEBUGCTL_FREEZE_LBRS_ON_PMI	(1ull << 11)
+#define DEBUGCTL_FREEZE_PERFMON_ON_PMI	(1ull << 12)
 
 /* SDM Vol. 4 Table 2-2: IA32_MISC_ENABLE */
 #define MISC_ENABLE_BTS_UNAVAIL		(1ull << 11)
@@ -53,6 +60,44 @@
 
 /* SDM Vol. 3 20.2.4: IA32_PERF_GLOBAL_STATUS, DS buffer overflow */
 #define PERF_GLOBAL_STATUS_OVF_BUFFER	(1ull << 62)
+#define PERF_GLOBAL_STATUS_COND_CHGD	(1ull << 63)
+
+/* SDM Vol. 3 20.2.1-20.2.2, Vol. 4 Table 2-2: the architectural PMU.
+ * IA32_PERFEVTSELx: */
+#define PERFEVTSEL_EVENT(sel)		((unsigned)(sel) & 0xff)
+#define PERFEVTSEL_UMASK(sel)		(((unsigned)(sel) >> 8) & 0xff)
+#define PERFEVTSEL_USR			(1ull << 16)
+#define PERFEVTSEL_OS			(1ull << 17)
+#define PERFEVTSEL_EDGE			(1ull << 18)
+#define PERFEVTSEL_PC			(1ull << 19)
+#define PERFEVTSEL_INT			(1ull << 20)
+#define PERFEVTSEL_ANY			(1ull << 21)	/* AnyThread: version 3 and later */
+#define PERFEVTSEL_EN			(1ull << 22)
+#define PERFEVTSEL_INV			(1ull << 23)
+#define PERFEVTSEL_CMASK		(0xffull << 24)
+/* IA32_FIXED_CTR_CTRL: four bits per fixed counter n */
+#define FIXED_CTRL_OS(n)		(1ull << (4 * (n)))
+#define FIXED_CTRL_USR(n)		(2ull << (4 * (n)))
+#define FIXED_CTRL_ANY(n)		(4ull << (4 * (n)))	/* version 3 and later */
+#define FIXED_CTRL_PMI(n)		(8ull << (4 * (n)))
+/* IA32_PERF_GLOBAL_CTRL/STATUS/OVF_CTRL: the counters' bits */
+#define PERF_GLOBAL_PMC(n)		(1ull << (n))
+#define PERF_GLOBAL_FIXED(n)		(1ull << (32 + (n)))
+/* the architectural events (SDM Vol. 3 Table 20-1): event select, umask */
+#define ARCH_EV_CORE_CYCLES		0x003c
+#define ARCH_EV_INSNS_RETIRED		0x00c0
+#define ARCH_EV_REF_CYCLES		0x013c
+#define ARCH_EV_BRANCHES		0x00c4
+#define ARCH_EV_BRANCH_MISSES		0x00c5
+/* BR_INST_RETIRED's sub-events (Intel's event lists for Skylake and later
+ * cores, SDM Vol. 3B Ch. 20's model tables): event C4H with these umasks */
+#define BR_INST_RETIRED_CONDITIONAL	0x01c4
+#define BR_INST_RETIRED_NEAR_CALL	0x02c4
+#define BR_INST_RETIRED_ALL_BRANCHES	0x04c4
+#define BR_INST_RETIRED_NEAR_RETURN	0x08c4
+#define BR_INST_RETIRED_NOT_TAKEN	0x10c4
+#define BR_INST_RETIRED_NEAR_TAKEN	0x20c4
+#define BR_INST_RETIRED_FAR_BRANCH	0x40c4
 
 /* SDM Vol. 3 11.4.4 and 11.12.1: IA32_APIC_BASE */
 #define APICBASE_BSP			(1ull << 8)

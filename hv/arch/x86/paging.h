@@ -44,6 +44,7 @@
 #define CR4_PSE		(1ull << 4)
 #define CR4_PAE		(1ull << 5)
 #define CR4_PGE		(1ull << 7)
+#define CR4_PCE		(1ull << 8)	/* RDPMC at any CPL */
 #define CR4_BASE	0x7ffull	/* VME ... OSXMMEXCPT: every x86-64 processor */
 #define CR4_UMIP	(1ull << 11)
 #define CR4_LA57	(1ull << 12)
