@@ -398,8 +398,10 @@ check "record --rate: header lost ($(hdr_lost "$T/slow.hvt")) == $lost" test "$(
 check "record --rate: the producer waited ($pwaits)" test "$pwaits" -gt 0
 check "record --rate: progress lines" has "$T/slow.err" "^hvtrace record: [0-9]+ records/s, "
 
-# idle exit, a second reader refused, SIGINT, SIGKILL
-"$H" synth chan -o "$L" --ring 0:lossless:256:0 --state tracing
+# idle exit, a second reader refused, SIGINT, SIGKILL. 1024 records: the
+# 1000 of the SIGINT check fit even when the recorder is not scheduled
+# while they are produced (a loaded machine; with 256, some were lost)
+"$H" synth chan -o "$L" --ring 0:lossless:1024:0 --state tracing
 start=$(date +%s)
 run 0 "record --idle-exit 1" "$H" record --shm "$L" -o "$T/idle.hvt" --idle-exit 1 --quiet
 check "record --idle-exit: stopped in time" test $(($(date +%s) - start)) -le 4
@@ -443,7 +445,8 @@ run 0 "record after a killed reader (stale pid taken over)" "$H" record --shm "$
 # the channel's file cut under a running recorder: an error, not a crash
 "$H" record --shm "$L" -o "$T/bus.hvt" --quiet 2>"$T/bus.err" &
 rp=$!
-for _ in $(seq 100); do "$H" status --shm "$L" | grep -q " pid " && break; sleep 0.05; done
+# attached, and its file created (it attaches first, then opens the file)
+for _ in $(seq 100); do "$H" status --shm "$L" | grep -q " pid " && [ -s "$T/bus.hvt" ] && break; sleep 0.05; done
 truncate -s 0 "$L"
 wait "$rp"
 check "record: a shrunk channel file exits 1" test $? = 1
