@@ -10,6 +10,7 @@
 #include "base/lib.h"
 #include "base/memmap.h"
 #include "base/mm.h"
+#include "base/prof.h"
 #include "base/vcpu.h"
 
 static void *gpa_ptr(u64 gpa, size_t len)
@@ -103,7 +104,7 @@ static bool walk_32(u64 cr3, u64 cr4, u64 gva, bool write, u64 *gpa)
 	return true;
 }
 
-static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
+static bool translate_walk(struct vcpu *v, u64 gva, bool write, u64 *gpa)
 {
 	u64 cr0 = hv.ops->get_cr(v, 0), cr3 = hv.ops->get_cr(v, 3), cr4 = hv.ops->get_cr(v, 4);
 	if (!(cr0 & CR0_PG)) {
@@ -121,6 +122,15 @@ static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
 	if (cr4 & CR4_PAE)
 		return walk_pae(cr3, gva & 0xffffffffull, write, gpa);
 	return walk_32(cr3, cr4, gva & 0xffffffffull, write, gpa);
+}
+
+/* Every walk's time is the walk bucket's (base/prof.h) */
+static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
+{
+	u32 was = prof_switch(v, HVTRACE_PROF_WALK);
+	bool ok = translate_walk(v, gva, write, gpa);
+	prof_switch(v, was);
+	return ok;
 }
 
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)

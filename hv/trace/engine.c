@@ -31,6 +31,7 @@
 #include "base/integrity.h"
 #include "base/log.h"
 #include "base/mm.h"
+#include "base/prof.h"
 #include "base/vcpu.h"
 #include "trace/rec.h"
 #include "trace/engine.h"
@@ -40,9 +41,11 @@
 
 void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux)
 {
+	u32 was = prof_switch(v, HVTRACE_PROF_RECORD);
 	v->trace->branches++;
 	ds_bts_store(v, from, to, cpl);
 	rec_emit(v, kind, from, to, cpl, aux);
+	prof_switch(v, was);
 }
 
 /* --- start and stop ------------------------------------------------------ */
@@ -200,7 +203,7 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 /* The first control transfer at or after `lin`, or guest breakpoint (or
  * where decoding stops: unreadable bytes, an invalid encoding, the scan
  * limit). */
-static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
+static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
 {
 	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
@@ -216,6 +219,14 @@ static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struc
 	}
 	at->branch = DEC_BR_NONE;
 	return lin;
+}
+
+static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
+{
+	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
+	u64 stop = find_stop_decode(v, lin, rip, mode, at);
+	prof_switch(v, was);
+	return stop;
 }
 
 /* Arms the stop(s) for the block starting at `next` (linear; `base` is the
@@ -385,7 +396,9 @@ void trace_before_entry(struct vcpu *v)
 	s->rflags = v->rflags;
 	s->rcx = v->gpr[GPR_RCX];
 	s->cpl = hv.ops->get_cpl(v);
+	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
 	s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
+	prof_switch(v, was);
 	s->valid = false;
 
 	u64 hits = guest_dr23_hits(v, s->lin);
