@@ -14,6 +14,28 @@ size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
  * sets accessed/dirty bits as the processor does. */
 bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len);
 
+/* Translations of a few linear pages kept across exits, each checked at
+ * every use against the paging-structure entries it came from (gmem.c):
+ * the _cached copies behave as the plain ones, walking only when the
+ * guest changed what the walk read. For the guest's own buffers. */
+struct gmem_xlat {
+	u64 cr3, lin, gpa;	/* the root it was walked from; the linear and guest-physical page */
+	u64 *ent[5];		/* the entries walked, root first (guest RAM) */
+	u64 val[5];		/* ... and what the walk left in them */
+	u8 levels;		/* entries walked; 0: none kept */
+	u8 mode;		/* 4- or 5-level paging */
+	bool write;		/* walked for writing: every level writable, D set */
+};
+#define GMEM_XLAT_WAYS	4
+struct gmem_xlat_cache {
+	struct gmem_xlat e[GMEM_XLAT_WAYS];
+	u32 next;
+};
+void gmem_xlat_flush(struct gmem_xlat_cache *c);
+size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, void *buf, size_t len);
+bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *buf,
+			      size_t len);
+
 /* The guest's code: its mode from CS (and CS's base, 0 in 64-bit mode)... */
 enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base);
 /* ...the linear address of its RIP (CS base + RIP)... */

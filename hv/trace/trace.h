@@ -6,6 +6,7 @@
 
 #include "base/types.h"
 #include "arch/x86/decode/decode.h"
+#include "base/gmem.h"
 #include "trace/rec.h"
 #include "trace/pace.h"
 
@@ -21,6 +22,10 @@ struct ds_state {
 	u64 perf_global_status;	/* virtual IA32_PERF_GLOBAL_STATUS */
 	bool bad_area_logged;	/* log a bad DS area once per DS_AREA value */
 	u64 records, dropped, pmis;
+	/* the save area's and buffer's translations (ds_bts_store), emptied
+	 * when DS_AREA or DEBUGCTL is not what they were kept under */
+	struct gmem_xlat_cache xlat;
+	u64 xlat_area, xlat_debugctl;
 };
 
 /* Where the vCPU was before the instruction now being stepped. */
