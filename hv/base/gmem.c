@@ -274,14 +274,22 @@ void gmem_xlat_flush(struct gmem_xlat_cache *c)
 		c->e[i].levels = 0;
 }
 
-/* The paging root and mode an entry is keyed by; 0 when not kept (legacy
- * paging modes, paging off). */
-static u64 xlat_mode(struct vcpu *v, u64 *cr3)
+/* The paging root and mode an entry is keyed by (levels 0: not kept:
+ * legacy paging modes, paging off). Read once per copy: nothing in an
+ * exit changes them between its pages. */
+struct xlat_key {
+	u64 cr3;
+	u64 levels;
+};
+
+static struct xlat_key xlat_key(struct vcpu *v)
 {
+	struct xlat_key k = { 0, 0 };
 	if (!(hv.ops->get_cr(v, 0) & CR0_PG) || !(hv.ops->get_efer(v) & EFER_LMA))
-		return 0;
-	*cr3 = hv.ops->get_cr(v, 3);
-	return (hv.ops->get_cr(v, 4) & CR4_LA57) ? 5 : 4;
+		return k;
+	k.cr3 = hv.ops->get_cr(v, 3);
+	k.levels = (hv.ops->get_cr(v, 4) & CR4_LA57) ? 5 : 4;
+	return k;
 }
 
 static bool xlat_valid(const struct gmem_xlat *x)
@@ -292,21 +300,22 @@ static bool xlat_valid(const struct gmem_xlat *x)
 	return true;
 }
 
-/* As translate(), through the cache: *gpa and true only where a walk now
- * would succeed and give it. */
-static bool xlat_translate(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, bool write, u64 *gpa)
+/* The host's pointer to `len` bytes at gva (within one page), through the
+ * cache, or NULL: only where a walk now would succeed and give that page,
+ * and the page is guest RAM. */
+static void *xlat_ptr(struct vcpu *v, struct gmem_xlat_cache *c, const struct xlat_key *k, u64 gva,
+		      size_t len, bool write)
 {
-	u64 cr3 = 0, page = gva & ~(PAGE_SIZE - 1);
-	u64 levels = xlat_mode(v, &cr3);
-	if (!levels)
-		return translate(v, gva, write, gpa);
+	u64 gpa, page = gva & ~(PAGE_SIZE - 1);
+	if (!k->levels)
+		return translate(v, gva, write, &gpa) ? gpa_ptr(gpa, len) : NULL;
 	for (u32 i = 0; i < GMEM_XLAT_WAYS; i++) {
 		struct gmem_xlat *x = &c->e[i];
-		if (x->levels && x->lin == page && x->cr3 == cr3 && x->mode == levels &&
-		    (x->write || !write) && xlat_valid(x)) {
-			*gpa = x->gpa | (gva & (PAGE_SIZE - 1));
-			return true;
-		}
+		/* a kept page is wholly guest RAM, which never changes after
+		 * start-up (dispatch/entry.c) */
+		if (x->levels && x->lin == page && x->cr3 == k->cr3 && x->mode == k->levels &&
+		    (x->write || !write) && xlat_valid(x))
+			return guest_pa_ptr(x->gpa | (gva & (PAGE_SIZE - 1)));
 	}
 	/* a walk (and the entry for this page, replacing any other for it) */
 	struct gmem_xlat *x = NULL;
@@ -318,30 +327,31 @@ static bool xlat_translate(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, b
 	x->levels = 0;
 	u32 was = prof_switch(v, HVTRACE_PROF_WALK);
 	struct gmem_xlat w = { .levels = 0 };
-	unsigned bits = levels == 5 ? 57 : 48;
+	unsigned bits = k->levels == 5 ? 57 : 48;
 	bool ok = (u64)((s64)(gva << (64 - bits)) >> (64 - bits)) == gva &&
-		  walk_long(cr3, gva, (int)levels, write, gpa, &w);
+		  walk_long(k->cr3, gva, (int)k->levels, write, &gpa, &w);
 	prof_switch(v, was);
 	if (!ok)
-		return false;
-	if (memmap_contains(&hv.guest_ram, *gpa & ~(PAGE_SIZE - 1), PAGE_SIZE)) {
+		return NULL;
+	if (memmap_contains(&hv.guest_ram, gpa & ~(PAGE_SIZE - 1), PAGE_SIZE)) {
 		*x = w;
-		x->cr3 = cr3;
-		x->mode = (u8)levels;
+		x->cr3 = k->cr3;
+		x->mode = (u8)k->levels;
 		x->lin = page;
-		x->gpa = *gpa & ~(PAGE_SIZE - 1);
+		x->gpa = gpa & ~(PAGE_SIZE - 1);
 		x->write = write;
 	}
-	return true;
+	return gpa_ptr(gpa, len);
 }
 
 size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, void *buf, size_t len)
 {
+	struct xlat_key k = xlat_key(v);
 	size_t done = 0;
 	while (done < len) {
-		u64 gpa, chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
-		void *p;
-		if (!xlat_translate(v, c, gva + done, false, &gpa) || !(p = gpa_ptr(gpa, chunk)))
+		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
+		void *p = xlat_ptr(v, c, &k, gva + done, chunk, false);
+		if (!p)
 			break;
 		memcpy((u8 *)buf + done, p, chunk);
 		done += chunk;
@@ -358,18 +368,25 @@ bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva
 	if (last < gva)
 		return false;
 	read_tlb_flush(v);	/* as gmem_write_linear: it may be writing page tables */
+	struct xlat_key k = xlat_key(v);
+	if ((gva ^ last) < PAGE_SIZE) {	/* one page: nothing written before its check */
+		void *p = xlat_ptr(v, c, &k, gva, len, true);
+		if (p)
+			memcpy(p, buf, len);
+		return p != NULL;
+	}
 	for (u64 page = gva >> PAGE_SHIFT; page <= last >> PAGE_SHIFT; page++) {
-		u64 gpa, a = page << PAGE_SHIFT;
-		if (!xlat_translate(v, c, a < gva ? gva : a, true, &gpa) || !gpa_ptr(gpa, 1))
+		u64 a = page << PAGE_SHIFT;
+		if (!xlat_ptr(v, c, &k, a < gva ? gva : a, 1, true))
 			return false;
 	}
 	/* each page again before its bytes: writing the one before may have
 	 * changed its translation (a buffer over its own page tables) */
 	size_t done = 0;
 	while (done < len) {
-		u64 gpa, chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
-		void *p;
-		if (!xlat_translate(v, c, gva + done, true, &gpa) || !(p = gpa_ptr(gpa, chunk)))
+		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
+		void *p = xlat_ptr(v, c, &k, gva + done, chunk, true);
+		if (!p)
 			return false;
 		memcpy(p, (const u8 *)buf + done, chunk);
 		done += chunk;

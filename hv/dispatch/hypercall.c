@@ -68,6 +68,8 @@ static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 	st.prof_exits = *(const volatile u64 *)&w->prof.exits;
 	for (u32 i = 0; i < HVTRACE_PROF_COUNT; i++)
 		st.tsc[i] = *(const volatile u64 *)&w->prof.tsc[i];
+	st.blocks_reused = w->trace->blocks.hits;
+	st.blocks_decoded = w->trace->blocks.misses;
 	if (len < sizeof(st))
 		st.size = HVTRACE_VCPU_STATUS_SIZE_1_5;
 	memcpy(guest_pa_ptr(gpa), &st, st.size);

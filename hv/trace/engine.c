@@ -29,6 +29,7 @@
 #include "arch/x86/paging.h"
 #include "base/gmem.h"
 #include "base/integrity.h"
+#include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
 #include "base/prof.h"
@@ -202,18 +203,32 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 
 /* The first control transfer at or after `lin`, or guest breakpoint (or
  * where decoding stops: unreadable bytes, an invalid encoding, the scan
- * limit). */
-static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
+ * limit). A block that ends in a control transfer within BLOCK_BYTES_MAX
+ * bytes, with no guest breakpoint to look for, goes into `keep` (its
+ * bytes, its stop and that instruction) when `keep` is given. */
+static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at,
+			    struct block_entry *keep)
 {
 	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
+	u64 start = lin;
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
 		if (gmem_decode(v, lin, rip, mode, b, at) != DEC_OK) {
 			at->branch = DEC_BR_NONE;
 			return lin;
 		}
-		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin)))
+		u64 off = lin - start;
+		bool fits = keep && !guest_bps && off + at->len <= BLOCK_BYTES_MAX;
+		if (fits)
+			memcpy(keep->bytes + off, b, at->len);
+		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin))) {
+			if (fits) {
+				keep->stop = lin;
+				keep->at = *at;
+				keep->len = (u8)(off + at->len);
+			}
 			return lin;
+		}
 		lin += at->len;
 		rip += at->len;
 	}
@@ -221,10 +236,41 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
 	return lin;
 }
 
+/*
+ * find_stop_decode() through the vCPU's block cache. An entry is used
+ * only while the bytes at its linear address, read now through the
+ * guest's current translation, are those it was decoded from: the decode
+ * is a function of those bytes, the mode and the RIP alone, so any write
+ * to the code (by this vCPU, another, or a device), a remapped page or a
+ * new mode gives a miss and a fresh decode, never a stale block. That is
+ * the same moment as without a cache: another processor's write after it
+ * is seen as it would be by a decode. Not used while the guest has
+ * instruction breakpoints of its own in DR2/DR3 (where a block ends then
+ * depends on them).
+ */
 static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
 {
+	struct block_cache *bc = &v->trace->blocks;
+	struct block_entry *e = &bc->e[(lin ^ (lin >> 6) ^ (lin >> 12)) % BLOCK_CACHE_SIZE];
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
-	u64 stop = find_stop_decode(v, lin, rip, mode, at);
+	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
+	u64 stop;
+	u8 now[BLOCK_BYTES_MAX];
+	if (!guest_bps && e->len && e->lin == lin && e->rip == rip && e->mode == mode &&
+	    gmem_read_linear_cached(v, &bc->xlat, lin, now, e->len) == e->len && !memcmp(now, e->bytes, e->len)) {
+		*at = e->at;
+		stop = e->stop;
+		bc->hits++;
+	} else {
+		bc->misses++;
+		e->len = 0;
+		stop = find_stop_decode(v, lin, rip, mode, at, e);
+		if (e->len) {
+			e->lin = lin;
+			e->rip = rip;
+			e->mode = (u8)mode;
+		}
+	}
 	prof_switch(v, was);
 	return stop;
 }

@@ -76,6 +76,25 @@ struct pending_branch {
 	u8 type;		/* enum hvtrace_branch_type */
 };
 
+/* Fast engine: blocks decoded once and reused (engine.c find_stop). An
+ * entry holds the block's bytes as decoded and is used only while the
+ * guest's memory at its linear address still holds exactly those bytes. */
+#define BLOCK_CACHE_SIZE	64	/* entries, direct-mapped by address */
+#define BLOCK_BYTES_MAX		96	/* longer blocks are decoded each time */
+struct block_entry {
+	u64 lin, rip;		/* where the block starts */
+	u64 stop;		/* the linear address of its last instruction */
+	struct dec_insn at;	/* that instruction, decoded */
+	u8 mode;		/* enum dec_mode it was decoded in */
+	u8 len;			/* bytes from lin to the end of `at`; 0: empty */
+	u8 bytes[BLOCK_BYTES_MAX];
+};
+struct block_cache {
+	struct block_entry e[BLOCK_CACHE_SIZE];
+	struct gmem_xlat_cache xlat;	/* the code pages' translations */
+	u64 hits, misses;
+};
+
 struct trace_vcpu {
 	struct ds_state ds;
 	u32 engine;		/* enum hvtrace_engine now running */
@@ -94,6 +113,7 @@ struct trace_vcpu {
 	u64 trace_exits, branches;
 	struct irq_pace pace;	/* external interrupts' pacing (trace/pace.c) */
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
+	struct block_cache blocks;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

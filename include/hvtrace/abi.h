@@ -154,7 +154,9 @@ struct hvtrace_vcpu_status {
 	 * (HVTRACE_VCPU_STATUS_SIZE_1_5 bytes) gets that much, size saying so. */
 	uint64_t prof_exits;	/* exits whose time is in tsc[] */
 	uint64_t tsc[8];
-	uint64_t reserved2[7];
+	uint64_t blocks_reused;	/* fast engine: decoded blocks taken from its cache... */
+	uint64_t blocks_decoded; /* ... and decoded (a miss: new, or its bytes changed) */
+	uint64_t reserved2[5];
 };
 _Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x100, "hvtrace_vcpu_status is 256 bytes");
 
