@@ -58,6 +58,7 @@ for i in $(seq 1 "$RUNS"); do
 		p=
 		for k in pexits $PROF; do p="$p $(field "$log" traced "$k")"; done
 		echo "${p# }" >>"$work/$mode-prof.txt"
+		echo "$(field "$log" traced reused) $(field "$log" traced decoded)" >>"$work/$mode-blocks.txt"
 		echo "bench: $mode run $i: untraced $u, traced $t TSC ticks, $b branches, $x exits" >&2
 	done
 	# QEMU's own log over the same work, filtered to the workload image
@@ -119,6 +120,7 @@ out=bench/results/engine-$(date -u +%Y%m%d-%H%M%S).txt
 		echo "$mode engine, TSC ticks per exit by the hypervisor's count (median run by total):"
 		breakdown "$mode"
 	done
+	echo "fast engine decoded blocks: reused $(cut -d' ' -f1 "$work/fast-blocks.txt" | median), decoded $(cut -d' ' -f2 "$work/fast-blocks.txt" | median) (medians)"
 	echo "# raw fast (untraced traced branches exits): $(tr '\n' ',' <"$work/fast.txt")"
 	echo "# raw reference: $(tr '\n' ',' <"$work/reference.txt")"
 	echo "# raw qemu-log (ticks lines): $(tr '\n' ',' <"$work/qemu.txt")"

@@ -359,6 +359,36 @@ size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gv
 	return done;
 }
 
+static bool bytes_equal(const u8 *a, const u8 *b, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		u64 x, y;
+		__builtin_memcpy(&x, a + i, 8);
+		__builtin_memcpy(&y, b + i, 8);
+		if (x != y)
+			return false;
+	}
+	for (; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *expect, size_t len)
+{
+	struct xlat_key k = xlat_key(v);
+	size_t done = 0;
+	while (done < len) {
+		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
+		const void *p = xlat_ptr(v, c, &k, gva + done, chunk, false);
+		if (!p || !bytes_equal(p, (const u8 *)expect + done, chunk))
+			return false;
+		done += chunk;
+	}
+	return true;
+}
+
 bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *buf,
 			      size_t len)
 {

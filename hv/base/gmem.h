@@ -35,6 +35,8 @@ void gmem_xlat_flush(struct gmem_xlat_cache *c);
 size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, void *buf, size_t len);
 bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *buf,
 			      size_t len);
+/* Whether all len bytes at gva can be read and equal `expect`. */
+bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *expect, size_t len);
 
 /* The guest's code: its mode from CS (and CS's base, 0 in 64-bit mode)... */
 enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base);

@@ -248,21 +248,35 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
  * instruction breakpoints of its own in DR2/DR3 (where a block ends then
  * depends on them).
  */
-static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
+static struct block_entry *block_slot(struct vcpu *v, u64 lin)
+{
+	return &v->trace->blocks.e[(lin ^ (lin >> 6) ^ (lin >> 12)) % BLOCK_CACHE_SIZE];
+}
+
+/* The cached block starting at `lin`, when its bytes are still those in
+ * the guest's memory there now (see find_stop), else NULL. */
+static const struct block_entry *block_lookup(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode)
 {
 	struct block_cache *bc = &v->trace->blocks;
-	struct block_entry *e = &bc->e[(lin ^ (lin >> 6) ^ (lin >> 12)) % BLOCK_CACHE_SIZE];
+	const struct block_entry *e = block_slot(v, lin);
+	if (!e->len || e->lin != lin || e->rip != rip || e->mode != mode ||
+	    exec_bps(guest_dr_read(v, 7), 2, 3) || !gmem_equal_linear_cached(v, &bc->xlat, lin, e->bytes, e->len))
+		return NULL;
+	return e;
+}
+
+static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
+{
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
-	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
+	const struct block_entry *hit = block_lookup(v, lin, rip, mode);
 	u64 stop;
-	u8 now[BLOCK_BYTES_MAX];
-	if (!guest_bps && e->len && e->lin == lin && e->rip == rip && e->mode == mode &&
-	    gmem_read_linear_cached(v, &bc->xlat, lin, now, e->len) == e->len && !memcmp(now, e->bytes, e->len)) {
-		*at = e->at;
-		stop = e->stop;
-		bc->hits++;
+	if (hit) {
+		*at = hit->at;
+		stop = hit->stop;
+		v->trace->blocks.hits++;
 	} else {
-		bc->misses++;
+		struct block_entry *e = block_slot(v, lin);
+		v->trace->blocks.misses++;
 		e->len = 0;
 		stop = find_stop_decode(v, lin, rip, mode, at, e);
 		if (e->len) {
@@ -443,7 +457,20 @@ void trace_before_entry(struct vcpu *v)
 	s->rcx = v->gpr[GPR_RCX];
 	s->cpl = hv.ops->get_cpl(v);
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
-	s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
+	/* the fast engine stops at the instruction ending a block it decoded:
+	 * a cached block of that one instruction is its decode (the reference
+	 * engine decodes every instruction itself, unchanged) */
+	const struct block_entry *e =
+		t->engine == HVTRACE_ENGINE_FAST ? block_lookup(v, s->lin, s->rip, s->mode) : NULL;
+	if (e && e->stop == s->lin) {
+		t->blocks.hits++;
+		s->insn = e->at;
+		s->dec = DEC_OK;
+		memset(bytes, 0, sizeof(bytes));
+		memcpy(bytes, e->bytes, e->len);
+	} else {
+		s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
+	}
 	prof_switch(v, was);
 	s->valid = false;
 
