@@ -9,6 +9,7 @@
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
+#include "smc.h"
 
 #define SYM(x) extern char x[] __attribute__((visibility("hidden")))
 SYM(tf_c0); SYM(tf_c1); SYM(tf_c2); SYM(tf_c3); SYM(tf_c4); SYM(tf_c5);
@@ -970,99 +971,30 @@ static void test_remap(void)
 	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
 }
 
-/*
- * Self-modifying code while tracing (issue #16: the fast engine keeps
- * decoded blocks, engine.c find_stop). A function in a page of its own
- * is called seven times in one traced stretch; between calls the guest
- * rewrites its JMP's target, the opcode itself (JMP -> JNZ not taken ->
- * JZ taken), the JZ's target, and writes a JMP over the instruction
- * before it (a branch where the block had none). Each call must be
- * recorded as the code then in memory says (a stale block misses the JZ's
- * new target and the new JMP), and the runner compares the two engines'
- * streams (the "record N:" lines).
- */
-static const uint8_t smc_code[] = {
-	0x31, 0xc0,		/*  0: xor eax, eax (ZF = 1) */
-	0xeb, 0x06,		/*  2: jmp 10 (patched: target, opcode) */
-	0xb0, 0x01,		/*  4: mov al, 1 */
-	0xc3,			/*  6: ret */
-	0x90, 0x90, 0x90,	/*  7 */
-	0xb0, 0x02,		/* 10: mov al, 2 */
-	0xc3,			/* 12: ret */
-	0x90,			/* 13 */
-	0xb0, 0x03,		/* 14: mov al, 3 */
-	0xc3,			/* 16: ret */
-};
-
+/* Self-modifying code while tracing (smc.h): the guest rewrites the
+ * function between its calls, in one traced stretch; the runner compares
+ * the two engines' streams (the "record N:" lines). */
 static void test_self_modifying(void)
 {
-	EFI_PHYSICAL_ADDRESS page = 0;
-	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateAnyPages, EfiLoaderCode, 1, &page))) {
+	uint64_t page = smc_page();
+	if (!page) {
 		report_skip("bts_self_modifying_code", "no page for code");
 		return;
 	}
 	volatile uint8_t *code = (volatile uint8_t *)(uintptr_t)page;
-	for (unsigned i = 0; i < 4096; i++)
-		code[i] = 0xcc;
-	for (unsigned i = 0; i < sizeof(smc_code); i++)
-		code[i] = smc_code[i];
 	uint64_t (*fn)(void) = (uint64_t (*)(void))(uintptr_t)page;
-	/* the code bytes 0-3 before each call, and what the call returns */
-	static const struct { uint8_t b[4]; uint64_t ret; } step[] = {
-		{ { 0x31, 0xc0, 0xeb, 0x06 }, 2 },	/* jmp 10 */
-		{ { 0x31, 0xc0, 0xeb, 0x0a }, 3 },	/* jmp 14 */
-		{ { 0x31, 0xc0, 0x75, 0x0a }, 1 },	/* jnz 14, not taken */
-		{ { 0x31, 0xc0, 0x74, 0x0a }, 3 },	/* jz 14, taken */
-		{ { 0x31, 0xc0, 0x74, 0x06 }, 2 },	/* jz 10, taken */
-		{ { 0xeb, 0x0c, 0x74, 0x06 }, 3 },	/* jmp 14 at 0 */
-		{ { 0x31, 0xc0, 0xeb, 0x06 }, 2 },	/* jmp 10 */
-	};
-	const unsigned nstep = sizeof(step) / sizeof(step[0]);
-	uint64_t got[7];
+	uint64_t got[SMC_STEPS];
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
 	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
-	for (unsigned i = 0; i < nstep; i++) {
+	for (unsigned i = 0; i < SMC_STEPS; i++) {
 		for (unsigned j = 0; j < 4; j++)
-			code[j] = step[i].b[j];
+			code[j] = smc_step[i].b[j];
 		got[i] = fn() & 0xff;
 	}
 	wrmsr(MSR_IA32_DEBUGCTL, 0);
 	irq_restore(f);
-
-	/* the records made inside the page, in order */
-	const uint64_t c = page;
-	const struct { uint64_t from, to; } want[] = {
-		{ c + 2, c + 10 }, { c + 12, 0 },	/* jmp 10 */
-		{ c + 2, c + 14 }, { c + 16, 0 },	/* jmp 14 */
-		{ c + 6, 0 },				/* jnz not taken: ret at 6 */
-		{ c + 2, c + 14 }, { c + 16, 0 },	/* jz 14 taken */
-		{ c + 2, c + 10 }, { c + 12, 0 },	/* jz 10 taken */
-		{ c + 0, c + 14 }, { c + 16, 0 },	/* jmp 14 at 0 */
-		{ c + 2, c + 10 }, { c + 12, 0 },	/* jmp 10 again */
-	};
-	const unsigned nwant = sizeof(want) / sizeof(want[0]);
-	unsigned n = used(), k = 0, bad = 0, calls = 0;
-	for (unsigned i = 0; i < n && i < 64; i++) {
-		report_info("bts_smc record %u: %lx -> %lx", i, buf[i].from, buf[i].to);
-		if (buf[i].to == c)
-			calls++;
-		if (buf[i].from < c || buf[i].from >= c + 4096)
-			continue;
-		/* a RET leaves the page; its target is the caller's */
-		if (k >= nwant || buf[i].from != want[k].from ||
-		    (want[k].to ? buf[i].to != want[k].to : buf[i].to - c < 4096))
-			bad++;
-		k++;
-	}
-	report(k == nwant && !bad && calls == nstep && n < 64, "bts_self_modifying_code",
-	       "%u records in the page (want %u), %u differ, %u calls into it, %u records in all", k, nwant,
-	       bad, calls, n);
-	bool ran = true;
-	for (unsigned i = 0; i < nstep; i++)
-		ran = ran && got[i] == step[i].ret;
-	report(ran, "bts_self_modifying_code_ran", "returned %lu %lu %lu %lu %lu %lu %lu", got[0], got[1],
-	       got[2], got[3], got[4], got[5], got[6]);
+	smc_check("bts_self_modifying_code", buf, used(), 64, page, got);
 	uefi_call_wrapper(BS->FreePages, 2, page, 1);
 }
 
