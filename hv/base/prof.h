@@ -24,9 +24,12 @@ static inline u32 prof_switch(struct vcpu *v, u32 to)
 	return was;
 }
 
-/* The first entry of this vCPU: its time is counted from here. */
+/* The first entry of this vCPU: its time is counted from here (whatever
+ * start-up charged before is dropped: `last` was not yet set). */
 static inline void prof_start(struct vcpu *v)
 {
+	for (u32 i = 0; i < ARRAY_SIZE(v->prof.tsc); i++)
+		v->prof.tsc[i] = 0;
 	v->prof.last = rdtsc();
 	v->prof.cur = HVTRACE_PROF_ENTRY;
 }

@@ -236,18 +236,6 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
 	return lin;
 }
 
-/*
- * find_stop_decode() through the vCPU's block cache. An entry is used
- * only while the bytes at its linear address, read now through the
- * guest's current translation, are those it was decoded from: the decode
- * is a function of those bytes, the mode and the RIP alone, so any write
- * to the code (by this vCPU, another, or a device), a remapped page or a
- * new mode gives a miss and a fresh decode, never a stale block. That is
- * the same moment as without a cache: another processor's write after it
- * is seen as it would be by a decode. Not used while the guest has
- * instruction breakpoints of its own in DR2/DR3 (where a block ends then
- * depends on them).
- */
 static struct block_entry *block_slot(struct vcpu *v, u64 lin)
 {
 	return &v->trace->blocks.e[(lin ^ (lin >> 6) ^ (lin >> 12)) % BLOCK_CACHE_SIZE];
@@ -265,6 +253,18 @@ static const struct block_entry *block_lookup(struct vcpu *v, u64 lin, u64 rip, 
 	return e;
 }
 
+/*
+ * find_stop_decode() through the vCPU's block cache. An entry is used
+ * only while the bytes at its linear address, read now through the
+ * guest's current translation, are those it was decoded from: the decode
+ * is a function of those bytes, the mode and the RIP alone, so any write
+ * to the code (by this vCPU, another, or a device), a remapped page or a
+ * new mode gives a miss and a fresh decode, never a stale block. That is
+ * the same moment as without a cache: another processor's write after it
+ * is seen as it would be by a decode. Not used while the guest has
+ * instruction breakpoints of its own in DR2/DR3 (where a block ends then
+ * depends on them).
+ */
 static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
 {
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
