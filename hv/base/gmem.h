@@ -6,6 +6,7 @@
 #define HV_BASE_GMEM_H
 #include "base/types.h"
 #include "arch/x86/decode/decode.h"
+#include "arch/x86/paging.h"
 struct vcpu;
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
 /* Copies up to len bytes at guest-linear gva; returns how many could be read. */
@@ -20,8 +21,8 @@ bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len);
  * guest changed what the walk read. For the guest's own buffers. */
 struct gmem_xlat {
 	u64 cr3, lin, gpa;	/* the root it was walked from; the linear and guest-physical page */
-	u64 *ent[5];		/* the entries walked, root first (guest RAM) */
-	u64 val[5];		/* ... and what the walk left in them */
+	u64 *ent[PAGING_LEVELS_MAX];	/* the entries walked, root first (guest RAM) */
+	u64 val[PAGING_LEVELS_MAX];		/* ... and what the walk left in them */
 	u8 levels;		/* entries walked; 0: none kept */
 	u8 mode;		/* 4- or 5-level paging */
 	bool write;		/* walked for writing: every level writable, D set */

@@ -903,14 +903,14 @@ static void test_remap(void)
 {
 	uint64_t cr0, cr3, cr4;
 	asm volatile("mov %%cr0, %0; mov %%cr3, %1; mov %%cr4, %2" : "=r"(cr0), "=r"(cr3), "=r"(cr4));
-	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & 0x000ffffffffff000ull);
+	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
 	unsigned slot = (RM_VA >> 39) & 511;
-	if ((cr4 & (1ull << 12)) || (pml4[slot] & 1)) {
+	if ((cr4 & CR4_LA57) || (pml4[slot] & PTE_P)) {
 		report_skip("bts_remap", "5-level paging, or PML4 slot 64 in use");
 		return;
 	}
 	const struct bts_record64 *c = chain();
-	const uint64_t RW = 3;	/* present, writable */
+	const uint64_t RW = PTE_P | PTE_RW;
 	uint64_t buf_va = RM_VA, area_va = RM_VA + 0x1000;
 	SetMem(rm_page, sizeof(rm_page), 0xee);
 	SetMem(rm_pdpt, sizeof(rm_pdpt), 0);
@@ -922,7 +922,7 @@ static void test_remap(void)
 	rm_pt[0][1] = A(rm_page[3]) | RW;	/* save area: page 3, later 4 */
 	rm_pt[1][0] = A(rm_page[2]) | RW;
 	rm_pt[1][1] = A(rm_page[4]) | RW;
-	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~(1ull << 16)));	/* WP off: tables may be R/O */
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));	/* WP off: tables may be R/O */
 	pml4[slot] = A(rm_pdpt) | RW;
 	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
 
@@ -945,7 +945,7 @@ static void test_remap(void)
 	rm_pd[0] = A(rm_pt[1]) | RW;		/* another page table, then a CR3 load */
 	rm_flush_all();
 	seq_chain(TRACE);			/* records 20-25 into page 2, area page 4 */
-	rm_pt[1][0] = A(rm_page[2]) | 1;	/* the buffer read-only, then INVLPG */
+	rm_pt[1][0] = A(rm_page[2]) | PTE_P;	/* the buffer read-only, then INVLPG */
 	rm_invlpg(buf_va);
 	vcpu_status(&before);
 	seq_chain(TRACE);			/* dropped: nothing written anywhere */
@@ -966,7 +966,7 @@ static void test_remap(void)
 	       "bts_remap_save_area", "old area's index at record %lu (want 12), new one's %lu (want 26), %u stray",
 	       (a3->bts_index - buf_va) / 24, (a4->bts_index - buf_va) / 24, stray);
 
-	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~(1ull << 16)));
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
 	pml4[slot] = 0;
 	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
 }
