@@ -274,17 +274,9 @@ void gmem_xlat_flush(struct gmem_xlat_cache *c)
 		c->e[i].levels = 0;
 }
 
-/* The paging root and mode an entry is keyed by (levels 0: not kept:
- * legacy paging modes, paging off). Read once per copy: nothing in an
- * exit changes them between its pages. */
-struct xlat_key {
-	u64 cr3;
-	u64 levels;
-};
-
-static struct xlat_key xlat_key(struct vcpu *v)
+struct gmem_xlat_key gmem_xlat_key(struct vcpu *v)
 {
-	struct xlat_key k = { 0, 0 };
+	struct gmem_xlat_key k = { 0, 0 };
 	if (!(hv.ops->get_cr(v, 0) & CR0_PG) || !(hv.ops->get_efer(v) & EFER_LMA))
 		return k;
 	k.cr3 = hv.ops->get_cr(v, 3);
@@ -303,7 +295,7 @@ static bool xlat_valid(const struct gmem_xlat *x)
 /* The host's pointer to `len` bytes at gva (within one page), through the
  * cache, or NULL: only where a walk now would succeed and give that page,
  * and the page is guest RAM. */
-static void *xlat_ptr(struct vcpu *v, struct gmem_xlat_cache *c, const struct xlat_key *k, u64 gva,
+static void *xlat_ptr(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
 		      size_t len, bool write)
 {
 	u64 gpa, page = gva & ~(PAGE_SIZE - 1);
@@ -344,13 +336,13 @@ static void *xlat_ptr(struct vcpu *v, struct gmem_xlat_cache *c, const struct xl
 	return gpa_ptr(gpa, len);
 }
 
-size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, void *buf, size_t len)
+size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			       void *buf, size_t len)
 {
-	struct xlat_key k = xlat_key(v);
 	size_t done = 0;
 	while (done < len) {
 		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
-		void *p = xlat_ptr(v, c, &k, gva + done, chunk, false);
+		void *p = xlat_ptr(v, c, k, gva + done, chunk, false);
 		if (!p)
 			break;
 		memcpy((u8 *)buf + done, p, chunk);
@@ -375,13 +367,13 @@ static bool bytes_equal(const u8 *a, const u8 *b, size_t n)
 	return true;
 }
 
-bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *expect, size_t len)
+bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *expect, size_t len)
 {
-	struct xlat_key k = xlat_key(v);
 	size_t done = 0;
 	while (done < len) {
 		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
-		const void *p = xlat_ptr(v, c, &k, gva + done, chunk, false);
+		const void *p = xlat_ptr(v, c, k, gva + done, chunk, false);
 		if (!p || !bytes_equal(p, (const u8 *)expect + done, chunk))
 			return false;
 		done += chunk;
@@ -389,8 +381,8 @@ bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva
 	return true;
 }
 
-bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *buf,
-			      size_t len)
+bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *buf, size_t len)
 {
 	if (!len)
 		return true;
@@ -398,16 +390,15 @@ bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva
 	if (last < gva)
 		return false;
 	read_tlb_flush(v);	/* as gmem_write_linear: it may be writing page tables */
-	struct xlat_key k = xlat_key(v);
 	if ((gva ^ last) < PAGE_SIZE) {	/* one page: nothing written before its check */
-		void *p = xlat_ptr(v, c, &k, gva, len, true);
+		void *p = xlat_ptr(v, c, k, gva, len, true);
 		if (p)
 			memcpy(p, buf, len);
 		return p != NULL;
 	}
 	for (u64 page = gva >> PAGE_SHIFT; page <= last >> PAGE_SHIFT; page++) {
 		u64 a = page << PAGE_SHIFT;
-		if (!xlat_ptr(v, c, &k, a < gva ? gva : a, 1, true))
+		if (!xlat_ptr(v, c, k, a < gva ? gva : a, 1, true))
 			return false;
 	}
 	/* each page again before its bytes: writing the one before may have
@@ -415,7 +406,7 @@ bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva
 	size_t done = 0;
 	while (done < len) {
 		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
-		void *p = xlat_ptr(v, c, &k, gva + done, chunk, true);
+		void *p = xlat_ptr(v, c, k, gva + done, chunk, true);
 		if (!p)
 			return false;
 		memcpy(p, (const u8 *)buf + done, chunk);

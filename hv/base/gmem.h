@@ -33,11 +33,21 @@ struct gmem_xlat_cache {
 	u32 next;
 };
 void gmem_xlat_flush(struct gmem_xlat_cache *c);
-size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, void *buf, size_t len);
-bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *buf,
-			      size_t len);
+/* The guest's paging root and mode, which kept translations are keyed
+ * by: read once for copies between which nothing can change them (one
+ * record, one plan; never across an emulated MOV to a CR). */
+struct gmem_xlat_key {
+	u64 cr3;
+	u64 levels;	/* 4 or 5; 0: legacy paging or none, nothing kept */
+};
+struct gmem_xlat_key gmem_xlat_key(struct vcpu *v);
+size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			       void *buf, size_t len);
+bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *buf, size_t len);
 /* Whether all len bytes at gva can be read and equal `expect`. */
-bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, u64 gva, const void *expect, size_t len);
+bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *expect, size_t len);
 
 /* The guest's code: its mode from CS (and CS's base, 0 in 64-bit mode)... */
 enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base);

@@ -183,7 +183,8 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 	}
 	/* the BTS half of the save area (the PEBS fields are not used) */
 	const size_t bts_fields = offsetof(struct ds_area64, pebs_base);
-	if (gmem_read_linear_cached(v, &ds->xlat, ds->ds_area, &area, bts_fields) != bts_fields) {
+	struct gmem_xlat_key key = gmem_xlat_key(v);
+	if (gmem_read_linear_cached(v, &ds->xlat, &key, ds->ds_area, &area, bts_fields) != bts_fields) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}
@@ -201,13 +202,13 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 			return;
 		}
 	}
-	if (!gmem_write_linear_cached(v, &ds->xlat, index, &rec, sizeof(rec))) {
+	if (!gmem_write_linear_cached(v, &ds->xlat, &key, index, &rec, sizeof(rec))) {
 		ds_bad_area(v, "the BTS buffer", index, NOT_RAM);
 		return;
 	}
 	u64 next = index + sizeof(rec);
 	u64 index_at = ds->ds_area + offsetof(struct ds_area64, bts_index);
-	if (!gmem_write_linear_cached(v, &ds->xlat, index_at, &next, sizeof(next))) {
+	if (!gmem_write_linear_cached(v, &ds->xlat, &key, index_at, &next, sizeof(next))) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}

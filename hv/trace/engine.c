@@ -236,6 +236,15 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
 	return lin;
 }
 
+/* What a plan's look-ups share, read once before an entry (nothing
+ * changes them while trace_before_entry runs): the paging root and mode,
+ * and whether the guest has instruction breakpoints of its own in
+ * DR2/DR3. */
+struct plan_ctx {
+	struct gmem_xlat_key key;
+	bool guest_bps;
+};
+
 static struct block_entry *block_slot(struct vcpu *v, u64 lin)
 {
 	return &v->trace->blocks.e[(lin ^ (lin >> 6) ^ (lin >> 12)) % BLOCK_CACHE_SIZE];
@@ -243,12 +252,13 @@ static struct block_entry *block_slot(struct vcpu *v, u64 lin)
 
 /* The cached block starting at `lin`, when its bytes are still those in
  * the guest's memory there now (see find_stop), else NULL. */
-static const struct block_entry *block_lookup(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode)
+static const struct block_entry *block_lookup(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip,
+					      enum dec_mode mode)
 {
 	struct block_cache *bc = &v->trace->blocks;
 	const struct block_entry *e = block_slot(v, lin);
-	if (!e->len || e->lin != lin || e->rip != rip || e->mode != mode ||
-	    exec_bps(guest_dr_read(v, 7), 2, 3) || !gmem_equal_linear_cached(v, &bc->xlat, lin, e->bytes, e->len))
+	if (!e->len || e->lin != lin || e->rip != rip || e->mode != mode || p->guest_bps ||
+	    !gmem_equal_linear_cached(v, &bc->xlat, &p->key, lin, e->bytes, e->len))
 		return NULL;
 	return e;
 }
@@ -265,10 +275,11 @@ static const struct block_entry *block_lookup(struct vcpu *v, u64 lin, u64 rip, 
  * instruction breakpoints of its own in DR2/DR3 (where a block ends then
  * depends on them).
  */
-static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
+static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip, enum dec_mode mode,
+		     struct dec_insn *at)
 {
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
-	const struct block_entry *hit = block_lookup(v, lin, rip, mode);
+	const struct block_entry *hit = block_lookup(v, p, lin, rip, mode);
 	u64 stop;
 	if (hit) {
 		*at = hit->at;
@@ -294,19 +305,20 @@ static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struc
  * not stopped at when its two successors end at two different stops:
  * those are armed instead (DR3, DR2) and cond_settle() infers the outcome.
  * A not-taken branch then costs no exit of its own. */
-static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, int cpl, u64 cur)
+static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 base, enum dec_mode mode, int cpl,
+		       u64 cur)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dec_insn x, a, b;
-	u64 stop = find_stop(v, next, next - base, mode, &x);
+	u64 stop = find_stop(v, p, next, next - base, mode, &x);
 
 	/* not with BTF: the guest's TF set inside the block must find every
 	 * branch stepped (bts_btf_step) */
 	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target &&
 	    !(t->ds.debugctl & DEBUGCTL_BTF)) {
 		u64 fall = stop + x.len, target = base + x.target;
-		u64 s_f = find_stop(v, fall, fall - base, mode, &a);
-		u64 s_t = find_stop(v, target, x.target, mode, &b);
+		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a);
+		u64 s_t = find_stop(v, p, target, x.target, mode, &b);
 		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur) {
 			u32 type;
 			rec_kind_of(&x, &type);
@@ -460,8 +472,12 @@ void trace_before_entry(struct vcpu *v)
 	/* the fast engine stops at the instruction ending a block it decoded:
 	 * a cached block of that one instruction is its decode (the reference
 	 * engine decodes every instruction itself, unchanged) */
-	const struct block_entry *e =
-		t->engine == HVTRACE_ENGINE_FAST ? block_lookup(v, s->lin, s->rip, s->mode) : NULL;
+	struct plan_ctx plan = { { 0, 0 }, false };
+	const struct block_entry *e = NULL;
+	if (t->engine == HVTRACE_ENGINE_FAST) {
+		plan = (struct plan_ctx){ gmem_xlat_key(v), exec_bps(guest_dr_read(v, 7), 2, 3) };
+		e = block_lookup(v, &plan, s->lin, s->rip, s->mode);
+	}
 	if (e && e->stop == s->lin) {
 		t->blocks.hits++;
 		s->insn = e->at;
@@ -513,7 +529,7 @@ void trace_before_entry(struct vcpu *v)
 		}
 		next = to;
 	}
-	plan_block(v, next, base, s->mode, s->cpl, s->lin);
+	plan_block(v, &plan, next, base, s->mode, s->cpl, s->lin);
 	if (hv_image_code(t->bp.addr) || (t->bp.addr2 && hv_image_code(t->bp.addr2))) {
 		/* a stop the host cannot arm (trace_host_dr7): this
 		 * instruction is stepped instead, the plan forgotten */
