@@ -8,7 +8,9 @@
 #                restricted to the workload image with -dfilter (the
 #                cheapest setting of what a QEMU user would reach for)
 # Reports medians of BENCH_RUNS (default 3), slowdowns vs untraced, exits
-# per recorded branch, and fast vs qemu-log. Saved in bench/results/.
+# per recorded branch, fast vs reference and vs qemu-log, and where the
+# traced runs' time went by the hypervisor's own count (ABI 1.6 time
+# buckets, per exit: docs/benchmarks.md). Saved in bench/results/.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -29,6 +31,7 @@ mkesp "$work/fast" fast yes ""
 mkesp "$work/reference" reference yes ""
 mkesp "$work/qemu" fast no untraced
 
+PROF="t_guest t_exit t_entry t_decode t_record t_walk t_handler"
 field() { # LOG MODE KEY
 	grep -a "WORKLOAD: $2 " "$1" | tr -d '\r' | sed -nE "s/.* $3 ([0-9]+).*/\\1/p" | head -1
 }
@@ -51,6 +54,11 @@ for i in $(seq 1 "$RUNS"); do
 			exit 1
 		fi
 		echo "$u $t $b $x" >>"$work/$mode.txt"
+		# the time buckets of the traced run, in the order PROF lists them
+		p=
+		for k in pexits $PROF; do p="$p $(field "$log" traced "$k")"; done
+		echo "${p# }" >>"$work/$mode-prof.txt"
+		echo "$(field "$log" traced reused) $(field "$log" traced decoded)" >>"$work/$mode-blocks.txt"
 		echo "bench: $mode run $i: untraced $u, traced $t TSC ticks, $b branches, $x exits" >&2
 	done
 	# QEMU's own log over the same work, filtered to the workload image
@@ -74,6 +82,24 @@ if [ "$(cut -d' ' -f3 "$work/fast.txt" | sort -u)" != "$(cut -d' ' -f3 "$work/re
 fi
 
 col() { cut -d' ' -f"$2" "$work/$1.txt" | median; }
+# one line per bucket: ticks per exit and share of the run's total, from
+# the run whose total is the median (so the buckets add up)
+breakdown() { # MODE
+	awk -v names="exits $PROF" 'BEGIN {n = split(names, nm, " ")}
+		{t = 0; for (i = 2; i <= NF; i++) t += $i; line[NR] = $0; tot[NR] = t}
+		END {
+			# the median run by total time
+			for (i = 1; i <= NR; i++) idx[i] = i
+			for (i = 1; i <= NR; i++) for (j = i + 1; j <= NR; j++)
+				if (tot[idx[j]] < tot[idx[i]]) {k = idx[i]; idx[i] = idx[j]; idx[j] = k}
+			m = idx[int((NR + 1) / 2)]
+			split(line[m], f, " ")
+			if (f[1] == 0) {print "  (no exits counted)"; exit}
+			for (i = 2; i <= n; i++)
+				printf "  %-10s %10.0f  %5.1f%%\n", substr(nm[i], 3), f[i] / f[1], 100 * f[i] / tot[m]
+			printf "  %-10s %10.0f  (%d exits)\n", "total", tot[m] / f[1], f[1]
+		}' "$work/$1-prof.txt"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / b}'; }
 base=$(col fast 1)
 fast=$(col fast 2) ref=$(col reference 2) qemu=$(col qemu 1)
@@ -88,9 +114,17 @@ out=bench/results/engine-$(date -u +%Y%m%d-%H%M%S).txt
 	printf '%-34s %16s %10s\n' "reference engine" "$ref" "$(ratio "$ref" "$base")"
 	printf '%-34s %16s %10s\n' "QEMU -d exec,nochain (-dfilter)" "$qemu" "$(ratio "$qemu" "$base")"
 	echo "exits per recorded branch: fast $(awk -v a="$fx" -v b="$br" 'BEGIN {printf "%.3f", a / b}') (target <= 1.0), reference $(awk -v a="$rx" -v b="$br" 'BEGIN {printf "%.3f", a / b}')"
+	echo "fast engine time / reference engine time: $(awk -v a="$fast" -v b="$ref" 'BEGIN {printf "%.3f", a / b}') (issue #16 target <= 0.15)"
 	echo "fast engine time / QEMU log time: $(awk -v a="$fast" -v b="$qemu" 'BEGIN {printf "%.2f", a / b}') (target <= 1.0)"
+	for mode in fast reference; do
+		echo "$mode engine, TSC ticks per exit by the hypervisor's count (median run by total):"
+		breakdown "$mode"
+	done
+	echo "fast engine decoded blocks: reused $(cut -d' ' -f1 "$work/fast-blocks.txt" | median), decoded $(cut -d' ' -f2 "$work/fast-blocks.txt" | median) (medians)"
 	echo "# raw fast (untraced traced branches exits): $(tr '\n' ',' <"$work/fast.txt")"
 	echo "# raw reference: $(tr '\n' ',' <"$work/reference.txt")"
 	echo "# raw qemu-log (ticks lines): $(tr '\n' ',' <"$work/qemu.txt")"
+	echo "# raw fast buckets (exits $PROF): $(tr '\n' ',' <"$work/fast-prof.txt")"
+	echo "# raw reference buckets: $(tr '\n' ',' <"$work/reference-prof.txt")"
 } | tee "$out"
 echo "bench: saved $out"

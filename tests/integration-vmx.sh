@@ -145,6 +145,21 @@ vmx_bts_with_engine() {
 }
 t_vmx_bts_fast() { vmx_bts_with_engine fast; }
 t_vmx_bts_reference() { vmx_bts_with_engine reference; }
+# The two engines' record streams under VMX, record for record, as
+# svm-bts-engines-agree does under SVM (run vmx-bts-fast and
+# vmx-bts-reference first: a pattern of vmx-bts runs all three).
+t_vmx_bts_engines_agree() {
+	local a=$RUNS/vmx-bts-reference/serial.log b=$RUNS/vmx-bts-fast/serial.log
+	LOG=$b ELAPSED=0
+	if [ ! -s "$a" ] || [ ! -s "$b" ]; then
+		REASONS="; run vmx-bts-reference and vmx-bts-fast first"
+	elif ! diff <(grep -a 'record [0-9]*:' "$a") <(grep -a 'record [0-9]*:' "$b") >/dev/null; then
+		REASONS="; record streams differ: diff <(grep -a 'record [0-9]*:' $a) <(grep -a 'record [0-9]*:' $b)"
+	elif [ "$(grep -ac 'record [0-9]*:' "$a")" -lt 20 ]; then
+		REASONS="; too few records compared"
+	fi
+	finish vmx-bts-engines-agree
+}
 
 # The virtual PMU under VMX (docs/pmu.md): t_pmu as under SVM (svm-pmu),
 # Bochs's CPU being Intel's; RDPMC through its VMX exit.
@@ -195,7 +210,7 @@ t_vmx_rec_boot_paced() {
 	reject 'hvtrace: error'
 	finish vmx-rec-boot-paced
 }
-ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_pmu t_vmx_rec_basic
+ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_bts_engines_agree t_vmx_pmu t_vmx_rec_basic
 t_vmx_rec_boot_paced"
 
 runner_main integration-vmx "$ALL" "$@"

@@ -10,6 +10,7 @@
 #include "base/lib.h"
 #include "base/memmap.h"
 #include "base/mm.h"
+#include "base/prof.h"
 #include "base/vcpu.h"
 
 static void *gpa_ptr(u64 gpa, size_t len)
@@ -45,7 +46,9 @@ static bool use_entry32(u32 *e, bool write, bool leaf, u32 *val)
 	return true;
 }
 
-static bool walk_long(u64 cr3, u64 gva, int levels, bool write, u64 *gpa)
+/* `path`, when given, gets every entry walked and its value as the walk
+ * left it (A/D set), for gmem_xlat's check at each later use. */
+static bool walk_long(u64 cr3, u64 gva, int levels, bool write, u64 *gpa, struct gmem_xlat *path)
 {
 	u64 table = cr3 & PTE_ADDR_MASK;
 	for (int l = levels - 1; l >= 0; l--) {
@@ -54,6 +57,10 @@ static bool walk_long(u64 cr3, u64 gva, int levels, bool write, u64 *gpa)
 		bool large = e && (*e & PTE_PS) && l >= 1 && l <= 2;
 		if (!e || !use_entry(e, write, l == 0 || large, &v))
 			return false;
+		if (path) {
+			path->ent[path->levels] = e;
+			path->val[path->levels++] = v | PTE_A | ((write && (l == 0 || large)) ? PTE_D : 0);
+		}
 		if (l == 0 || large) {
 			u64 mask = (1ull << shift) - 1;
 			*gpa = ((v & PTE_ADDR_MASK) & ~mask) | (gva & mask);
@@ -103,7 +110,7 @@ static bool walk_32(u64 cr3, u64 cr4, u64 gva, bool write, u64 *gpa)
 	return true;
 }
 
-static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
+static bool translate_walk(struct vcpu *v, u64 gva, bool write, u64 *gpa)
 {
 	u64 cr0 = hv.ops->get_cr(v, 0), cr3 = hv.ops->get_cr(v, 3), cr4 = hv.ops->get_cr(v, 4);
 	if (!(cr0 & CR0_PG)) {
@@ -116,11 +123,20 @@ static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
 		unsigned bits = (cr4 & CR4_LA57) ? 57 : 48;
 		if ((u64)((s64)(gva << (64 - bits)) >> (64 - bits)) != gva)
 			return false;
-		return walk_long(cr3, gva, bits == 57 ? 5 : 4, write, gpa);
+		return walk_long(cr3, gva, bits == 57 ? 5 : 4, write, gpa, NULL);
 	}
 	if (cr4 & CR4_PAE)
 		return walk_pae(cr3, gva & 0xffffffffull, write, gpa);
 	return walk_32(cr3, cr4, gva & 0xffffffffull, write, gpa);
+}
+
+/* Every walk's time is the walk bucket's (base/prof.h) */
+static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
+{
+	u32 was = prof_switch(v, HVTRACE_PROF_WALK);
+	bool ok = translate_walk(v, gva, write, gpa);
+	prof_switch(v, was);
+	return ok;
 }
 
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
@@ -232,4 +248,169 @@ bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
 			return false;
 	}
 	return copy_linear(v, gva, (void *)buf, len, true) == len;
+}
+
+/*
+ * Translations kept across exits for the guest's buffers (its DS save
+ * area and BTS buffer: trace/ds.c), so that a record costs no page walk.
+ * An entry is used only while exact: at every use the paging-structure
+ * entries its walk went through are read again and must hold the values
+ * the walk left in them (present, R/W, the address, A and D as set), CR3
+ * (PCID included) must be the same and the paging mode (CR0.PG,
+ * EFER.LMA, CR4.LA57) too. Those entries and the root decide the walk, so
+ * a fresh walk would give the same page, touch no bit, and succeed for
+ * writing where the entry was made for writing: any change the guest
+ * makes to its page tables (a PTE edited, with or without INVLPG; a table
+ * swapped higher up; A or D cleared), a CR3 load or a mode change is seen
+ * at the next use, without intercepting INVLPG, INVPCID or MOV to CR3.
+ * This is stricter than a TLB (hardware may keep using a stale
+ * translation until INVLPG), never looser. Only 4- and 5-level paging is
+ * kept (the other modes walk each time); a page that is not wholly guest
+ * RAM is never kept. Per vCPU, its own processor only.
+ */
+void gmem_xlat_flush(struct gmem_xlat_cache *c)
+{
+	for (u32 i = 0; i < GMEM_XLAT_WAYS; i++)
+		c->e[i].levels = 0;
+}
+
+struct gmem_xlat_key gmem_xlat_key(struct vcpu *v)
+{
+	struct gmem_xlat_key k = { 0, 0 };
+	if (!(hv.ops->get_cr(v, 0) & CR0_PG) || !(hv.ops->get_efer(v) & EFER_LMA))
+		return k;
+	k.cr3 = hv.ops->get_cr(v, 3);
+	k.levels = (hv.ops->get_cr(v, 4) & CR4_LA57) ? 5 : 4;
+	return k;
+}
+
+static bool xlat_valid(const struct gmem_xlat *x)
+{
+	for (u32 i = 0; i < x->levels; i++)
+		if (__atomic_load_n(x->ent[i], __ATOMIC_RELAXED) != x->val[i])
+			return false;
+	return true;
+}
+
+/* The host's pointer to `len` bytes at gva (within one page), through the
+ * cache, or NULL: only where a walk now would succeed and give that page,
+ * and the page is guest RAM. */
+static void *xlat_ptr(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+		      size_t len, bool write)
+{
+	u64 gpa, page = gva & ~(PAGE_SIZE - 1);
+	if (!k->levels)
+		return translate(v, gva, write, &gpa) ? gpa_ptr(gpa, len) : NULL;
+	for (u32 i = 0; i < GMEM_XLAT_WAYS; i++) {
+		struct gmem_xlat *x = &c->e[i];
+		/* a kept page is wholly guest RAM, which never changes after
+		 * start-up (dispatch/entry.c) */
+		if (x->levels && x->lin == page && x->cr3 == k->cr3 && x->mode == k->levels &&
+		    (x->write || !write) && xlat_valid(x))
+			return guest_pa_ptr(x->gpa | (gva & (PAGE_SIZE - 1)));
+	}
+	/* a walk (and the entry for this page, replacing any other for it) */
+	struct gmem_xlat *x = NULL;
+	for (u32 i = 0; i < GMEM_XLAT_WAYS && !x; i++)
+		if (c->e[i].levels && c->e[i].lin == page)
+			x = &c->e[i];
+	if (!x)
+		x = &c->e[c->next++ % GMEM_XLAT_WAYS];
+	x->levels = 0;
+	u32 was = prof_switch(v, HVTRACE_PROF_WALK);
+	struct gmem_xlat w = { .levels = 0 };
+	unsigned bits = k->levels == 5 ? 57 : 48;
+	bool ok = (u64)((s64)(gva << (64 - bits)) >> (64 - bits)) == gva &&
+		  walk_long(k->cr3, gva, (int)k->levels, write, &gpa, &w);
+	prof_switch(v, was);
+	if (!ok)
+		return NULL;
+	if (memmap_contains(&hv.guest_ram, gpa & ~(PAGE_SIZE - 1), PAGE_SIZE)) {
+		*x = w;
+		x->cr3 = k->cr3;
+		x->mode = (u8)k->levels;
+		x->lin = page;
+		x->gpa = gpa & ~(PAGE_SIZE - 1);
+		x->write = write;
+	}
+	return gpa_ptr(gpa, len);
+}
+
+size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			       void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
+		void *p = xlat_ptr(v, c, k, gva + done, chunk, false);
+		if (!p)
+			break;
+		memcpy((u8 *)buf + done, p, chunk);
+		done += chunk;
+	}
+	return done;
+}
+
+static bool bytes_equal(const u8 *a, const u8 *b, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		u64 x, y;
+		__builtin_memcpy(&x, a + i, 8);
+		__builtin_memcpy(&y, b + i, 8);
+		if (x != y)
+			return false;
+	}
+	for (; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *expect, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
+		const void *p = xlat_ptr(v, c, k, gva + done, chunk, false);
+		if (!p || !bytes_equal(p, (const u8 *)expect + done, chunk))
+			return false;
+		done += chunk;
+	}
+	return true;
+}
+
+bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *buf, size_t len)
+{
+	if (!len)
+		return true;
+	u64 last = gva + len - 1;
+	if (last < gva)
+		return false;
+	read_tlb_flush(v);	/* as gmem_write_linear: it may be writing page tables */
+	if ((gva ^ last) < PAGE_SIZE) {	/* one page: nothing written before its check */
+		void *p = xlat_ptr(v, c, k, gva, len, true);
+		if (p)
+			memcpy(p, buf, len);
+		return p != NULL;
+	}
+	for (u64 page = gva >> PAGE_SHIFT; page <= last >> PAGE_SHIFT; page++) {
+		u64 a = page << PAGE_SHIFT;
+		if (!xlat_ptr(v, c, k, a < gva ? gva : a, 1, true))
+			return false;
+	}
+	/* each page again before its bytes: writing the one before may have
+	 * changed its translation (a buffer over its own page tables) */
+	size_t done = 0;
+	while (done < len) {
+		u64 chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
+		void *p = xlat_ptr(v, c, k, gva + done, chunk, true);
+		if (!p)
+			return false;
+		memcpy(p, (const u8 *)buf + done, chunk);
+		done += chunk;
+	}
+	return true;
 }

@@ -6,6 +6,7 @@
 #define HV_BASE_GMEM_H
 #include "base/types.h"
 #include "arch/x86/decode/decode.h"
+#include "arch/x86/paging.h"
 struct vcpu;
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
 /* Copies up to len bytes at guest-linear gva; returns how many could be read. */
@@ -13,6 +14,40 @@ size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
 /* Writes all len bytes or none (every page present, writable, guest RAM);
  * sets accessed/dirty bits as the processor does. */
 bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len);
+
+/* Translations of a few linear pages kept across exits, each checked at
+ * every use against the paging-structure entries it came from (gmem.c):
+ * the _cached copies behave as the plain ones, walking only when the
+ * guest changed what the walk read. For the guest's own buffers. */
+struct gmem_xlat {
+	u64 cr3, lin, gpa;	/* the root it was walked from; the linear and guest-physical page */
+	u64 *ent[PAGING_LEVELS_MAX];	/* the entries walked, root first (guest RAM) */
+	u64 val[PAGING_LEVELS_MAX];		/* ... and what the walk left in them */
+	u8 levels;		/* entries walked; 0: none kept */
+	u8 mode;		/* 4- or 5-level paging */
+	bool write;		/* walked for writing: every level writable, D set */
+};
+#define GMEM_XLAT_WAYS	4
+struct gmem_xlat_cache {
+	struct gmem_xlat e[GMEM_XLAT_WAYS];
+	u32 next;
+};
+void gmem_xlat_flush(struct gmem_xlat_cache *c);
+/* The guest's paging root and mode, which kept translations are keyed
+ * by: read once for copies between which nothing can change them (one
+ * record, one plan; never across an emulated MOV to a CR). */
+struct gmem_xlat_key {
+	u64 cr3;
+	u64 levels;	/* 4 or 5; 0: legacy paging or none, nothing kept */
+};
+struct gmem_xlat_key gmem_xlat_key(struct vcpu *v);
+size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			       void *buf, size_t len);
+bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *buf, size_t len);
+/* Whether all len bytes at gva can be read and equal `expect`. */
+bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
+			      const void *expect, size_t len);
 
 /* The guest's code: its mode from CS (and CS's base, 0 in 64-bit mode)... */
 enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base);

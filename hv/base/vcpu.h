@@ -126,6 +126,8 @@ struct vcpu {
 	/* page translations for reads, valid for one exit (base/gmem.c) */
 	struct { u64 exit, cr3, lin, gpa; } read_tlb[GMEM_TLB_SIZE];
 	u32 read_tlb_next;
+	/* where its time goes, in TSC ticks (base/prof.h; enum hvtrace_prof) */
+	struct { u64 last, tsc[8], exits; u32 cur; } prof;
 	struct host_cpu host;	/* its processor's root-mode GDT/TSS, GS base */
 };
 _Static_assert(__builtin_offsetof(struct vcpu, gpr) == 0, "run loops index gpr[]");

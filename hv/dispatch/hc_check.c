@@ -27,7 +27,11 @@ s64 hc_check(const struct hc_args *a, const struct hv_memmap *guest_ram, u32 nr_
 			return -HVTRACE_EPERM;
 		if (a->index >= nr_vcpus)
 			return -HVTRACE_EINVAL;
-		return check_out_buffer(a, guest_ram, sizeof(struct hvtrace_vcpu_status));
+		/* a caller of ABI 1.5 or before gets that layout (hypercall.c) */
+		return check_out_buffer(a, guest_ram,
+					a->buf_len < sizeof(struct hvtrace_vcpu_status)
+						? HVTRACE_VCPU_STATUS_SIZE_1_5
+						: sizeof(struct hvtrace_vcpu_status));
 	case HVTRACE_HC_TRACE_CTL:
 		return a->cpl != 0 ? -HVTRACE_EPERM : 0;
 	}

@@ -36,7 +36,9 @@ static void hc_status(struct vcpu *v, u64 gpa)
 	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
 }
 
-static void hc_vcpu_status(u64 gpa, u32 index)
+/* Fills `len` bytes: the whole structure, or the 1.5 layout for a caller
+ * whose buffer holds only that (hc_check). */
+static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 {
 	const struct vcpu *w = hv.vcpus[index];
 	struct hvtrace_vcpu_status st;
@@ -61,7 +63,16 @@ static void hc_vcpu_status(u64 gpa, u32 index)
 	st.sipis = w->sipis;
 	st.irqs = w->trace->pace.injected;
 	st.irqs_paced = w->trace->pace.paced;
-	memcpy(guest_pa_ptr(gpa), &st, sizeof(st));
+	/* another vCPU's counters move while they are read: each is one
+	 * aligned load, so each is a value it held */
+	st.prof_exits = *(const volatile u64 *)&w->prof.exits;
+	for (u32 i = 0; i < HVTRACE_PROF_COUNT; i++)
+		st.tsc[i] = *(const volatile u64 *)&w->prof.tsc[i];
+	st.blocks_reused = w->trace->blocks.hits;
+	st.blocks_decoded = w->trace->blocks.misses;
+	if (len < sizeof(st))
+		st.size = HVTRACE_VCPU_STATUS_SIZE_1_5;
+	memcpy(guest_pa_ptr(gpa), &st, st.size);
 }
 
 /*
@@ -104,7 +115,7 @@ void hc_dispatch(struct vcpu *v)
 			hc_status(v, a.buf_gpa);
 			break;
 		case HVTRACE_HC_VCPU_STATUS:
-			hc_vcpu_status(a.buf_gpa, (u32)a.index);
+			hc_vcpu_status(a.buf_gpa, a.buf_len, (u32)a.index);
 			break;
 		case HVTRACE_HC_TRACE_CTL:
 			ret = rec_hypercall(v, v->gpr[GPR_RBX], v->gpr[GPR_RCX]);

@@ -9,6 +9,7 @@
 #include "arch/x86/vectors.h"
 #include "base/gmem.h"
 #include "base/log.h"
+#include "base/prof.h"
 #include "dispatch/cpuid.h"
 #include "svm/svm.h"
 
@@ -304,6 +305,7 @@ void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv)
 		ev.vec_type = (u8)((vec >> 8) & 7);
 	}
 
+	prof_switch(v, HVTRACE_PROF_HANDLER);
 	if (code < ARRAY_SIZE(svm_exit_handlers) && svm_exit_handlers[code])
 		svm_exit_handlers[code](sv, &ev);
 	else if (code >= SVM_EXIT_EXCP_BASE && code < SVM_EXIT_EXCP_BASE + 32)

@@ -13,6 +13,7 @@
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
+#include "base/prof.h"
 #include "dispatch/cpuid.h"
 #include "svm/svm.h"
 
@@ -261,6 +262,7 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 	/* dispatch/entry.c loaded the host's GDT/TSS: VMLOAD restores the host's
 	 * FS/GS/TR from here after each exit. */
 	svm_vmsave(sv->host_save_pa);
+	prof_start(v);
 	for (;;) {
 		/* an NMI the host took while acknowledging an interrupt goes to
 		 * the guest through core, which records it while tracing */
@@ -279,7 +281,10 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		svm_tcg_injection_quirk(v, c);
 		sv->entry = (struct svm_entry_state){ s->cr0, s->cr3, s->cr4, s->efer, s->dr6, s->dr7,
 						      c->event_inj, c->intercept_misc4, c->asid, s->cs.attr };
+		prof_switch(v, HVTRACE_PROF_GUEST);
 		svm_vmrun(v, sv->vmcb_pa, sv->host_save_pa);
+		prof_switch(v, HVTRACE_PROF_EXIT);
+		v->prof.exits++;
 		if (SVM_EXIT_IS_INVALID(c->exit_code) && !sv->launched)
 			svm_abort_start(v, sv);
 		if (SVM_EXIT_IS_INVALID(c->exit_code))
@@ -291,6 +296,7 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		v->rip = s->rip;
 		v->rflags = s->rflags;
 		svm_handle_exit(v, sv);
+		prof_switch(v, HVTRACE_PROF_ENTRY);
 	}
 }
 

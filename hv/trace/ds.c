@@ -209,9 +209,18 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 	if ((cpl == 0 && (ds->debugctl & DEBUGCTL_BTS_OFF_OS)) ||
 	    (cpl > 0 && (ds->debugctl & DEBUGCTL_BTS_OFF_USR)))
 		return;
+	/* the translations kept (base/gmem.c: each is checked against the
+	 * guest's page tables at every use, so a remapped area or buffer is
+	 * walked again; a new DS_AREA or DEBUGCTL value starts afresh) */
+	if (ds->xlat_area != ds->ds_area || ds->xlat_debugctl != ds->debugctl) {
+		gmem_xlat_flush(&ds->xlat);
+		ds->xlat_area = ds->ds_area;
+		ds->xlat_debugctl = ds->debugctl;
+	}
 	/* the BTS half of the save area (the PEBS fields are not used) */
 	const size_t bts_fields = offsetof(struct ds_area64, pebs_base);
-	if (gmem_read_linear(v, ds->ds_area, &area, bts_fields) != bts_fields) {
+	struct gmem_xlat_key key = gmem_xlat_key(v);
+	if (gmem_read_linear_cached(v, &ds->xlat, &key, ds->ds_area, &area, bts_fields) != bts_fields) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}
@@ -229,13 +238,13 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 			return;
 		}
 	}
-	if (!gmem_write_linear(v, index, &rec, sizeof(rec))) {
+	if (!gmem_write_linear_cached(v, &ds->xlat, &key, index, &rec, sizeof(rec))) {
 		ds_bad_area(v, "the BTS buffer", index, NOT_RAM);
 		return;
 	}
 	u64 next = index + sizeof(rec);
 	u64 index_at = ds->ds_area + offsetof(struct ds_area64, bts_index);
-	if (!gmem_write_linear(v, index_at, &next, sizeof(next))) {
+	if (!gmem_write_linear_cached(v, &ds->xlat, &key, index_at, &next, sizeof(next))) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}

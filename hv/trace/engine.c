@@ -29,8 +29,10 @@
 #include "arch/x86/paging.h"
 #include "base/gmem.h"
 #include "base/integrity.h"
+#include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
+#include "base/prof.h"
 #include "base/vcpu.h"
 #include "trace/rec.h"
 #include "trace/engine.h"
@@ -40,9 +42,11 @@
 
 void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux)
 {
+	u32 was = prof_switch(v, HVTRACE_PROF_RECORD);
 	v->trace->branches++;
 	ds_bts_store(v, from, to, cpl);
 	rec_emit(v, kind, from, to, cpl, aux);
+	prof_switch(v, was);
 }
 
 /* --- start and stop ------------------------------------------------------ */
@@ -219,18 +223,32 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 
 /* The first control transfer at or after `lin`, or guest breakpoint (or
  * where decoding stops: unreadable bytes, an invalid encoding, the scan
- * limit). */
-static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at)
+ * limit). A block that ends in a control transfer within BLOCK_BYTES_MAX
+ * bytes, with no guest breakpoint to look for, goes into `keep` (its
+ * bytes, its stop and that instruction) when `keep` is given. */
+static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at,
+			    struct block_entry *keep)
 {
 	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
+	u64 start = lin;
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
 		if (gmem_decode(v, lin, rip, mode, b, at) != DEC_OK) {
 			at->branch = DEC_BR_NONE;
 			return lin;
 		}
-		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin)))
+		u64 off = lin - start;
+		bool fits = keep && !guest_bps && off + at->len <= BLOCK_BYTES_MAX;
+		if (fits)
+			memcpy(keep->bytes + off, b, at->len);
+		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin))) {
+			if (fits) {
+				keep->stop = lin;
+				keep->at = *at;
+				keep->len = (u8)(off + at->len);
+			}
 			return lin;
+		}
 		lin += at->len;
 		rip += at->len;
 	}
@@ -238,24 +256,89 @@ static u64 find_stop(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struc
 	return lin;
 }
 
+/* What a plan's look-ups share, read once before an entry (nothing
+ * changes them while trace_before_entry runs): the paging root and mode,
+ * and whether the guest has instruction breakpoints of its own in
+ * DR2/DR3. */
+struct plan_ctx {
+	struct gmem_xlat_key key;
+	bool guest_bps;
+};
+
+static struct block_entry *block_slot(struct vcpu *v, u64 lin)
+{
+	return &v->trace->blocks.e[(lin ^ (lin >> 6) ^ (lin >> 12)) % BLOCK_CACHE_SIZE];
+}
+
+/* The cached block starting at `lin`, when its bytes are still those in
+ * the guest's memory there now (see find_stop), else NULL. */
+static const struct block_entry *block_lookup(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip,
+					      enum dec_mode mode)
+{
+	struct block_cache *bc = &v->trace->blocks;
+	const struct block_entry *e = block_slot(v, lin);
+	if (!e->len || e->lin != lin || e->rip != rip || e->mode != mode || p->guest_bps ||
+	    !gmem_equal_linear_cached(v, &bc->xlat, &p->key, lin, e->bytes, e->len))
+		return NULL;
+	return e;
+}
+
+/*
+ * find_stop_decode() through the vCPU's block cache. An entry is used
+ * only while the bytes at its linear address, read now through the
+ * guest's current translation, are those it was decoded from: the decode
+ * is a function of those bytes, the mode and the RIP alone, so any write
+ * to the code (by this vCPU, another, or a device), a remapped page or a
+ * new mode gives a miss and a fresh decode, never a stale block. That is
+ * the same moment as without a cache: another processor's write after it
+ * is seen as it would be by a decode. Not used while the guest has
+ * instruction breakpoints of its own in DR2/DR3 (where a block ends then
+ * depends on them).
+ */
+static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip, enum dec_mode mode,
+		     struct dec_insn *at)
+{
+	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
+	const struct block_entry *hit = block_lookup(v, p, lin, rip, mode);
+	u64 stop;
+	if (hit) {
+		*at = hit->at;
+		stop = hit->stop;
+		v->trace->blocks.hits++;
+	} else {
+		struct block_entry *e = block_slot(v, lin);
+		v->trace->blocks.misses++;
+		e->len = 0;
+		stop = find_stop_decode(v, lin, rip, mode, at, e);
+		if (e->len) {
+			e->lin = lin;
+			e->rip = rip;
+			e->mode = (u8)mode;
+		}
+	}
+	prof_switch(v, was);
+	return stop;
+}
+
 /* Arms the stop(s) for the block starting at `next` (linear; `base` is the
  * code segment's base). A direct conditional branch ending that block is
  * not stopped at when its two successors end at two different stops:
  * those are armed instead (DR3, DR2) and cond_settle() infers the outcome.
  * A not-taken branch then costs no exit of its own. */
-static void plan_block(struct vcpu *v, u64 next, u64 base, enum dec_mode mode, int cpl, u64 cur)
+static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 base, enum dec_mode mode, int cpl,
+		       u64 cur)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dec_insn x, a, b;
-	u64 stop = find_stop(v, next, next - base, mode, &x);
+	u64 stop = find_stop(v, p, next, next - base, mode, &x);
 
 	/* not with BTF: the guest's TF set inside the block must find every
 	 * branch stepped (bts_btf_step) */
 	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target &&
 	    !(t->ds.debugctl & DEBUGCTL_BTF)) {
 		u64 fall = stop + x.len, target = base + x.target;
-		u64 s_f = find_stop(v, fall, fall - base, mode, &a);
-		u64 s_t = find_stop(v, target, x.target, mode, &b);
+		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a);
+		u64 s_t = find_stop(v, p, target, x.target, mode, &b);
 		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur) {
 			u32 type;
 			rec_kind_of(&x, &type);
@@ -436,7 +519,26 @@ void trace_before_entry(struct vcpu *v)
 	s->rflags = v->rflags;
 	s->rcx = v->gpr[GPR_RCX];
 	s->cpl = hv.ops->get_cpl(v);
-	s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
+	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
+	/* the fast engine stops at the instruction ending a block it decoded:
+	 * a cached block of that one instruction is its decode (the reference
+	 * engine decodes every instruction itself, unchanged) */
+	struct plan_ctx plan = { { 0, 0 }, false };
+	const struct block_entry *e = NULL;
+	if (t->engine == HVTRACE_ENGINE_FAST) {
+		plan = (struct plan_ctx){ gmem_xlat_key(v), exec_bps(guest_dr_read(v, 7), 2, 3) };
+		e = block_lookup(v, &plan, s->lin, s->rip, s->mode);
+	}
+	if (e && e->stop == s->lin) {
+		t->blocks.hits++;
+		s->insn = e->at;
+		s->dec = DEC_OK;
+		memset(bytes, 0, sizeof(bytes));
+		memcpy(bytes, e->bytes, e->len);
+	} else {
+		s->dec = gmem_decode(v, s->lin, s->rip, s->mode, bytes, &s->insn);
+	}
+	prof_switch(v, was);
 	s->valid = false;
 
 	u64 hits = guest_dr23_hits(v, s->lin);
@@ -478,7 +580,7 @@ void trace_before_entry(struct vcpu *v)
 		}
 		next = to;
 	}
-	plan_block(v, next, base, s->mode, s->cpl, s->lin);
+	plan_block(v, &plan, next, base, s->mode, s->cpl, s->lin);
 	if (hv_image_code(t->bp.addr) || (t->bp.addr2 && hv_image_code(t->bp.addr2))) {
 		/* a stop the host cannot arm (trace_host_dr7): this
 		 * instruction is stepped instead, the plan forgotten */

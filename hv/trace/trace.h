@@ -6,6 +6,7 @@
 
 #include "base/types.h"
 #include "arch/x86/decode/decode.h"
+#include "base/gmem.h"
 #include "trace/rec.h"
 #include "trace/pace.h"
 #include "trace/pmu.h"
@@ -21,6 +22,10 @@ struct ds_state {
 	bool misc_enable_known;	/* ... read from the processor yet */
 	bool bad_area_logged;	/* log a bad DS area once per DS_AREA value */
 	u64 records, dropped, pmis;
+	/* the save area's and buffer's translations (ds_bts_store), emptied
+	 * when DS_AREA or DEBUGCTL is not what they were kept under */
+	struct gmem_xlat_cache xlat;
+	u64 xlat_area, xlat_debugctl;
 };
 
 /* Where the vCPU was before the instruction now being stepped. */
@@ -71,6 +76,25 @@ struct pending_branch {
 	u8 type;		/* enum hvtrace_branch_type */
 };
 
+/* Fast engine: blocks decoded once and reused (engine.c find_stop). An
+ * entry holds the block's bytes as decoded and is used only while the
+ * guest's memory at its linear address still holds exactly those bytes. */
+#define BLOCK_CACHE_SIZE	64	/* entries, direct-mapped by address */
+#define BLOCK_BYTES_MAX		96	/* longer blocks are decoded each time */
+struct block_entry {
+	u64 lin, rip;		/* where the block starts */
+	u64 stop;		/* the linear address of its last instruction */
+	struct dec_insn at;	/* that instruction, decoded */
+	u8 mode;		/* enum dec_mode it was decoded in */
+	u8 len;			/* bytes from lin to the end of `at`; 0: empty */
+	u8 bytes[BLOCK_BYTES_MAX];
+};
+struct block_cache {
+	struct block_entry e[BLOCK_CACHE_SIZE];
+	struct gmem_xlat_cache xlat;	/* the code pages' translations */
+	u64 hits, misses;
+};
+
 struct trace_vcpu {
 	struct ds_state ds;
 	struct pmu_state pmu;	/* the virtual PMU (trace/pmu.c); GLOBAL_STATUS's bit 62 is the DS's */
@@ -90,6 +114,7 @@ struct trace_vcpu {
 	u64 trace_exits, branches;
 	struct irq_pace pace;	/* external interrupts' pacing (trace/pace.c) */
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
+	struct block_cache blocks;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

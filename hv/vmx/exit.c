@@ -12,6 +12,7 @@
 #include "arch/x86/paging.h"
 #include "base/gmem.h"
 #include "base/log.h"
+#include "base/prof.h"
 #include "vmx/vmx.h"
 
 u32 vmx_vmcs_failures;
@@ -441,6 +442,7 @@ void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason)
 	}
 
 	u64 rip = v->rip;
+	prof_switch(v, HVTRACE_PROF_HANDLER);
 	if (basic < ARRAY_SIZE(vmx_exit_handlers) && vmx_exit_handlers[basic])
 		to_core = vmx_exit_handlers[basic](v, vx, &ev);
 	if (to_core) {

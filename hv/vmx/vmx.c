@@ -11,6 +11,7 @@
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
+#include "base/prof.h"
 #include "trace/rec.h"
 #include "vmx/ctls.h"
 #include "vmx/vmx.h"
@@ -517,6 +518,7 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 	struct vmx_vcpu *vx = v->arch;
 
 	vmcs_setup_host();
+	prof_start(v);
 	for (;;) {
 		/* an NMI the host's IDT took in root mode (it came during an
 		 * exit) goes to the guest through core, which records it while
@@ -531,7 +533,10 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
 		vmcs_writel(VMCS_GUEST_RIP, v->rip);
 		vmcs_writel(VMCS_GUEST_RFLAGS, v->rflags);
+		prof_switch(v, HVTRACE_PROF_GUEST);
 		int rc = vmx_enter(v, vx->launched);
+		prof_switch(v, HVTRACE_PROF_EXIT);
+		v->prof.exits++;
 		u32 reason = rc ? 0 : vmcs_read32(VMCS_EXIT_REASON);
 		if (rc || (reason & VMX_EXIT_REASON_ENTRY_FAILURE))
 			vmx_entry_failed(v, vx, rc, reason);
@@ -540,6 +545,7 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 		v->rip = vmcs_readl(VMCS_GUEST_RIP);
 		v->rflags = vmcs_readl(VMCS_GUEST_RFLAGS);
 		vmx_handle_exit(v, vx, reason);
+		prof_switch(v, HVTRACE_PROF_ENTRY);
 	}
 }
 

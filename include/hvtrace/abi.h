@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 5
+#define HVTRACE_ABI_MINOR 6
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -147,8 +147,38 @@ struct hvtrace_vcpu_status {
 	uint64_t irqs;		/* external interrupts injected while tracing (ABI 1.4) */
 	uint64_t irqs_paced;	/* ... of them held first by trace.pace (ABI 1.4) */
 	uint64_t reserved[1];
+	/* ABI 1.6: where this vCPU's time went since it started, in TSC ticks
+	 * counted by the hypervisor (docs/benchmarks.md "Where an exit's time
+	 * goes"); tsc[] is indexed by enum hvtrace_prof, and each tick is in
+	 * exactly one bucket. A caller whose buffer holds only the 1.5 layout
+	 * (HVTRACE_VCPU_STATUS_SIZE_1_5 bytes) gets that much, size saying so. */
+	uint64_t prof_exits;	/* exits whose time is in tsc[] */
+	uint64_t tsc[8];
+	uint64_t blocks_reused;	/* fast engine: decoded blocks taken from its cache... */
+	uint64_t blocks_decoded; /* ... and decoded (a miss: new, or its bytes changed) */
+	uint64_t reserved2[5];
 };
-_Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x80, "hvtrace_vcpu_status is 128 bytes");
+_Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x100, "hvtrace_vcpu_status is 256 bytes");
+
+/* The smallest buffer HVTRACE_HC_VCPU_STATUS accepts: the layout of ABI
+ * 1.0-1.5, which it fills (and says so in size). */
+#define HVTRACE_VCPU_STATUS_SIZE_1_5 0x80u
+_Static_assert(__builtin_offsetof(struct hvtrace_vcpu_status, prof_exits) == HVTRACE_VCPU_STATUS_SIZE_1_5,
+	       "ABI 1.6 fields follow the 1.5 layout");
+
+/* hvtrace_vcpu_status.tsc[]: the buckets a vCPU's TSC time is split into */
+enum hvtrace_prof {
+	HVTRACE_PROF_GUEST = 0,	/* VMRUN/VMLAUNCH/VMRESUME to the exit: the hardware world
+				 * switch both ways and the guest's own instructions */
+	HVTRACE_PROF_EXIT = 1,	/* the backend after the exit, to its exit handler
+				 * (state saved and read back, exit information read) */
+	HVTRACE_PROF_ENTRY = 2,	/* after the exit's handling, to the next VMRUN/VM entry */
+	HVTRACE_PROF_DECODE = 3, /* the engines decoding guest code (its page walks not) */
+	HVTRACE_PROF_RECORD = 4, /* storing records: BTS buffer and recorder (walks not) */
+	HVTRACE_PROF_WALK = 5,	/* guest page walks (hv/base/gmem.c) */
+	HVTRACE_PROF_HANDLER = 6, /* the rest of the exit's handling */
+	HVTRACE_PROF_COUNT = 7
+};
 
 /*
  * UEFI memory type of the hypervisor's reserved range (the OS-loader range

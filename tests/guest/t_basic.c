@@ -313,6 +313,34 @@ static void test_hypercalls_and_memory(void)
 	report(st->exits_total > 0 && st->hypercalls >= 2, "status_counters", "exits %lu hypercalls %lu",
 	       st->exits_total, st->hypercalls);
 
+	/* vcpu_status: the whole 1.6 structure with the time buckets, and the
+	 * 1.5 layout alone for a caller whose buffer holds only that */
+	struct hvtrace_vcpu_status *vs = AllocatePool(sizeof(*vs));
+	SetMem(vs, sizeof(*vs), 0xa5);
+	b = (uint64_t)(uintptr_t)vs;
+	c = sizeof(*vs);
+	r = hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c);
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < HVTRACE_PROF_COUNT; i++)
+		sum += vs->tsc[i];
+	report(r == 0 && vs->size == sizeof(*vs) && vs->prof_exits > 0 &&
+		       vs->tsc[HVTRACE_PROF_GUEST] > 0 && vs->tsc[HVTRACE_PROF_HANDLER] > 0 &&
+		       vs->tsc[HVTRACE_PROF_COUNT] == 0 && sum > vs->tsc[HVTRACE_PROF_GUEST],
+	       "hc_vcpu_status_time", "ret %ld size %u exits %lu/%lu guest %lu handler %lu", r, vs->size,
+	       vs->prof_exits, vs->exits, vs->tsc[HVTRACE_PROF_GUEST], vs->tsc[HVTRACE_PROF_HANDLER]);
+	SetMem(vs, sizeof(*vs), 0xa5);
+	b = (uint64_t)(uintptr_t)vs;
+	c = HVTRACE_VCPU_STATUS_SIZE_1_5;
+	r = hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c);
+	report(r == 0 && vs->magic == HVTRACE_VCPU_STATUS_MAGIC && vs->size == HVTRACE_VCPU_STATUS_SIZE_1_5 &&
+		       vs->prof_exits == 0xa5a5a5a5a5a5a5a5ull,
+	       "hc_vcpu_status_abi_1_5_size", "ret %ld size %u after %lx", r, vs->size, vs->prof_exits);
+	c = HVTRACE_VCPU_STATUS_SIZE_1_5 - 1;
+	b = (uint64_t)(uintptr_t)vs;
+	report(hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c) == -HVTRACE_EINVAL, "hc_vcpu_status_short_einval",
+	       NULL);
+	FreePool(vs);
+
 	bool have = find_reserve(&base, &size);
 	report(have && base == st->hv_phys_base && size == st->hv_phys_size, "reserve_in_memory_map",
 	       "map %lx+%lx status %lx+%lx", base, size, st->hv_phys_base, st->hv_phys_size);

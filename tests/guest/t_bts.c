@@ -9,6 +9,7 @@
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
+#include "smc.h"
 
 #define SYM(x) extern char x[] __attribute__((visibility("hidden")))
 SYM(tf_c0); SYM(tf_c1); SYM(tf_c2); SYM(tf_c3); SYM(tf_c4); SYM(tf_c5);
@@ -809,6 +810,150 @@ static void test_bad_ds(void)
 	       "bad_ds_area_hypervisor_intact", NULL);
 }
 
+/*
+ * The DS save area and the BTS buffer remapped while tracing (issue #16:
+ * the hypervisor keeps their translations across exits, base/gmem.c). A
+ * linear window of its own (4-level paging: a PML4 slot the firmware left
+ * empty, its own PDPT, PD and two page tables) maps the buffer page and
+ * the save area page; between traced runs the test points them at other
+ * physical pages, by the leaf PTE with INVLPG, and by the PDE (another
+ * page table) with a CR3 reload. Each run's records must be exactly in
+ * the page mapped then, and nothing written to the page mapped before.
+ */
+#define RM_VA	0x0000200000000000ull	/* PML4 slot 64 */
+static uint64_t rm_pdpt[512] __attribute__((aligned(4096)));
+static uint64_t rm_pd[512] __attribute__((aligned(4096)));
+static uint64_t rm_pt[2][512] __attribute__((aligned(4096)));
+static uint8_t rm_page[6][4096] __attribute__((aligned(4096)));
+
+static void rm_invlpg(uint64_t va)
+{
+	asm volatile("invlpg (%0)" ::"r"(va) : "memory");
+}
+
+static void rm_flush_all(void)
+{
+	uint64_t cr3;
+	asm volatile("mov %%cr3, %0; mov %0, %%cr3" : "=r"(cr3)::"memory");
+}
+
+/* The records of `page` from byte `off`: want[0..n), then 0xee to the end
+ * of the page (nothing else written) and 0xee before `off`. */
+static void rm_check(const char *name, const uint8_t *page, unsigned off, const struct bts_record64 *want,
+		     unsigned n)
+{
+	const struct bts_record64 *r = (const void *)(page + off);
+	unsigned bad = 0, stray = 0;
+	for (unsigned i = 0; i < n; i++) {
+		report_info("%s record %u: %lx -> %lx", name, i, r[i].from, r[i].to);
+		if (r[i].from != want[i].from || r[i].to != want[i].to)
+			bad++;
+	}
+	for (unsigned i = 0; i < 4096; i++)
+		if ((i < off || i >= off + n * sizeof(*r)) && page[i] != 0xee)
+			stray++;
+	report(!bad && !stray, name, "%u of %u records differ, %u stray bytes", bad, n, stray);
+}
+
+static void test_remap(void)
+{
+	uint64_t cr0, cr3, cr4;
+	asm volatile("mov %%cr0, %0; mov %%cr3, %1; mov %%cr4, %2" : "=r"(cr0), "=r"(cr3), "=r"(cr4));
+	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
+	unsigned slot = (RM_VA >> 39) & 511;
+	if ((cr4 & CR4_LA57) || (pml4[slot] & PTE_P)) {
+		report_skip("bts_remap", "5-level paging, or PML4 slot 64 in use");
+		return;
+	}
+	const struct bts_record64 *c = chain();
+	const uint64_t RW = PTE_P | PTE_RW;
+	uint64_t buf_va = RM_VA, area_va = RM_VA + 0x1000;
+	SetMem(rm_page, sizeof(rm_page), 0xee);
+	SetMem(rm_pdpt, sizeof(rm_pdpt), 0);
+	SetMem(rm_pd, sizeof(rm_pd), 0);
+	SetMem(rm_pt, sizeof(rm_pt), 0);
+	rm_pdpt[0] = A(rm_pd) | RW;
+	rm_pd[0] = A(rm_pt[0]) | RW;
+	rm_pt[0][0] = A(rm_page[0]) | RW;	/* buffer: page 0, later 1, then (PDE) 2 */
+	rm_pt[0][1] = A(rm_page[3]) | RW;	/* save area: page 3, later 4 */
+	rm_pt[1][0] = A(rm_page[2]) | RW;
+	rm_pt[1][1] = A(rm_page[4]) | RW;
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));	/* WP off: tables may be R/O */
+	pml4[slot] = A(rm_pdpt) | RW;
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+
+	/* the save area as the guest sees it at area_va: page 3, and after
+	 * the PDE changes page 4, whose index the test moves on to record 20 */
+	struct ds_area64 *a3 = (void *)rm_page[3], *a4 = (void *)rm_page[4];
+	SetMem(a3, sizeof(*a3), 0);
+	a3->bts_base = a3->bts_index = buf_va;
+	a3->bts_abs_max = buf_va + 64 * sizeof(struct bts_record64);
+	a3->bts_int_threshold = a3->bts_abs_max + sizeof(struct bts_record64);
+	struct hvtrace_vcpu_status before, after;
+	uint64_t f = irq_save();
+	wrmsr(MSR_IA32_DS_AREA, area_va);
+	seq_chain(TRACE);			/* records 0-5 into page 0 */
+	rm_pt[0][0] = A(rm_page[1]) | RW;	/* the buffer's PTE, then INVLPG */
+	rm_invlpg(buf_va);
+	seq_chain(TRACE);			/* records 6-11 into page 1 */
+	CopyMem(a4, a3, sizeof(*a4));
+	a4->bts_index = buf_va + 20 * sizeof(struct bts_record64);
+	rm_pd[0] = A(rm_pt[1]) | RW;		/* another page table, then a CR3 load */
+	rm_flush_all();
+	seq_chain(TRACE);			/* records 20-25 into page 2, area page 4 */
+	rm_pt[1][0] = A(rm_page[2]) | PTE_P;	/* the buffer read-only, then INVLPG */
+	rm_invlpg(buf_va);
+	vcpu_status(&before);
+	seq_chain(TRACE);			/* dropped: nothing written anywhere */
+	vcpu_status(&after);
+	irq_restore(f);
+	wrmsr(MSR_IA32_DS_AREA, 0);
+
+	rm_check("bts_remap_buffer_first_page", rm_page[0], 0, c, 6);
+	rm_check("bts_remap_buffer_after_invlpg", rm_page[1], 6 * 24, c, 6);
+	rm_check("bts_remap_after_pde_and_cr3", rm_page[2], 20 * 24, c, 6);
+	report(after.bts_dropped - before.bts_dropped == 6 && after.bts_records == before.bts_records,
+	       "bts_remap_read_only_dropped", "dropped %lu, stored %lu", after.bts_dropped - before.bts_dropped,
+	       after.bts_records - before.bts_records);
+	unsigned stray = 0;
+	for (unsigned i = sizeof(*a3); i < 4096; i++)
+		stray += rm_page[3][i] != 0xee || rm_page[4][i] != 0xee;
+	report(a3->bts_index == buf_va + 12 * 24 && a4->bts_index == buf_va + 26 * 24 && !stray,
+	       "bts_remap_save_area", "old area's index at record %lu (want 12), new one's %lu (want 26), %u stray",
+	       (a3->bts_index - buf_va) / 24, (a4->bts_index - buf_va) / 24, stray);
+
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
+	pml4[slot] = 0;
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+}
+
+/* Self-modifying code while tracing (smc.h): the guest rewrites the
+ * function between its calls, in one traced stretch; the runner compares
+ * the two engines' streams (the "record N:" lines). */
+static void test_self_modifying(void)
+{
+	uint64_t page = smc_page();
+	if (!page) {
+		report_skip("bts_self_modifying_code", "no page for code");
+		return;
+	}
+	volatile uint8_t *code = (volatile uint8_t *)(uintptr_t)page;
+	uint64_t (*fn)(void) = (uint64_t (*)(void))(uintptr_t)page;
+	uint64_t got[SMC_STEPS];
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	for (unsigned i = 0; i < SMC_STEPS; i++) {
+		for (unsigned j = 0; j < 4; j++)
+			code[j] = smc_step[i].b[j];
+		got[i] = fn() & 0xff;
+	}
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	irq_restore(f);
+	smc_check("bts_self_modifying_code", buf, used(), 64, page, got);
+	uefi_call_wrapper(BS->FreePages, 2, page, 1);
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	guest_init(image, systab, "t_bts");
@@ -838,6 +983,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_double_fault();
 	test_filters_and_flags();
 	test_bad_ds();
+	test_remap();
+	test_self_modifying();
 	vcpu_status(&st);
 	report(st.magic == HVTRACE_VCPU_STATUS_MAGIC && st.engine == HVTRACE_ENGINE_OFF &&
 		       st.branches > 0 && st.bts_records > 0 && st.trace_exits > 0,

@@ -11,7 +11,10 @@
  * local APIC at a real-mode page of its own: the code there runs CPUID and
  * must see hvtrace's leaf (it runs as a guest), and an INIT/SIPI to an
  * APIC ID no processor has starts nothing. That processor stays halted in
- * real mode, so this comes last.
+ * real mode, so this comes last. Before it, cross-modifying code: the
+ * boot processor traces calls of a function that an application processor
+ * rewrites between them (smc.h), each call recorded as the code then in
+ * memory says (the fast engine's decoded blocks must not go stale).
  *
  * With `crash` in its arguments (hvtrace.cfg `cmdline`) it only starts the
  * recorder by hypercall and triple-faults on the last application
@@ -21,6 +24,7 @@
 #include "guest.h"
 #include "hvtrace/abi.h"
 #include "mpsvc.h"
+#include "smc.h"
 
 #define MAX_CPUS 64
 #define SIPI_MARK 0x600df00du
@@ -215,6 +219,55 @@ static void test_own_sipi(uint32_t target_apic, uint32_t target_vcpu)
 }
 
 /* An IDT of limit 0, then INT3: #BP, #GP and #DF all fail to deliver. */
+static struct ds_area64 xmc_ds __attribute__((aligned(64)));
+static struct bts_record64 xmc_buf[64] __attribute__((aligned(64)));
+
+/* on the application processor: the code bytes of one step */
+static void __attribute__((ms_abi)) xmc_proc(void *arg)
+{
+	const uint8_t *b = smc_step[(uintptr_t)arg & 0xff].b;
+	volatile uint8_t *code = (volatile uint8_t *)(uintptr_t)((uintptr_t)arg & ~0xfffull);
+	for (unsigned j = 0; j < 4; j++)
+		code[j] = b[j];
+}
+
+/* Tracing (BTS, the engine hvtrace.cfg chose) only around each call: the
+ * firmware's wait for the other processor stays untraced. The engine's
+ * decoded blocks live across stops and starts, so a block decoded in one
+ * call would be taken again in the next but for the bytes its processor
+ * finds changed. */
+static void test_cross_modifying(UINTN ap)
+{
+	uint64_t page = smc_page();
+	if (!page) {
+		report_skip("xmc_cross_modifying_code", "no page for code");
+		return;
+	}
+	uint64_t (*fn)(void) = (uint64_t (*)(void))(uintptr_t)page;
+	uint64_t got[SMC_STEPS];
+	bool ap_ok = true;
+	SetMem(xmc_buf, sizeof(xmc_buf), 0xee);
+	xmc_ds.bts_base = xmc_ds.bts_index = A(xmc_buf);
+	xmc_ds.bts_abs_max = A(xmc_buf) + sizeof(xmc_buf);
+	xmc_ds.bts_int_threshold = xmc_ds.bts_abs_max + sizeof(struct bts_record64);
+	wrmsr(MSR_IA32_DS_AREA, A(&xmc_ds));
+	for (unsigned i = 0; i < SMC_STEPS; i++) {
+		EFI_STATUS s = uefi_call_wrapper(mp->StartupThisAP, 7, mp, (HV_AP_PROCEDURE)xmc_proc, ap, NULL,
+						 (UINTN)30000000, (void *)(uintptr_t)(page | i), NULL);
+		ap_ok = ap_ok && !EFI_ERROR(s);
+		uint64_t f = irq_save();
+		wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+		got[i] = fn() & 0xff;
+		wrmsr(MSR_IA32_DEBUGCTL, 0);
+		irq_restore(f);
+	}
+	wrmsr(MSR_IA32_DS_AREA, 0);
+	report(ap_ok, "xmc_written_by_another_processor", "processor %lu", (uint64_t)ap);
+	smc_check("xmc_cross_modifying_code", xmc_buf,
+		  (unsigned)((xmc_ds.bts_index - xmc_ds.bts_base) / sizeof(struct bts_record64)), 64, page, got);
+	uefi_call_wrapper(BS->FreePages, 2, page, 1);
+}
+
 static void __attribute__((ms_abi)) triple_proc(void *arg)
 {
 	(void)arg;
@@ -311,6 +364,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report(all_running, "every_vcpu_running", NULL);
 	FreePool(vs);
 
+	test_cross_modifying(last_ap);
 	test_own_sipi(res[last_ap].apic_id, expected_vcpu[last_ap]);
 	report_done();
 }

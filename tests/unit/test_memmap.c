@@ -133,6 +133,15 @@ int main(void)
 	a.cpl = 0;
 	a.buf_len = 16;
 	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EINVAL, "vcpu status short buffer");
+	a.buf_len = HVTRACE_VCPU_STATUS_SIZE_1_5 - 1;
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EINVAL, "vcpu status shorter than ABI 1.5's");
+	a.buf_len = HVTRACE_VCPU_STATUS_SIZE_1_5;	/* a 1.5 caller: that layout is written */
+	CHECK(hc_check(&a, &m, 2) == 0, "vcpu status, ABI 1.5 size");
+	a.buf_gpa = 0x1c2bf000 - HVTRACE_VCPU_STATUS_SIZE_1_5;
+	CHECK(hc_check(&a, &m, 2) == 0, "ABI 1.5 size ending at the reserve");
+	a.buf_len = sizeof(struct hvtrace_vcpu_status);
+	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EFAULT, "ABI 1.6 size running into the reserve");
+	a.buf_gpa = 0x200000;
 	a.buf_len = sizeof(struct hvtrace_vcpu_status);
 	a.buf_gpa = 0x1c2bf000 + 0x10;
 	CHECK(hc_check(&a, &m, 2) == -HVTRACE_EFAULT, "vcpu status into the reserve");

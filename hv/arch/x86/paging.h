@@ -21,6 +21,7 @@
 #define PTE_G		(1ull << 8)
 #define PTE_NX		(1ull << 63)
 #define PTE_ADDR_MASK	0x000ffffffffff000ull
+#define PAGING_LEVELS_MAX 5		/* 5-level paging: PML5, PML4, PDPT, PD, PT (SDM Vol. 3 4.5) */
 #define PTE_PKEY_SHIFT	59		/* bits 62:59: the protection key (SDM Vol. 3 4.6.2) */
 
 /* #PF error code (SDM Vol. 3 4.7, APM Vol. 2 8.4.2) */
