@@ -149,16 +149,7 @@ t_vmx_bts_reference() { vmx_bts_with_engine reference; }
 # svm-bts-engines-agree does under SVM (run vmx-bts-fast and
 # vmx-bts-reference first: a pattern of vmx-bts runs all three).
 t_vmx_bts_engines_agree() {
-	local a=$RUNS/vmx-bts-reference/serial.log b=$RUNS/vmx-bts-fast/serial.log
-	LOG=$b ELAPSED=0
-	if [ ! -s "$a" ] || [ ! -s "$b" ]; then
-		REASONS="; run vmx-bts-reference and vmx-bts-fast first"
-	elif ! diff <(grep -a 'record [0-9]*:' "$a") <(grep -a 'record [0-9]*:' "$b") >/dev/null; then
-		REASONS="; record streams differ: diff <(grep -a 'record [0-9]*:' $a) <(grep -a 'record [0-9]*:' $b)"
-	elif [ "$(grep -ac 'record [0-9]*:' "$a")" -lt 20 ]; then
-		REASONS="; too few records compared"
-	fi
-	finish vmx-bts-engines-agree
+	engines_agree vmx-bts-engines-agree vmx-bts-reference vmx-bts-fast
 }
 
 # The virtual PMU under VMX (docs/pmu.md): t_pmu as under SVM (svm-pmu),

@@ -67,6 +67,22 @@ finish() {
 # functions) whose names contain a pattern (dashes match underscores; a
 # pattern ending in $ only at the name's end), or all of them, then prints
 # the tier's closing line.
+# engines_agree NAME REF_RUN FAST_RUN: the record streams two earlier
+# runs' serial logs hold (t_bts under each engine) identical, record for
+# record, and at least 20 of them
+engines_agree() {
+	local a=$RUNS/$2/serial.log b=$RUNS/$3/serial.log
+	LOG=$b ELAPSED=0
+	if [ ! -s "$a" ] || [ ! -s "$b" ]; then
+		REASONS="; run $2 and $3 first"
+	elif ! diff <(grep -a 'record [0-9]*:' "$a") <(grep -a 'record [0-9]*:' "$b") >/dev/null; then
+		REASONS="; record streams differ: diff <(grep -a 'record [0-9]*:' $a) <(grep -a 'record [0-9]*:' $b)"
+	elif [ "$(grep -ac 'record [0-9]*:' "$a")" -lt 20 ]; then
+		REASONS="; too few records compared"
+	fi
+	finish "$1"
+}
+
 runner_main() {
 	local tier=$1 all=$2 sel="" t p
 	shift 2
