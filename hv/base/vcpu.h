@@ -228,6 +228,9 @@ struct hv {
 	struct vcpu *vcpus[HV_MAX_CPUS];
 };
 extern struct hv hv;
+/* t_hostile aims a data breakpoint at hv.caps, which every SVM entry and
+ * exit reads while the host's DR7 holds the guest's breakpoints */
+_Static_assert(__builtin_offsetof(struct hv, caps) == 8, "tests/guest/t_hostile.c HV_CAPS_OFFSET");
 
 /* The exceptions a backend intercepts: those asked for (`mask`, the
  * engine's), and #UD while the guest's hypercall instruction raises one. */

@@ -17,9 +17,6 @@
 #include "dispatch/cpuid.h"
 #include "svm/svm.h"
 
-/* svm_tcg_injection_quirk's condition, from the probe */
-static bool tcg_injection_quirk;
-
 static int svm_probe(u32 *caps)
 {
 	struct cpuid_regs r;
@@ -37,7 +34,6 @@ static int svm_probe(u32 *caps)
 	if (!(r.edx & CPUID_8000000A_EDX_NP))
 		return HV_ERR_NO_NPT;
 	*caps = (r.edx & CPUID_8000000A_EDX_NRIPS) ? HV_CAP_NRIP : 0;
-	tcg_injection_quirk = !(*caps & HV_CAP_NRIP);
 	/* INIT and SIPI are delivered by the hypervisor (dispatch/mp.c) */
 	*caps |= HV_CAP_SMP | HV_CAP_IPI_GATE;
 	return HV_OK;
@@ -207,7 +203,7 @@ static void svm_cs_l_and_d(struct vcpu *v, struct vmcb_save *s)
 /* An external interrupt goes in only when the guest can take it (irq.c
  * irq_deliver): one injected with the guest's IF clear is the
  * hypervisor's bug, and a guest that holds a lock with interrupts off
- * deadlocks on it (docs/smp.md "Open"). Said once, with what the last
+ * deadlocks on it (docs/smp.md "Found"). Said once, with what the last
  * exit was, to find the path that did it. */
 static void svm_check_injection(struct vcpu *v, struct svm_vcpu *sv)
 {
@@ -238,14 +234,15 @@ static void svm_check_injection(struct vcpu *v, struct svm_vcpu *sv)
  * interrupt injected. Only where SVM has no NRIP save, QEMU's TCG (7.2):
  * AMD processors since family 10h and KVM's nested SVM have it and inject
  * as the APM says. Not the brand string: a nested KVM guest started with
- * `-cpu host` inside QEMU's TCG shows TCG's brand. A TCG that reported NRIP
- * save would need this decided otherwise. A guest NMI arriving at the same moment merges with it
- * (base/hv.c hv_kick says the same of every kick).
+ * `-cpu host` inside QEMU's TCG shows TCG's brand. A TCG that reported
+ * NRIP save would need this decided otherwise. A guest NMI arriving at the
+ * same moment merges with it (base/hv.c hv_kick says the same of every
+ * kick).
  */
 static void svm_tcg_injection_quirk(struct vcpu *v, const struct vmcb_control *c)
 {
 	static bool said;
-	if (!tcg_injection_quirk || (c->event_inj & (EVENTINJ_V | EVENTINJ_TYPE_MASK)) != EVENTINJ_V)
+	if ((hv.caps & HV_CAP_NRIP) || (c->event_inj & (EVENTINJ_V | EVENTINJ_TYPE_MASK)) != EVENTINJ_V)
 		return;
 	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		LOG_INFO("QEMU's TCG: each external interrupt injected is followed by an NMI exit, which "

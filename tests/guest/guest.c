@@ -252,9 +252,14 @@ void irq_restore(uint64_t f)
 
 #define APIC_RESET_BASE	0xfee00000ull
 
-static bool x2apic_mode(void)
+bool x2apic_mode(void)
 {
 	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
+}
+
+volatile uint32_t *xapic_reg(uint32_t off)
+{
+	return (volatile uint32_t *)(uintptr_t)((rdmsr(MSR_IA32_APICBASE) & APICBASE_ADDR_MASK) + off);
 }
 
 uint32_t lvtpc_read(void)

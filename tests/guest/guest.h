@@ -118,6 +118,10 @@ extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
 /* The local APIC's LVT performance counter entry: the x2APIC MSR in
  * x2APIC mode, otherwise at the xAPIC's reset address (as pmi.S's EOI:
  * never where IA32_APIC_BASE says, which t_hostile moves) */
+/* The local APIC: in x2APIC mode (IA32_APIC_BASE.EXTD); an xAPIC register
+ * at the base IA32_APIC_BASE names now */
+bool x2apic_mode(void);
+volatile uint32_t *xapic_reg(uint32_t off);
 uint32_t lvtpc_read(void);
 void lvtpc_write(uint32_t lvt);
 /* The vendor CPUID leaf 0 names is AMD or Hygon: the hardware's rules

@@ -25,7 +25,7 @@ $(BUILD)/tests/guest/t_pmu.so: $(BUILD)/tests/guest/pmu_seq.o $(BUILD)/tests/gue
 # The hypervisor's code addresses t_hostile aims its attacks at, from the
 # ELF (linked at a fixed address: an attacker knows them as well).
 HV_ATTACK_SYMS := svm_vmexit_rip vmx_exit_entry hv_handle_event hv_prepare_entry \
-	trace_before_entry __hv_ro_start hv tcg_injection_quirk
+	trace_before_entry __hv_ro_start hv
 $(BUILD)/tests/guest/hv_syms.h: $(BUILD)/hv/hv.elf tests/guest/guest.mk
 	@mkdir -p $(dir $@)
 	nm $< | awk -v want="$(HV_ATTACK_SYMS)" 'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) need[w[i]] = 1 } \

@@ -226,7 +226,7 @@ static void test_threshold(void)
 {
 	const struct bts_record64 *c = chain();
 	struct hvtrace_vcpu_status before, after;
-	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
+	bool x2 = x2apic_mode();
 	uint32_t old_lvt = lvtpc_read();
 
 	report_info("local APIC in %s mode, LVTPC %x", x2 ? "x2APIC" : "xAPIC", old_lvt);
@@ -270,7 +270,7 @@ static void test_threshold(void)
  * pending with IF=0 arrives right after STI's shadow. */
 static void test_interrupt(void)
 {
-	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
+	bool x2 = x2apic_mode();
 	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
 	struct bts_record64 want[3];
 	unsigned n = 0;
@@ -306,7 +306,7 @@ static void test_interrupt(void)
  * it interrupts to the vector-2 handler, and back by IRET. */
 static void test_nmi(void)
 {
-	bool x2 = rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
+	bool x2 = x2apic_mode();
 	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
 	uint64_t at = x2 ? A(nm_x2) : A(nm_x);
 	const struct bts_record64 want[] = {

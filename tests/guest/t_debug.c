@@ -333,32 +333,22 @@ static void test_movss(void)
 	log_check("data_breakpoint_mov_ss_delayed", wd, 2);
 }
 
-static bool x2apic(void)
-{
-	return rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD;
-}
-
-static volatile uint32_t *xapic(uint32_t reg)
-{
-	return (volatile uint32_t *)(uintptr_t)((rdmsr(MSR_IA32_APICBASE) & APICBASE_ADDR_MASK) + reg);
-}
-
 /* A fixed self-IPI, left pending while IF is clear */
 static void self_ipi(void)
 {
 	uint32_t icr = IPI_VECTOR | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
-	if (x2apic())
+	if (x2apic_mode())
 		wrmsr(X2APIC_MSR(APIC_ICR_LO), icr);
 	else
-		*xapic(APIC_ICR_LO) = icr;
+		*xapic_reg(APIC_ICR_LO) = icr;
 }
 
 static void eoi(void)
 {
-	if (x2apic())
+	if (x2apic_mode())
 		wrmsr(X2APIC_MSR(APIC_EOI), 0);
 	else
-		*xapic(APIC_EOI) = 0;
+		*xapic_reg(APIC_EOI) = 0;
 }
 
 /* Runs `seq` with IF clear and the self-IPI pending, task priority 0xd

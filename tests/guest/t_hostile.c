@@ -202,6 +202,7 @@ static void test_breakpoints_on(const char *what, const uint64_t a[4], uint64_t 
 
 #define HV_VA_TOP_RESERVE 0xffffffffbffffff8ull	/* HV_VA_BASE + 1 GiB - 8 */
 #define HV_VA_APIC 0xffffffffc0000000ull		/* HV_APIC_VA (hv/base/boot.h) */
+#define HV_CAPS_OFFSET 8				/* offsetof(struct hv, caps) */
 
 static void test_breakpoints(bool with_engine)
 {
@@ -211,9 +212,9 @@ static void test_breakpoints(bool with_engine)
 		HV_SYM_hv_prepare_entry,
 		HV_SYM_trace_before_entry,
 	};
-	/* tcg_injection_quirk: read before every SVM entry, after the host's
-	 * DR7 is loaded */
-	const uint64_t hv_data[4] = { HV_SYM_tcg_injection_quirk, HV_SYM_hv, HV_VA_APIC + APIC_ICR_LO,
+	/* hv.caps: read at every SVM entry after the host's DR7 is loaded
+	 * (hv/base/vcpu.h asserts its offset) */
+	const uint64_t hv_data[4] = { HV_SYM_hv + HV_CAPS_OFFSET, HV_SYM_hv, HV_VA_APIC + APIC_ICR_LO,
 				      HV_VA_TOP_RESERVE };
 	/* L0-L3; instruction breakpoints (RW 00, LEN 00), then data ones
 	 * (RW 11: reads and writes, LEN 10: 8 bytes) */

@@ -77,11 +77,6 @@ asm(".pushsection .text\n"
     "	iretq\n"
     ".popsection\n");
 
-static volatile uint32_t *apic_reg(uint32_t off)
-{
-	return (volatile uint32_t *)(uintptr_t)((rdmsr(MSR_IA32_APICBASE) & APICBASE_ADDR_MASK) + off);
-}
-
 /* The 8259 pair: ICW1-4 (edge, cascade on IRQ 2, 8086 mode), then masks */
 static void pic_setup(uint8_t base1, uint8_t base2, uint8_t mask1, uint8_t mask2)
 {
@@ -92,17 +87,17 @@ static void pic_setup(uint8_t base1, uint8_t base2, uint8_t mask1, uint8_t mask2
 
 static void test_injected_once(void)
 {
-	if (rdmsr(MSR_IA32_APICBASE) & APICBASE_EXTD) {
+	if (x2apic_mode()) {
 		report_skip("injected_interrupt_delivered_once", "the local APIC is in x2APIC mode");
 		return;
 	}
 	uint64_t fl = irq_save();
 	struct gate gx = handle_exception(IRQ_X, irq_x_handler), gz = handle_exception(PIC_BASE, irq_z_handler);
-	eoi_addr = (uint64_t)(uintptr_t)apic_reg(APIC_EOI);
+	eoi_addr = (uint64_t)(uintptr_t)xapic_reg(APIC_EOI);
 	uint8_t mask1 = inb(0x21), mask2 = inb(0xa1);
-	uint32_t lint0 = *apic_reg(APIC_LVT_LINT0), lvtt = *apic_reg(APIC_LVTT);
-	*apic_reg(APIC_LVTT) = lvtt | LVT_MASKED;
-	*apic_reg(APIC_LVT_LINT0) = LVT_DM_EXTINT;
+	uint32_t lint0 = *xapic_reg(APIC_LVT_LINT0), lvtt = *xapic_reg(APIC_LVTT);
+	*xapic_reg(APIC_LVTT) = lvtt | LVT_MASKED;
+	*xapic_reg(APIC_LVT_LINT0) = LVT_DM_EXTINT;
 	pic_setup(PIC_BASE, PIC_BASE + 8, 0xfe, 0xff);
 
 	uint64_t t0 = rdtsc();
@@ -111,14 +106,14 @@ static void test_injected_once(void)
 	outb(0x43, 0x34);	/* channel 0, low then high byte, mode 2 (periodic) */
 	outb(0x40, PIT_COUNT & 0xff);
 	outb(0x40, PIT_COUNT >> 8);
-	*apic_reg(APIC_ICR_LO) = IRQ_X | ICR_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
+	*xapic_reg(APIC_ICR_LO) = IRQ_X | ICR_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
 	/* IRQ_X comes here, its handler waits; then the 8259's */
 	for (int i = 0; i < 1000000 && (!x_count || !z_count); i++)
 		asm volatile("sti; nop; nop; cli" ::: "memory");
 
 	pic_setup(0x68, 0x70, mask1, mask2);
-	*apic_reg(APIC_LVT_LINT0) = lint0;
-	*apic_reg(APIC_LVTT) = lvtt;
+	*xapic_reg(APIC_LVT_LINT0) = lint0;
+	*xapic_reg(APIC_LVTT) = lvtt;
 	gate_restore(IRQ_X, gx);
 	gate_restore(PIC_BASE, gz);
 	irq_restore(fl);

@@ -129,16 +129,11 @@ static void check_aps(UINTN n, UINTN bsp, const char *round, uint32_t runs)
 }
 
 /* The guest's own INIT-SIPI-SIPI through its xAPIC (SDM Vol. 3 8.4.4.1). */
-static volatile uint32_t *apic_reg(uint32_t off)
-{
-	return (volatile uint32_t *)(uintptr_t)((rdmsr(MSR_IA32_APICBASE) & ~0xfffull) + off);
-}
-
 static void send_ipi(uint32_t apic_id, uint32_t lo)
 {
-	*apic_reg(APIC_ICR_HI) = apic_id << ICR_XAPIC_DEST_SHIFT;
-	*apic_reg(APIC_ICR_LO) = lo;
-	for (int i = 0; i < 1000 && (*apic_reg(APIC_ICR_LO) & ICR_BUSY); i++)
+	*xapic_reg(APIC_ICR_HI) = apic_id << ICR_XAPIC_DEST_SHIFT;
+	*xapic_reg(APIC_ICR_LO) = lo;
+	for (int i = 0; i < 1000 && (*xapic_reg(APIC_ICR_LO) & ICR_BUSY); i++)
 		uefi_call_wrapper(BS->Stall, 1, 10);
 }
 
