@@ -116,7 +116,7 @@ ${2:+timeout -s KILL \$(left) tests/integration.sh $2}
 ${3:+timeout -s KILL \$(left) tests/integration-rec.sh $3}
 kill \$backpid
 umount -l "\$runs" && back && umount -l /tmp/back
-for f in \$(grep -l 'the firmware printed nothing' /tmp/runs/*/qemu.out); do
+for f in \$(grep -lE 'the firmware printed nothing|before the firmware printed anything' /tmp/runs/*/qemu.out); do
 	echo "NESTED: restarted once, the firmware silent: \${f%/qemu.out}"
 done
 INNER

@@ -104,7 +104,9 @@ fi
 # volume); QEMU is then killed and started again, once, and this says so
 # on stderr, with the evidence: what QEMU's monitor says of the vCPUs
 # (status, registers, twice a second apart) just before the kill, and for
-# every boot, how long the firmware took to print. Off (0) by default.
+# every boot, how long the firmware took to print. A QEMU that exits before
+# the firmware printed anything is started again the same way, once. Off
+# (0) by default.
 fwwait=${HVTRACE_FIRMWARE_WAIT:-0} restarted=0 fwseen=0
 if [ "$fwwait" -gt 0 ]; then
 	set -- "$@" -monitor unix:"$work/monitor.sock",server=on,wait=off
@@ -147,8 +149,17 @@ start_qemu() {
 	qpid=$! qstart=$SECONDS
 }
 start_qemu "$@"
-while { [ -n "$until" ] || { [ "$fwwait" -gt 0 ] && [ "$fwseen" = 0 ]; }; } &&
-	kill -0 "$qpid" 2>/dev/null; do
+while { [ -n "$until" ] || { [ "$fwwait" -gt 0 ] && [ "$fwseen" = 0 ]; }; }; do
+	if ! kill -0 "$qpid" 2>/dev/null; then
+		# QEMU ended. Before the firmware printed anything (seen in the
+		# nested tier: an exit after 3 s, nothing in any log), it is the
+		# same silent boot as above: started again, once.
+		[ "$fwwait" -gt 0 ] && [ "$restarted" = 0 ] && [ ! -s "$log" ] || break
+		wait "$qpid"
+		echo "qemu.sh: QEMU exited (status $?) after $((SECONDS - qstart)) s before the firmware printed anything: started again (HVTRACE_FIRMWARE_WAIT)" >&2
+		restarted=1
+		start_qemu "$@"
+	fi
 	if [ "$fwwait" -gt 0 ] && [ "$restarted" = 0 ] && [ ! -s "$log" ] && [ $((SECONDS - qstart)) -ge "$fwwait" ]; then
 		echo "qemu.sh: the firmware printed nothing in $fwwait s: QEMU killed and started again (HVTRACE_FIRMWARE_WAIT)" >&2
 		firmware_evidence
