@@ -36,13 +36,6 @@ passed() { sed -nE 's/^GUEST-TEST: PASS: ([A-Za-z0-9_]+).*/\1/p' "$1" | sort -u;
 
 # Differences still open, each RUN:MODE:CHECK with its evidence written
 # here, reported and not counted as failures (docs/testing.md):
-#  - t_debug's data breakpoint on DR3, traced: none fires. While the
-#    engine runs it holds DR2 and DR3 for its own stops; it checks the
-#    guest's instruction breakpoints there itself (guest_dr23_hits), not
-#    its data breakpoints. (QEMU's TCG does not insert what DR7 enables
-#    when VMRUN loads it, so the hypervisor arms the guest's breakpoints in
-#    its own DR7 before VMRUN: hv/trace/dr.c trace_host_dr7; DR0/DR1 pass
-#    traced, all four idle.)
 #  - t_debug's interrupt shadows, traced: the self-IPI comes late (the
 #    log shows it in the wait loop after the sequence). While tracing,
 #    interrupts are held and paced by design (docs/branch-engine.md
@@ -50,8 +43,7 @@ passed() { sed -nE 's/^GUEST-TEST: PASS: ([A-Za-z0-9_]+).*/\1/p' "$1" | sort -u;
 #    the firmware traced from boot never starts the program, issue #16).
 #    STI; HLT included: the interrupt ends the HLT before the hypervisor
 #    holds it, so the HLT it would make due has already completed.
-KNOWN="t_debug:traced:data_breakpoint_write_dr3"
-KNOWN="$KNOWN t_debug:traced:sti_shadow_interrupt_after_next t_debug:traced:popf_if_no_shadow"
+KNOWN="t_debug:traced:sti_shadow_interrupt_after_next t_debug:traced:popf_if_no_shadow"
 KNOWN="$KNOWN t_debug:traced:sti_hlt_interrupt_after_hlt"
 
 # diff_program PROGRAM [LOAD OPTIONS [OFF_NOTE]]: the three runs and their

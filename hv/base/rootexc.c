@@ -1,18 +1,25 @@
 /* Exceptions the hypervisor takes itself, in root mode (arch/x86/exc.S
  * calls here). Each is a hypervisor bug: the frame is logged and the
- * processor stopped. The one exception: the #GP that rdmsr_safe and
- * wrmsr_safe expect, which resumes at their fix-up. */
+ * processor stopped. The exceptions: the #GP that rdmsr_safe and
+ * wrmsr_safe expect, which resumes at their fix-up, and a #DB the backend
+ * recognizes as the guest's (root_db_after_exit, base/rootexc.h). */
 #include "arch/x86/cpu.h"
 #include "arch/x86/desc.h"
 #include "arch/x86/vectors.h"
 #include "base/log.h"
+#include "base/rootexc.h"
 
 extern const char rdmsr_safe_insn[], rdmsr_safe_fixup[], wrmsr_safe_insn[], wrmsr_safe_fixup[];
 
-/* Returns only after moving RIP to a fix-up (exc.S). */
+bool (*root_db_after_exit)(struct exc_frame *f);
+
+/* Returns only after moving RIP to a fix-up, or after root_db_after_exit
+ * took a #DB that belongs to the guest (exc.S). */
 void exc_handler(struct exc_frame *f);
 void exc_handler(struct exc_frame *f)
 {
+	if (f->vector == X86_DB && root_db_after_exit && root_db_after_exit(f))
+		return;
 	if (f->vector == X86_GP && f->rip == (u64)(uintptr_t)rdmsr_safe_insn) {
 		f->rip = (u64)(uintptr_t)rdmsr_safe_fixup;
 		return;

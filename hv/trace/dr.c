@@ -35,6 +35,17 @@ u64 guest_exec_bps(u64 dr7)
 	return exec_bps(dr7, 0, 1);
 }
 
+/* Whether the guest's DR7 enables a data breakpoint (RW = 01 or 11) in DR2
+ * or DR3, the registers the fast engine's stops take. */
+bool guest_dr23_data(struct vcpu *v)
+{
+	u64 dr7 = guest_dr_read(v, 7);
+	for (int i = 2; i < 4; i++)
+		if ((dr7 & (DR7_L(i) | DR7_G(i))) && (((dr7 >> DR7_RW_SHIFT(i)) & 3) & 1))
+			return true;
+	return false;
+}
+
 void bp_disarm(struct vcpu *v)
 {
 	struct handler_bp *bp = &v->trace->bp;
@@ -166,6 +177,8 @@ static void guest_dr_write(struct vcpu *v, int n, u64 val)
 		} else {
 			hv.ops->set_dr(v, 7, val);
 		}
+		if (t->engine != HVTRACE_ENGINE_OFF)
+			trace_update(v);	/* a data breakpoint in DR2/DR3: the engine */
 		return;
 	}
 }
@@ -240,10 +253,14 @@ static u64 data_bps(u64 dr7, int last, const u64 addr[4])
  * VMRUN without inserting the breakpoints it enables (helper_vmrun assigns
  * env->dr[7] directly), so a breakpoint the guest or the engine needs must
  * already be armed in root mode: the engine's DR3 (and DR2), and the
- * guest's breakpoints on the registers it holds (DR0/DR1 while the engine
- * runs, which checks DR2/DR3 itself; all four otherwise): instruction
- * breakpoints anywhere but on the hypervisor's own code, data breakpoints
- * anywhere but on what the hypervisor addresses itself (data_bps). Root
+ * guest's breakpoints on the registers that hold its values (all four but
+ * those the engine's breakpoint holds; instruction breakpoints on DR0/DR1
+ * only while the engine runs, which checks DR2/DR3 itself at each stop):
+ * instruction breakpoints anywhere but on the hypervisor's own code, data
+ * breakpoints anywhere but on what the hypervisor addresses itself
+ * (data_bps). While the guest has a data breakpoint in DR2 or DR3 the
+ * reference engine runs, whose breakpoint holds DR3 only while an event
+ * is followed to its handler (guest_dr23_data, trace_update). Root
  * mode must not take a #DB of the guest's choosing. Such a breakpoint still
  * works on hardware, where VMRUN and VM entry load DR7 from the guest
  * state, and is lost under TCG (docs/security.md).
@@ -253,13 +270,19 @@ u64 trace_host_dr7(struct vcpu *v)
 	struct trace_vcpu *t = v->trace;
 	struct handler_bp *bp = &t->bp;
 	u64 guest = bp->armed ? bp->saved_dr7 : hv.ops->get_dr(v, 7);
-	int last = t->engine != HVTRACE_ENGINE_OFF ? 1 : !bp->armed ? 3 : bp->addr2 ? 1 : 2;
+	/* the registers that hold the guest's own values now */
+	int free = !bp->armed ? 3 : bp->addr2 ? 1 : 2;
 	const u64 addr[4] = { read_dr0(), read_dr1(), read_dr2(), read_dr3() };
-	u64 dr7 = DR7_FIXED1 | exec_bps(guest, 0, last) | data_bps(guest, last, addr);
+	u64 data = data_bps(guest, free, addr);
+	u64 dr7 = DR7_FIXED1 | exec_bps(guest, 0, t->engine != HVTRACE_ENGINE_OFF ? 1 : free) | data;
 	if (bp->armed)
 		dr7 |= DR7_L(3) | (bp->addr2 ? DR7_L(2) : 0);
 	for (int i = 0; i < 4; i++)
 		if ((dr7 & (DR7_L(i) | DR7_G(i))) && hv_image_code(addr[i]))
 			dr7 &= ~(DR7_L(i) | DR7_G(i) | DR7_RWLEN(i));
+	t->host_guest_data = 0;
+	for (int i = 2; i < 4; i++)
+		if (dr7 & data & (DR7_L(i) | DR7_G(i)))
+			t->host_guest_data |= 1ull << i;	/* DR6_B2, DR6_B3 */
 	return dr7;
 }

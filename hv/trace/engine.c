@@ -129,6 +129,9 @@ bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
  * BTS are set), the recorder traces, or an enabled PMU counter counts an
  * event only the engine sees. Those counters need every instruction, so
  * the reference engine runs while one is enabled (docs/pmu.md: the cost);
+ * so it does while the guest has a data breakpoint in DR2 or DR3, which
+ * the fast engine's stops would take from it (the reference engine's
+ * breakpoint holds DR3 only while it follows an event to its handler);
  * otherwise the configured one. Switching at an exit needs nothing more:
  * trace_exit_begin() settled the fast engine's plans and the step, and
  * trace_before_entry() plans afresh.
@@ -139,7 +142,7 @@ void trace_update(struct vcpu *v)
 	bool pmu = pmu_needs_engine(&t->pmu);
 	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS) ||
 		    (t->ds.debugctl & DEBUGCTL_BTF) || rec_tracing() || pmu;
-	u32 which = pmu ? HVTRACE_ENGINE_REFERENCE
+	u32 which = pmu || guest_dr23_data(v) ? HVTRACE_ENGINE_REFERENCE
 			: t->engine_wanted ? t->engine_wanted : HVTRACE_ENGINE_FAST;
 
 	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)

@@ -22,6 +22,7 @@ bool step_branched(const struct step_state *s);
  * guest's debug registers while the engine holds some */
 u64 exec_bps(u64 dr7, int first, int last);
 u64 guest_exec_bps(u64 dr7);
+bool guest_dr23_data(struct vcpu *v);
 void bp_disarm(struct vcpu *v);
 void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr2, u64 from, int cpl);
 void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl);

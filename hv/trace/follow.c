@@ -66,7 +66,9 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		bool ours = t->bp.armed && (((causes & DR6_B3) && at == t->bp.addr) ||
 					    ((causes & DR6_B2) && t->bp.addr2 && at == t->bp.addr2));
 		bool guest_trap = false;
-		u64 guest_bits = causes & 3;	/* the guest's own DR0/DR1 breakpoints */
+		/* the guest's own breakpoints: DR0/DR1, and its data breakpoints
+		 * the host DR7 armed in DR2/DR3 (trace_host_dr7) */
+		u64 guest_bits = causes & (3 | t->host_guest_data);
 		if (v->rflags & RFLAGS_RF) {
 			/* RF suppresses instruction breakpoints (SDM Vol. 3
 			 * 18.3.1.1); QEMU still reports their Bn with a single

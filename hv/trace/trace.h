@@ -104,6 +104,7 @@ struct trace_vcpu {
 	bool was_stepping;	/* ... and was for the entry this exit ended */
 	u64 raw_rflags;		/* RFLAGS at the last exit, before TF is fixed up */
 	u64 guest_dr6;		/* the guest's DR6: virtual while tracing */
+	u64 host_guest_data;	/* DR6_B2/DR6_B3: the guest's data breakpoint the host DR7 armed there at entry */
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
 	bool nmi_blocked;	/* an NMI we delivered has not reached its IRET yet */
 	bool nmi_pending;	/* an NMI that came while nmi_blocked */

@@ -213,6 +213,25 @@ G dv_2
 	nop
 	ret
 
+/* void seq_data_tf(void): the write of seq_data under TF: the single
+ * step and the data breakpoint (DR0, writes) are one #DB after it, DR6
+ * with BS and B0 (SDM Vol. 3 18.3.1); the read after it only steps (the
+ * first trap is after the instruction that follows the POPF setting TF). Under
+ * QEMU's TCG the hit reached root mode after the step's exit (svm_root_db). */
+G seq_data_tf
+	TF_ON
+	movl $2, dv_word(%rip)
+G dt_1
+	movl dv_word(%rip), %eax
+G dt_2
+	pushfq
+G dt_3
+	andq $~TF, (%rsp)
+G dt_4
+	popfq
+G dt_5
+	ret
+
 /* void seq_rf(void): instruction breakpoints on rf_1 and rf_2 (DR0/DR1
  * or DR2/DR3): each fires once, the handler setting RF */
 G seq_rf

@@ -35,10 +35,12 @@ SYM(ms_1); SYM(ms_3); SYM(ms_5); SYM(ms_6); SYM(ms_7); SYM(ms_8);
 SYM(md_1); SYM(md_3); SYM(dv_1); SYM(dv_2); SYM(rf_1); SYM(rf_2); SYM(gd_1);
 SYM(st_2); SYM(pf_1); SYM(sh_1); SYM(ts_1); SYM(ts_2); SYM(ts_3); SYM(ts_4); SYM(ts_5);
 SYM(ts_6); SYM(seq_int81); SYM(seq_ud);
+SYM(dt_1); SYM(dt_2); SYM(dt_3); SYM(dt_4); SYM(dt_5);
 void seq_step(void);
 void seq_movss(void);
 void seq_movss_data(void);
 void seq_data(void);
+void seq_data_tf(void);
 void seq_rf(void);
 uint64_t seq_gd(void);
 void seq_sti(void);
@@ -278,6 +280,26 @@ static void test_data_breakpoints(void)
 	run_data("data_breakpoint_read_write_dr1", 1, 3, rw1, 2);
 	const struct ev w3[] = { { X86_DB, A(dv_1), DR6_OF(DR6_B3) } };
 	run_data("data_breakpoint_write_dr3", 3, 1, w3, 1);
+
+	/* a single step and a data breakpoint on one instruction: one #DB */
+	uint64_t f = irq_save();
+	struct gate saved = handle_exception(X86_DB, dbg_db_handler);
+	uint64_t was = get_dr(0);
+	log_reset();
+	set_dr(6, DR6_CLEAN);
+	set_dr(0, A(&dv_word));
+	set_dr7(DR7_FIXED1 | DR7_L(0) | ((1ull | (3ull << 2)) << DR7_RW_SHIFT(0)));
+	seq_data_tf();
+	set_dr7(DR7_FIXED1);
+	set_dr(0, was);
+	gate_restore(X86_DB, saved);
+	irq_restore(f);
+	const struct ev st[] = {
+		{ X86_DB, A(dt_1), DR6_OF(DR6_BS | DR6_B0) }, { X86_DB, A(dt_2), DR6_OF(DR6_BS) },
+		{ X86_DB, A(dt_3), DR6_OF(DR6_BS) }, { X86_DB, A(dt_4), DR6_OF(DR6_BS) },
+		{ X86_DB, A(dt_5), DR6_OF(DR6_BS) },
+	};
+	log_check("data_breakpoint_with_single_step", st, 5);
 }
 
 /* --- single steps and shadows ------------------------------------------------ */

@@ -72,6 +72,7 @@ static inline void write_dr0(u64 v) { asm volatile("mov %0, %%dr0" ::"r"(v)); }
 static inline u64 read_dr1(void) { u64 v; asm volatile("mov %%dr1, %0" : "=r"(v)); return v; }
 static inline void write_dr1(u64 v) { asm volatile("mov %0, %%dr1" ::"r"(v)); }
 static inline u64 read_dr6(void) { u64 v; asm volatile("mov %%dr6, %0" : "=r"(v)); return v; }
+static inline void write_dr6(u64 v) { asm volatile("mov %0, %%dr6" ::"r"(v)); }
 static inline u64 read_dr7(void) { u64 v; asm volatile("mov %%dr7, %0" : "=r"(v)); return v; }
 static inline u64 read_dr2(void) { u64 v; asm volatile("mov %%dr2, %0" : "=r"(v)); return v; }
 static inline void write_dr2(u64 v) { asm volatile("mov %0, %%dr2" ::"r"(v)); }
