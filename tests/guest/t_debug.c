@@ -255,7 +255,7 @@ static void test_rf(void)
 /* Data breakpoints are traps: the #DB comes after the access, at the next
  * instruction, with the Bn of the breakpoint (SDM Vol. 3 18.2.4: RW 01
  * writes, 11 reads and writes; LEN 11: 4 bytes). */
-static void run_data(const char *name, int dr, uint64_t rw, const struct ev *want, unsigned n)
+static void run_data(const char *name, int dr, uint64_t rw, void (*seq)(void), const struct ev *want, unsigned n)
 {
 	uint64_t f = irq_save();
 	struct gate saved = handle_exception(X86_DB, dbg_db_handler);
@@ -264,7 +264,7 @@ static void run_data(const char *name, int dr, uint64_t rw, const struct ev *wan
 	set_dr(6, DR6_CLEAN);
 	set_dr(dr, A(&dv_word));
 	set_dr7(DR7_FIXED1 | DR7_L(dr) | ((rw | (3ull << 2)) << DR7_RW_SHIFT(dr)));
-	seq_data();
+	seq();
 	set_dr7(DR7_FIXED1);
 	set_dr(dr, was);
 	gate_restore(X86_DB, saved);
@@ -275,31 +275,19 @@ static void run_data(const char *name, int dr, uint64_t rw, const struct ev *wan
 static void test_data_breakpoints(void)
 {
 	const struct ev w0[] = { { X86_DB, A(dv_1), DR6_OF(DR6_B0) } };
-	run_data("data_breakpoint_write_dr0", 0, 1, w0, 1);
+	run_data("data_breakpoint_write_dr0", 0, 1, seq_data, w0, 1);
 	const struct ev rw1[] = { { X86_DB, A(dv_1), DR6_OF(DR6_B1) }, { X86_DB, A(dv_2), DR6_OF(DR6_B1) } };
-	run_data("data_breakpoint_read_write_dr1", 1, 3, rw1, 2);
+	run_data("data_breakpoint_read_write_dr1", 1, 3, seq_data, rw1, 2);
 	const struct ev w3[] = { { X86_DB, A(dv_1), DR6_OF(DR6_B3) } };
-	run_data("data_breakpoint_write_dr3", 3, 1, w3, 1);
+	run_data("data_breakpoint_write_dr3", 3, 1, seq_data, w3, 1);
 
 	/* a single step and a data breakpoint on one instruction: one #DB */
-	uint64_t f = irq_save();
-	struct gate saved = handle_exception(X86_DB, dbg_db_handler);
-	uint64_t was = get_dr(0);
-	log_reset();
-	set_dr(6, DR6_CLEAN);
-	set_dr(0, A(&dv_word));
-	set_dr7(DR7_FIXED1 | DR7_L(0) | ((1ull | (3ull << 2)) << DR7_RW_SHIFT(0)));
-	seq_data_tf();
-	set_dr7(DR7_FIXED1);
-	set_dr(0, was);
-	gate_restore(X86_DB, saved);
-	irq_restore(f);
 	const struct ev st[] = {
 		{ X86_DB, A(dt_1), DR6_OF(DR6_BS | DR6_B0) }, { X86_DB, A(dt_2), DR6_OF(DR6_BS) },
 		{ X86_DB, A(dt_3), DR6_OF(DR6_BS) }, { X86_DB, A(dt_4), DR6_OF(DR6_BS) },
 		{ X86_DB, A(dt_5), DR6_OF(DR6_BS) },
 	};
-	log_check("data_breakpoint_with_single_step", st, 5);
+	run_data("data_breakpoint_with_single_step", 0, 1, seq_data_tf, st, 5);
 }
 
 /* --- single steps and shadows ------------------------------------------------ */
