@@ -107,14 +107,15 @@ fi
 # every boot, how long the firmware took to print. A QEMU that exits before
 # the firmware printed anything is started again the same way, once. Off
 # (0) by default.
+#
+# A run that reaches its time bound (--timeout) is a hang: what QEMU's
+# monitor then says of the vCPUs goes to stderr the same way, and QEMU is
+# killed (status 124).
 fwwait=${HVTRACE_FIRMWARE_WAIT:-0} restarted=0 fwseen=0
-if [ "$fwwait" -gt 0 ]; then
-	set -- "$@" -monitor unix:"$work/monitor.sock",server=on,wait=off
-else
-	set -- "$@" -monitor none
-fi
-# firmware_evidence: the monitor's view of a boot that printed nothing
-firmware_evidence() {
+set -- "$@" -monitor unix:"$work/monitor.sock",server=on,wait=off
+# vcpu_evidence: the monitor's view of the vCPUs (a boot that printed
+# nothing, a hang)
+vcpu_evidence() {
 	python3 - "$work/monitor.sock" <<'PY' 2>&1 | sed 's/^/qemu.sh: monitor: /' >&2
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
@@ -145,11 +146,13 @@ for cmd in ["info status", "info registers -a", "info registers -a"]:
 PY
 }
 start_qemu() {
-	timeout -s KILL "$timeout" qemu-system-x86_64 "$@" </dev/null &
+	# the kill at the bound is the loop's, after the evidence; this one
+	# only if the loop could not
+	timeout -s KILL "$((timeout + 30))" qemu-system-x86_64 "$@" </dev/null &
 	qpid=$! qstart=$SECONDS
 }
 start_qemu "$@"
-while { [ -n "$until" ] || { [ "$fwwait" -gt 0 ] && [ "$fwseen" = 0 ]; }; }; do
+while :; do
 	if ! kill -0 "$qpid" 2>/dev/null; then
 		# QEMU ended. Before the firmware printed anything (seen in the
 		# nested tier: an exit after 3 s, nothing in any log), it is the
@@ -162,7 +165,7 @@ while { [ -n "$until" ] || { [ "$fwwait" -gt 0 ] && [ "$fwseen" = 0 ]; }; }; do
 	fi
 	if [ "$fwwait" -gt 0 ] && [ "$restarted" = 0 ] && [ ! -s "$log" ] && [ $((SECONDS - qstart)) -ge "$fwwait" ]; then
 		echo "qemu.sh: the firmware printed nothing in $fwwait s: QEMU killed and started again (HVTRACE_FIRMWARE_WAIT)" >&2
-		firmware_evidence
+		vcpu_evidence
 		pkill -KILL -P "$qpid" 2>/dev/null
 		kill -KILL "$qpid" 2>/dev/null
 		wait "$qpid" 2>/dev/null
@@ -186,6 +189,15 @@ while { [ -n "$until" ] || { [ "$fwwait" -gt 0 ] && [ "$fwseen" = 0 ]; }; }; do
 		sleep 0.2
 	else
 		sleep 1
+	fi
+	if [ $((SECONDS - qstart)) -ge "$timeout" ]; then
+		echo "qemu.sh: no end after $((SECONDS - qstart)) s (the bound is $timeout s): QEMU killed; its vCPUs before that:" >&2
+		vcpu_evidence
+		pkill -KILL -P "$qpid" 2>/dev/null
+		kill -KILL "$qpid" 2>/dev/null
+		wait "$qpid" 2>/dev/null
+		[ "$tee" = 1 ] && { kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; }
+		exit 124
 	fi
 done
 wait "$qpid"
