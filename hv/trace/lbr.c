@@ -114,6 +114,62 @@ u32 lbr_batch_len(u32 depth)
 	return depth - depth / 4;
 }
 
+/* --- the hardware sequence ------------------------------------------------ */
+
+static void lbr_read(const struct lbr_msr_ops *m, struct lbr_entry *snap, u32 len)
+{
+	for (u32 i = 0; i < len; i++) {
+		snap[i].from = m->read(MSR_IA32_LBR_FROM_IP0 + i);
+		snap[i].to = m->read(MSR_IA32_LBR_TO_IP0 + i);
+		snap[i].info = m->read(MSR_IA32_LBR_INFO0 + i);
+	}
+}
+
+/* IA32_PMCx takes bits 31:0 and sign-extends bit 31 to the counter's
+ * width (SDM Vol. 3 20.2.6): a preset 2^W - k with k < 2^31 survives it,
+ * so no full-width write (IA32_A_PMCx, PERF_CAPABILITIES.FW_WRITE) is
+ * needed. */
+static void lbr_preset(const struct lbr_vcpu *l, const struct lbr_msr_ops *m)
+{
+	m->write(MSR_IA32_PMC0 + LBR_PMC_NEAR, (u32)lbr_counter_preset(l->width, l->batch));
+	m->write(MSR_IA32_PMC0 + LBR_PMC_FAR, (u32)lbr_counter_preset(l->width, 1));
+}
+
+u64 lbr_arm(struct lbr_vcpu *l, const struct lbr_msr_ops *m, u32 depth, u32 width, bool os, bool usr,
+	    u64 *global_ctrl)
+{
+	lbr_track_reset(&l->track, depth);
+	l->width = width;
+	l->batch = lbr_batch_len(depth);
+	m->write(MSR_IA32_LBR_DEPTH, depth);
+	u64 cpl = (os ? PERFEVTSEL_OS : 0) | (usr ? PERFEVTSEL_USR : 0);
+	m->write(MSR_IA32_PERFEVTSEL0 + LBR_PMC_NEAR,
+		 BR_INST_RETIRED_NEAR_TAKEN | cpl | PERFEVTSEL_INT | PERFEVTSEL_EN);
+	m->write(MSR_IA32_PERFEVTSEL0 + LBR_PMC_FAR,
+		 BR_INST_RETIRED_FAR_BRANCH | cpl | PERFEVTSEL_INT | PERFEVTSEL_EN);
+	lbr_preset(l, m);
+	*global_ctrl = PERF_GLOBAL_PMC(LBR_PMC_NEAR) | PERF_GLOBAL_PMC(LBR_PMC_FAR);
+	return LBR_CTL_LBREN | (os ? LBR_CTL_OS : 0) | (usr ? LBR_CTL_USR : 0) | LBR_CTL_JCC |
+	       LBR_CTL_NEAR_REL_JMP | LBR_CTL_NEAR_IND_JMP | LBR_CTL_NEAR_REL_CALL |
+	       LBR_CTL_NEAR_IND_CALL | LBR_CTL_NEAR_RET | LBR_CTL_OTHER_BRANCH;
+}
+
+void lbr_collect(struct lbr_vcpu *l, const struct lbr_msr_ops *m, struct lbr_entry *snap,
+		 struct lbr_batch *b)
+{
+	u64 near = m->read(MSR_IA32_PMC0 + LBR_PMC_NEAR), far = m->read(MSR_IA32_PMC0 + LBR_PMC_FAR);
+	u64 n = lbr_counter_delta(l->width, lbr_counter_preset(l->width, l->batch), near) +
+		lbr_counter_delta(l->width, lbr_counter_preset(l->width, 1), far);
+	lbr_preset(l, m);
+	u32 len = lbr_read_len(&l->track, n);
+	lbr_read(m, snap, len);
+	lbr_drain(&l->track, n, snap, len, b);
+	if (b->resync) {
+		lbr_read(m, snap, l->track.depth);
+		lbr_resync(&l->track, snap, l->track.depth, b);
+	}
+}
+
 u32 lbr_br_type(u64 info)
 {
 	static const u8 types[] = {

@@ -91,6 +91,42 @@ bool lbr_is_other(u64 info);
  * entries lie between two "other" ones (their CPL is a guess: cpl_end). */
 u32 lbr_batch_cpl(const struct lbr_entry *snap, u32 count, int cpl_start, int cpl_end, u8 *cpl);
 
+/* --- the hardware sequence, through the backend's MSR accessors ---------
+ * Which MSRs are written and read, in which order, to arm a vCPU's stack
+ * and counters and to collect a batch at an exit. The accessors are the
+ * only hardware access (the backend's RDMSR/WRMSR; the unit test's
+ * simulated MSR file); the VMCS side (the guest IA32_LBR_CTL field, the
+ * LBR_CTL and PERF_GLOBAL_CTRL entry/exit controls) is the backend's. */
+struct lbr_msr_ops {
+	u64 (*read)(u32 msr);
+	void (*write)(u32 msr, u64 val);
+};
+
+/* The general-purpose counters the hypervisor owns while batching:
+ * near taken branches (ends a batch after lbr_batch_len) and far ones
+ * (ends it at each: the CPL, lbr_batch_cpl) */
+#define LBR_PMC_NEAR	0
+#define LBR_PMC_FAR	1
+
+struct lbr_vcpu {
+	struct lbr_track track;
+	u32 width;		/* the counters' width (CPUID.0AH:EAX[23:16]) */
+	u32 batch;		/* K: near taken branches per batch */
+};
+
+/* Arms the stack (IA32_LBR_DEPTH written: cleared) and both counters
+ * (event selects with USR/OS as `usr`/`os`, INT, EN; presets). Returns
+ * the guest IA32_LBR_CTL value for the VMCS (every branch type, the same
+ * CPL filter); *global_ctrl gets the guest IA32_PERF_GLOBAL_CTRL value. */
+u64 lbr_arm(struct lbr_vcpu *l, const struct lbr_msr_ops *m, u32 depth, u32 width, bool os, bool usr,
+	    u64 *global_ctrl);
+/* At an exit (the stack and counters stopped by the exit controls): how
+ * many branches the counters saw, the stack's newest entries read into
+ * `snap` (all `depth` of them after a mismatch), the batch decided
+ * (lbr_drain, lbr_resync), the counters preset again. */
+void lbr_collect(struct lbr_vcpu *l, const struct lbr_msr_ops *m, struct lbr_entry *snap,
+		 struct lbr_batch *b);
+
 /* The capability: architectural LBRs with the branch-type field and both
  * filters, a depth of at least 16, an architectural PMU (CPUID.0AH) of
  * version 2+ with 2 general-purpose counters (near taken, far), not a

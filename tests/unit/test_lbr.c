@@ -93,19 +93,8 @@ struct out {
  * they are seq[now - count, now): no duplicate when that starts at or
  * after the end of what the stream holds already; whatever lies between
  * must be covered by a gap marked since, of exactly that size when known. */
-static void drain(struct sim *s, struct lbr_track *t, struct out *o)
+static void account(struct out *o, u64 now, const struct lbr_entry *snap, struct lbr_batch b)
 {
-	struct lbr_entry snap[LBR_DEPTH_MAX];
-	struct lbr_batch b;
-	u64 n = lbr_counter_delta(s->width, s->preset, s->counter);
-	u32 len = lbr_read_len(t, n);
-	sim_read(s, snap, len);
-	lbr_drain(t, n, snap, len, &b);
-	if (b.resync) {
-		sim_read(s, snap, s->depth);
-		lbr_resync(t, snap, s->depth, &b);
-	}
-	u64 now = s->made;
 	o->drains++;
 	if (b.gap) {
 		o->gaps++;
@@ -140,6 +129,21 @@ static void drain(struct sim *s, struct lbr_track *t, struct out *o)
 		o->gap_unknown = false;
 	}
 	o->records += b.count;
+}
+
+static void drain(struct sim *s, struct lbr_track *t, struct out *o)
+{
+	struct lbr_entry snap[LBR_DEPTH_MAX];
+	struct lbr_batch b;
+	u64 n = lbr_counter_delta(s->width, s->preset, s->counter);
+	u32 len = lbr_read_len(t, n);
+	sim_read(s, snap, len);
+	lbr_drain(t, n, snap, len, &b);
+	if (b.resync) {
+		sim_read(s, snap, s->depth);
+		lbr_resync(t, snap, s->depth, &b);
+	}
+	account(o, s->made, snap, b);
 	/* re-armed */
 	s->preset = s->counter = lbr_counter_preset(s->width, s->batch);
 	s->pmi_in = -1;
@@ -440,6 +444,133 @@ static void types_and_cpl(void)
 	CHECK(cpl[2] == 3 && cpl[5] == 3, "ends exact");
 }
 
+/* --- the hardware sequence over a simulated MSR file ---------------------- */
+
+/* The processor as lbr_arm/lbr_collect see it through RDMSR and WRMSR:
+ * the stack, IA32_LBR_DEPTH, two event selects and counters that count
+ * near taken (LBR_INFO types 0-5) and far ("other") branches as their
+ * selects say, legacy PMC writes sign-extended. Any other MSR, or an
+ * entry past the depth, is an access the layer must not make (#GP). */
+static struct {
+	struct sim *s;
+	u64 evtsel[2], pmc[2];
+	u32 bad, reads;
+} hw;
+
+static u64 hw_read(u32 msr)
+{
+	struct sim *s = hw.s;
+	hw.reads++;
+	if (msr == MSR_IA32_PMC0 || msr == MSR_IA32_PMC0 + 1)
+		return hw.pmc[msr - MSR_IA32_PMC0];
+	if (msr >= MSR_IA32_LBR_FROM_IP0 && msr < MSR_IA32_LBR_FROM_IP0 + s->depth)
+		return s->stack[msr - MSR_IA32_LBR_FROM_IP0].from;
+	if (msr >= MSR_IA32_LBR_TO_IP0 && msr < MSR_IA32_LBR_TO_IP0 + s->depth)
+		return s->stack[msr - MSR_IA32_LBR_TO_IP0].to;
+	if (msr >= MSR_IA32_LBR_INFO0 && msr < MSR_IA32_LBR_INFO0 + s->depth)
+		return s->stack[msr - MSR_IA32_LBR_INFO0].info;
+	hw.bad++;
+	return 0;
+}
+
+static void hw_write(u32 msr, u64 val)
+{
+	struct sim *s = hw.s;
+	if (msr == MSR_IA32_LBR_DEPTH && val && val <= LBR_DEPTH_MAX && val % 8 == 0) {
+		s->depth = (u32)val;
+		memset(s->stack, 0, sizeof(s->stack));
+	} else if (msr == MSR_IA32_PERFEVTSEL0 || msr == MSR_IA32_PERFEVTSEL0 + 1) {
+		hw.evtsel[msr - MSR_IA32_PERFEVTSEL0] = val;
+	} else if ((msr == MSR_IA32_PMC0 || msr == MSR_IA32_PMC0 + 1) && val >> 32 == 0) {
+		hw.pmc[msr - MSR_IA32_PMC0] = (u64)(s64)(s32)(u32)val & mask_of(s->width);
+	} else {
+		hw.bad++;
+	}
+}
+
+static const struct lbr_msr_ops hw_ops = { hw_read, hw_write };
+
+/* one branch retired: recorded, and counted by each enabled counter whose
+ * event is its kind; an overflow raises the PMI `skid` branches on */
+static void hw_branch(struct sim *s, const struct lbr_entry *e)
+{
+	memmove(&s->stack[1], &s->stack[0], (s->depth - 1) * sizeof(s->stack[0]));
+	s->stack[0] = *e;
+	s->made++;
+	u64 ev = lbr_is_other(e->info) ? BR_INST_RETIRED_FAR_BRANCH : BR_INST_RETIRED_NEAR_TAKEN;
+	for (int i = 0; i < 2; i++) {
+		if (!(hw.evtsel[i] & PERFEVTSEL_EN) || (hw.evtsel[i] & 0xffff) != ev)
+			continue;
+		hw.pmc[i] = (hw.pmc[i] + 1) & mask_of(s->width);
+		if (!hw.pmc[i] && (hw.evtsel[i] & PERFEVTSEL_INT) && s->pmi_in < 0)
+			s->pmi_in = (int)s->skid;
+	}
+}
+
+/* seq[0, len) with one branch in `far_odds` far ("other"), the rest near
+ * of every type */
+static void seq_typed(u32 len, u32 kinds, u32 far_odds)
+{
+	for (u32 i = 0; i < len; i++) {
+		u64 k = unit_rand() % kinds;
+		u64 ty = unit_rand() % far_odds == 0 ? 8 + k % 8 : k % 6;
+		seq[i] = (struct lbr_entry){ 0x1000 + 16 * k, 0x2000 + 8 * (k % 3), ty << 56 };
+	}
+}
+
+static void hw_sequence(void)
+{
+	for (u32 d = 0; d < ARRAY_SIZE(depths); d++)
+		for (u32 skid = 0; skid <= depths[d] / 4 + 3; skid++) {
+			struct sim s;
+			struct lbr_vcpu l;
+			struct lbr_entry snap[LBR_DEPTH_MAX];
+			struct lbr_batch b;
+			u64 gctl = 0;
+			sim_init(&s, 8, 48, skid);	/* the depth is lbr_arm's to set */
+			memset(&hw, 0, sizeof(hw));
+			hw.s = &s;
+			s.stack[0] = (struct lbr_entry){ 0xdead, 0xbeef, 0 };	/* stale */
+			u64 ctl = lbr_arm(&l, &hw_ops, depths[d], 48, true, false, &gctl);
+			CHECK(s.depth == depths[d] && !s.stack[0].from, "depth set, stack cleared");
+			CHECK(ctl == (LBR_CTL_LBREN | LBR_CTL_OS | 0x7f0000), "LBR_CTL %llx", (unsigned long long)ctl);
+			CHECK(gctl == 3, "GLOBAL_CTRL %llx", (unsigned long long)gctl);
+			CHECK(hw.evtsel[0] == (0x20c4 | PERFEVTSEL_OS | PERFEVTSEL_INT | PERFEVTSEL_EN) &&
+				      hw.evtsel[1] == (0x40c4 | PERFEVTSEL_OS | PERFEVTSEL_INT | PERFEVTSEL_EN),
+			      "event selects %llx %llx", (unsigned long long)hw.evtsel[0],
+			      (unsigned long long)hw.evtsel[1]);
+			CHECK(hw.pmc[0] == lbr_counter_preset(48, lbr_batch_len(depths[d])) &&
+				      hw.pmc[1] == lbr_counter_preset(48, 1),
+			      "presets %llx %llx", (unsigned long long)hw.pmc[0], (unsigned long long)hw.pmc[1]);
+
+			struct out o = { .seq = seq };
+			seq_typed(4000, 3, 10);
+			u32 reads_per = 0;
+			for (u32 i = 0; i < 4000; i++) {
+				hw_branch(&s, &seq[i]);
+				bool pmi = s.pmi_in == 0;
+				if (s.pmi_in > 0)
+					s.pmi_in--;
+				if (pmi || (s.pmi_in < 0 && unit_rand() % 9 == 0)) {
+					u32 before = hw.reads;
+					lbr_collect(&l, &hw_ops, snap, &b);
+					account(&o, s.made, snap, b);
+					s.pmi_in = -1;
+					reads_per = MAX(reads_per, hw.reads - before);
+				}
+			}
+			lbr_collect(&l, &hw_ops, snap, &b);
+			account(&o, s.made, snap, b);
+			bool margin = skid <= depths[d] - lbr_batch_len(depths[d]);
+			CHECK(!o.bad && !hw.bad && (!margin || (o.records == 4000 && !o.gaps)),
+			      "depth %u skid %u: %llu records, %llu gaps, %u bad MSR accesses", depths[d], skid,
+			      (unsigned long long)o.records, (unsigned long long)o.gaps, hw.bad);
+			CHECK(o.emitted_to == 4000 || o.gap_unknown || o.gap_known, "tail");
+			/* two counters and at most `depth` entries of three MSRs */
+			CHECK(reads_per <= 2 + 3 * depths[d], "%u reads at one exit", reads_per);
+		}
+}
+
 static void capability(void)
 {
 	/* a part with everything: depths 8-32, a v5 PMU with 8 counters */
@@ -489,6 +620,7 @@ int main(void)
 	miscounts();
 	counter();
 	types_and_cpl();
+	hw_sequence();
 	capability();
 	return unit_done("test_lbr");
 }
