@@ -2,8 +2,10 @@
  * LBR batching's pure part (docs/branch-engine.md "LBR batching (hardware
  * only)"): successive snapshots of the architectural LBR stack (entry 0 the
  * newest) made into one ordered record stream with no duplicate and no
- * silent loss, the counter preset that ends a batch, and the capability
- * decision. No hardware access: the caller reads the MSRs. Root mode.
+ * silent loss, the counter preset that ends a batch, the MSR sequence that
+ * arms and collects, and the capability decision. No hardware access of
+ * its own: every RDMSR/WRMSR goes through accessors the caller supplies
+ * (struct lbr_msr_ops). Root mode.
  *
  * Why the count and not a search: the stack holds the last `depth`
  * branches, so the records since the last drain are its n newest entries,
@@ -138,6 +140,7 @@ static void lbr_preset(const struct lbr_vcpu *l, const struct lbr_msr_ops *m)
 u64 lbr_arm(struct lbr_vcpu *l, const struct lbr_msr_ops *m, u32 depth, u32 width, bool os, bool usr,
 	    u64 *global_ctrl)
 {
+	depth = MIN(depth, LBR_DEPTH_MAX);	/* the callers' snapshot buffers */
 	lbr_track_reset(&l->track, depth);
 	l->width = width;
 	l->batch = lbr_batch_len(depth);

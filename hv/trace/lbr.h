@@ -1,9 +1,9 @@
 /* LBR batching (docs/branch-engine.md "LBR batching (hardware only)"):
  * turning successive snapshots of the architectural LBR stack into one
  * exact, ordered record stream, the counter arithmetic that ends each
- * batch, and the capability decision. Pure: no hardware access
- * (trace/lbr.c, host-tested by tests/unit/test_lbr.c over a simulated
- * stack); the MSR reads are the caller's. */
+ * batch, the MSR sequence, and the capability decision. No hardware access
+ * of its own (trace/lbr.c, host-tested by tests/unit/test_lbr.c over a
+ * simulated stack and MSR file): the MSR accessors are the caller's. */
 #ifndef HV_TRACE_LBR_H
 #define HV_TRACE_LBR_H
 #include "base/types.h"
