@@ -329,8 +329,10 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 			cfg->engine = HVTRACE_ENGINE_FAST;
 		else if (streq(num, vlen, "reference"))
 			cfg->engine = HVTRACE_ENGINE_REFERENCE;
+		else if (streq(num, vlen, "lbr"))
+			cfg->engine = HVTRACE_ENGINE_LBR;
 		else
-			cfg_err(cfg, line, "engine: '%s' is not fast or reference", num);
+			cfg_err(cfg, line, "engine: '%s' is not fast, reference or lbr", num);
 		return;
 	case K_FLIGHT_SIZE:
 		cfg_rec_size(cfg, line, name, num, &rec->flight.size);

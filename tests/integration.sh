@@ -235,6 +235,15 @@ bts_with_engine() {
 }
 t_svm_bts_reference() { bts_with_engine reference; finish svm-bts-reference; }
 t_svm_bts_fast() { bts_with_engine fast; finish svm-bts-fast; }
+# engine = lbr where the processor has no architectural LBRs (QEMU's TCG,
+# AMD: none): the hypervisor says so once and the fast engine runs t_bts,
+# its decoded-block cache in use (docs/branch-engine.md "LBR batching")
+t_svm_bts_lbr_fallback() {
+	bts_with_engine lbr svm-bts-lbr-fallback
+	expect 'hvtrace: warning: trace_vcpu_init: engine = lbr: no architectural LBRs hvtrace can use on this processor .*: the fast engine runs'
+	expect 'GUEST-TEST: INFO: fast engine blocks: [1-9][0-9]* reused'
+	finish svm-bts-lbr-fallback
+}
 
 # t_bts for an Intel guest under SVM (issue 14): its ring-3 SYSENTER goes
 # to the handler and back by SYSEXIT, as on Intel's processors (QEMU's TCG
@@ -504,7 +513,7 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

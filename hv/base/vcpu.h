@@ -139,6 +139,7 @@ _Static_assert(sizeof(struct vcpu) <= 4096, "a vCPU fits the page it is allocate
 #define HV_CAP_SMP	(1u << 3)	/* can take application processors */
 #define HV_CAP_IPI_GATE	(1u << 4)	/* the guest's INIT/SIPI pass through the hypervisor */
 #define HV_CAP_KICK_POLL (1u << 5)	/* no kick IPI: every vCPU exits often by itself */
+#define HV_CAP_ARCH_LBR	(1u << 6)	/* architectural LBRs LBR batching could use (hv.lbr_depth) */
 
 /* take_pending's results */
 #define HV_PENDING_IRQ	(1u << 0)
@@ -225,6 +226,8 @@ struct hv {
 	/* the vendor the guest sees (CPUID leaf 0) is AMD or Hygon: no
 	 * Intel architectural PMU for it (docs/pmu.md) */
 	bool vendor_amd;
+	/* HV_CAP_ARCH_LBR: the LBR stack's depth (trace/lbr.c lbr_usable) */
+	u32 lbr_depth;
 	struct vcpu *vcpus[HV_MAX_CPUS];
 };
 extern struct hv hv;

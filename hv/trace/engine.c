@@ -94,6 +94,18 @@ int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace)
 	v->trace = mm_alloc_pages((sizeof(struct trace_vcpu) + PAGE_SIZE - 1) / PAGE_SIZE, NULL);
 	if (!v->trace)
 		return HV_ERR_NO_MEMORY;
+	/* LBR batching is designed and host-tested (trace/lbr.c), not wired
+	 * into the engine: the fast engine runs, on every processor */
+	if (engine_wanted == HVTRACE_ENGINE_LBR) {
+		if (v->id == 0 && (hv.caps & HV_CAP_ARCH_LBR))
+			LOG_WARN("engine = lbr: architectural LBRs of depth %u found, but LBR batching is "
+				 "not wired into the engine yet (docs/branch-engine.md): the fast engine runs",
+				 hv.lbr_depth);
+		else if (v->id == 0)
+			LOG_WARN("engine = lbr: no architectural LBRs hvtrace can use on this processor "
+				 "(docs/branch-engine.md \"LBR batching\"): the fast engine runs");
+		engine_wanted = HVTRACE_ENGINE_FAST;
+	}
 	v->trace->engine_wanted = engine_wanted;
 	v->trace->pace.pace = pace;
 	/* the architectural PMU is Intel's: an AMD-vendor guest has none */

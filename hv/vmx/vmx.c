@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/mm.h"
 #include "base/prof.h"
+#include "trace/lbr.h"
 #include "trace/rec.h"
 #include "vmx/ctls.h"
 #include "vmx/vmx.h"
@@ -94,6 +95,39 @@ static int adjust(const struct vmx_ctl_word *w, u32 msr, u32 *out)
 	return st;
 }
 
+/* LBR batching's capability (docs/branch-engine.md "LBR batching"): from
+ * CPUID and the VMX capability MSRs only, never an LBR or PMU MSR. Each
+ * leaf is read only where CPUID.0 says it exists. The VM-entry/exit
+ * controls that switch IA32_LBR_CTL and IA32_PERF_GLOBAL_CTRL (A.4, A.5:
+ * allowed-1 settings in the high halves) keep the guest's LBR and counters
+ * off in root mode. Returns the depth, 0: none usable. */
+static u32 vmx_lbr_depth(bool true_ctls)
+{
+	struct cpuid_regs r;
+	struct lbr_cpuid c = { 0 };
+	cpuid_count(0, 0, &r);
+	c.max_leaf = r.eax;
+	if (c.max_leaf >= 7) {
+		cpuid_count(7, 0, &r);
+		c.leaf7_edx = r.edx;
+	}
+	if (c.max_leaf >= 0xa) {
+		cpuid_count(0xa, 0, &r);
+		c.leaf0a_eax = r.eax;
+	}
+	if (c.max_leaf >= 0x1c) {
+		cpuid_count(0x1c, 0, &r);
+		c.leaf1c_eax = r.eax;
+		c.leaf1c_ebx = r.ebx;
+		c.leaf1c_ecx = r.ecx;
+	}
+	u32 entry1 = (u32)(rdmsr(true_ctls ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS) >> 32);
+	u32 exit1 = (u32)(rdmsr(true_ctls ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS) >> 32);
+	u32 want_entry1 = ENTRY_LOAD_IA32_LBR_CTL | ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL;
+	u32 want_exit1 = EXIT_CLEAR_IA32_LBR_CTL | EXIT_LOAD_IA32_PERF_GLOBAL_CTRL;
+	return lbr_usable(&c, (entry1 & want_entry1) == want_entry1 && (exit1 & want_exit1) == want_exit1);
+}
+
 static int vmx_probe(u32 *caps)
 {
 	struct cpuid_regs r;
@@ -161,6 +195,9 @@ static int vmx_probe(u32 *caps)
 	if (rdmsr(t ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS) >> 32 &
 	    PROC_MONITOR_TRAP_FLAG)
 		*caps |= HV_CAP_MTF;
+	hv.lbr_depth = vmx_lbr_depth(t);
+	if (hv.lbr_depth)
+		*caps |= HV_CAP_ARCH_LBR;
 	LOG_INFO("VMX: revision %x, controls pin %x proc %x proc2 %x exit %x entry %x%s",
 		 vmx_caps.revision, vmx_caps.pin, vmx_caps.proc, vmx_caps.proc2, vmx_caps.exit,
 		 vmx_caps.entry, (*caps & HV_CAP_MTF) ? ", monitor trap flag" : "");

@@ -116,6 +116,8 @@ enum hvtrace_engine {
 	HVTRACE_ENGINE_OFF = 0,		/* not tracing */
 	HVTRACE_ENGINE_REFERENCE = 1,	/* single-steps every instruction */
 	HVTRACE_ENGINE_FAST = 2,	/* decodes ahead, stops at branches */
+	HVTRACE_ENGINE_LBR = 3,		/* configured only: the hardware's LBR stack in batches
+					 * (designed, not wired: FAST runs; never reported) */
 };
 
 #define HVTRACE_VCPU_STATUS_MAGIC 0x53565648u	/* "HVVS" */

@@ -25,15 +25,6 @@ static bool contains_ref(const struct hv_memmap *m, u64 gpa, u64 len)
 	return false;
 }
 
-static u64 rng = 0x9e3779b97f4a7c15ull;
-static u64 next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 int main(void)
 {
 	/* binary search against the linear one, on random maps and probes
@@ -43,13 +34,13 @@ int main(void)
 		unsigned bad = 0, probes = 0;
 		for (int map = 0; map < 200; map++) {
 			memset(&m, 0, sizeof(m));
-			u32 n = (u32)(next_rand() % 60);
+			u32 n = (u32)(unit_rand() % 60);
 			for (u32 i = 0; i < n; i++)
-				memmap_add(&m, (next_rand() % 4096) << 12, ((next_rand() % 64) + 1) << 12);
+				memmap_add(&m, (unit_rand() % 4096) << 12, ((unit_rand() % 64) + 1) << 12);
 			for (int k = 0; k < 2000; k++) {
-				u64 gpa = m.nr && (k & 1) ? m.r[next_rand() % m.nr].base + (next_rand() % 8192) - 4096
-							  : (next_rand() % (4200ull << 12));
-				u64 len = next_rand() % 3 ? next_rand() % 8192 : next_rand();
+				u64 gpa = m.nr && (k & 1) ? m.r[unit_rand() % m.nr].base + (unit_rand() % 8192) - 4096
+							  : (unit_rand() % (4200ull << 12));
+				u64 len = unit_rand() % 3 ? unit_rand() % 8192 : unit_rand();
 				probes++;
 				bad += memmap_contains(&m, gpa, len) != contains_ref(&m, gpa, len);
 			}

@@ -4,6 +4,7 @@
 #define HVTRACE_UNIT_H
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 
 static unsigned unit_passed, unit_failed;
 
@@ -17,6 +18,16 @@ static unsigned unit_passed, unit_failed;
 		fputc('\n', stderr);					\
 	}								\
 } while (0)
+
+/* xorshift64: the same pseudo-random sequence at every run */
+static uint64_t unit_rng = 0x9e3779b97f4a7c15ull;
+static inline uint64_t unit_rand(void)
+{
+	unit_rng ^= unit_rng << 13;
+	unit_rng ^= unit_rng >> 7;
+	unit_rng ^= unit_rng << 17;
+	return unit_rng;
+}
 
 static inline int unit_done(const char *name)
 {

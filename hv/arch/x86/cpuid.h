@@ -54,6 +54,19 @@
 #define CPUID_7_ECX_BUS_LOCK_DETECT	(1u << 24)
 #define CPUID_D_1_EAX_XSAVES		(1u << 3)
 #define CPUID_7_ECX_PKS			(1u << 31)
+#define CPUID_7_EDX_HYBRID		(1u << 15)	/* cores of more than one type */
+#define CPUID_7_EDX_ARCH_LBR		(1u << 19)	/* architectural LBRs: leaf 1CH */
+
+/* SDM Vol. 2A CPUID leaf 1CH: architectural LBR capabilities */
+#define CPUID_1C_EAX_DEPTHS(eax)	((eax) & 0xff)	/* bit n: depth 8 * (n + 1) */
+#define CPUID_1C_EAX_DEEP_CSTATE_RESET	(1u << 30)	/* entries may be cleared in deep C-states */
+#define CPUID_1C_EAX_LIP		(1u << 31)	/* IPs are linear (CS.base + IP) */
+#define CPUID_1C_EBX_CPL_FILTER		(1u << 0)	/* LBR_CTL.OS/USR */
+#define CPUID_1C_EBX_BRANCH_FILTER	(1u << 1)	/* LBR_CTL bits 22:16 */
+#define CPUID_1C_EBX_CALL_STACK		(1u << 2)
+#define CPUID_1C_ECX_MISPREDICT		(1u << 0)
+#define CPUID_1C_ECX_TIMED_LBR		(1u << 1)	/* LBR_INFO's cycle count */
+#define CPUID_1C_ECX_BRANCH_TYPE	(1u << 2)	/* LBR_INFO's branch type */
 
 #define CPUID_80000001_ECX_SVM		(1u << 2)
 #define CPUID_80000001_EDX_NX		(1u << 20)

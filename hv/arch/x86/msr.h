@@ -41,6 +41,13 @@
 #define MSR_IA32_RTIT_ADDR3_B		0x00000587
 #define MSR_IA32_DS_AREA		0x00000600
 #define MSR_IA32_XSS			0x00000da0
+/* Architectural LBRs (SDM Vol. 3 "Last Branch Records", Arch LBR; CPUID
+ * leaf 1CH): the stack is entry 0 = the most recent, no TOS */
+#define MSR_IA32_LBR_CTL		0x000014ce
+#define MSR_IA32_LBR_DEPTH		0x000014cf	/* a write clears every entry */
+#define MSR_IA32_LBR_FROM_IP0		0x00001500	/* IA32_LBR_x_FROM_IP = 0x1500 + x */
+#define MSR_IA32_LBR_TO_IP0		0x00001600	/* IA32_LBR_x_TO_IP = 0x1600 + x */
+#define MSR_IA32_LBR_INFO0		0x00001200	/* IA32_LBR_x_INFO = 0x1200 + x */
 /* the x2APIC registers: X2APIC_MSR() in apic.h */
 
 /* SDM Vol. 4 Table 2-2 / Vol. 3 17.4.1: IA32_DEBUGCTL */
@@ -53,6 +60,37 @@
 #define DEBUGCTL_BTS_OFF_USR		(1ull << 10)
 #define DEBUGCTL_FREEZE_LBRS_ON_PMI	(1ull << 11)
 #define DEBUGCTL_FREEZE_PERFMON_ON_PMI	(1ull << 12)
+
+/* IA32_LBR_CTL (Arch LBR): enable, the CPL filter, call-stack mode and
+ * the branch-type filter (a set bit records that type) */
+#define LBR_CTL_LBREN			(1ull << 0)
+#define LBR_CTL_OS			(1ull << 1)
+#define LBR_CTL_USR			(1ull << 2)
+#define LBR_CTL_CALL_STACK		(1ull << 3)
+#define LBR_CTL_JCC			(1ull << 16)
+#define LBR_CTL_NEAR_REL_JMP		(1ull << 17)
+#define LBR_CTL_NEAR_IND_JMP		(1ull << 18)
+#define LBR_CTL_NEAR_REL_CALL		(1ull << 19)
+#define LBR_CTL_NEAR_IND_CALL		(1ull << 20)
+#define LBR_CTL_NEAR_RET		(1ull << 21)
+#define LBR_CTL_OTHER_BRANCH		(1ull << 22)
+/* IA32_LBR_x_INFO: cycles since the previous entry (valid with bit 60),
+ * the branch type (bits 59:56, with CPUID.1CH:ECX[2]), TSX, mispredict */
+#define LBR_INFO_CYC_CNT(i)		((u32)(i) & 0xffff)
+#define LBR_INFO_BR_TYPE(i)		((u32)((i) >> 56) & 0xf)
+#define LBR_INFO_CYC_CNT_VALID		(1ull << 60)
+#define LBR_INFO_TSX_ABORT		(1ull << 61)
+#define LBR_INFO_IN_TSX			(1ull << 62)
+#define LBR_INFO_MISPRED		(1ull << 63)
+/* LBR_INFO's branch types: 0-5 the near kinds, 8-15 "other" (far
+ * transfers, interrupts, exceptions...: the record does not say which) */
+#define LBR_BR_TYPE_JCC			0
+#define LBR_BR_TYPE_NEAR_IND_JMP	1
+#define LBR_BR_TYPE_NEAR_REL_JMP	2
+#define LBR_BR_TYPE_NEAR_IND_CALL	3
+#define LBR_BR_TYPE_NEAR_REL_CALL	4
+#define LBR_BR_TYPE_NEAR_RET		5
+#define LBR_BR_TYPE_OTHER_MIN		8
 
 /* SDM Vol. 4 Table 2-2: IA32_MISC_ENABLE */
 #define MISC_ENABLE_BTS_UNAVAIL		(1ull << 11)
