@@ -3,7 +3,9 @@
  * so that the guest behaves as on a CPU without it, and offers the Debug
  * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64) and, to a guest
  * that sees an Intel vendor, the virtual PMU (leaf 0xA); Intel PT is
- * hidden (leaf 7 EBX[25], leaf 0x14), and so is PDCM (leaf 1 ECX[15]). The same whichever backend runs and
+ * hidden (leaf 7 EBX[25], leaf 0x14), and so are PDCM (leaf 1 ECX[15])
+ * and architectural LBRs (leaf 7 EDX[19], leaf 0x1C, XSAVE component 15).
+ * The same whichever backend runs and
  * whichever vendor the processor names. Also what the processor's CPUID
  * decides at start-up: the backend, by capability. */
 #include "hvtrace/abi.h"
@@ -43,6 +45,18 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		return;
 	}
 	cpuid_count(leaf, sub, r);
+	cpuid_hide(leaf, sub, r);
+	if (leaf == 0xa) {
+		struct cpuid_ident id = { 0 };
+		cpuid_count(0, 0, &id.l0);
+		cpuid_pmu_leaf(cpuid_vendor_amd(&id), r);
+	}
+}
+
+/* What the processor's CPUID says that the guest must not see (pure: the
+ * hardware's answer in, the guest's out; tests/unit/test_cpuid.c). */
+void cpuid_hide(u32 leaf, u32 sub, struct cpuid_regs *r)
+{
 	switch (leaf) {
 	case 1:
 		r->ecx |= CPUID_1_ECX_HYPERVISOR;
@@ -59,14 +73,22 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		 * its MSRs #GP (dispatch/msr.c) */
 		if (sub == 0)
 			r->ebx &= ~CPUID_7_EBX_INTEL_PT;
+		/* Architectural LBRs record in root mode too once the guest
+		 * enables them (IA32_LBR_CTL is not switched at exits): not
+		 * offered, their MSRs #GP, IA32_XSS bit 15 refused
+		 * (docs/security.md attack 28) */
+		if (sub == 0)
+			r->edx &= ~CPUID_7_EDX_ARCH_LBR;
 		break;
-	case 0xa: {
-		struct cpuid_ident id = { 0 };
-		cpuid_count(0, 0, &id.l0);
-		cpuid_pmu_leaf(cpuid_vendor_amd(&id), r);
+	case 0xd:
+		/* the XSAVE state component of the LBRs (15): not supported */
+		if (sub == 1)
+			r->ecx &= ~CPUID_D_1_ECX_XSS_LBR;
+		else if (sub == XSAVE_COMPONENT_LBR)
+			r->eax = r->ebx = r->ecx = r->edx = 0;
 		break;
-	}
 	case 0x14:
+	case 0x1c:
 		r->eax = r->ebx = r->ecx = r->edx = 0;
 		break;
 	case 0x80000001:

@@ -3,6 +3,7 @@
 #define HV_DISPATCH_CPUID_H
 #include "arch/x86/cpu.h"
 void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r);
+void cpuid_hide(u32 leaf, u32 sub, struct cpuid_regs *r);
 /* The bits that follow the guest's state now: CR4.OSXSAVE, CR4.PKE,
  * IA32_APIC_BASE.EN (host-tested: tests/unit/test_cpuid.c). */
 void cpuid_apply_state(u32 leaf, u32 sub, u64 guest_cr4, bool apic_enabled, struct cpuid_regs *r);

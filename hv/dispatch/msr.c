@@ -49,6 +49,13 @@ const struct msr_range hv_owned_msrs[] = {
 	{ MSR_IA32_RTIT_CTL, MSR_IA32_RTIT_CR3_MATCH },
 	{ MSR_IA32_RTIT_ADDR0_A, MSR_IA32_RTIT_ADDR3_B },
 	{ MSR_IA32_SMM_MONITOR_CTL, MSR_IA32_SMM_MONITOR_CTL },
+	/* architectural LBRs, which record in root mode too (not offered:
+	 * dispatch/cpuid.c), and the XSAVES component that restores them */
+	{ MSR_IA32_LBR_INFO0, MSR_IA32_LBR_INFO0 + LBR_MSR_SPAN - 1 },
+	{ MSR_IA32_LBR_CTL, MSR_IA32_LBR_DEPTH },
+	{ MSR_IA32_LBR_FROM_IP0, MSR_IA32_LBR_FROM_IP0 + LBR_MSR_SPAN - 1 },
+	{ MSR_IA32_LBR_TO_IP0, MSR_IA32_LBR_TO_IP0 + LBR_MSR_SPAN - 1 },
+	{ MSR_IA32_XSS, MSR_IA32_XSS },
 	/* how memory, the reserve included, is cached and decoded */
 	{ MSR_IA32_MTRR_PHYSBASE0, MSR_IA32_MTRR_PHYSBASE0 + 2 * 16 - 1 },
 	{ MSR_IA32_MTRR_FIX64K_00000, MSR_IA32_MTRR_FIX64K_00000 },
@@ -265,6 +272,8 @@ bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 		return true;
 	case X2APIC_MSR(APIC_ICR_LO):
 		return hw_read(msr, val);	/* #GP outside x2APIC mode, as on hardware */
+	case MSR_IA32_XSS:
+		return hw_read(msr, val);	/* #GP where there is none */
 	}
 	if (is_mtrr(msr) || is_frozen(msr))
 		return hw_read(msr, val);
@@ -310,6 +319,11 @@ bool msr_write(struct vcpu *v, u32 msr, u64 val)
 		if (!lapic_x2apic_mode() || (val & X2APIC_ICR_RESERVED))
 			return false;
 		return mp_icr_write(v, (u32)val, (u32)(val >> 32), true);
+	case MSR_IA32_XSS:
+		/* the LBR component refused, as where CPUID.(0DH,1):ECX[15]
+		 * is clear; the rest as the processor takes it (the hypervisor
+		 * itself never uses XSAVES) */
+		return !(val & XSS_LBR) && wrmsr_safe(msr, val) == 0;
 	}
 	if (is_mtrr(msr))
 		return mtrr_write(msr, val);

@@ -88,6 +88,35 @@ int main(void)
 	cpuid_pmu_leaf(true, &r);
 	CHECK(!r.eax && !r.ebx && !r.ecx && !r.edx, "0AH zeros for AMD");
 
+	/* hidden from a processor that has everything (docs/security.md):
+	 * Intel PT, architectural LBRs (attack 28), SVM, VMX, PDCM */
+	const struct cpuid_regs every = { ~0u, ~0u, ~0u, ~0u };
+	r = every;
+	cpuid_hide(7, 0, &r);
+	CHECK(!(r.edx & CPUID_7_EDX_ARCH_LBR) && !(r.ebx & CPUID_7_EBX_INTEL_PT) &&
+	      r.edx == (~0u & ~CPUID_7_EDX_ARCH_LBR), "leaf 7: no Arch LBR, no PT, the rest kept: %x %x", r.ebx, r.edx);
+	r = every;
+	cpuid_hide(7, 1, &r);
+	CHECK(r.eax == ~0u && r.ebx == ~0u && r.ecx == ~0u && r.edx == ~0u, "leaf 7.1 untouched");
+	r = every;
+	cpuid_hide(0x1c, 0, &r);
+	CHECK(!r.eax && !r.ebx && !r.ecx && !r.edx, "leaf 1CH (Arch LBR) zeros");
+	r = every;
+	cpuid_hide(0xd, 1, &r);
+	CHECK(r.ecx == (~0u & ~CPUID_D_1_ECX_XSS_LBR) && r.eax == ~0u, "leaf 0DH.1: IA32_XSS cannot hold the LBR component: %x", r.ecx);
+	r = every;
+	cpuid_hide(0xd, XSAVE_COMPONENT_LBR, &r);
+	CHECK(!r.eax && !r.ebx && !r.ecx && !r.edx, "leaf 0DH.15 (the LBR component's size) zeros");
+	r = every;
+	cpuid_hide(0xd, 2, &r);
+	CHECK(r.eax == ~0u, "leaf 0DH.2 untouched");
+	r = every;
+	cpuid_hide(0x14, 0, &r);
+	CHECK(!r.eax && !r.ebx && !r.ecx && !r.edx, "leaf 14H (PT) zeros");
+	r = every;
+	cpuid_hide(1, 0, &r);
+	CHECK(!(r.ecx & CPUID_1_ECX_VMX) && !(r.ecx & CPUID_1_ECX_PDCM), "leaf 1: no VMX, no PDCM");
+
 	/* XSAVE present: OSXSAVE is CR4.OSXSAVE, whatever root mode said */
 	r = (struct cpuid_regs){ .ecx = CPUID_1_ECX_XSAVE | CPUID_1_ECX_OSXSAVE, .edx = CPUID_1_EDX_APIC };
 	cpuid_apply_state(1, 0, 0, true, &r);

@@ -53,6 +53,8 @@
 #define CPUID_7_ECX_LA57		(1u << 16)
 #define CPUID_7_ECX_BUS_LOCK_DETECT	(1u << 24)
 #define CPUID_D_1_EAX_XSAVES		(1u << 3)
+#define XSAVE_COMPONENT_LBR		15		/* Arch LBR state (SDM Vol. 1 13.5.13) */
+#define CPUID_D_1_ECX_XSS_LBR		(1u << XSAVE_COMPONENT_LBR)	/* IA32_XSS may set it */
 #define CPUID_7_ECX_PKS			(1u << 31)
 #define CPUID_7_EDX_HYBRID		(1u << 15)	/* cores of more than one type */
 #define CPUID_7_EDX_ARCH_LBR		(1u << 19)	/* architectural LBRs: leaf 1CH */

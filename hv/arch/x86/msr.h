@@ -41,6 +41,7 @@
 #define MSR_IA32_RTIT_ADDR3_B		0x00000587
 #define MSR_IA32_DS_AREA		0x00000600
 #define MSR_IA32_XSS			0x00000da0
+#define XSS_LBR				(1ull << 15)	/* the Arch LBR state component */
 /* Architectural LBRs (SDM Vol. 3 "Last Branch Records", Arch LBR; CPUID
  * leaf 1CH): the stack is entry 0 = the most recent, no TOS */
 #define MSR_IA32_LBR_CTL		0x000014ce
@@ -48,6 +49,7 @@
 #define MSR_IA32_LBR_FROM_IP0		0x00001500	/* IA32_LBR_x_FROM_IP = 0x1500 + x */
 #define MSR_IA32_LBR_TO_IP0		0x00001600	/* IA32_LBR_x_TO_IP = 0x1600 + x */
 #define MSR_IA32_LBR_INFO0		0x00001200	/* IA32_LBR_x_INFO = 0x1200 + x */
+#define LBR_MSR_SPAN			64		/* x = 0..63: the deepest stack CPUID.1CH can give */
 /* the x2APIC registers: X2APIC_MSR() in apic.h */
 
 /* SDM Vol. 4 Table 2-2 / Vol. 3 17.4.1: IA32_DEBUGCTL */
