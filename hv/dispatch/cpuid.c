@@ -2,9 +2,10 @@
  * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
  * so that the guest behaves as on a CPU without it, and offers the Debug
  * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64) and, to a guest
- * that sees an Intel vendor, the virtual PMU (leaf 0xA); Intel PT is
- * hidden (leaf 7 EBX[25], leaf 0x14), and so is PDCM (leaf 1 ECX[15]). The same whichever backend runs and
- * whichever vendor the processor names. Also what the processor's CPUID
+ * that sees an Intel vendor, the virtual PMU (leaf 0xA, and PDCM, leaf 1
+ * ECX[15], for its IA32_PERF_CAPABILITIES); Intel PT is hidden (leaf 7
+ * EBX[25], leaf 0x14). The same whichever backend runs and whichever
+ * vendor the processor names. Also what the processor's CPUID
  * decides at start-up: the backend, by capability. */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
@@ -25,6 +26,15 @@ void cpuid_pmu_leaf(bool vendor_amd, struct cpuid_regs *r)
 	r->eax = CPUID_A_EAX(PMU_VERSION, PMU_NR_GP, PMU_WIDTH, CPUID_A_EBX_LEN);
 	r->ebx = CPUID_A_EBX_NO_LLC_REF | CPUID_A_EBX_NO_LLC_MISSES | CPUID_A_EBX_NO_BRANCH_MISSES;
 	r->edx = CPUID_A_EDX(PMU_NR_FIXED, PMU_WIDTH);
+}
+
+/* Does the processor's leaf 0 name AMD (or Hygon)? The guest sees that
+ * vendor, and the PMU is offered by it (trace_vcpu_init: hv.vendor_amd). */
+static bool cpuid_leaf0_amd(void)
+{
+	struct cpuid_ident id = { 0 };
+	cpuid_count(0, 0, &id.l0);
+	return cpuid_vendor_amd(&id);
 }
 
 void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
@@ -50,9 +60,11 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		/* the virtual Debug Store: DS with 64-bit records (hv/trace/ds.c) */
 		r->edx |= CPUID_1_EDX_DS;
 		r->ecx |= CPUID_1_ECX_DTES64;
-		/* no IA32_PERF_CAPABILITIES (full-width writes, PEBS formats)
-		 * yet: the virtual PMU is version 2 without it */
+		/* IA32_PERF_CAPABILITIES (full-width writes, adaptive PEBS):
+		 * the virtual PMU's, for a guest that has it (not AMD's) */
 		r->ecx &= ~CPUID_1_ECX_PDCM;
+		if (!cpuid_leaf0_amd())
+			r->ecx |= CPUID_1_ECX_PDCM;
 		break;
 	case 7:
 		/* Intel PT writes its trace at physical addresses: not offered,
@@ -60,12 +72,9 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 		if (sub == 0)
 			r->ebx &= ~CPUID_7_EBX_INTEL_PT;
 		break;
-	case 0xa: {
-		struct cpuid_ident id = { 0 };
-		cpuid_count(0, 0, &id.l0);
-		cpuid_pmu_leaf(cpuid_vendor_amd(&id), r);
+	case 0xa:
+		cpuid_pmu_leaf(cpuid_leaf0_amd(), r);
 		break;
-	}
 	case 0x14:
 		r->eax = r->ebx = r->ecx = r->edx = 0;
 		break;

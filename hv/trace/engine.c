@@ -205,8 +205,10 @@ static void cond_settle(struct vcpu *v)
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
-	if (t->pmu.global_ctrl)
+	if (t->pmu.global_ctrl) {
 		pmu_sync(v);	/* the TSC-counted events' wraps, late (docs/pmu.md) */
+		t->exit_lin = gmem_linear_rip(v);	/* an emulated instruction's eventing IP */
+	}
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	rec_exit_begin(v);
@@ -383,7 +385,7 @@ static void step_count(struct vcpu *v, const struct step_state *s, u8 kind, u32 
 		occ |= pmu_branch_occ(kind, type, true);
 		break;
 	}
-	pmu_retired(v, occ, s->cpl);
+	pmu_retired(v, occ, s->cpl, s->lin);
 }
 
 void step_completed(struct vcpu *v)
@@ -501,6 +503,10 @@ void trace_before_entry(struct vcpu *v)
 	u8 bytes[15];
 	u64 base;
 
+	if (t->update_due) {
+		t->update_due = false;
+		trace_update(v);
+	}
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	hv.ops->set_dr(v, 6, DR6_CLEAN);
