@@ -182,11 +182,13 @@ bool pmu_rdpmc(struct vcpu *v, u32 ecx, u64 *val)
 }
 
 /* An instruction the hypervisor emulated completed: retired, for the
- * instruction counters, at the CPL it ran at (none changes it). */
+ * instruction counters, at the CPL it ran at, at the linear address of
+ * the RIP the exit began at (none changes the CPL or CS). */
 void trace_insn_emulated(struct vcpu *v)
 {
 	if (v->trace->engine != HVTRACE_ENGINE_OFF)
-		pmu_retired(v, PMU_OCC_INSN, hv.ops->get_cpl(v), v->trace->exit_lin);
+		pmu_retired(v, PMU_OCC_INSN, hv.ops->get_cpl(v),
+			    gmem_linear_rip(v) - v->rip + v->trace->exit_rip);
 }
 
 #define NOT_RAM "is not writable guest RAM"

@@ -205,10 +205,9 @@ static void cond_settle(struct vcpu *v)
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
-	if (t->pmu.global_ctrl) {
+	t->exit_rip = v->rip;	/* an emulated instruction's eventing IP (trace_insn_emulated) */
+	if (t->pmu.global_ctrl)
 		pmu_sync(v);	/* the TSC-counted events' wraps, late (docs/pmu.md) */
-		t->exit_lin = gmem_linear_rip(v);	/* an emulated instruction's eventing IP */
-	}
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	rec_exit_begin(v);

@@ -106,7 +106,7 @@ struct trace_vcpu {
 	u64 guest_dr6;		/* the guest's DR6: virtual while tracing */
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
 	bool update_due;	/* trace_update() before the next entry (a PMI froze the counters) */
-	u64 exit_lin;		/* CS.base + RIP at this exit's start, while a counter is enabled */
+	u64 exit_rip;		/* RIP at this exit's start */
 	bool nmi_blocked;	/* an NMI we delivered has not reached its IRET yet */
 	bool nmi_pending;	/* an NMI that came while nmi_blocked */
 	struct step_state step;

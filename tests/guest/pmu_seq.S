@@ -4,8 +4,8 @@
  * after the enabling WRMSR to the disabling WRMSR. Counted (the enabling
  * WRMSR, which retires with counting on, included; the disabling one,
  * which retires with it off, not): PMU_SEQ_* in t_pmu.c. The pmu_seq_*
- * labels name the instructions PEBS records must point at: the 3rd
- * branch (the first CALL), the 6th (the second RET, at 8:), the 9th (the
+ * labels name the instructions PEBS records must point at: the
+ * enabling WRMSR (emulated by the hypervisor), the 3rd branch (the first CALL), the 6th (the second RET, at 8:), the 9th (the
  * LOOP's second time), the 10th and 20th instruction. */
 #include "seq.h"
 
@@ -16,6 +16,7 @@ G pmu_seq
 	movl %edi, %eax
 	movq %rdi, %rdx
 	shrq $32, %rdx
+G pmu_seq_wrmsr
 	wrmsr			/* 1: counting from here */
 	xorl %eax, %eax		/* 2 */
 	jz 1f			/* 3: conditional, taken */

@@ -20,7 +20,7 @@ void pmu_user_seq(uint64_t global_ctrl, uint64_t user_rsp, uint64_t user_cs, uin
 #define SYM(x) extern char x[] __attribute__((visibility("hidden")))
 SYM(pmi_handler); SYM(pmu_user_code); SYM(pmu_user_gate);
 SYM(pmu_seq_br3); SYM(pmu_seq_ret); SYM(pmu_seq_loop); SYM(pmu_seq_insn10); SYM(pmu_seq_jmp_to);
-SYM(pmu_seq_insn20);
+SYM(pmu_seq_insn20); SYM(pmu_seq_wrmsr);
 
 /* What pmu_seq counts (pmu_seq.S's numbered lines) */
 #define PMU_SEQ_INSNS		27
@@ -610,6 +610,19 @@ static void test_pebs_adaptive(void)
 	       (g0->flags & 2) && !(g0->flags & (1 << 8)), "pebs_adaptive_gprs_after",
 	       "rip %lx rcx %lx rax %lx flags %lx", g0->ip, g0->gpr[1], g1->gpr[0], g0->flags);
 	report(fixed(0) == MASK48 - 2, "pebs_fixed_reset_reload", "%lx", fixed(0));
+
+	/* the wrap at an instruction the hypervisor emulates: the enabling
+	 * WRMSR, which counts itself */
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.pebs_fixed_reset[0] = MASK48 - 99;
+	wrmsr(MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_OS(0));
+	wrmsr(MSR_IA32_FIXED_CTR0, MASK48);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_FIXED(0));
+	run_seq(PERF_GLOBAL_FIXED(0));
+	report(pebs_records(0x20) == 1 && pebs_rec(0, 0x20)->ip == A(pmu_seq_wrmsr) &&
+	       fixed(0) == MASK48 - 99 + PMU_SEQ_INSNS - 1, "pebs_emulated_insn_ip", "%u records, ip %lx want %lx, fixed0 %lx",
+	       pebs_records(0x20), pebs_rec(0, 0x20)->ip, A(pmu_seq_wrmsr), fixed(0));
 	pmu_reset();
 }
 
