@@ -105,6 +105,7 @@ G pmu_user_code
 1:	call 2f			/* USR 3: near call; USR 4: its ret */
 	jmp 3f			/* USR 5: near taken */
 2:	ret
+G pmu_user_int
 3:	int $0x82		/* USR 6: far, at CPL 3 */
 	ud2
 G pmu_user_gate

@@ -20,7 +20,7 @@ void pmu_user_seq(uint64_t global_ctrl, uint64_t user_rsp, uint64_t user_cs, uin
 #define SYM(x) extern char x[] __attribute__((visibility("hidden")))
 SYM(pmi_handler); SYM(pmu_user_code); SYM(pmu_user_gate);
 SYM(pmu_seq_br3); SYM(pmu_seq_ret); SYM(pmu_seq_loop); SYM(pmu_seq_insn10); SYM(pmu_seq_jmp_to);
-SYM(pmu_seq_insn20); SYM(pmu_seq_wrmsr);
+SYM(pmu_seq_insn20); SYM(pmu_seq_wrmsr); SYM(pmu_user_int);
 
 /* What pmu_seq counts (pmu_seq.S's numbered lines) */
 #define PMU_SEQ_INSNS		27
@@ -342,6 +342,8 @@ static void check_user(const char *name, const uint64_t sel[4], uint64_t fctrl, 
 	report(ok, name, "pmc %lu %lu %lu %lu fixed %lu", got[0], got[1], got[2], got[3], got[4]);
 }
 
+static void pebs_ring3(void);
+
 static void test_user(void)
 {
 	uint64_t *gdt = ring3_gdt();
@@ -374,6 +376,7 @@ static void test_user(void)
 		   (int64_t[]){ PMU_USER_BRANCHES + PMU_USER_OS_BRANCHES, PMU_USER_INSNS + PMU_USER_OS_INSNS,
 				1, 1 },
 		   (int64_t[]){ PMU_USER_INSNS + PMU_USER_OS_INSNS, 0, 0 });
+	pebs_ring3();
 	gate_restore(0x82, saved);
 	pmu_reset();
 }
@@ -659,6 +662,25 @@ static void test_pebs_threshold_full(void)
 	       (st & PERF_GLOBAL_PMC(0)), "pebs_full_dropped_counted",
 	       "dropped %lu pmc0 %lu status %lx", after.bts_dropped - before.bts_dropped, pmc(0), st);
 	pmi_off(pmi);
+}
+
+/* A wrap at pmu_user_seq's INT 0x82 (a far branch at CPL 3, which the
+ * engine follows into its handler): one record, its IP the INT's. */
+static void pebs_ring3(void)
+{
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.pebs_gp_reset[0] = MASK48 - 99;
+	wrmsr(MSR_IA32_PERFEVTSEL0, BR_INST_RETIRED_FAR_BRANCH | USR);
+	wrmsr(MSR_IA32_A_PMC0, MASK48);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0));
+	uint64_t f = irq_save();
+	pmu_user_seq(PERF_GLOBAL_PMC(0), A(ring3_stack + sizeof(ring3_stack)), SEL_UCODE | 3, SEL_UDATA | 3);
+	irq_restore(f);
+	report(pebs_records(0x20) == 1 && pebs_rec(0, 0x20)->ip == A(pmu_user_int) && pmc(0) == MASK48 - 99,
+	       "pebs_ring3_int_ip", "%u records, ip %lx want %lx", pebs_records(0x20), pebs_rec(0, 0x20)->ip,
+	       A(pmu_user_int));
+	pmu_reset();
 }
 
 /* PEBS buffers the guest cannot have written: unmapped, the hypervisor's
