@@ -581,6 +581,24 @@ static void test_pebs_basic(void)
 	report(pmc(0) == MASK48 && st == 0 && pmi_count == 0, "pebs_reload_from_ds_reset",
 	       "pmc0 %lx status %lx pmis %lu", pmc(0), st, pmi_count);
 	report(pebs_buf[3 * 4] == 0, "pebs_nothing_past_index", NULL);
+
+	/* two PEBS counters wrapping at the same instruction (the first
+	 * CALL: the 3rd branch, the 1st near call): one record for both */
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.pebs_gp_reset[0] = (uint64_t)-3;
+	pds.pebs_gp_reset[1] = (uint64_t)-100;
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_BRANCHES | OS);
+	wrmsr(MSR_IA32_PERFEVTSEL0 + 1, BR_INST_RETIRED_NEAR_CALL | OS);
+	wrmsr(MSR_IA32_A_PMC0, MASK48 - 2);
+	wrmsr(MSR_IA32_A_PMC0 + 1, MASK48);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0) | PERF_GLOBAL_PMC(1));
+	run_seq(PERF_GLOBAL_PMC(0) | PERF_GLOBAL_PMC(1));
+	report(pebs_records(0x20) == 3 && pebs_rec(0, 0x20)->ip == A(pmu_seq_br3) &&
+	       pebs_rec(0, 0x20)->applicable_counters == (PERF_GLOBAL_PMC(0) | PERF_GLOBAL_PMC(1)) &&
+	       pebs_rec(1, 0x20)->applicable_counters == PERF_GLOBAL_PMC(0) && pmc(1) == MASK48 - 99 + 1,
+	       "pebs_two_counters_one_record", "%u records, counters %lx %lx, pmc1 %lx", pebs_records(0x20),
+	       pebs_rec(0, 0x20)->applicable_counters, pebs_rec(1, 0x20)->applicable_counters, pmc(1));
 	pmu_reset();
 }
 
