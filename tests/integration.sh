@@ -366,11 +366,15 @@ t_linux_boot() {
 # max told it is GenuineIntel, so Linux runs its Intel code (init_intel,
 # the Intel PMU probe) against hvtrace; its agent's VMCALL is the
 # hypercall (by #UD), EPERM from user space as under VMMCALL. The PMU:
-# hvtrace's virtual architectural PMU (CPUID leaf 0xA, version 2:
-# docs/pmu.md) makes Linux register its Intel PMU driver, the generic
-# architectural one (-cpu max is family 15 model 107, no model Linux
-# knows): "Performance Events: generic architected perfmon, Intel PMU
-# driver." Its NMI watchdog then counts cycles on fixed counter 1 (the
+# hvtrace's virtual architectural PMU (CPUID leaf 0xA, version 2, with
+# PERF_CAPABILITIES: docs/pmu.md) makes Linux register its Intel PMU
+# driver, the generic architectural one (-cpu max is family 15 model 107,
+# no model Linux knows), with adaptive PEBS and full-width counters:
+# "Performance Events: PEBS fmt4+-baseline, generic architected perfmon,
+# full-width counters, Intel PMU driver." (before PEBS: "generic
+# architected perfmon, Intel PMU driver."; "-baseline" is what lets it
+# schedule precise events on a model it does not know). Its NMI watchdog
+# then counts cycles on fixed counter 1 (the
 # TSC's) and reads the counters with RDPMC, which hvtrace emulates; before
 # the virtual PMU it said "unsupported Netburst CPU model 107 no PMU
 # driver, software events only". (With AuthenticAMD, linux-boot, Linux
@@ -380,7 +384,7 @@ t_linux_intel_vendor() {
 	linux_guest linux-intel-vendor -hypervisor,vendor=GenuineIntel pti=off
 	expect "GenuineIntel processor with SVM: the svm backend; the guest's VMCALL arrives as #UD"
 	expect 'HVTRACE-GUEST: cpu vendor GenuineIntel'
-	expect 'HVTRACE-GUEST: pmu: Performance Events: generic architected perfmon, Intel PMU driver\.'
+	expect 'HVTRACE-GUEST: pmu: Performance Events: PEBS fmt4\+-baseline, generic architected perfmon, full-width counters, Intel PMU driver\.'
 	expect 'HVTRACE-GUEST: perf event sources: .*\bcpu\b'
 	# Linux's BTS driver on the virtual BTS: it refuses to load with
 	# page-table isolation on, which Linux turns on for this Intel model

@@ -2,10 +2,10 @@
  * (leaf 1 ECX[31], leaves 0x40000000+), hides virtualization (SVM, VMX)
  * so that the guest behaves as on a CPU without it, and offers the Debug
  * Store it virtualizes (leaf 1 EDX[21] DS, ECX[2] DTES64) and, to a guest
- * that sees an Intel vendor, the virtual PMU (leaf 0xA); Intel PT is
- * hidden (leaf 7 EBX[25], leaf 0x14), and so are PDCM (leaf 1 ECX[15])
- * and architectural LBRs (leaf 7 EDX[19], leaf 0x1C, XSAVE component 15).
- * The same whichever backend runs and
+ * that sees an Intel vendor, the virtual PMU (leaf 0xA, and PDCM, leaf 1
+ * ECX[15], for its IA32_PERF_CAPABILITIES); Intel PT is hidden (leaf 7
+ * EBX[25], leaf 0x14), and so are architectural LBRs (leaf 7 EDX[19],
+ * leaf 0x1C, XSAVE component 15). The same whichever backend runs and
  * whichever vendor the processor names. Also what the processor's CPUID
  * decides at start-up: the backend, by capability. */
 #include "hvtrace/abi.h"
@@ -29,6 +29,15 @@ void cpuid_pmu_leaf(bool vendor_amd, struct cpuid_regs *r)
 	r->edx = CPUID_A_EDX(PMU_NR_FIXED, PMU_WIDTH);
 }
 
+/* Does the processor's leaf 0 name AMD (or Hygon)? The guest sees that
+ * vendor, and the PMU is offered by it (trace_vcpu_init: hv.vendor_amd). */
+static bool cpuid_leaf0_amd(void)
+{
+	struct cpuid_ident id = { 0 };
+	cpuid_count(0, 0, &id.l0);
+	return cpuid_vendor_amd(&id);
+}
+
 void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 {
 	if (leaf >= HVTRACE_CPUID_BASE && leaf <= HVTRACE_CPUID_BASE + 0xff) {
@@ -46,11 +55,12 @@ void cpuid_policy(u32 leaf, u32 sub, struct cpuid_regs *r)
 	}
 	cpuid_count(leaf, sub, r);
 	cpuid_hide(leaf, sub, r);
-	if (leaf == 0xa) {
-		struct cpuid_ident id = { 0 };
-		cpuid_count(0, 0, &id.l0);
-		cpuid_pmu_leaf(cpuid_vendor_amd(&id), r);
-	}
+	/* IA32_PERF_CAPABILITIES (full-width writes, adaptive PEBS) and leaf
+	 * 0AH: the virtual PMU's, for a guest that has it (not AMD's) */
+	if (leaf == 1 && !cpuid_leaf0_amd())
+		r->ecx |= CPUID_1_ECX_PDCM;
+	if (leaf == 0xa)
+		cpuid_pmu_leaf(cpuid_leaf0_amd(), r);
 }
 
 /* What the processor's CPUID says that the guest must not see (pure: the
@@ -64,8 +74,8 @@ void cpuid_hide(u32 leaf, u32 sub, struct cpuid_regs *r)
 		/* the virtual Debug Store: DS with 64-bit records (hv/trace/ds.c) */
 		r->edx |= CPUID_1_EDX_DS;
 		r->ecx |= CPUID_1_ECX_DTES64;
-		/* no IA32_PERF_CAPABILITIES (full-width writes, PEBS formats)
-		 * yet: the virtual PMU is version 2 without it */
+		/* the host's IA32_PERF_CAPABILITIES: not the guest's (the
+		 * virtual PMU's is added back for a guest that has one) */
 		r->ecx &= ~CPUID_1_ECX_PDCM;
 		break;
 	case 7:
@@ -76,7 +86,7 @@ void cpuid_hide(u32 leaf, u32 sub, struct cpuid_regs *r)
 		/* Architectural LBRs record in root mode too once the guest
 		 * enables them (IA32_LBR_CTL is not switched at exits): not
 		 * offered, their MSRs #GP, IA32_XSS bit 15 refused
-		 * (docs/security.md attack 28) */
+		 * (docs/security.md attack 29) */
 		if (sub == 0)
 			r->edx &= ~CPUID_7_EDX_ARCH_LBR;
 		break;

@@ -42,9 +42,10 @@ const struct msr_range hv_owned_msrs[] = {
 	/* the x2APIC interrupt command: INIT and SIPI go through the
 	 * hypervisor (dispatch/mp.c) */
 	{ X2APIC_MSR(APIC_ICR_LO), X2APIC_MSR(APIC_ICR_LO) },
+	/* PEBS (trace/pmu.c): its enables and the adaptive record's groups */
+	{ MSR_IA32_PEBS_ENABLE, MSR_PEBS_DATA_CFG },
 	/* features that write memory at physical addresses or change who
 	 * runs SMM: refused */
-	{ MSR_IA32_PEBS_ENABLE, MSR_IA32_PEBS_ENABLE },
 	{ MSR_IA32_RTIT_OUTPUT_BASE, MSR_IA32_RTIT_OUTPUT_MASK_PTRS },
 	{ MSR_IA32_RTIT_CTL, MSR_IA32_RTIT_CR3_MATCH },
 	{ MSR_IA32_RTIT_ADDR0_A, MSR_IA32_RTIT_ADDR3_B },
@@ -278,8 +279,8 @@ bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 	if (is_mtrr(msr) || is_frozen(msr))
 		return hw_read(msr, val);
 	/* VM_CR, VM_HSAVE_PA, IGNNE, SMM_CTL, IA32_VMX_*: #GP as on a CPU
-	 * without SVM or VMX; PEBS_ENABLE, Intel PT, SMM_MONITOR_CTL: as on a
-	 * CPU without those features */
+	 * without SVM or VMX; Intel PT, SMM_MONITOR_CTL: as on a CPU without
+	 * those features */
 	return false;
 }
 

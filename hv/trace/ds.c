@@ -1,11 +1,11 @@
 /*
  * The guest's virtual Debug Store: IA32_DEBUGCTL, IA32_DS_AREA,
- * IA32_MISC_ENABLE as the guest sees them, and the BTS buffer the guest's
- * DS save area describes, written at guest linear addresses as the
- * processor would (SDM Vol. 3 "Branch Trace Store (BTS)" and "Debug Store
- * (DS) Mechanism"); and the virtual PMU's vCPU side (its rules are
- * trace/pmu.c's): the MSRs, the engine's counting, and the PMI both raise.
- * Root mode, on exits.
+ * IA32_MISC_ENABLE as the guest sees them, and the BTS and PEBS buffers
+ * the guest's DS save area describes, written at guest linear addresses
+ * as the processor would (SDM Vol. 3 "Branch Trace Store (BTS)", "Debug
+ * Store (DS) Mechanism" and "PEBS Facility"); and the virtual PMU's vCPU
+ * side (its rules are trace/pmu.c's): the MSRs, the engine's counting,
+ * and the PMI all of them raise. Root mode, on exits.
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/apic.h"
@@ -26,26 +26,29 @@
  * offer) is #GP, as hardware does for reserved bits. */
 #define DEBUGCTL_VALID	(DEBUGCTL_LBR | DEBUGCTL_BTF | DEBUGCTL_TR | DEBUGCTL_BTS | \
 			 DEBUGCTL_BTINT | DEBUGCTL_BTS_OFF_OS | DEBUGCTL_BTS_OFF_USR | \
-			 DEBUGCTL_FREEZE_LBRS_ON_PMI)
+			 DEBUGCTL_FREEZE_LBRS_ON_PMI | DEBUGCTL_FREEZE_PERFMON_ON_PMI)
 
 static bool is_canonical(u64 a)
 {
 	return ADDR_CANONICAL(a, 48);
 }
 
-/* IA32_MISC_ENABLE as the guest sees it: BTS available, PEBS not (yet);
- * the rest as the firmware left it (fast strings, ...), or 0 where the
+/* IA32_MISC_ENABLE as the guest sees it: BTS available, PEBS available
+ * where the guest has the PMU (an Intel-vendor guest), not otherwise; the
+ * rest as the firmware left it (fast strings, ...), or 0 where the
  * processor has no such MSR (AMD's: the virtual Debug Store is Intel's
  * architecture, whoever made the processor). Read at the guest's first
  * access, an exit, where root mode's own IDT takes rdmsr_safe's #GP (at
  * start-up the firmware's is still loaded). */
-static u64 *misc_enable(struct ds_state *ds)
+static u64 *misc_enable(struct vcpu *v)
 {
+	struct ds_state *ds = &v->trace->ds;
 	if (!ds->misc_enable_known) {
 		u64 hw;
 		if (rdmsr_safe(MSR_IA32_MISC_ENABLE, &hw))
 			hw = 0;
-		ds->misc_enable = (hw & ~MISC_ENABLE_BTS_UNAVAIL) | MISC_ENABLE_PEBS_UNAVAIL;
+		hw &= ~(MISC_ENABLE_BTS_UNAVAIL | MISC_ENABLE_PEBS_UNAVAIL);
+		ds->misc_enable = hw | (v->trace->pmu.nr_gp ? 0 : MISC_ENABLE_PEBS_UNAVAIL);
 		ds->misc_enable_known = true;
 	}
 	return &ds->misc_enable;
@@ -63,7 +66,7 @@ int ds_msr_read(struct vcpu *v, u32 msr, u64 *val)
 		*val = ds->ds_area;
 		return 1;
 	case MSR_IA32_MISC_ENABLE:
-		*val = *misc_enable(ds);
+		*val = *misc_enable(v);
 		return 1;
 	}
 	return pmu_msr_get(&v->trace->pmu, msr, val);
@@ -90,7 +93,7 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
 	case MSR_IA32_MISC_ENABLE: {
 		/* BTS_UNAVAILABLE and PEBS_UNAVAILABLE are read-only */
 		const u64 ro = MISC_ENABLE_BTS_UNAVAIL | MISC_ENABLE_PEBS_UNAVAIL;
-		u64 *me = misc_enable(ds);
+		u64 *me = misc_enable(v);
 		*me = (val & ~ro) | (*me & ro);
 		return 1;
 	}
@@ -101,20 +104,32 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val)
 	return r;
 }
 
+static void ds_store_pebs(struct vcpu *v, u64 applicable, u64 ip);
+
 /*
- * The performance monitoring interrupt, of a BTS threshold (SDM Vol. 3
- * "Setting Up the BTS Buffer": BTINT set and the index reaching the
- * threshold) or of a counter that wrapped with its INT/PMI bit set (SDM
- * Vol. 3 20.2.1, 20.2.2): through the local APIC's LVT performance counter
+ * The performance monitoring interrupt, of a BTS or PEBS threshold (SDM
+ * Vol. 3 "Setting Up the BTS Buffer": BTINT set and the index reaching
+ * the threshold; "PEBS Facility": the PEBS index reaching its threshold)
+ * or of a counter that wrapped with its INT/PMI bit set (SDM Vol. 3
+ * 20.2.1, 20.2.2): through the local APIC's LVT performance counter
  * entry. The guest owns the real APIC, so the interrupt is made real: an
  * IPI to this processor with the LVT's vector and delivery mode, taken by
  * the guest through its own IDT. As on Intel hardware, delivering the PMI
  * sets the LVT entry's mask bit; the guest's handler unmasks it. The APIC
  * is the one the hypervisor located itself (base/lapic.c), whatever the
  * guest wrote to IA32_APIC_BASE.
+ *
+ * FREEZE_PERFMON_ON_PMI (IA32_DEBUGCTL bit 12, SDM Vol. 3 18.4.7, the
+ * legacy freeze of version 2): the PMI request clears every enable of
+ * IA32_PERF_GLOBAL_CTRL, whether or not the LVT delivers it; the counters
+ * stay frozen until the guest enables them again.
  */
-static void raise_pmi(void)
+static void raise_pmi(struct vcpu *v)
 {
+	if (v->trace->ds.debugctl & DEBUGCTL_FREEZE_PERFMON_ON_PMI) {
+		v->trace->pmu.global_ctrl = 0;
+		v->trace->update_due = true;	/* the engine may stop: before the entry */
+	}
 	if (!lapic_enabled())
 		return;		/* a disabled APIC delivers nothing */
 	u32 lvt = lapic_read(APIC_LVTPC);
@@ -128,7 +143,7 @@ static void ds_raise_pmi(struct vcpu *v)
 {
 	v->trace->pmu.global_status |= PERF_GLOBAL_STATUS_OVF_BUFFER;
 	v->trace->ds.pmis++;
-	raise_pmi();
+	raise_pmi(v);
 }
 
 /* Counters that wrapped (`ovf`, their GLOBAL_STATUS bits already set):
@@ -136,12 +151,19 @@ static void ds_raise_pmi(struct vcpu *v)
 static void pmu_overflowed(struct vcpu *v, u64 ovf)
 {
 	if (ovf && pmu_pmi_bits(&v->trace->pmu, ovf))
-		raise_pmi();
+		raise_pmi(v);
 }
 
-void pmu_retired(struct vcpu *v, u32 occ, int cpl)
+/* The PEBS-enabled counters that wrapped at this instruction make one
+ * record (the eventing IP `ip`) and are reloaded; the others are plain
+ * overflows. */
+void pmu_retired(struct vcpu *v, u32 occ, int cpl, u64 ip)
 {
-	pmu_overflowed(v, pmu_count(&v->trace->pmu, occ, cpl));
+	u64 ovf = pmu_count(&v->trace->pmu, occ, cpl);
+	u64 pebs = pmu_pebs_bits(&v->trace->pmu, ovf);
+	if (pebs)
+		ds_store_pebs(v, pebs, ip);
+	pmu_overflowed(v, ovf & ~pebs);
 }
 
 void pmu_sync(struct vcpu *v)
@@ -160,11 +182,13 @@ bool pmu_rdpmc(struct vcpu *v, u32 ecx, u64 *val)
 }
 
 /* An instruction the hypervisor emulated completed: retired, for the
- * instruction counters, at the CPL it ran at (none changes it). */
+ * instruction counters, at the CPL it ran at, at the linear address of
+ * the RIP the exit began at (none changes the CPL or CS). */
 void trace_insn_emulated(struct vcpu *v)
 {
 	if (v->trace->engine != HVTRACE_ENGINE_OFF)
-		pmu_retired(v, PMU_OCC_INSN, hv.ops->get_cpl(v));
+		pmu_retired(v, PMU_OCC_INSN, hv.ops->get_cpl(v),
+			    gmem_linear_rip(v) - v->rip + v->trace->exit_rip);
 }
 
 #define NOT_RAM "is not writable guest RAM"
@@ -175,9 +199,44 @@ static void ds_bad_area(struct vcpu *v, const char *what, u64 addr, const char *
 	ds->dropped++;
 	if (!ds->bad_area_logged) {
 		ds->bad_area_logged = true;
-		LOG_WARN("vcpu %u: %s at %016lx %s: BTS records dropped (counted) until DS_AREA "
+		LOG_WARN("vcpu %u: %s at %016lx %s: records dropped (counted) until DS_AREA "
 			 "is rewritten", v->id, what, addr, why);
 	}
+}
+
+/* The translations kept for the save area and the buffers (base/gmem.c:
+ * each is checked against the guest's page tables at every use, so a
+ * remapped area or buffer is walked again; a new DS_AREA or DEBUGCTL
+ * value starts afresh). */
+static struct gmem_xlat_key ds_xlat(struct vcpu *v)
+{
+	struct ds_state *ds = &v->trace->ds;
+	if (ds->xlat_area != ds->ds_area || ds->xlat_debugctl != ds->debugctl) {
+		gmem_xlat_flush(&ds->xlat);
+		ds->xlat_area = ds->ds_area;
+		ds->xlat_debugctl = ds->debugctl;
+	}
+	return gmem_xlat_key(v);
+}
+
+/* Writes a record at `index` of a DS buffer and `next` into the save
+ * area's index field at `index_field`; false (dropped, counted, logged)
+ * where either is not guest RAM. */
+static bool ds_write(struct vcpu *v, const struct gmem_xlat_key *key, const char *buffer, u64 index,
+		     const void *rec, size_t size, size_t index_field)
+{
+	struct ds_state *ds = &v->trace->ds;
+	if (!gmem_write_linear_cached(v, &ds->xlat, key, index, rec, size)) {
+		ds_bad_area(v, buffer, index, NOT_RAM);
+		return false;
+	}
+	u64 next = index + size;
+	if (!gmem_write_linear_cached(v, &ds->xlat, key, ds->ds_area + index_field, &next, sizeof(next))) {
+		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
+		return false;
+	}
+	ds->records++;
+	return true;
 }
 
 /*
@@ -189,15 +248,6 @@ static void ds_bad_area(struct vcpu *v, const char *what, u64 addr, const char *
  *    a full buffer stores nothing more (dropped, counted);
  *  - BTS_OFF_OS / BTS_OFF_USR: no record at CPL 0 / CPL > 0.
  */
-/*
- * Whether a record fits in [index, abs_max). Written so that no guest-chosen
- * index or maximum can wrap the sum past 2^64 and pass the check.
- */
-static bool bts_room(u64 index, u64 abs_max)
-{
-	return index <= abs_max && abs_max - index >= sizeof(struct bts_record64);
-}
-
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 {
 	struct ds_state *ds = &v->trace->ds;
@@ -209,46 +259,72 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 	if ((cpl == 0 && (ds->debugctl & DEBUGCTL_BTS_OFF_OS)) ||
 	    (cpl > 0 && (ds->debugctl & DEBUGCTL_BTS_OFF_USR)))
 		return;
-	/* the translations kept (base/gmem.c: each is checked against the
-	 * guest's page tables at every use, so a remapped area or buffer is
-	 * walked again; a new DS_AREA or DEBUGCTL value starts afresh) */
-	if (ds->xlat_area != ds->ds_area || ds->xlat_debugctl != ds->debugctl) {
-		gmem_xlat_flush(&ds->xlat);
-		ds->xlat_area = ds->ds_area;
-		ds->xlat_debugctl = ds->debugctl;
-	}
 	/* the BTS half of the save area (the PEBS fields are not used) */
 	const size_t bts_fields = offsetof(struct ds_area64, pebs_base);
-	struct gmem_xlat_key key = gmem_xlat_key(v);
+	struct gmem_xlat_key key = ds_xlat(v);
 	if (gmem_read_linear_cached(v, &ds->xlat, &key, ds->ds_area, &area, bts_fields) != bts_fields) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}
 	u64 index = area.bts_index;
 	bool btint = ds->debugctl & DEBUGCTL_BTINT;
-	if (!bts_room(index, area.bts_abs_max) || index < area.bts_base) {
+	if (!ds_room(index, area.bts_abs_max, sizeof(rec)) || index < area.bts_base) {
 		if (btint) {
 			ds->dropped++;
 			return;
 		}
 		index = area.bts_base;
-		if (!bts_room(index, area.bts_abs_max)) {
+		if (!ds_room(index, area.bts_abs_max, sizeof(rec))) {
 			ds_bad_area(v, "the BTS buffer", area.bts_base,
 				    "has no room for one record below its absolute maximum");
 			return;
 		}
 	}
-	if (!gmem_write_linear_cached(v, &ds->xlat, &key, index, &rec, sizeof(rec))) {
-		ds_bad_area(v, "the BTS buffer", index, NOT_RAM);
+	if (!ds_write(v, &key, "the BTS buffer", index, &rec, sizeof(rec), offsetof(struct ds_area64, bts_index)))
 		return;
-	}
-	u64 next = index + sizeof(rec);
-	u64 index_at = ds->ds_area + offsetof(struct ds_area64, bts_index);
-	if (!gmem_write_linear_cached(v, &ds->xlat, &key, index_at, &next, sizeof(next))) {
+	if (btint && ds_threshold_reached(index, index + sizeof(rec), area.bts_int_threshold))
+		ds_raise_pmi(v);
+}
+
+/*
+ * The PEBS assist (SDM Vol. 3 "PEBS Facility"; docs/pmu.md): the counters
+ * `applicable` wrapped at the instruction at `ip`, which has retired (the
+ * registers are those after it). One adaptive record at the PEBS index,
+ * which advances by its size; the counters reloaded from the save area's
+ * reset values and their overflow bits cleared; a PMI with GLOBAL_STATUS
+ * bit 62 when the index reaches the interrupt threshold. A record that
+ * does not fit below the absolute maximum (or an index below the base) is
+ * skipped entirely, as the SDM says of a failed bounds check: nothing
+ * written, the counters not reloaded, their overflow bits stay (dropped,
+ * counted). A save area or buffer that is not guest RAM: dropped,
+ * counted, logged, exactly as for BTS.
+ */
+static void ds_store_pebs(struct vcpu *v, u64 applicable, u64 ip)
+{
+	struct ds_state *ds = &v->trace->ds;
+	struct pmu_state *p = &v->trace->pmu;
+	struct ds_area64 area;
+	struct pebs_gprs regs;
+	u8 rec[PMU_PEBS_MAX];
+
+	struct gmem_xlat_key key = ds_xlat(v);
+	if (gmem_read_linear_cached(v, &ds->xlat, &key, ds->ds_area, &area, sizeof(area)) != sizeof(area)) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}
-	ds->records++;
-	if (btint && index < area.bts_int_threshold && next >= area.bts_int_threshold)
+	_Static_assert(sizeof(regs.gpr) == sizeof(v->gpr), "PEBS GPR group: RAX..R15 as gpr[]");
+	regs.flags = v->rflags;
+	regs.ip = gmem_linear_rip(v);
+	memcpy(regs.gpr, v->gpr, sizeof(regs.gpr));
+	u32 size = pmu_pebs_record(p, applicable, ip, rdtsc(), &regs, rec);
+	u64 index = area.pebs_index;
+	if (!ds_room(index, area.pebs_abs_max, size) || index < area.pebs_base) {
+		ds->dropped++;
+		return;
+	}
+	if (!ds_write(v, &key, "the PEBS buffer", index, rec, size, offsetof(struct ds_area64, pebs_index)))
+		return;
+	pmu_pebs_reload(p, applicable, area.pebs_gp_reset, area.pebs_fixed_reset);
+	if (ds_threshold_reached(index, index + size, area.pebs_int_threshold))
 		ds_raise_pmi(v);
 }

@@ -220,6 +220,7 @@ static void cond_settle(struct vcpu *v)
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
+	t->exit_rip = v->rip;	/* an emulated instruction's eventing IP (trace_insn_emulated) */
 	if (t->pmu.global_ctrl)
 		pmu_sync(v);	/* the TSC-counted events' wraps, late (docs/pmu.md) */
 	if (t->engine == HVTRACE_ENGINE_OFF)
@@ -398,7 +399,7 @@ static void step_count(struct vcpu *v, const struct step_state *s, u8 kind, u32 
 		occ |= pmu_branch_occ(kind, type, true);
 		break;
 	}
-	pmu_retired(v, occ, s->cpl);
+	pmu_retired(v, occ, s->cpl, s->lin);
 }
 
 void step_completed(struct vcpu *v)
@@ -516,6 +517,10 @@ void trace_before_entry(struct vcpu *v)
 	u8 bytes[15];
 	u64 base;
 
+	if (t->update_due) {
+		t->update_due = false;
+		trace_update(v);
+	}
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	hv.ops->set_dr(v, 6, DR6_CLEAN);

@@ -46,7 +46,7 @@ static void handler_reached(struct vcpu *v)
 	if (bp->rec_kind == HVTRACE_REC_FAR ||
 	    (bp->rec_kind == HVTRACE_REC_EXCEPTION && (bp->rec_aux & HVTRACE_AUX_SOFT)))
 		pmu_retired(v, PMU_OCC_INSN | pmu_branch_occ(bp->rec_kind, bp->rec_aux, true),
-			    bp->from_cpl);
+			    bp->from_cpl, bp->from);
 }
 
 bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)

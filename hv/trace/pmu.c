@@ -1,13 +1,28 @@
 /*
  * The virtual architectural PMU's rules (SDM Vol. 3 20.2.1-20.2.2
- * "Architectural Performance Monitoring Version 1/2", Vol. 4 Table 2-2):
- * which MSR writes #GP, what the counters read, which events a counter
- * counts and when it wraps. Pure: no guest access, no hardware; the vCPU
- * glue (the PMI, the engine's hooks) is in trace/ds.c. Root mode.
+ * "Architectural Performance Monitoring Version 1/2", 20.6.2.4 and 20.9
+ * for IA32_PERF_CAPABILITIES and adaptive PEBS, Vol. 4 Table 2-2): which
+ * MSR writes #GP, what the counters read, which events a counter counts
+ * and when it wraps, the PEBS record and reload. Pure: no guest access,
+ * no hardware; the vCPU glue (the PMI, the engine's hooks, the DS area's
+ * memory) is in trace/ds.c. Root mode.
  */
 #include "hvtrace/record.h"
+#include "arch/x86/ds.h"
 #include "arch/x86/msr.h"
+#include "base/lib.h"
 #include "trace/pmu.h"
+
+/* IA32_PERF_CAPABILITIES (docs/pmu.md): no LBRs (format 0, none listed
+ * anywhere else), PEBS records trap-like (after the instruction) with the
+ * registers, record format 4 with the adaptive groups (PEBS_BASELINE),
+ * full-width writes. No freeze while in SMM. */
+#define PMU_PERF_CAPABILITIES	(PERF_CAP_PEBS_TRAP | PERF_CAP_PEBS_ARCH_REG | \
+				 PERF_CAP_PEBS_FORMAT(PMU_PEBS_FORMAT) | PERF_CAP_FW_WRITE | \
+				 PERF_CAP_PEBS_BASELINE)
+/* The groups implemented: memory info (zeros: no counted event is a load
+ * or store) and the GPRs; XMM and LBR groups are #GP (no LBRs; docs). */
+#define PEBS_DATA_CFG_VALID	(PEBS_DATACFG_MEMINFO | PEBS_DATACFG_GP)
 
 u32 pmu_evtsel_occ(u64 sel)
 {
@@ -192,31 +207,38 @@ bool pmu_read_counter(const struct pmu_state *p, u32 ecx, u64 *val)
 
 /* --- the MSRs ------------------------------------------------------------ */
 
-/* Reserved bits (#GP when set) of a version 2 PMU with these counters */
-#define EVTSEL_RESERVED	(~0xffffffffull | PERFEVTSEL_ANY)
+/* Reserved bits (#GP when set) of a version 2 PMU with these counters;
+ * Adaptive_Record (bit 34 here, 32 + 4n in FIXED_CTR_CTRL) comes with
+ * PEBS_BASELINE */
+#define EVTSEL_RESERVED	((~0xffffffffull & ~PERFEVTSEL_ADAPTIVE) | PERFEVTSEL_ANY)
 
 static u64 fixed_ctrl_valid(const struct pmu_state *p)
 {
 	u64 ok = 0;
 	for (unsigned n = 0; n < p->nr_fixed; n++)
-		ok |= FIXED_CTRL_OS(n) | FIXED_CTRL_USR(n) | FIXED_CTRL_PMI(n);
+		ok |= FIXED_CTRL_OS(n) | FIXED_CTRL_USR(n) | FIXED_CTRL_PMI(n) | FIXED_CTRL_ADAPTIVE(n);
 	return ok;
 }
 
-/* Which counter an MSR is: its GLOBAL bit, or -1. *sel: an event select. */
-static int msr_counter(const struct pmu_state *p, u32 msr, bool *sel, bool *exists)
+enum counter_msr { CTR_COUNT, CTR_SEL, CTR_FULL };
+
+/* Which counter an MSR is: its GLOBAL bit, or -1; *kind: the count, its
+ * event select, or the count through its full-width alias IA32_A_PMCx. */
+static int msr_counter(const struct pmu_state *p, u32 msr, enum counter_msr *kind, bool *exists)
 {
-	*sel = false;
+	static const struct { u32 base, span; enum counter_msr kind; } ranges[] = {
+		{ MSR_IA32_PMC0, PMU_MSR_SPAN, CTR_COUNT },
+		{ MSR_IA32_PERFEVTSEL0, PMU_MSR_SPAN, CTR_SEL },
+		{ MSR_IA32_A_PMC0, PMU_MSR_SPAN, CTR_FULL },
+	};
+	for (unsigned r = 0; r < ARRAY_SIZE(ranges); r++)
+		if (msr >= ranges[r].base && msr < ranges[r].base + ranges[r].span) {
+			*kind = ranges[r].kind;
+			*exists = msr - ranges[r].base < p->nr_gp;
+			return (int)(msr - ranges[r].base);
+		}
+	*kind = CTR_COUNT;
 	*exists = false;
-	if (msr >= MSR_IA32_PMC0 && msr < MSR_IA32_PMC0 + PMU_MSR_SPAN) {
-		*exists = msr - MSR_IA32_PMC0 < p->nr_gp;
-		return (int)(msr - MSR_IA32_PMC0);
-	}
-	if (msr >= MSR_IA32_PERFEVTSEL0 && msr < MSR_IA32_PERFEVTSEL0 + PMU_MSR_SPAN) {
-		*sel = true;
-		*exists = msr - MSR_IA32_PERFEVTSEL0 < p->nr_gp;
-		return (int)(msr - MSR_IA32_PERFEVTSEL0);
-	}
 	if (msr >= MSR_IA32_FIXED_CTR0 && msr < MSR_IA32_FIXED_CTR0 + PMU_FIXED_SPAN) {
 		*exists = msr - MSR_IA32_FIXED_CTR0 < p->nr_fixed;
 		return 32 + (int)(msr - MSR_IA32_FIXED_CTR0);
@@ -224,28 +246,36 @@ static int msr_counter(const struct pmu_state *p, u32 msr, bool *sel, bool *exis
 	return -1;
 }
 
-/* MSRs of PMU features this one does not have: #GP, as on a processor
- * without them (no PDCM, so no IA32_PERF_CAPABILITIES and no full-width
- * writes through IA32_A_PMCx). */
-static bool absent_msr(u32 msr)
+/* The MSRs of PERF_CAPABILITIES and PEBS: an AMD-vendor guest (no PMU,
+ * no PDCM) gets #GP, as a processor without them gives. */
+static bool pdcm_msr(u32 msr)
 {
-	return msr == MSR_IA32_PERF_CAPABILITIES ||
-	       (msr >= MSR_IA32_A_PMC0 && msr < MSR_IA32_A_PMC0 + PMU_MSR_SPAN);
+	return msr == MSR_IA32_PERF_CAPABILITIES || msr == MSR_IA32_PEBS_ENABLE || msr == MSR_PEBS_DATA_CFG;
 }
 
 int pmu_msr_get(struct pmu_state *p, u32 msr, u64 *val)
 {
-	bool sel, exists;
-	int i = msr_counter(p, msr, &sel, &exists);
+	enum counter_msr kind;
+	bool exists;
+	int i = msr_counter(p, msr, &kind, &exists);
 	if (i >= 0) {
 		if (!exists)
 			return -1;
-		*val = sel ? p->evtsel[i] : *counter(p, (unsigned)i);
+		*val = kind == CTR_SEL ? p->evtsel[i] : *counter(p, (unsigned)i);
 		return 1;
 	}
-	if (absent_msr(msr))
+	if (pdcm_msr(msr) && !p->nr_gp)
 		return -1;
 	switch (msr) {
+	case MSR_IA32_PERF_CAPABILITIES:
+		*val = PMU_PERF_CAPABILITIES;
+		return 1;
+	case MSR_IA32_PEBS_ENABLE:
+		*val = p->pebs_enable;
+		return 1;
+	case MSR_PEBS_DATA_CFG:
+		*val = p->pebs_data_cfg;
+		return 1;
 	case MSR_IA32_PERF_GLOBAL_STATUS:
 		*val = p->global_status;
 		return 1;
@@ -264,31 +294,47 @@ int pmu_msr_get(struct pmu_state *p, u32 msr, u64 *val)
 
 int pmu_msr_set(struct pmu_state *p, u32 msr, u64 val)
 {
-	bool sel, exists;
-	int i = msr_counter(p, msr, &sel, &exists);
+	enum counter_msr kind;
+	bool exists;
+	int i = msr_counter(p, msr, &kind, &exists);
 	if (i >= 0) {
 		if (!exists)
 			return -1;
-		if (sel) {
+		if (kind == CTR_SEL) {
 			if (val & EVTSEL_RESERVED)
 				return -1;
 			p->evtsel[i] = val;
-		} else if (i < 32) {
+		} else if (i < 32 && kind == CTR_COUNT) {
 			/* SDM Vol. 3 20.2.6: a write to IA32_PMCx sets bits 31:0
 			 * and sign-extends bit 31 to the counter's width */
 			p->pmc[i] = (u64)(s64)(s32)(u32)val & PMU_MASK;
 		} else {
-			/* fixed counters are written whole; past their width
-			 * #GP (as KVM gives) */
+			/* fixed counters, and the PMCs through IA32_A_PMCx
+			 * (full-width writes), are written whole; past their
+			 * width #GP (as KVM gives) */
 			if (val & ~PMU_MASK)
 				return -1;
-			p->fixed[i - 32] = val;
+			*counter(p, (unsigned)i) = val;
 		}
 		return 1;
 	}
-	if (absent_msr(msr))
+	if (pdcm_msr(msr) && !p->nr_gp)
 		return -1;
 	switch (msr) {
+	case MSR_IA32_PERF_CAPABILITIES:
+		return -1;	/* read-only */
+	case MSR_IA32_PEBS_ENABLE:
+		/* one bit per counter, the fixed ones at 32+ (PEBS_BASELINE);
+		 * the load-latency and store bits of older formats reserved */
+		if (val & ~counters(p))
+			return -1;
+		p->pebs_enable = val;
+		return 1;
+	case MSR_PEBS_DATA_CFG:
+		if (val & ~PEBS_DATA_CFG_VALID)
+			return -1;
+		p->pebs_data_cfg = val;
+		return 1;
 	case MSR_IA32_PERF_GLOBAL_STATUS:
 		return -1;	/* read-only in version 2 */
 	case MSR_IA32_PERF_GLOBAL_OVF_CTRL: {
@@ -311,4 +357,59 @@ int pmu_msr_set(struct pmu_state *p, u32 msr, u64 val)
 		return 1;
 	}
 	return 0;
+}
+
+/* --- PEBS ------------------------------------------------------------------ */
+
+u64 pmu_pebs_bits(const struct pmu_state *p, u64 ovf)
+{
+	return ovf & p->pebs_enable;
+}
+
+/* Does counter i (GLOBAL numbering) ask for the adaptive groups? */
+static bool adaptive(const struct pmu_state *p, unsigned i)
+{
+	return i < 32 ? p->evtsel[i] & PERFEVTSEL_ADAPTIVE : p->fixed_ctrl & FIXED_CTRL_ADAPTIVE(i - 32);
+}
+
+u32 pmu_pebs_record(const struct pmu_state *p, u64 applicable, u64 ip, u64 tsc, const struct pebs_gprs *regs,
+		    u8 *out)
+{
+	u64 groups = 0;
+	for (unsigned i = 0; i < 64; i++)
+		if ((applicable & (1ull << i)) && adaptive(p, i))
+			groups = p->pebs_data_cfg & PEBS_DATA_CFG_VALID;
+	u32 size = sizeof(struct pebs_basic);
+	if (groups & PEBS_DATACFG_MEMINFO) {
+		memset(out + size, 0, sizeof(struct pebs_meminfo));
+		size += sizeof(struct pebs_meminfo);
+	}
+	if (groups & PEBS_DATACFG_GP) {
+		memcpy(out + size, regs, sizeof(*regs));
+		size += sizeof(*regs);
+	}
+	struct pebs_basic basic = { groups | (u64)size << PEBS_SIZE_SHIFT, ip, applicable, tsc };
+	memcpy(out, &basic, sizeof(basic));
+	return size;
+}
+
+void pmu_pebs_reload(struct pmu_state *p, u64 applicable, const u64 *gp_reset, const u64 *fixed_reset)
+{
+	u64 all = counters(p) & applicable;
+	for (unsigned i = 0; i < 64; i++)
+		if (all & (1ull << i))
+			*counter(p, i) = (i < 32 ? gp_reset[i] : fixed_reset[i - 32]) & PMU_MASK;
+	p->global_status &= ~all;
+}
+
+/* --- the Debug Store's buffers ---------------------------------------------- */
+
+bool ds_room(u64 index, u64 abs_max, u64 size)
+{
+	return index <= abs_max && abs_max - index >= size;
+}
+
+bool ds_threshold_reached(u64 index, u64 next, u64 threshold)
+{
+	return index < threshold && next >= threshold;
 }

@@ -1,5 +1,7 @@
-/* The guest's virtual architectural PMU (version 2): its MSRs' rules and
- * its counting, as pure decisions on struct pmu_state (trace/pmu.c,
+/* The guest's virtual architectural PMU (version 2, with
+ * IA32_PERF_CAPABILITIES, full-width writes and adaptive PEBS): its MSRs'
+ * rules, its counting and the PEBS record, as pure decisions on struct
+ * pmu_state (trace/pmu.c,
  * host-tested by tests/unit/test_pmu.c). The engine's hooks and the PMI
  * are trace/ds.c's. docs/pmu.md. */
 #ifndef HV_TRACE_PMU_H
@@ -14,6 +16,10 @@
 /* the MSR ranges the hypervisor answers for (the hardware has up to 8) */
 #define PMU_MSR_SPAN	8
 #define PMU_FIXED_SPAN	4
+/* PEBS: adaptive records (format 4) of at most the basic, memory-info and
+ * GPR groups (struct pebs_basic... in arch/x86/ds.h) */
+#define PMU_PEBS_FORMAT	4
+#define PMU_PEBS_MAX	(0x20 + 0x20 + 0x90)
 
 /* What one retired instruction was, for the counters (PMU_OCC_*): each
  * counter's event matches some of these bits. */
@@ -33,7 +39,9 @@ struct pmu_state {
 	u64 evtsel[PMU_NR_GP];
 	u64 fixed[PMU_NR_FIXED];
 	u64 fixed_ctrl, global_ctrl;
-	u64 global_status;	/* IA32_PERF_GLOBAL_STATUS, bit 62 (BTS) included */
+	u64 global_status;	/* IA32_PERF_GLOBAL_STATUS, bit 62 (BTS, PEBS) included */
+	u64 pebs_enable;	/* IA32_PEBS_ENABLE */
+	u64 pebs_data_cfg;	/* MSR_PEBS_DATA_CFG */
 	u64 tsc_last;		/* TSC-counted events are counted up to here */
 };
 
@@ -70,5 +78,28 @@ u64 pmu_pmi_bits(const struct pmu_state *p, u64 ovf);
 bool pmu_needs_engine(const struct pmu_state *p);
 /* Is some enabled counter TSC-counted? */
 bool pmu_counts_tsc(const struct pmu_state *p);
+
+/* PEBS (SDM Vol. 3 20.9 "PEBS Facility", adaptive records). Of the
+ * counters pmu_count() found wrapped, those whose overflow is a PEBS
+ * event: PEBS-enabled (the TSC-counted events never wrap there). */
+u64 pmu_pebs_bits(const struct pmu_state *p, u64 ovf);
+/* The record for the counters `applicable` wrapped at the instruction at
+ * linear address `ip`, the registers after it `regs`, written to `out`
+ * (PMU_PEBS_MAX bytes): its size. The groups are PEBS_DATA_CFG's when one
+ * of the counters has its Adaptive_Record bit, the basic one alone
+ * otherwise. */
+struct pebs_gprs;
+u32 pmu_pebs_record(const struct pmu_state *p, u64 applicable, u64 ip, u64 tsc, const struct pebs_gprs *regs,
+		    u8 *out);
+/* The record for `applicable` was stored: each of those counters is
+ * reloaded from its reset value in the DS save area (`gp_reset`: PMC0-7,
+ * `fixed_reset`: FIXED_CTR0-3) and its overflow bit cleared. */
+void pmu_pebs_reload(struct pmu_state *p, u64 applicable, const u64 *gp_reset, const u64 *fixed_reset);
+
+/* The Debug Store's buffer arithmetic, BTS and PEBS alike: a record of
+ * `size` bytes fits at `index`, below `abs_max` (no guest value wraps the
+ * sum); storing it from `index` to `next` reached `threshold`. */
+bool ds_room(u64 index, u64 abs_max, u64 size);
+bool ds_threshold_reached(u64 index, u64 next, u64 threshold);
 
 #endif

@@ -106,6 +106,8 @@ struct trace_vcpu {
 	u64 guest_dr6;		/* the guest's DR6: virtual while tracing */
 	u64 host_guest_data;	/* DR6_B2/DR6_B3: the guest's data breakpoint the host DR7 armed there at entry */
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
+	bool update_due;	/* trace_update() before the next entry (a PMI froze the counters) */
+	u64 exit_rip;		/* RIP at this exit's start */
 	bool nmi_blocked;	/* an NMI we delivered has not reached its IRET yet */
 	bool nmi_pending;	/* an NMI that came while nmi_blocked */
 	struct step_state step;
@@ -132,10 +134,11 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val);
  * only) and the recorder (kind: enum hvtrace_rec_kind, aux per record.h). */
 void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux);
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
-/* The PMU (trace/ds.c): an instruction retired at `cpl` that was `occ`
- * (PMU_OCC_*), counted by the engine; the TSC-counted events brought up to
+/* The PMU (trace/ds.c): an instruction at linear address `ip` retired at
+ * `cpl` that was `occ` (PMU_OCC_*), counted by the engine (a PEBS record
+ * for the PEBS counters it wrapped); the TSC-counted events brought up to
  * date (each exit). Either may raise the PMI of a counter that wrapped. */
-void pmu_retired(struct vcpu *v, u32 occ, int cpl);
+void pmu_retired(struct vcpu *v, u32 occ, int cpl, u64 ip);
 void pmu_sync(struct vcpu *v);
 /* RDPMC of counter `ecx` (bit 30: fixed): its value, or false (#GP) */
 bool pmu_rdpmc(struct vcpu *v, u32 ecx, u64 *val);

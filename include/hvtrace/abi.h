@@ -137,9 +137,9 @@ struct hvtrace_vcpu_status {
 	uint64_t exits;		/* all VM exits of this vCPU */
 	uint64_t trace_exits;	/* exits taken only for tracing */
 	uint64_t branches;	/* branch records the engine produced */
-	uint64_t bts_records;	/* records stored in the guest's BTS buffer */
-	uint64_t bts_dropped;	/* records not stored: buffer full (BTINT), bad DS area */
-	uint64_t bts_pmis;	/* BTS threshold interrupts raised */
+	uint64_t bts_records;	/* records stored in the guest's DS buffers: BTS and PEBS */
+	uint64_t bts_dropped;	/* ... not stored: buffer full (BTINT, PEBS), bad DS area or buffer */
+	uint64_t bts_pmis;	/* BTS and PEBS threshold interrupts raised */
 	uint64_t rec_records;	/* records the recorder's rings accepted (ABI 1.2) */
 	uint64_t rec_lost;	/* records its lossless rings dropped (ABI 1.2) */
 	uint32_t apic_id;	/* its processor's local APIC ID (ABI 1.3) */

@@ -3,7 +3,10 @@
  * are known, and writes 0 there: the counters count from the instruction
  * after the enabling WRMSR to the disabling WRMSR. Counted (the enabling
  * WRMSR, which retires with counting on, included; the disabling one,
- * which retires with it off, not): PMU_SEQ_* in t_pmu.c. */
+ * which retires with it off, not): PMU_SEQ_* in t_pmu.c. The pmu_seq_*
+ * labels name the instructions PEBS records must point at: the
+ * enabling WRMSR (emulated by the hypervisor), the 3rd branch (the first CALL), the 6th (the second RET, at 8:), the 9th (the
+ * LOOP's second time), the 10th and 20th instruction. */
 #include "seq.h"
 
 	.text
@@ -13,17 +16,22 @@ G pmu_seq
 	movl %edi, %eax
 	movq %rdi, %rdx
 	shrq $32, %rdx
+G pmu_seq_wrmsr
 	wrmsr			/* 1: counting from here */
 	xorl %eax, %eax		/* 2 */
 	jz 1f			/* 3: conditional, taken */
 	ud2
 1:	cmpl $1, %eax		/* 4 */
 	jz 9f			/* 5: conditional, not taken */
+G pmu_seq_br3
 	call 8f			/* 6: near call; 7: its ret */
 	call 8f			/* 8, 9 */
+G pmu_seq_insn10
 	jmp 2f			/* 10: near taken */
 	ud2
+G pmu_seq_jmp_to
 2:	movl $3, %ecx		/* 11 */
+G pmu_seq_loop
 3:	loop 3b			/* 12, 13, 14: conditional, taken twice, not taken once */
 	/* an IRETQ to the next instruction: one far branch */
 	movl %ss, %eax		/* 15 */
@@ -31,6 +39,7 @@ G pmu_seq
 	leaq 8(%rsp), %rax	/* 17 */
 	pushq %rax		/* 18 */
 	pushfq			/* 19 */
+G pmu_seq_insn20
 	movl %cs, %eax		/* 20 */
 	pushq %rax		/* 21 */
 	leaq 4f(%rip), %rax	/* 22 */
@@ -41,6 +50,7 @@ G pmu_seq
 	xorl %edx, %edx		/* 27 */
 	wrmsr			/* off */
 	ret
+G pmu_seq_ret
 8:	ret
 9:	ud2
 
@@ -95,6 +105,7 @@ G pmu_user_code
 1:	call 2f			/* USR 3: near call; USR 4: its ret */
 	jmp 3f			/* USR 5: near taken */
 2:	ret
+G pmu_user_int
 3:	int $0x82		/* USR 6: far, at CPL 3 */
 	ud2
 G pmu_user_gate

@@ -1,11 +1,15 @@
 /*
  * t_pmu: the guest's virtual architectural PMU (docs/pmu.md). CPUID leaf
- * 0AH; the MSRs' #GP rules, every reserved bit of each; counters past
- * those declared; legacy PMC writes sign-extended; the 48-bit width and
- * the wrap; exact counts of pmu_seq.S's instructions and branches, each
+ * 0AH and PDCM; the MSRs' #GP rules, every reserved bit of each; counters
+ * past those declared; legacy PMC writes sign-extended, full-width ones
+ * through IA32_A_PMCx; IA32_PERF_CAPABILITIES; the 48-bit width and the
+ * wrap; exact counts of pmu_seq.S's instructions and branches, each
  * sub-event, under the OS and USR filters; counters idle with EN or
  * GLOBAL_CTRL clear; the overflow bit and the PMI through the LVT
- * performance counter entry (masked after). Under an AMD vendor: no PMU.
+ * performance counter entry (masked after); FREEZE_PERFMON_ON_PMI; PEBS:
+ * adaptive records with the exact eventing IP, the reload, the threshold
+ * PMI, a full buffer, bad buffers, BTS and PEBS in one DS area. Under an
+ * AMD vendor: no PMU.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -15,6 +19,8 @@ void pmu_rep_seq(uint64_t global_ctrl, void *dst, const void *src);
 void pmu_user_seq(uint64_t global_ctrl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss);
 #define SYM(x) extern char x[] __attribute__((visibility("hidden")))
 SYM(pmi_handler); SYM(pmu_user_code); SYM(pmu_user_gate);
+SYM(pmu_seq_br3); SYM(pmu_seq_ret); SYM(pmu_seq_loop); SYM(pmu_seq_insn10); SYM(pmu_seq_jmp_to);
+SYM(pmu_seq_insn20); SYM(pmu_seq_wrmsr); SYM(pmu_user_int);
 
 /* What pmu_seq counts (pmu_seq.S's numbered lines) */
 #define PMU_SEQ_INSNS		27
@@ -38,11 +44,14 @@ SYM(pmi_handler); SYM(pmu_user_code); SYM(pmu_user_gate);
 #define NR_FIXED	3
 #define MASK48		((1ull << 48) - 1)
 #define ALL_CTRL	(0xfull | (7ull << 32))
+#define PERF_CAPS	0x64c0	/* PEBS trap, arch regs, format 4, full-width writes, baseline */
 
 static void pmu_reset(void)
 {
 	wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
 	wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0);
+	wrmsr(MSR_IA32_PEBS_ENABLE, 0);
+	wrmsr(MSR_PEBS_DATA_CFG, 0);
 	for (int i = 0; i < NR_GP; i++) {
 		wrmsr(MSR_IA32_PERFEVTSEL0 + i, 0);
 		wrmsr(MSR_IA32_PMC0 + i, 0);
@@ -55,14 +64,29 @@ static void pmu_reset(void)
 static uint64_t pmc(int i) { return rdmsr(MSR_IA32_PMC0 + i); }
 static uint64_t fixed(int i) { return rdmsr(MSR_IA32_FIXED_CTR0 + i); }
 
-/* The engine running on this vCPU now (the status hypercall) */
-static uint32_t engine_now(void)
+/* This vCPU's status (the hypercall); magic 0 where it failed */
+static struct hvtrace_vcpu_status vcpu_status(void)
 {
 	struct hvtrace_vcpu_status st = { 0 };
 	uint64_t b = A(&st), c = sizeof(st);
-	if (hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c) || st.magic != HVTRACE_VCPU_STATUS_MAGIC)
-		return ~0u;
-	return st.engine;
+	if (hypercall(HVTRACE_HC_VCPU_STATUS, &b, &c))
+		st.magic = 0;
+	return st;
+}
+
+/* The engine running on this vCPU now */
+static uint32_t engine_now(void)
+{
+	struct hvtrace_vcpu_status st = vcpu_status();
+	return st.magic == HVTRACE_VCPU_STATUS_MAGIC ? st.engine : ~0u;
+}
+
+/* The hypervisor says its integrity check passes */
+static bool hv_intact(void)
+{
+	struct hvtrace_status hs;
+	uint64_t b = A(&hs), c = sizeof(hs);
+	return hypercall(HVTRACE_HC_STATUS, &b, &c) == 0 && (hs.flags & HVTRACE_STATUS_INTEGRITY_OK);
 }
 
 static void run_seq(uint64_t ctrl)
@@ -81,7 +105,7 @@ static void test_cpuid(void)
 	report((r.a >> 24) == 7 && r.b == ((1u << 3) | (1u << 4) | (1u << 6)), "cpuid_0a_events",
 	       "eax %x ebx %x", r.a, r.b);
 	report((r.d & 0x1f) == NR_FIXED && ((r.d >> 5) & 0xff) == 48, "cpuid_0a_fixed", "edx %x", r.d);
-	report(!(cpuid(1, 0).c & CPUID_1_ECX_PDCM), "cpuid_1_no_pdcm", NULL);
+	report(cpuid(1, 0).c & CPUID_1_ECX_PDCM, "cpuid_1_pdcm", NULL);
 }
 
 /* Every bit of `msr` written alone: the bits in `ok` are accepted, the
@@ -107,8 +131,13 @@ static void test_msrs(void)
 {
 	uint64_t v;
 	pmu_reset();
-	check_bits("perfevtsel_reserved_gp", MSR_IA32_PERFEVTSEL0 + 1, 0xffffffffull & ~PERFEVTSEL_ANY);
-	check_bits("fixed_ctr_ctrl_reserved_gp", MSR_IA32_FIXED_CTR_CTRL, 0xbbb);
+	check_bits("perfevtsel_reserved_gp", MSR_IA32_PERFEVTSEL0 + 1,
+		   (0xffffffffull & ~PERFEVTSEL_ANY) | PERFEVTSEL_ADAPTIVE);
+	check_bits("fixed_ctr_ctrl_reserved_gp", MSR_IA32_FIXED_CTR_CTRL,
+		   0xbbb | FIXED_CTRL_ADAPTIVE(0) | FIXED_CTRL_ADAPTIVE(1) | FIXED_CTRL_ADAPTIVE(2));
+	check_bits("pebs_enable_reserved_gp", MSR_IA32_PEBS_ENABLE, ALL_CTRL);
+	check_bits("pebs_data_cfg_reserved_gp", MSR_PEBS_DATA_CFG, PEBS_DATACFG_MEMINFO | PEBS_DATACFG_GP);
+	check_bits("a_pmc_width_gp", MSR_IA32_A_PMC0 + 2, MASK48);
 	check_bits("global_ctrl_reserved_gp", MSR_IA32_PERF_GLOBAL_CTRL, ALL_CTRL);
 	check_bits("global_ovf_ctrl_reserved_gp", MSR_IA32_PERF_GLOBAL_OVF_CTRL,
 		   ALL_CTRL | (3ull << 62));
@@ -123,10 +152,18 @@ static void test_msrs(void)
 	report(none, "counters_past_n_gp", NULL);
 	report(rdmsr_fault(MSR_IA32_FIXED_CTR0 + NR_FIXED, &v) == 13 &&
 	       wrmsr_fault(MSR_IA32_FIXED_CTR0 + NR_FIXED, 0) == 13, "fixed_ctr3_gp", NULL);
-	report(rdmsr_fault(MSR_IA32_PERF_CAPABILITIES, &v) == 13 && rdmsr_fault(MSR_IA32_A_PMC0, &v) == 13 &&
-	       wrmsr_fault(MSR_IA32_A_PMC0, 0) == 13, "no_perf_capabilities_no_full_width", NULL);
-	report(wrmsr_fault(MSR_IA32_DEBUGCTL, DEBUGCTL_FREEZE_PERFMON_ON_PMI) == 13,
-	       "freeze_perfmon_on_pmi_gp", NULL);
+	int caps_fault = rdmsr_fault(MSR_IA32_PERF_CAPABILITIES, &v);
+	report(caps_fault == -1 && v == PERF_CAPS, "perf_capabilities", "%lx", v);
+	report(wrmsr_fault(MSR_IA32_PERF_CAPABILITIES, PERF_CAPS) == 13, "perf_capabilities_read_only", NULL);
+	report(rdmsr_fault(MSR_IA32_A_PMC0 + NR_GP, &v) == 13 && wrmsr_fault(MSR_IA32_A_PMC0 + NR_GP, 0) == 13,
+	       "a_pmc_past_n_gp", NULL);
+	/* IA32_A_PMCx: the whole 48 bits, read back through either MSR */
+	wrmsr(MSR_IA32_A_PMC0 + 1, 0x812345678ull);
+	report(pmc(1) == 0x812345678ull && rdmsr(MSR_IA32_A_PMC0 + 1) == 0x812345678ull, "a_pmc_full_width_write",
+	       "%lx", pmc(1));
+	report(wrmsr_fault(MSR_IA32_DEBUGCTL, DEBUGCTL_FREEZE_PERFMON_ON_PMI) == -1 &&
+	       rdmsr(MSR_IA32_DEBUGCTL) == DEBUGCTL_FREEZE_PERFMON_ON_PMI, "freeze_perfmon_on_pmi_accepted", NULL);
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
 	/* IA32_PMCx: bits 31:0 written, bit 31 sign-extended to 48 bits */
 	wrmsr(MSR_IA32_PMC0 + 3, 0xffffffff80000001ull);
 	v = pmc(3);
@@ -147,8 +184,9 @@ static void test_msrs(void)
 	report(r == MASK48, "rdpmc_fixed_counter", "%lx", r);
 	report(TRY(2, "rdpmc" ::"c"(4) : "eax", "edx") == 13 &&
 	       TRY(2, "rdpmc" ::"c"(0x40000003) : "eax", "edx") == 13, "rdpmc_past_counters_gp", NULL);
-	/* MISC_ENABLE still says PEBS is unavailable */
-	report(rdmsr(MSR_IA32_MISC_ENABLE) & MISC_ENABLE_PEBS_UNAVAIL, "misc_enable_pebs_unavailable", NULL);
+	/* MISC_ENABLE says PEBS (and BTS) are available */
+	report(!(rdmsr(MSR_IA32_MISC_ENABLE) & (MISC_ENABLE_PEBS_UNAVAIL | MISC_ENABLE_BTS_UNAVAIL)),
+	       "misc_enable_pebs_available", NULL);
 	pmu_reset();
 }
 
@@ -304,6 +342,8 @@ static void check_user(const char *name, const uint64_t sel[4], uint64_t fctrl, 
 	report(ok, name, "pmc %lu %lu %lu %lu fixed %lu", got[0], got[1], got[2], got[3], got[4]);
 }
 
+static void pebs_ring3(void);
+
 static void test_user(void)
 {
 	uint64_t *gdt = ring3_gdt();
@@ -336,6 +376,7 @@ static void test_user(void)
 		   (int64_t[]){ PMU_USER_BRANCHES + PMU_USER_OS_BRANCHES, PMU_USER_INSNS + PMU_USER_OS_INSNS,
 				1, 1 },
 		   (int64_t[]){ PMU_USER_INSNS + PMU_USER_OS_INSNS, 0, 0 });
+	pebs_ring3();
 	gate_restore(0x82, saved);
 	pmu_reset();
 }
@@ -367,13 +408,33 @@ static void test_wrap(void)
 	pmu_reset();
 }
 
+/* The PMI to pmi_handler through LVTPC for a test, and back as it was */
+struct pmi_setup {
+	struct gate gate;
+	uint32_t lvt;
+};
+
+static struct pmi_setup pmi_on(void)
+{
+	struct pmi_setup s = { handle_exception(PMI_VECTOR, pmi_handler), lvtpc_read() };
+	pmu_reset();
+	lvtpc_write(PMI_VECTOR);
+	return s;
+}
+
+static void pmi_off(struct pmi_setup s)
+{
+	pmu_reset();
+	lvtpc_write(s.lvt);
+	gate_restore(PMI_VECTOR, s.gate);
+}
+
 /* A counter with INT set that wraps raises the PMI through LVTPC (its
  * vector, fixed delivery), once, and LVTPC is masked after; IF=0 holds
  * it until STI. */
 static void test_pmi(void)
 {
-	uint32_t old_lvt = lvtpc_read();
-	struct gate saved = handle_exception(PMI_VECTOR, pmi_handler);
+	struct pmi_setup pmi = pmi_on();
 
 	for (int fixed_ctr = 0; fixed_ctr < 2; fixed_ctr++) {
 		const char *name = fixed_ctr ? "pmi_fixed_ctr0_overflow" : "pmi_pmc_overflow";
@@ -419,9 +480,7 @@ static void test_pmi(void)
 	report(pmi_count == 0 && (rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & PERF_GLOBAL_PMC(0)),
 	       "pmi_lvtpc_masked_none", "pmis %lu", pmi_count);
 
-	pmu_reset();
-	lvtpc_write(old_lvt);
-	gate_restore(PMI_VECTOR, saved);
+	pmi_off(pmi);
 }
 
 /* Counting and BTS at the same time: both exact (the engine serves both). */
@@ -449,6 +508,279 @@ static void test_with_bts(void)
 	pmu_reset();
 }
 
+/* --- PEBS ------------------------------------------------------------------ */
+
+/* One DS save area for PEBS (and BTS in test_pebs_with_bts); the PEBS
+ * buffer holds `records` records of `size` bytes, a canary after them. */
+static struct ds_area64 pds __attribute__((aligned(64)));
+#define PEBS_BUF_BYTES	(8 * 0xd0)
+#define CANARY		0x5a5a5a5a5a5a5a5aull
+static uint64_t pebs_buf[PEBS_BUF_BYTES / 8 + 8] __attribute__((aligned(64)));
+
+static void pebs_setup(unsigned records, unsigned size, unsigned threshold)
+{
+	for (unsigned i = 0; i < sizeof(pebs_buf) / 8; i++)
+		pebs_buf[i] = i * 8 >= records * size ? CANARY : 0;
+	pds = (struct ds_area64){ .pebs_base = A(pebs_buf), .pebs_index = A(pebs_buf),
+				  .pebs_abs_max = A(pebs_buf) + records * size,
+				  .pebs_int_threshold = A(pebs_buf) + threshold * size };
+	wrmsr(MSR_IA32_DS_AREA, A(&pds));
+}
+
+static unsigned pebs_records(unsigned size)
+{
+	return (unsigned)((pds.pebs_index - A(pebs_buf)) / size);
+}
+
+static const struct pebs_basic *pebs_rec(unsigned i, unsigned size)
+{
+	return (const void *)((const uint8_t *)pebs_buf + i * size);
+}
+
+/* Takes a PMI held while IF was clear: STI, a short wait, CLI */
+static void take_pmis(void)
+{
+	asm volatile("sti; nop; nop; nop" ::: "memory");
+	for (int i = 0; i < 100000 && !pmi_count; i++)
+		asm volatile("pause");
+	asm volatile("cli");
+}
+
+/* BR_INST_RETIRED on PMC0 with a reset value of -3: a basic record at
+ * every third branch, its eventing IP the branch itself, the counter
+ * reloaded from the DS area, no overflow bit, no PMI. */
+static void test_pebs_basic(void)
+{
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.pebs_gp_reset[0] = (uint64_t)-3;	/* 48 bits of it */
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_BRANCHES | OS);
+	wrmsr(MSR_IA32_A_PMC0, MASK48 - 2);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0));
+	pmi_count = 0;
+	uint64_t t0 = rdtsc();
+	run_seq(PERF_GLOBAL_PMC(0));
+	uint64_t t1 = rdtsc();
+	unsigned n = pebs_records(0x20);
+	const uint64_t want[3] = { A(pmu_seq_br3), A(pmu_seq_ret), A(pmu_seq_loop) };
+	bool ip = n == 3, fmt = n == 3, tsc = n == 3;
+	for (unsigned i = 0; i < 3; i++) {
+		const struct pebs_basic *r = pebs_rec(i, 0x20);
+		ip &= r->ip == want[i];
+		fmt &= r->format_size == (0x20ull << PEBS_SIZE_SHIFT) && r->applicable_counters == PERF_GLOBAL_PMC(0);
+		tsc &= r->tsc > (i ? pebs_rec(i - 1, 0x20)->tsc : t0) && r->tsc < t1;
+	}
+	report(ip, "pebs_exact_eventing_ip", "%u records, ips %lx %lx %lx want %lx %lx %lx", n, pebs_rec(0, 0x20)->ip,
+	       pebs_rec(1, 0x20)->ip, pebs_rec(2, 0x20)->ip, want[0], want[1], want[2]);
+	report(fmt, "pebs_basic_format_applicable_counters", "format %lx counters %lx",
+	       pebs_rec(0, 0x20)->format_size, pebs_rec(0, 0x20)->applicable_counters);
+	report(tsc, "pebs_tsc_monotonic", "%lx < %lx %lx %lx < %lx", t0, pebs_rec(0, 0x20)->tsc,
+	       pebs_rec(1, 0x20)->tsc, pebs_rec(2, 0x20)->tsc, t1);
+	uint64_t st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+	/* after the 9th branch's reload to -3: the 10th and 11th */
+	report(pmc(0) == MASK48 && st == 0 && pmi_count == 0, "pebs_reload_from_ds_reset",
+	       "pmc0 %lx status %lx pmis %lu", pmc(0), st, pmi_count);
+	report(pebs_buf[3 * 4] == 0, "pebs_nothing_past_index", NULL);
+
+	/* two PEBS counters wrapping at the same instruction (the first
+	 * CALL: the 3rd branch, the 1st near call): one record for both */
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.pebs_gp_reset[0] = (uint64_t)-3;
+	pds.pebs_gp_reset[1] = (uint64_t)-100;
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_BRANCHES | OS);
+	wrmsr(MSR_IA32_PERFEVTSEL0 + 1, BR_INST_RETIRED_NEAR_CALL | OS);
+	wrmsr(MSR_IA32_A_PMC0, MASK48 - 2);
+	wrmsr(MSR_IA32_A_PMC0 + 1, MASK48);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0) | PERF_GLOBAL_PMC(1));
+	run_seq(PERF_GLOBAL_PMC(0) | PERF_GLOBAL_PMC(1));
+	report(pebs_records(0x20) == 3 && pebs_rec(0, 0x20)->ip == A(pmu_seq_br3) &&
+	       pebs_rec(0, 0x20)->applicable_counters == (PERF_GLOBAL_PMC(0) | PERF_GLOBAL_PMC(1)) &&
+	       pebs_rec(1, 0x20)->applicable_counters == PERF_GLOBAL_PMC(0) && pmc(1) == MASK48 - 99 + 1,
+	       "pebs_two_counters_one_record", "%u records, counters %lx %lx, pmc1 %lx", pebs_records(0x20),
+	       pebs_rec(0, 0x20)->applicable_counters, pebs_rec(1, 0x20)->applicable_counters, pmc(1));
+	pmu_reset();
+}
+
+/* Instructions on fixed counter 0 with Adaptive_Record and PEBS_DATA_CFG
+ * memory info + GPRs, reset -10: records at the 10th and 20th
+ * instruction, the GPRs those after it. */
+static void test_pebs_adaptive(void)
+{
+	const unsigned size = 0xd0;
+	pmu_reset();
+	pebs_setup(8, size, 9);
+	pds.pebs_fixed_reset[0] = MASK48 - 9;
+	wrmsr(MSR_PEBS_DATA_CFG, PEBS_DATACFG_MEMINFO | PEBS_DATACFG_GP);
+	wrmsr(MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_OS(0) | FIXED_CTRL_ADAPTIVE(0));
+	wrmsr(MSR_IA32_FIXED_CTR0, MASK48 - 9);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_FIXED(0));
+	run_seq(PERF_GLOBAL_FIXED(0));
+	unsigned n = pebs_records(size);
+	const struct pebs_basic *r0 = pebs_rec(0, size), *r1 = pebs_rec(1, size);
+	const struct pebs_meminfo *m0 = (const void *)(r0 + 1);
+	const struct pebs_gprs *g0 = (const void *)(m0 + 1), *g1 = (const void *)((const struct pebs_meminfo *)(r1 + 1) + 1);
+	uint16_t cs;
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	report(n == 2 && r0->ip == A(pmu_seq_insn10) && r1->ip == A(pmu_seq_insn20) &&
+	       r0->applicable_counters == PERF_GLOBAL_FIXED(0) &&
+	       r0->format_size == (((uint64_t)size << PEBS_SIZE_SHIFT) | 3) && r1->format_size == r0->format_size,
+	       "pebs_adaptive_fixed_ctr", "%u records, ip %lx %lx, format %lx", n, r0->ip, r1->ip, r0->format_size);
+	report(!m0->address && !m0->aux && !m0->latency && !m0->tsx_tuning, "pebs_adaptive_meminfo_zero", NULL);
+	report(g0->ip == A(pmu_seq_jmp_to) && g0->gpr[1] == 0x38f && (uint16_t)g1->gpr[0] == cs &&
+	       (g0->flags & 2) && !(g0->flags & (1 << 8)), "pebs_adaptive_gprs_after",
+	       "rip %lx rcx %lx rax %lx flags %lx", g0->ip, g0->gpr[1], g1->gpr[0], g0->flags);
+	report(fixed(0) == MASK48 - 2, "pebs_fixed_reset_reload", "%lx", fixed(0));
+
+	/* the wrap at an instruction the hypervisor emulates: the enabling
+	 * WRMSR, which counts itself */
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.pebs_fixed_reset[0] = MASK48 - 99;
+	wrmsr(MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_OS(0));
+	wrmsr(MSR_IA32_FIXED_CTR0, MASK48);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_FIXED(0));
+	run_seq(PERF_GLOBAL_FIXED(0));
+	report(pebs_records(0x20) == 1 && pebs_rec(0, 0x20)->ip == A(pmu_seq_wrmsr) &&
+	       fixed(0) == MASK48 - 99 + PMU_SEQ_INSNS - 1, "pebs_emulated_insn_ip", "%u records, ip %lx want %lx, fixed0 %lx",
+	       pebs_records(0x20), pebs_rec(0, 0x20)->ip, A(pmu_seq_wrmsr), fixed(0));
+	pmu_reset();
+}
+
+/* A record at every branch into a buffer of four, the threshold at the
+ * second: one PMI with GLOBAL_STATUS bit 62; the fifth record finds the
+ * buffer full: nothing written (the canary after it intact), dropped and
+ * counted, the counter not reloaded (its overflow bit stays). */
+static void test_pebs_threshold_full(void)
+{
+	struct pmi_setup pmi = pmi_on();
+	pebs_setup(4, 0x20, 2);
+	pds.pebs_gp_reset[0] = MASK48;
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_BRANCHES | OS);
+	wrmsr(MSR_IA32_A_PMC0, MASK48);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0));
+	struct hvtrace_vcpu_status before = vcpu_status();
+	pmi_count = 0;
+	uint64_t f = irq_save();
+	pmu_seq(PERF_GLOBAL_PMC(0));
+	uint64_t st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+	take_pmis();
+	irq_restore(f);
+	struct hvtrace_vcpu_status after = vcpu_status();
+	report(pmi_count == 1 && (st & PERF_GLOBAL_STATUS_OVF_BUFFER), "pebs_threshold_pmi_bit62",
+	       "pmis %lu status %lx", pmi_count, st);
+	bool canary = true;
+	for (unsigned i = 4 * 4; i < sizeof(pebs_buf) / 8; i++)
+		canary &= pebs_buf[i] == CANARY;
+	report(pds.pebs_index == pds.pebs_abs_max && canary && pebs_rec(3, 0x20)->ip == A(pmu_seq_ret),
+	       "pebs_buffer_full_stops", "index at %lu records, canary %d", (pds.pebs_index - A(pebs_buf)) / 0x20,
+	       canary);
+	/* the 5th branch wrapped with no room: PMC0 counts on from 0 */
+	report(after.bts_dropped - before.bts_dropped == 1 && pmc(0) == PMU_SEQ_BRANCHES - 5 &&
+	       (st & PERF_GLOBAL_PMC(0)), "pebs_full_dropped_counted",
+	       "dropped %lu pmc0 %lu status %lx", after.bts_dropped - before.bts_dropped, pmc(0), st);
+	pmi_off(pmi);
+}
+
+/* A wrap at pmu_user_seq's INT 0x82 (a far branch at CPL 3, which the
+ * engine follows into its handler): one record, its IP the INT's. */
+static void pebs_ring3(void)
+{
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.pebs_gp_reset[0] = MASK48 - 99;
+	wrmsr(MSR_IA32_PERFEVTSEL0, BR_INST_RETIRED_FAR_BRANCH | USR);
+	wrmsr(MSR_IA32_A_PMC0, MASK48);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0));
+	uint64_t f = irq_save();
+	pmu_user_seq(PERF_GLOBAL_PMC(0), A(ring3_stack + sizeof(ring3_stack)), SEL_UCODE | 3, SEL_UDATA | 3);
+	irq_restore(f);
+	report(pebs_records(0x20) == 1 && pebs_rec(0, 0x20)->ip == A(pmu_user_int) && pmc(0) == MASK48 - 99,
+	       "pebs_ring3_int_ip", "%u records, ip %lx want %lx", pebs_records(0x20), pebs_rec(0, 0x20)->ip,
+	       A(pmu_user_int));
+	pmu_reset();
+}
+
+/* PEBS buffers the guest cannot have written: unmapped, the hypervisor's
+ * memory, the local APIC's MMIO page. Each record dropped and counted, no
+ * fault, the hypervisor intact. */
+static void test_pebs_bad_buffer(void)
+{
+	struct hvtrace_status hs;
+	uint64_t b = A(&hs), c = sizeof(hs);
+	hypercall(HVTRACE_HC_STATUS, &b, &c);
+	const uint64_t bad[3] = { 0x00007f0000000000ull, hs.hv_phys_base, 0xfee00000ull };
+	uint32_t lvt = lvtpc_read();
+	struct hvtrace_vcpu_status before = vcpu_status();
+	for (int i = 0; i < 3; i++) {
+		pmu_reset();
+		pebs_setup(4, 0x20, 9);
+		pds.pebs_base = pds.pebs_index = bad[i];
+		pds.pebs_abs_max = bad[i] + 0x1000;
+		pds.pebs_int_threshold = bad[i] + 0x2000;
+		wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_BRANCHES | OS);
+		wrmsr(MSR_IA32_A_PMC0, MASK48);
+		wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0));
+		run_seq(PERF_GLOBAL_PMC(0));
+	}
+	struct hvtrace_vcpu_status after = vcpu_status();
+	report(after.bts_dropped - before.bts_dropped == 3 && pds.pebs_index == bad[2] && lvtpc_read() == lvt,
+	       "pebs_bad_buffer_dropped", "dropped %lu", after.bts_dropped - before.bts_dropped);
+	report(hv_intact(), "pebs_bad_buffer_hypervisor_intact", NULL);
+	pmu_reset();
+}
+
+/* BTS and PEBS at once in one DS save area: each buffer gets its own
+ * records, each index its own advance. */
+static void test_pebs_with_bts(void)
+{
+	static struct bts_record64 bts[64];
+	pmu_reset();
+	pebs_setup(8, 0x20, 9);
+	pds.bts_base = pds.bts_index = A(bts);
+	pds.bts_abs_max = A(bts + 64);
+	pds.bts_int_threshold = A(bts) + 65 * sizeof(bts[0]);
+	pds.pebs_gp_reset[0] = (uint64_t)-3;
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_BRANCHES | OS);
+	wrmsr(MSR_IA32_A_PMC0, MASK48 - 2);
+	wrmsr(MSR_IA32_PEBS_ENABLE, PERF_GLOBAL_PMC(0));
+	uint64_t f = irq_save();
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	pmu_seq(PERF_GLOBAL_PMC(0));
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	irq_restore(f);
+	unsigned recs = (unsigned)((pds.bts_index - A(bts)) / sizeof(bts[0]));
+	bool call = false;
+	for (unsigned i = 0; i < recs && i < 64; i++)
+		call |= bts[i].from == A(pmu_seq_br3);
+	report(recs >= PMU_SEQ_BRANCHES - PMU_SEQ_NOT_TAKEN && call && pebs_records(0x20) == 3 &&
+	       pebs_rec(0, 0x20)->ip == A(pmu_seq_br3) && pebs_rec(2, 0x20)->ip == A(pmu_seq_loop),
+	       "bts_and_pebs_one_ds_area", "%u BTS records, %u PEBS records", recs, pebs_records(0x20));
+	pmu_reset();
+}
+
+/* FREEZE_PERFMON_ON_PMI: the PMI of PMC0's wrap at the second branch (the
+ * 5th instruction) clears GLOBAL_CTRL; every counter stops there, until
+ * the guest enables them again. */
+static void test_freeze_on_pmi(void)
+{
+	struct pmi_setup pmi = pmi_on();
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_BRANCHES | OS | PERFEVTSEL_INT);
+	wrmsr(MSR_IA32_PERFEVTSEL0 + 1, ARCH_EV_INSNS_RETIRED | OS);
+	wrmsr(MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_OS(0));
+	wrmsr(MSR_IA32_A_PMC0, MASK48 - 1);
+	wrmsr(MSR_IA32_DEBUGCTL, DEBUGCTL_FREEZE_PERFMON_ON_PMI);
+	pmi_count = 0;
+	uint64_t f = irq_save();
+	pmu_seq(ALL_CTRL);
+	take_pmis();
+	irq_restore(f);
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	report(pmi_count == 1 && pmc(0) == 0 && pmc(1) == 5 && fixed(0) == 5, "freeze_on_pmi_counters_frozen",
+	       "pmis %lu pmc0 %lu insns %lu fixed0 %lu", pmi_count, pmc(0), pmc(1), fixed(0));
+	pmi_off(pmi);
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	guest_init(image, systab, "t_pmu");
@@ -473,6 +805,12 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_wrap();
 	test_pmi();
 	test_with_bts();
+	test_freeze_on_pmi();
+	test_pebs_basic();
+	test_pebs_adaptive();
+	test_pebs_threshold_full();
+	test_pebs_bad_buffer();
+	test_pebs_with_bts();
 	test_hostile();
 	faults_release();
 	report_done();

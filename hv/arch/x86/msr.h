@@ -31,6 +31,7 @@
 #define MSR_IA32_PERF_GLOBAL_CTRL	0x0000038f
 #define MSR_IA32_PERF_GLOBAL_OVF_CTRL	0x00000390
 #define MSR_IA32_PEBS_ENABLE		0x000003f1
+#define MSR_PEBS_DATA_CFG		0x000003f2	/* adaptive PEBS (PERF_CAPABILITIES.PEBS_BASELINE) */
 #define MSR_IA32_A_PMC0			0x000004c1	/* full-width writes: IA32_A_PMCn */
 #define MSR_IA32_RTIT_OUTPUT_BASE	0x00000560	/* Intel PT: 0x560-0x561, 0x570-0x572, 0x580-0x587 */
 #define MSR_IA32_RTIT_OUTPUT_MASK_PTRS	0x00000561
@@ -93,6 +94,22 @@
 #define LBR_BR_TYPE_NEAR_REL_CALL	4
 #define LBR_BR_TYPE_NEAR_RET		5
 #define LBR_BR_TYPE_OTHER_MIN		8
+/* SDM Vol. 4 Table 2-2 / Vol. 3 20.6.2.4 (Figure "IA32_PERF_CAPABILITIES"):
+ * IA32_PERF_CAPABILITIES */
+#define PERF_CAP_LBR_FORMAT		0x3full
+#define PERF_CAP_PEBS_TRAP		(1ull << 6)	/* records after the instruction */
+#define PERF_CAP_PEBS_ARCH_REG		(1ull << 7)	/* records hold the registers */
+#define PERF_CAP_PEBS_FORMAT(f)		((unsigned long long)(f) << 8)	/* bits 11:8 */
+#define PERF_CAP_SMM_FREEZE		(1ull << 12)
+#define PERF_CAP_FW_WRITE		(1ull << 13)	/* IA32_A_PMCx */
+#define PERF_CAP_PEBS_BASELINE		(1ull << 14)	/* adaptive PEBS */
+
+/* MSR_PEBS_DATA_CFG: the adaptive record's groups beyond the basic one */
+#define PEBS_DATACFG_MEMINFO		(1ull << 0)
+#define PEBS_DATACFG_GP			(1ull << 1)
+#define PEBS_DATACFG_XMMS		(1ull << 2)
+#define PEBS_DATACFG_LBRS		(1ull << 3)
+#define PEBS_DATACFG_LBR_ENTRIES	(0xffull << 24)
 
 /* SDM Vol. 4 Table 2-2: IA32_MISC_ENABLE */
 #define MISC_ENABLE_BTS_UNAVAIL		(1ull << 11)
@@ -115,11 +132,13 @@
 #define PERFEVTSEL_EN			(1ull << 22)
 #define PERFEVTSEL_INV			(1ull << 23)
 #define PERFEVTSEL_CMASK		(0xffull << 24)
+#define PERFEVTSEL_ADAPTIVE		(1ull << 34)	/* Adaptive_Record: PEBS_BASELINE */
 /* IA32_FIXED_CTR_CTRL: four bits per fixed counter n */
 #define FIXED_CTRL_OS(n)		(1ull << (4 * (n)))
 #define FIXED_CTRL_USR(n)		(2ull << (4 * (n)))
 #define FIXED_CTRL_ANY(n)		(4ull << (4 * (n)))	/* version 3 and later */
 #define FIXED_CTRL_PMI(n)		(8ull << (4 * (n)))
+#define FIXED_CTRL_ADAPTIVE(n)		(1ull << (32 + 4 * (n)))	/* PEBS_BASELINE */
 /* IA32_PERF_GLOBAL_CTRL/STATUS/OVF_CTRL: the counters' bits */
 #define PERF_GLOBAL_PMC(n)		(1ull << (n))
 #define PERF_GLOBAL_FIXED(n)		(1ull << (32 + (n)))
