@@ -68,6 +68,7 @@ static void engine_stop(struct vcpu *v)
 	t->step.valid = false;
 	t->pending.valid = false;
 	t->cond.valid = false;
+	t->chain.n = 0;
 	t->tf_forced = false;
 	t->nmi_blocked = t->nmi_pending = false;
 }
@@ -152,6 +153,8 @@ void trace_update(struct vcpu *v)
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;
 		t->pending.valid = false;
+		t->cond.valid = false;
+		t->chain.n = 0;
 		/* the first interrupt is due at once */
 		t->pace.in_service = t->pace.waiting = t->pace.halted = false;
 		t->pace.mark = t->branches - t->pace.pace;
@@ -202,6 +205,32 @@ static void cond_settle(struct vcpu *v)
 		trace_emit(v, c->from, c->target, c->cpl, HVTRACE_REC_BRANCH, c->type);
 }
 
+/* The direct JMPs and CALLs the fast engine went through without a stop
+ * (plan_block): those before the segment the guest is in now have run;
+ * the one ending that segment has not (an exception at its own address:
+ * it faulted, a CALL's push included; an interrupt there: it has not run
+ * yet). Past the last segment, in a block of the conditional branch it
+ * ends in (cond_settle), all have run. Anywhere else: none (the branch
+ * the stop resolved has not run either). Addresses in a chain are unique,
+ * so the segment is unambiguous. */
+static void chain_settle(struct vcpu *v)
+{
+	struct chain *ch = &v->trace->chain;
+	const struct cond_branch *c = &v->trace->cond;
+	unsigned n = ch->n, done = 0;
+	if (!n)
+		return;
+	ch->n = 0;
+	u64 at = gmem_linear_rip(v);
+	while (done <= n && !(at >= ch->start[done] && at <= ch->end[done]))
+		done++;
+	if (done > n)
+		done = c->valid && ((at >= c->target && at <= c->stop_taken) || (at >= c->fall && at <= c->stop_fall))
+			       ? n : 0;
+	for (unsigned i = 0; i < done; i++)
+		trace_emit(v, ch->end[i], ch->start[i + 1], ch->cpl, HVTRACE_REC_BRANCH, ch->type[i]);
+}
+
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
@@ -218,6 +247,7 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 		t->guest_tf = v->rflags & RFLAGS_TF;
 	t->tf_forced = false;
 	pending_settle(v, ev);
+	chain_settle(v);
 	cond_settle(v);
 }
 
@@ -320,17 +350,80 @@ static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip,
 	return stop;
 }
 
-/* Arms the stop(s) for the block starting at `next` (linear; `base` is the
- * code segment's base). A direct conditional branch ending that block is
- * not stopped at when its two successors end at two different stops:
- * those are armed instead (DR3, DR2) and cond_settle() infers the outcome.
- * A not-taken branch then costs no exit of its own. */
+/* Whether the address ranges [a, b] and [c, d] meet */
+static bool ranges_meet(u64 a, u64 b, u64 c, u64 d)
+{
+	return a <= d && c <= b;
+}
+
+/* Whether [a, b] meets one of the chain's first `n` segments */
+static bool chain_meets(const struct chain *ch, unsigned n, u64 a, u64 b)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ranges_meet(ch->start[i], ch->end[i], a, b))
+			return true;
+	return false;
+}
+
+/*
+ * The blocks from `next` on, through direct JMP rel and CALL rel: a block
+ * ending in one is followed to its target without a stop, up to
+ * CHAIN_LINKS_MAX links; chain_settle() commits them at the next exit.
+ * Each block is find_stop()'s, so each is checked against the guest's
+ * code as a single block is. A chain ends at a branch whose target's block
+ * meets one already in it or the instruction the guest is at (`cur`):
+ * every RIP then says which segment the guest is in. None with BTF (the
+ * guest's TF set in a block must find its branches stepped) nor with
+ * BTINT (the threshold's PMI is raised at the exit storing the record: a
+ * chain would move it further from the branch). Returns the final stop,
+ * its instruction in `x`.
+ */
+static u64 plan_chain(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 base, enum dec_mode mode, int cpl,
+		      u64 cur, struct dec_insn *x)
+{
+	struct trace_vcpu *t = v->trace;
+	struct chain *ch = &t->chain;
+	u64 stop = find_stop(v, p, next, next - base, mode, x), seg = next;
+	bool follow = !(t->ds.debugctl & (DEBUGCTL_BTF | DEBUGCTL_BTINT)) && stop != cur &&
+		      (next == cur || !ranges_meet(next, stop, cur, cur));
+
+	ch->n = 0;
+	while (follow && ch->n < CHAIN_LINKS_MAX && (x->branch == DEC_BR_JMP || x->branch == DEC_BR_CALL) &&
+	       x->has_target) {
+		struct dec_insn y;
+		u64 to = base + x->target;
+		u64 s2 = find_stop(v, p, to, x->target, mode, &y);
+		if (ranges_meet(seg, stop, to, s2) || chain_meets(ch, ch->n, to, s2) || ranges_meet(to, s2, cur, cur))
+			break;
+		u32 type;
+		rec_kind_of(x, &type);
+		ch->start[ch->n] = seg;
+		ch->end[ch->n] = stop;
+		ch->type[ch->n] = (u8)type;
+		ch->n++;
+		seg = to;
+		stop = s2;
+		*x = y;
+	}
+	ch->start[ch->n] = seg;
+	ch->end[ch->n] = stop;
+	ch->cpl = cpl;
+	return stop;
+}
+
+/* Arms the stop(s) for the block (or chain of blocks, plan_chain) starting
+ * at `next` (linear; `base` is the code segment's base). A direct
+ * conditional branch ending it is not stopped at when its two successors
+ * end at two different stops: those are armed instead (DR3, DR2) and
+ * cond_settle() infers the outcome. A not-taken branch then costs no exit
+ * of its own. */
 static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 base, enum dec_mode mode, int cpl,
 		       u64 cur)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dec_insn x, a, b;
-	u64 stop = find_stop(v, p, next, next - base, mode, &x);
+	u64 stop = plan_chain(v, p, next, base, mode, cpl, cur, &x);
+	const struct chain *ch = &t->chain;
 
 	/* not with BTF: the guest's TF set inside the block must find every
 	 * branch stepped (bts_btf_step) */
@@ -339,7 +432,8 @@ static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 b
 		u64 fall = stop + x.len, target = base + x.target;
 		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a);
 		u64 s_t = find_stop(v, p, target, x.target, mode, &b);
-		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur) {
+		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur &&
+		    !chain_meets(ch, ch->n, fall, s_f) && !chain_meets(ch, ch->n, target, s_t)) {
 			u32 type;
 			rec_kind_of(&x, &type);
 			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl, (u8)type };
@@ -503,6 +597,9 @@ void trace_before_entry(struct vcpu *v)
 
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
+	/* an exit that did not pass trace_exit_begin (one a backend handled
+	 * alone) still settles the chain it ended */
+	chain_settle(v);
 	hv.ops->set_dr(v, 6, DR6_CLEAN);
 	if (t->bp.armed && t->bp.kind == BP_HANDLER)
 		return; /* an event is being delivered: no stepping, no planning */
@@ -587,6 +684,7 @@ void trace_before_entry(struct vcpu *v)
 		bp_disarm(v);
 		t->cond.valid = false;
 		t->pending.valid = false;
+		t->chain.n = 0;
 		step_arm(v, s);
 	}
 }

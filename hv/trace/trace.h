@@ -76,6 +76,19 @@ struct pending_branch {
 	u8 type;		/* enum hvtrace_branch_type */
 };
 
+/* Fast engine: direct JMP rel and CALL rel a plan went through without
+ * stopping (engine.c plan_block), committed at the next exit up to the
+ * segment the guest is then in. Segment i holds the RIPs start[i] ..
+ * end[i]; for i < n, end[i] is link i's branch and start[i + 1] its
+ * target. No two segments share an address. */
+#define CHAIN_LINKS_MAX		8
+struct chain {
+	u8 n;			/* links (branches) followed; 0: no chain */
+	int cpl;
+	u64 start[CHAIN_LINKS_MAX + 1], end[CHAIN_LINKS_MAX + 1];
+	u8 type[CHAIN_LINKS_MAX];	/* enum hvtrace_branch_type */
+};
+
 /* Fast engine: blocks decoded once and reused (engine.c find_stop). An
  * entry holds the block's bytes as decoded and is used only while the
  * guest's memory at its linear address still holds exactly those bytes. */
@@ -111,6 +124,7 @@ struct trace_vcpu {
 	struct handler_bp bp;
 	struct pending_branch pending;
 	struct cond_branch cond;
+	struct chain chain;
 	u64 trace_exits, branches;
 	struct irq_pace pace;	/* external interrupts' pacing (trace/pace.c) */
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
