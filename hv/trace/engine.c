@@ -432,8 +432,18 @@ static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 b
 		u64 fall = stop + x.len, target = base + x.target;
 		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a);
 		u64 s_t = find_stop(v, p, target, x.target, mode, &b);
-		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur &&
-		    !chain_meets(ch, ch->n, fall, s_f) && !chain_meets(ch, ch->n, target, s_t)) {
+		bool two = s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur &&
+			   !chain_meets(ch, ch->n, fall, s_f) && !chain_meets(ch, ch->n, target, s_t);
+		/* A forward branch over a few instructions (the taken path a
+		 * suffix of the not-taken one, both ending at one stop): that
+		 * stop, and the not-taken successor's first instruction, which
+		 * only the not-taken path runs; reaching the stop without it
+		 * is taken. */
+		bool skip = s_f == s_t && fall < target && s_t != stop && !ranges_meet(fall, s_f, cur, cur) &&
+			    !chain_meets(ch, ch->n, fall, s_f);
+		if (skip)
+			s_f = fall;
+		if (two || skip) {
 			u32 type;
 			rec_kind_of(&x, &type);
 			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl, (u8)type };

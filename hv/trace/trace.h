@@ -57,7 +57,9 @@ struct handler_bp {
 };
 
 /* Fast engine: a conditional branch it did not stop at; which of its two
- * successors' stops is reached says whether it was taken. */
+ * successors' stops is reached says whether it was taken. A forward
+ * branch whose successors end at one stop has the not-taken successor's
+ * first instruction as stop_fall (engine.c plan_block). */
 struct cond_branch {
 	bool valid;
 	u64 from;		/* linear address of the branch */

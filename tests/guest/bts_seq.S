@@ -388,6 +388,28 @@ G k_t2
 G k_ret
 	ret
 
+/* void seq_jcc_skip(u64 debugctl): two forward Jcc over one instruction
+ * each (both successors end at one stop): m_j1 taken, m_j2 not. */
+G seq_jcc_skip
+	ENABLE
+	xorl %eax, %eax
+G m_j1
+	jz m_t1			/* taken */
+	nop
+G m_t1
+	leaq m_t2(%rip), %rcx
+	pushq %rcx
+G m_r1
+	ret
+G m_t2
+	testl %eax, %eax
+G m_j2
+	jnz m_t3		/* not taken */
+	nop
+G m_t3
+	DISABLE
+	ret
+
 /* void seq_jchain_irq(u64 debugctl): an interrupt already pending in the
  * local APIC comes after STI's shadow, at q_x, inside a chain: before the
  * JMP there has run, after the one before it. */

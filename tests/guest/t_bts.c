@@ -77,6 +77,8 @@ SYM(k_t2); SYM(k_ret);
 void seq_jchain(uint64_t debugctl);
 SYM(q_j1); SYM(q_t1); SYM(q_x); SYM(q_t2); SYM(q_c); SYM(q_f); SYM(q_ret); SYM(q_after);
 void seq_jchain_irq(uint64_t debugctl);
+SYM(m_j1); SYM(m_t1); SYM(m_r1); SYM(m_t2);
+void seq_jcc_skip(uint64_t debugctl);
 SYM(p_iret); SYM(p_start); SYM(p_jmp); SYM(p_t1); SYM(p_call); SYM(p_func); SYM(p_gate);
 void seq_user_pf(uint64_t debugctl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss, uint64_t bad_rsp);
 
@@ -977,16 +979,32 @@ static void test_self_modifying(void)
 	uefi_call_wrapper(BS->FreePages, 2, page, 1);
 }
 
-/* The engine running while this vCPU traces: the configured one (no PMU
- * counter is enabled here) */
-static uint32_t traced_engine(void)
+/* Runs `seq` traced, `name` checking its records against want[n]; under
+ * the fast engine (the configured one: no PMU counter is enabled here)
+ * `exits_name` checks that it took at most `max_exits` tracing exits
+ * (`why` says which). */
+static void run_counting_exits(void (*seq)(uint64_t), const char *name, const struct bts_record64 *want,
+			       unsigned n, const char *exits_name, uint64_t max_exits, const char *why)
 {
-	struct hvtrace_vcpu_status st;
+	struct hvtrace_vcpu_status st, before, after;
 	ds_setup(64, 64);
 	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
-	vcpu_status(&st);
+	vcpu_status(&st);	/* the engine that traces */
 	wrmsr(MSR_IA32_DEBUGCTL, 0);
-	return st.engine;
+
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	vcpu_status(&before);
+	seq(TRACE);
+	vcpu_status(&after);
+	irq_restore(f);
+	check_records(name, want, n, used());
+	uint64_t exits = after.trace_exits - before.trace_exits;
+	if (st.engine == HVTRACE_ENGINE_FAST)
+		report(exits <= max_exits, exits_name, "%lu tracing exits for %u branches, want at most %lu (%s)",
+		       exits, n, max_exits, why);
+	else
+		report_info("%s: engine %u, %lu tracing exits for %u branches", exits_name, st.engine, exits, n);
 }
 
 /* Direct JMPs and CALLs in a chain, which the fast engine does not stop
@@ -1005,25 +1023,26 @@ static void test_chain(void)
 		R(A(k_hit), A(bp_db_handler)), R(A(b_iret), A(k_hit)),
 		R(A(k_j2), A(k_t2)), R(A(k_ret), A(k_after)), R(A(k_jz), A(k_t3)),
 	};
-	struct hvtrace_vcpu_status before, after;
-	uint32_t engine = traced_engine();
-
-	ds_setup(64, 64);
-	uint64_t f = irq_save();
-	vcpu_status(&before);
-	seq_jchain(TRACE);
-	vcpu_status(&after);
-	irq_restore(f);
-	check_records("bts_jmp_call_chain", want, 5, used());
-	uint64_t exits = after.trace_exits - before.trace_exits;
-	if (engine == HVTRACE_ENGINE_FAST)
-		report(exits <= 2, "bts_chain_fewer_exits",
-		       "%lu tracing exits for 5 branches, want at most 2 (the RET and the JZ)", exits);
-	else
-		report_info("bts_chain: engine %u, %lu tracing exits for 5 branches", engine, exits);
-
+	run_counting_exits(seq_jchain, "bts_jmp_call_chain", want, 5, "bts_chain_fewer_exits", 2, "the RET, the JZ");
 	guest_breakpoint_run(seq_jchain, A(k_hit), "guest_breakpoint_in_chain_fires");
 	check_records("bts_guest_breakpoint_in_chain", want_bp, 7, used());
+}
+
+/* A forward Jcc over a few instructions, whose two successors end at one
+ * stop: the fast engine stops at neither the branch nor, when it is
+ * taken, anywhere before that stop (docs/branch-engine.md "Two engines");
+ * then with the guest's DR0 breakpoint on the taken path: the Jcc is
+ * recorded before the #DB. */
+static void test_jcc_skip(void)
+{
+	const struct bts_record64 want[] = { R(A(m_j1), A(m_t1)), R(A(m_r1), A(m_t2)) };
+	const struct bts_record64 want_bp[] = {
+		R(A(m_j1), A(m_t1)), R(A(m_t1), A(bp_db_handler)), R(A(b_iret), A(m_t1)), R(A(m_r1), A(m_t2)),
+	};
+	run_counting_exits(seq_jcc_skip, "bts_jcc_skip", want, 2, "bts_jcc_skip_fewer_exits", 2,
+			   "the RET, the instruction after the not-taken JNZ; 3 stopping at each Jcc");
+	guest_breakpoint_run(seq_jcc_skip, A(m_t1), "guest_breakpoint_after_jcc_skip_fires");
+	check_records("bts_guest_breakpoint_after_jcc_skip", want_bp, 4, used());
 }
 
 /* An external interrupt inside a chain, at the JMP q_x (before it runs):
@@ -1159,6 +1178,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_remap();
 	test_self_modifying();
 	test_chain();
+	test_jcc_skip();
 	test_chain_interrupt();
 	test_chain_call_fault();
 	test_self_modifying_chain();
