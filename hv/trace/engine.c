@@ -10,8 +10,10 @@
  *  - fast: decodes ahead to the next control transfer and stops there with
  *    a breakpoint the hypervisor owns (DR3); at the branch it computes the
  *    outcome from the live state (flags, RCX, the stack, the ModRM operand)
- *    and plans the next block: one exit per executed branch. Rare kinds
- *    (far transfers, IRET, SYSCALL...) are single-stepped.
+ *    and plans the next block: at most one exit per executed branch, fewer
+ *    where it follows direct JMPs and CALLs without a stop (chains) or
+ *    infers a conditional branch's outcome from the stop reached. Rare
+ *    kinds (far transfers, IRET, SYSCALL...) are single-stepped.
  *
  * Both intercept exceptions and external interrupts and follow them into
  * the guest's handler (DR3 on its first instruction), as they follow INT n,
