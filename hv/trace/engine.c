@@ -203,6 +203,10 @@ static void cond_settle(struct vcpu *v)
 	u64 at = gmem_linear_rip(v);
 	bool taken = at >= c->target && at <= c->stop_taken;
 	bool fall = at >= c->fall && at <= c->stop_fall;
+	if (c->by_flags) {	/* past the branch: the flags it tested */
+		taken = fall && branch_taken(&c->insn, v->rflags, 0);
+		fall = false;
+	}
 	if (taken && !fall)
 		trace_emit(v, c->from, c->target, c->cpl, HVTRACE_REC_BRANCH, c->type);
 }
@@ -255,14 +259,16 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 
 /* The first control transfer at or after `lin`, or guest breakpoint (or
  * where decoding stops: unreadable bytes, an invalid encoding, the scan
- * limit). A block that ends in a control transfer within BLOCK_BYTES_MAX
- * bytes, with no guest breakpoint to look for, goes into `keep` (its
- * bytes, its stop and that instruction) when `keep` is given. */
+ * limit); `flags_kept`: whether no instruction before it changes the
+ * flags (keeps_flags). A block that ends in a control transfer within
+ * BLOCK_BYTES_MAX bytes, with no guest breakpoint to look for, goes into
+ * `keep` (its bytes, its stop and that instruction) when `keep` is given. */
 static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at,
-			    struct block_entry *keep)
+			    struct block_entry *keep, bool *flags_kept)
 {
 	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
 	u64 start = lin;
+	*flags_kept = true;
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
 		if (gmem_decode(v, lin, rip, mode, b, at) != DEC_OK) {
@@ -278,9 +284,11 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
 				keep->stop = lin;
 				keep->at = *at;
 				keep->len = (u8)(off + at->len);
+				keep->flags_kept = *flags_kept;
 			}
 			return lin;
 		}
+		*flags_kept = *flags_kept && keeps_flags(at);
 		lin += at->len;
 		rip += at->len;
 	}
@@ -328,20 +336,22 @@ static const struct block_entry *block_lookup(struct vcpu *v, const struct plan_
  * depends on them).
  */
 static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip, enum dec_mode mode,
-		     struct dec_insn *at)
+		     struct dec_insn *at, bool *flags_kept)
 {
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
 	const struct block_entry *hit = block_lookup(v, p, lin, rip, mode);
 	u64 stop;
+	bool kept;
 	if (hit) {
 		*at = hit->at;
 		stop = hit->stop;
+		kept = hit->flags_kept;
 		v->trace->blocks.hits++;
 	} else {
 		struct block_entry *e = block_slot(v, lin);
 		v->trace->blocks.misses++;
 		e->len = 0;
-		stop = find_stop_decode(v, lin, rip, mode, at, e);
+		stop = find_stop_decode(v, lin, rip, mode, at, e, &kept);
 		if (e->len) {
 			e->lin = lin;
 			e->rip = rip;
@@ -349,6 +359,8 @@ static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip,
 		}
 	}
 	prof_switch(v, was);
+	if (flags_kept)
+		*flags_kept = kept;
 	return stop;
 }
 
@@ -385,7 +397,7 @@ static u64 plan_chain(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 ba
 {
 	struct trace_vcpu *t = v->trace;
 	struct chain *ch = &t->chain;
-	u64 stop = find_stop(v, p, next, next - base, mode, x), seg = next;
+	u64 stop = find_stop(v, p, next, next - base, mode, x, NULL), seg = next;
 	bool follow = !(t->ds.debugctl & (DEBUGCTL_BTF | DEBUGCTL_BTINT)) && stop != cur &&
 		      (next == cur || !ranges_meet(next, stop, cur, cur));
 
@@ -394,7 +406,7 @@ static u64 plan_chain(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 ba
 	       x->has_target) {
 		struct dec_insn y;
 		u64 to = base + x->target;
-		u64 s2 = find_stop(v, p, to, x->target, mode, &y);
+		u64 s2 = find_stop(v, p, to, x->target, mode, &y, NULL);
 		if (ranges_meet(seg, stop, to, s2) || chain_meets(ch, ch->n, to, s2) || ranges_meet(to, s2, cur, cur))
 			break;
 		u32 type;
@@ -432,24 +444,31 @@ static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 b
 	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target &&
 	    !(t->ds.debugctl & DEBUGCTL_BTF)) {
 		u64 fall = stop + x.len, target = base + x.target;
-		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a);
-		u64 s_t = find_stop(v, p, target, x.target, mode, &b);
+		bool fall_kept;
+		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a, &fall_kept);
+		u64 s_t = find_stop(v, p, target, x.target, mode, &b, NULL);
 		bool two = s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur &&
 			   !chain_meets(ch, ch->n, fall, s_f) && !chain_meets(ch, ch->n, target, s_t);
 		/* A forward branch over a few instructions (the taken path a
 		 * suffix of the not-taken one, both ending at one stop): that
 		 * stop, and the not-taken successor's first instruction, which
 		 * only the not-taken path runs; reaching the stop without it
-		 * is taken. */
+		 * is taken. A Jcc whose not-taken path keeps the flags up to
+		 * the stop needs the stop alone: anywhere on either path the
+		 * flags are those it tested. */
 		bool skip = s_f == s_t && fall < target && s_t != stop && !ranges_meet(fall, s_f, cur, cur) &&
 			    !chain_meets(ch, ch->n, fall, s_f);
-		if (skip)
+		bool by_flags = skip && x.branch == DEC_BR_JCC && fall_kept;
+		if (skip && !by_flags)
 			s_f = fall;
 		if (two || skip) {
 			u32 type;
 			rec_kind_of(&x, &type);
-			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl, (u8)type };
-			bp_arm2(v, BP_STOP, s_t, s_f, 0, 0);
+			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl, (u8)type, by_flags, x };
+			if (by_flags)
+				bp_arm(v, BP_STOP, s_t, 0, 0);
+			else
+				bp_arm2(v, BP_STOP, s_t, s_f, 0, 0);
 			return;
 		}
 	}

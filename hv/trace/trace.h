@@ -59,7 +59,9 @@ struct handler_bp {
 /* Fast engine: a conditional branch it did not stop at; which of its two
  * successors' stops is reached says whether it was taken. A forward
  * branch whose successors end at one stop has the not-taken successor's
- * first instruction as stop_fall (engine.c plan_block). */
+ * first instruction as stop_fall (engine.c plan_block), or, `by_flags`,
+ * the flags anywhere from there to the stop say (nothing there changes
+ * them). */
 struct cond_branch {
 	bool valid;
 	u64 from;		/* linear address of the branch */
@@ -67,6 +69,8 @@ struct cond_branch {
 	u64 stop_taken, stop_fall;
 	int cpl;
 	u8 type;		/* enum hvtrace_branch_type */
+	bool by_flags;
+	struct dec_insn insn;	/* the branch (by_flags) */
 };
 
 /* Fast engine: a branch resolved before it ran, recorded once the next
@@ -102,6 +106,7 @@ struct block_entry {
 	struct dec_insn at;	/* that instruction, decoded */
 	u8 mode;		/* enum dec_mode it was decoded in */
 	u8 len;			/* bytes from lin to the end of `at`; 0: empty */
+	bool flags_kept;	/* no instruction before `at` changes the flags */
 	u8 bytes[BLOCK_BYTES_MAX];
 };
 struct block_cache {

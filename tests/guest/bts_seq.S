@@ -388,8 +388,10 @@ G k_t2
 G k_ret
 	ret
 
-/* void seq_jcc_skip(u64 debugctl): two forward Jcc over one instruction
- * each (both successors end at one stop): m_j1 taken, m_j2 not. */
+/* void seq_jcc_skip(u64 debugctl): forward Jcc over a few instructions
+ * (both successors end at one stop): m_j1 taken and m_j3 not, over
+ * instructions that keep the flags; m_j2 not taken, over a NOP and then
+ * DISABLE's XOR, which changes them. */
 G seq_jcc_skip
 	ENABLE
 	xorl %eax, %eax
@@ -403,10 +405,21 @@ G m_r1
 	ret
 G m_t2
 	testl %eax, %eax
-G m_j2
+G m_j3
 	jnz m_t3		/* not taken */
-	nop
+G m_f3
+	movl $2, %ecx
 G m_t3
+	leaq m_t4(%rip), %rcx
+	pushq %rcx
+G m_r2
+	ret
+G m_t4
+	testl %eax, %eax
+G m_j2
+	jnz m_t5		/* not taken */
+	nop
+G m_t5
 	DISABLE
 	ret
 

@@ -77,7 +77,7 @@ SYM(k_t2); SYM(k_ret);
 void seq_jchain(uint64_t debugctl);
 SYM(q_j1); SYM(q_t1); SYM(q_x); SYM(q_t2); SYM(q_c); SYM(q_f); SYM(q_ret); SYM(q_after);
 void seq_jchain_irq(uint64_t debugctl);
-SYM(m_j1); SYM(m_t1); SYM(m_r1); SYM(m_t2);
+SYM(m_j1); SYM(m_t1); SYM(m_r1); SYM(m_t2); SYM(m_f3); SYM(m_r2); SYM(m_t4);
 void seq_jcc_skip(uint64_t debugctl);
 SYM(p_iret); SYM(p_start); SYM(p_jmp); SYM(p_t1); SYM(p_call); SYM(p_func); SYM(p_gate);
 void seq_user_pf(uint64_t debugctl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss, uint64_t bad_rsp);
@@ -1028,21 +1028,31 @@ static void test_chain(void)
 	check_records("bts_guest_breakpoint_in_chain", want_bp, 7, used());
 }
 
-/* A forward Jcc over a few instructions, whose two successors end at one
- * stop: the fast engine stops at neither the branch nor, when it is
- * taken, anywhere before that stop (docs/branch-engine.md "Two engines");
- * then with the guest's DR0 breakpoint on the taken path: the Jcc is
- * recorded before the #DB. */
+/* Forward Jcc over a few instructions, whose two successors end at one
+ * stop: the fast engine stops at neither the branch nor, when it is taken
+ * or its not-taken path keeps the flags, anywhere before that stop
+ * (docs/branch-engine.md "Two engines"); then with the guest's DR0
+ * breakpoint on a taken path (the Jcc recorded before the #DB) and on a
+ * not-taken one (not recorded). */
 static void test_jcc_skip(void)
 {
-	const struct bts_record64 want[] = { R(A(m_j1), A(m_t1)), R(A(m_r1), A(m_t2)) };
-	const struct bts_record64 want_bp[] = {
-		R(A(m_j1), A(m_t1)), R(A(m_t1), A(bp_db_handler)), R(A(b_iret), A(m_t1)), R(A(m_r1), A(m_t2)),
+	const struct bts_record64 want[] = {
+		R(A(m_j1), A(m_t1)), R(A(m_r1), A(m_t2)), R(A(m_r2), A(m_t4)),
 	};
-	run_counting_exits(seq_jcc_skip, "bts_jcc_skip", want, 2, "bts_jcc_skip_fewer_exits", 2,
-			   "the RET, the instruction after the not-taken JNZ; 3 stopping at each Jcc");
-	guest_breakpoint_run(seq_jcc_skip, A(m_t1), "guest_breakpoint_after_jcc_skip_fires");
-	check_records("bts_guest_breakpoint_after_jcc_skip", want_bp, 4, used());
+	const struct bts_record64 want_taken[] = {
+		R(A(m_j1), A(m_t1)), R(A(m_t1), A(bp_db_handler)), R(A(b_iret), A(m_t1)), R(A(m_r1), A(m_t2)),
+		R(A(m_r2), A(m_t4)),
+	};
+	const struct bts_record64 want_not[] = {
+		R(A(m_j1), A(m_t1)), R(A(m_r1), A(m_t2)), R(A(m_f3), A(bp_db_handler)), R(A(b_iret), A(m_f3)),
+		R(A(m_r2), A(m_t4)),
+	};
+	run_counting_exits(seq_jcc_skip, "bts_jcc_skip", want, 3, "bts_jcc_skip_fewer_exits", 3,
+			   "the two RETs, the instruction after the last JNZ; 5 stopping at each Jcc");
+	guest_breakpoint_run(seq_jcc_skip, A(m_t1), "guest_breakpoint_after_jcc_taken_fires");
+	check_records("bts_guest_breakpoint_after_jcc_taken", want_taken, 5, used());
+	guest_breakpoint_run(seq_jcc_skip, A(m_f3), "guest_breakpoint_after_jcc_not_taken_fires");
+	check_records("bts_guest_breakpoint_after_jcc_not_taken", want_not, 5, used());
 }
 
 /* An external interrupt inside a chain, at the JMP q_x (before it runs):
