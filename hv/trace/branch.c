@@ -185,3 +185,23 @@ bool ends_block(const struct dec_insn *in)
 		return true;
 	}
 }
+
+/* SDM Vol. 2, "Flags Affected: None": MOV (88-8B, B0-BF, C6/C7 /0), LEA,
+ * NOP (90, which is also PAUSE and XCHG r8, rAX; 0F 1F), PUSH and POP of
+ * a register (50-5F in every mode), MOVZX, MOVSX and CMOVcc (which reads
+ * them). Not every such instruction, only ones common between a Jcc and
+ * where its two paths meet; a fault on one leaves the flags as they were
+ * too. */
+bool keeps_flags(const struct dec_insn *in)
+{
+	if (in->encoding != DEC_ENC_LEGACY || in->branch != DEC_BR_NONE)
+		return false;
+	u8 op = in->opcode;
+	if (in->map == 0)
+		return (op >= 0x88 && op <= 0x8b) || op == 0x8d || (op >= 0xb0 && op <= 0xbf) || op == 0x90 ||
+		       (op >= 0x50 && op <= 0x5f) || ((op == 0xc6 || op == 0xc7) && !((in->modrm >> 3) & 7));
+	if (in->map == 1)
+		return op == 0x1f || (op >= 0x40 && op <= 0x4f) || op == 0xb6 || op == 0xb7 || op == 0xbe ||
+		       op == 0xbf;
+	return false;
+}

@@ -19,5 +19,8 @@ bool resolve_near(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode,
 		  bool *taken, u64 *to);
 /* Whether a decoded kind ends a fast-engine block */
 bool ends_block(const struct dec_insn *in);
+/* Whether the instruction leaves the arithmetic flags as they were,
+ * whatever its operands (a short list: MOV, LEA, NOP...) */
+bool keeps_flags(const struct dec_insn *in);
 
 #endif

@@ -10,8 +10,10 @@
  *  - fast: decodes ahead to the next control transfer and stops there with
  *    a breakpoint the hypervisor owns (DR3); at the branch it computes the
  *    outcome from the live state (flags, RCX, the stack, the ModRM operand)
- *    and plans the next block: one exit per executed branch. Rare kinds
- *    (far transfers, IRET, SYSCALL...) are single-stepped.
+ *    and plans the next block: at most one exit per executed branch, fewer
+ *    where it follows direct JMPs and CALLs without a stop (chains) or
+ *    infers a conditional branch's outcome from the stop reached. Rare
+ *    kinds (far transfers, IRET, SYSCALL...) are single-stepped.
  *
  * Both intercept exceptions and external interrupts and follow them into
  * the guest's handler (DR3 on its first instruction), as they follow INT n,
@@ -68,6 +70,7 @@ static void engine_stop(struct vcpu *v)
 	t->step.valid = false;
 	t->pending.valid = false;
 	t->cond.valid = false;
+	t->chain.n = 0;
 	t->tf_forced = false;
 	t->nmi_blocked = t->nmi_pending = false;
 }
@@ -167,6 +170,8 @@ void trace_update(struct vcpu *v)
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;
 		t->pending.valid = false;
+		t->cond.valid = false;
+		t->chain.n = 0;
 		/* the first interrupt is due at once */
 		t->pace.in_service = t->pace.waiting = t->pace.halted = false;
 		t->pace.mark = t->branches - t->pace.pace;
@@ -213,8 +218,38 @@ static void cond_settle(struct vcpu *v)
 	u64 at = gmem_linear_rip(v);
 	bool taken = at >= c->target && at <= c->stop_taken;
 	bool fall = at >= c->fall && at <= c->stop_fall;
+	if (c->by_flags) {	/* past the branch: the flags it tested */
+		taken = fall && branch_taken(&c->insn, v->rflags, 0);
+		fall = false;
+	}
 	if (taken && !fall)
 		trace_emit(v, c->from, c->target, c->cpl, HVTRACE_REC_BRANCH, c->type);
+}
+
+/* The direct JMPs and CALLs the fast engine went through without a stop
+ * (plan_block): those before the segment the guest is in now have run;
+ * the one ending that segment has not (an exception at its own address:
+ * it faulted, a CALL's push included; an interrupt there: it has not run
+ * yet). Past the last segment, in a block of the conditional branch it
+ * ends in (cond_settle), all have run. Anywhere else: none (the branch
+ * the stop resolved has not run either). Addresses in a chain are unique,
+ * so the segment is unambiguous. */
+static void chain_settle(struct vcpu *v)
+{
+	struct chain *ch = &v->trace->chain;
+	const struct cond_branch *c = &v->trace->cond;
+	unsigned n = ch->n, done = 0;
+	if (!n)
+		return;
+	ch->n = 0;
+	u64 at = gmem_linear_rip(v);
+	while (done <= n && !(at >= ch->start[done] && at <= ch->end[done]))
+		done++;
+	if (done > n)
+		done = c->valid && ((at >= c->target && at <= c->stop_taken) || (at >= c->fall && at <= c->stop_fall))
+			       ? n : 0;
+	for (unsigned i = 0; i < done; i++)
+		trace_emit(v, ch->end[i], ch->start[i + 1], ch->cpl, HVTRACE_REC_BRANCH, ch->type[i]);
 }
 
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
@@ -234,19 +269,22 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 		t->guest_tf = v->rflags & RFLAGS_TF;
 	t->tf_forced = false;
 	pending_settle(v, ev);
+	chain_settle(v);
 	cond_settle(v);
 }
 
 /* The first control transfer at or after `lin`, or guest breakpoint (or
  * where decoding stops: unreadable bytes, an invalid encoding, the scan
- * limit). A block that ends in a control transfer within BLOCK_BYTES_MAX
- * bytes, with no guest breakpoint to look for, goes into `keep` (its
- * bytes, its stop and that instruction) when `keep` is given. */
+ * limit); `flags_kept`: whether no instruction before it changes the
+ * flags (keeps_flags). A block that ends in a control transfer within
+ * BLOCK_BYTES_MAX bytes, with no guest breakpoint to look for, goes into
+ * `keep` (its bytes, its stop and that instruction) when `keep` is given. */
 static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at,
-			    struct block_entry *keep)
+			    struct block_entry *keep, bool *flags_kept)
 {
 	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
 	u64 start = lin;
+	*flags_kept = true;
 	for (int i = 0; i < FAST_SCAN_INSNS; i++) {
 		u8 b[15];
 		if (gmem_decode(v, lin, rip, mode, b, at) != DEC_OK) {
@@ -262,9 +300,11 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
 				keep->stop = lin;
 				keep->at = *at;
 				keep->len = (u8)(off + at->len);
+				keep->flags_kept = *flags_kept;
 			}
 			return lin;
 		}
+		*flags_kept = *flags_kept && keeps_flags(at);
 		lin += at->len;
 		rip += at->len;
 	}
@@ -312,20 +352,22 @@ static const struct block_entry *block_lookup(struct vcpu *v, const struct plan_
  * depends on them).
  */
 static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip, enum dec_mode mode,
-		     struct dec_insn *at)
+		     struct dec_insn *at, bool *flags_kept)
 {
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
 	const struct block_entry *hit = block_lookup(v, p, lin, rip, mode);
 	u64 stop;
+	bool kept;
 	if (hit) {
 		*at = hit->at;
 		stop = hit->stop;
+		kept = hit->flags_kept;
 		v->trace->blocks.hits++;
 	} else {
 		struct block_entry *e = block_slot(v, lin);
 		v->trace->blocks.misses++;
 		e->len = 0;
-		stop = find_stop_decode(v, lin, rip, mode, at, e);
+		stop = find_stop_decode(v, lin, rip, mode, at, e, &kept);
 		if (e->len) {
 			e->lin = lin;
 			e->rip = rip;
@@ -333,33 +375,116 @@ static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip,
 		}
 	}
 	prof_switch(v, was);
+	if (flags_kept)
+		*flags_kept = kept;
 	return stop;
 }
 
-/* Arms the stop(s) for the block starting at `next` (linear; `base` is the
- * code segment's base). A direct conditional branch ending that block is
- * not stopped at when its two successors end at two different stops:
- * those are armed instead (DR3, DR2) and cond_settle() infers the outcome.
- * A not-taken branch then costs no exit of its own. */
+/* Whether the address ranges [a, b] and [c, d] meet */
+static bool ranges_meet(u64 a, u64 b, u64 c, u64 d)
+{
+	return a <= d && c <= b;
+}
+
+/* Whether [a, b] meets one of the chain's first `n` segments */
+static bool chain_meets(const struct chain *ch, unsigned n, u64 a, u64 b)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ranges_meet(ch->start[i], ch->end[i], a, b))
+			return true;
+	return false;
+}
+
+/*
+ * The blocks from `next` on, through direct JMP rel and CALL rel: a block
+ * ending in one is followed to its target without a stop, up to
+ * CHAIN_LINKS_MAX links; chain_settle() commits them at the next exit.
+ * Each block is find_stop()'s, so each is checked against the guest's
+ * code as a single block is. A chain ends at a branch whose target's block
+ * meets one already in it or the instruction the guest is at (`cur`):
+ * every RIP then says which segment the guest is in. None with BTF (the
+ * guest's TF set in a block must find its branches stepped) nor with
+ * BTINT (the threshold's PMI is raised at the exit storing the record: a
+ * chain would move it further from the branch). Returns the final stop,
+ * its instruction in `x`.
+ */
+static u64 plan_chain(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 base, enum dec_mode mode, int cpl,
+		      u64 cur, struct dec_insn *x)
+{
+	struct trace_vcpu *t = v->trace;
+	struct chain *ch = &t->chain;
+	u64 stop = find_stop(v, p, next, next - base, mode, x, NULL), seg = next;
+	bool follow = !(t->ds.debugctl & (DEBUGCTL_BTF | DEBUGCTL_BTINT)) && stop != cur &&
+		      (next == cur || !ranges_meet(next, stop, cur, cur));
+
+	ch->n = 0;
+	while (follow && ch->n < CHAIN_LINKS_MAX && (x->branch == DEC_BR_JMP || x->branch == DEC_BR_CALL) &&
+	       x->has_target) {
+		struct dec_insn y;
+		u64 to = base + x->target;
+		u64 s2 = find_stop(v, p, to, x->target, mode, &y, NULL);
+		if (ranges_meet(seg, stop, to, s2) || chain_meets(ch, ch->n, to, s2) || ranges_meet(to, s2, cur, cur))
+			break;
+		u32 type;
+		rec_kind_of(x, &type);
+		ch->start[ch->n] = seg;
+		ch->end[ch->n] = stop;
+		ch->type[ch->n] = (u8)type;
+		ch->n++;
+		seg = to;
+		stop = s2;
+		*x = y;
+	}
+	ch->start[ch->n] = seg;
+	ch->end[ch->n] = stop;
+	ch->cpl = cpl;
+	return stop;
+}
+
+/* Arms the stop(s) for the block (or chain of blocks, plan_chain) starting
+ * at `next` (linear; `base` is the code segment's base). A direct
+ * conditional branch ending it is not stopped at when its two successors
+ * end at two different stops: those are armed instead (DR3, DR2) and
+ * cond_settle() infers the outcome. A not-taken branch then costs no exit
+ * of its own. */
 static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 base, enum dec_mode mode, int cpl,
 		       u64 cur)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dec_insn x, a, b;
-	u64 stop = find_stop(v, p, next, next - base, mode, &x);
+	u64 stop = plan_chain(v, p, next, base, mode, cpl, cur, &x);
+	const struct chain *ch = &t->chain;
 
 	/* not with BTF: the guest's TF set inside the block must find every
 	 * branch stepped (bts_btf_step) */
 	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target &&
 	    !(t->ds.debugctl & DEBUGCTL_BTF)) {
 		u64 fall = stop + x.len, target = base + x.target;
-		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a);
-		u64 s_t = find_stop(v, p, target, x.target, mode, &b);
-		if (s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur) {
+		bool fall_kept;
+		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a, &fall_kept);
+		u64 s_t = find_stop(v, p, target, x.target, mode, &b, NULL);
+		bool two = s_f != s_t && s_f != stop && s_t != stop && s_f != cur && s_t != cur &&
+			   !chain_meets(ch, ch->n, fall, s_f) && !chain_meets(ch, ch->n, target, s_t);
+		/* A forward branch over a few instructions (the taken path a
+		 * suffix of the not-taken one, both ending at one stop): that
+		 * stop, and the not-taken successor's first instruction, which
+		 * only the not-taken path runs; reaching the stop without it
+		 * is taken. A Jcc whose not-taken path keeps the flags up to
+		 * the stop needs the stop alone: anywhere on either path the
+		 * flags are those it tested. */
+		bool skip = s_f == s_t && fall < target && s_t != stop && !ranges_meet(fall, s_f, cur, cur) &&
+			    !chain_meets(ch, ch->n, fall, s_f);
+		bool by_flags = skip && x.branch == DEC_BR_JCC && fall_kept;
+		if (skip && !by_flags)
+			s_f = fall;
+		if (two || skip) {
 			u32 type;
 			rec_kind_of(&x, &type);
-			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl, (u8)type };
-			bp_arm2(v, BP_STOP, s_t, s_f, 0, 0);
+			t->cond = (struct cond_branch){ true, stop, target, fall, s_t, s_f, cpl, (u8)type, by_flags, x };
+			if (by_flags)
+				bp_arm(v, BP_STOP, s_t, 0, 0);
+			else
+				bp_arm2(v, BP_STOP, s_t, s_f, 0, 0);
 			return;
 		}
 	}
@@ -523,6 +648,9 @@ void trace_before_entry(struct vcpu *v)
 	}
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
+	/* an exit that did not pass trace_exit_begin (one a backend handled
+	 * alone) still settles the chain it ended */
+	chain_settle(v);
 	hv.ops->set_dr(v, 6, DR6_CLEAN);
 	if (t->bp.armed && t->bp.kind == BP_HANDLER)
 		return; /* an event is being delivered: no stepping, no planning */
@@ -607,6 +735,7 @@ void trace_before_entry(struct vcpu *v)
 		bp_disarm(v);
 		t->cond.valid = false;
 		t->pending.valid = false;
+		t->chain.n = 0;
 		step_arm(v, s);
 	}
 }

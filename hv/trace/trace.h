@@ -57,7 +57,11 @@ struct handler_bp {
 };
 
 /* Fast engine: a conditional branch it did not stop at; which of its two
- * successors' stops is reached says whether it was taken. */
+ * successors' stops is reached says whether it was taken. A forward
+ * branch whose successors end at one stop has the not-taken successor's
+ * first instruction as stop_fall (engine.c plan_block), or, `by_flags`,
+ * the flags anywhere from there to the stop say (nothing there changes
+ * them). */
 struct cond_branch {
 	bool valid;
 	u64 from;		/* linear address of the branch */
@@ -65,6 +69,8 @@ struct cond_branch {
 	u64 stop_taken, stop_fall;
 	int cpl;
 	u8 type;		/* enum hvtrace_branch_type */
+	bool by_flags;
+	struct dec_insn insn;	/* the branch (by_flags) */
 };
 
 /* Fast engine: a branch resolved before it ran, recorded once the next
@@ -74,6 +80,19 @@ struct pending_branch {
 	u64 from_rip, from_lin, to;
 	int cpl;
 	u8 type;		/* enum hvtrace_branch_type */
+};
+
+/* Fast engine: direct JMP rel and CALL rel a plan went through without
+ * stopping (engine.c plan_block), committed at the next exit up to the
+ * segment the guest is then in. Segment i holds the RIPs start[i] ..
+ * end[i]; for i < n, end[i] is link i's branch and start[i + 1] its
+ * target. No two segments share an address. */
+#define CHAIN_LINKS_MAX		8
+struct chain {
+	u8 n;			/* links (branches) followed; 0: no chain */
+	int cpl;
+	u64 start[CHAIN_LINKS_MAX + 1], end[CHAIN_LINKS_MAX + 1];
+	u8 type[CHAIN_LINKS_MAX];	/* enum hvtrace_branch_type */
 };
 
 /* Fast engine: blocks decoded once and reused (engine.c find_stop). An
@@ -87,6 +106,7 @@ struct block_entry {
 	struct dec_insn at;	/* that instruction, decoded */
 	u8 mode;		/* enum dec_mode it was decoded in */
 	u8 len;			/* bytes from lin to the end of `at`; 0: empty */
+	bool flags_kept;	/* no instruction before `at` changes the flags */
 	u8 bytes[BLOCK_BYTES_MAX];
 };
 struct block_cache {
@@ -114,6 +134,7 @@ struct trace_vcpu {
 	struct handler_bp bp;
 	struct pending_branch pending;
 	struct cond_branch cond;
+	struct chain chain;
 	u64 trace_exits, branches;
 	struct irq_pace pace;	/* external interrupts' pacing (trace/pace.c) */
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */

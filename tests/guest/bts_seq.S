@@ -288,7 +288,10 @@ G d_hit3
  * IRETQ to ring 3 at u_start, a few branches there, then INT 0x82 (a DPL-3
  * gate to u_gate) back to ring 0, which turns BTS off and returns to the
  * caller on the stack it left. */
-G seq_user
+	/* from the C caller (debugctl, user_rsp, user_cs, user_ss): its
+	 * registers and RSP kept for USER_RETURN, BTS on, IRETQ (at the
+	 * label \iret) to \start in ring 3 */
+	.macro TO_RING3 iret, start
 	pushq %rbx
 	pushq %rbp
 	pushq %r12
@@ -303,10 +306,26 @@ G seq_user
 	pushq %rsi
 	pushq $2
 	pushq %r9
-	leaq u_start(%rip), %rax
+	leaq \start(%rip), %rax
 	pushq %rax
-G u_iret
+G \iret
 	iretq
+	.endm
+	/* in ring 0 again: BTS off, back to TO_RING3's caller */
+	.macro USER_RETURN
+	DISABLE
+	movq u_saved_rsp(%rip), %rsp
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %rbp
+	popq %rbx
+	ret
+	.endm
+
+G seq_user
+	TO_RING3 u_iret, u_start
 G u_start
 G u_jmp
 	jmp u_t1
@@ -334,21 +353,128 @@ G u_sysret
 G u_sysexit
 	sysexitq		/* RDX, RCX: back to u_after_sysenter in ring 3 */
 G u_gate
+	USER_RETURN
+
+/* void seq_jchain(u64 debugctl): direct JMPs and a CALL the fast engine
+ * goes through without stopping (a chain of blocks), a RET, a taken JZ.
+ * k_hit is in the chain's third block (the guest's DR0 breakpoint there
+ * in one run). */
+G seq_jchain
+	ENABLE
+	xorl %eax, %eax
+G k_j1
+	jmp k_t1
+	ud2
+G k_t1
+	nop
+G k_c1
+	call k_f
+G k_after
+	testl %eax, %eax
+G k_jz
+	jz k_t3			/* taken */
+	ud2
+G k_t3
 	DISABLE
-	movq u_saved_rsp(%rip), %rsp
-	popq %r15
-	popq %r14
-	popq %r13
-	popq %r12
-	popq %rbp
-	popq %rbx
 	ret
+G k_f
+	nop
+G k_hit
+	nop
+G k_j2
+	jmp k_t2
+	ud2
+G k_t2
+G k_ret
+	ret
+
+/* void seq_jcc_skip(u64 debugctl): forward Jcc over a few instructions
+ * (both successors end at one stop): m_j1 taken and m_j3 not, over
+ * instructions that keep the flags; m_j2 not taken, over a NOP and then
+ * DISABLE's XOR, which changes them. */
+G seq_jcc_skip
+	ENABLE
+	xorl %eax, %eax
+G m_j1
+	jz m_t1			/* taken */
+	nop
+G m_t1
+	leaq m_t2(%rip), %rcx
+	pushq %rcx
+G m_r1
+	ret
+G m_t2
+	testl %eax, %eax
+G m_j3
+	jnz m_t3		/* not taken */
+G m_f3
+	movl $2, %ecx
+G m_t3
+	leaq m_t4(%rip), %rcx
+	pushq %rcx
+G m_r2
+	ret
+G m_t4
+	testl %eax, %eax
+G m_j2
+	jnz m_t5		/* not taken */
+	nop
+G m_t5
+	DISABLE
+	ret
+
+/* void seq_jchain_irq(u64 debugctl): an interrupt already pending in the
+ * local APIC comes after STI's shadow, at q_x, inside a chain: before the
+ * JMP there has run, after the one before it. */
+G seq_jchain_irq
+	ENABLE
+G q_j1
+	jmp q_t1
+	ud2
+G q_t1
+	sti
+	nop
+G q_x
+	jmp q_t2
+	ud2
+G q_t2
+G q_c
+	call q_f
+G q_after
+	cli
+	DISABLE
+	ret
+G q_f
+G q_ret
+	ret
+
+/* void seq_user_pf(u64 debugctl, u64 user_rsp, u64 user_cs, u64 user_ss,
+ * u64 bad_rsp): in ring 3, a chain whose CALL pushes to a page that is
+ * not mapped: the #PF (to p_gate in ring 0, on the TSS's RSP0) comes at
+ * the CALL, which has not run; BTS off there and back to the caller on
+ * the stack it left. */
+G seq_user_pf
+	TO_RING3 p_iret, p_start
+G p_start
+	movq %r8, %rsp		/* not mapped */
+G p_jmp
+	jmp p_t1
+	ud2
+G p_t1
+G p_call
+	call p_func		/* #PF on the push */
+	ud2
+G p_func
+	ret
+G p_gate
+	USER_RETURN
 
 /* void seq_far(u64 debugctl, u64 cs): far JMP, CALL and RET between two
  * 64-bit code selectors, a 32-bit compatibility-mode segment (branches,
  * INTO taken and not) and a 16-bit one; t_bts fills the far pointers and
  * the 16-bit segment's base (c16_base) in its GDT. Back to `cs` at the end. */
 G seq_far
+	pushq %rbx		/* the 16-bit code uses BX */
 	movq %rsi, %r8
 	movw %ss, %r9w		/* a null SS or DS (ring 3 leaves them so) */
 	movw %ds, %r10w		/* faults in compatibility mode: use 0x88 */
@@ -377,6 +503,7 @@ G f_back
 	movw %r9w, %ss
 	movw %r10w, %ds
 	movw %r11w, %es
+	popq %rbx
 	ret
 
 	.code32

@@ -72,6 +72,15 @@ void seq_near(uint64_t debugctl);
 void seq_events(uint64_t debugctl);
 void seq_chain(uint64_t debugctl);
 void seq_pushf(uint64_t debugctl, uint64_t *out);
+SYM(k_j1); SYM(k_t1); SYM(k_c1); SYM(k_after); SYM(k_jz); SYM(k_t3); SYM(k_f); SYM(k_hit); SYM(k_j2);
+SYM(k_t2); SYM(k_ret);
+void seq_jchain(uint64_t debugctl);
+SYM(q_j1); SYM(q_t1); SYM(q_x); SYM(q_t2); SYM(q_c); SYM(q_f); SYM(q_ret); SYM(q_after);
+void seq_jchain_irq(uint64_t debugctl);
+SYM(m_j1); SYM(m_t1); SYM(m_r1); SYM(m_t2); SYM(m_f3); SYM(m_r2); SYM(m_t4);
+void seq_jcc_skip(uint64_t debugctl);
+SYM(p_iret); SYM(p_start); SYM(p_jmp); SYM(p_t1); SYM(p_call); SYM(p_func); SYM(p_gate);
+void seq_user_pf(uint64_t debugctl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss, uint64_t bad_rsp);
 
 static struct ds_area64 ds __attribute__((aligned(64)));
 static struct bts_record64 buf[64] __attribute__((aligned(64)));
@@ -268,21 +277,19 @@ static void test_threshold(void)
 	gate_restore(PMI_VECTOR, saved);
 }
 
-/* An external interrupt in the middle of traced code: a self-IPI made
- * pending with IF=0 arrives right after STI's shadow. */
-static void test_interrupt(void)
+/* Runs `seq` traced with a self-IPI (vector 0xe1, to irq_handler) made
+ * pending with IF=0: it arrives right after the sequence's STI shadow.
+ * Appends the handler's own records to want[*n]. */
+static void irq_traced(void (*seq)(uint64_t), struct bts_record64 *want, unsigned *n)
 {
 	bool x2 = x2apic_mode();
 	uint64_t apic = rdmsr(MSR_IA32_APICBASE) & 0xfffff000ull;
-	struct bts_record64 want[3];
-	unsigned n = 0;
 
-	want[n++] = (struct bts_record64)R(A(i_after), A(irq_handler));
 	if (x2)
-		want[n++] = (struct bts_record64)R(A(i_jnz), A(i_x2));
+		want[(*n)++] = (struct bts_record64)R(A(i_jnz), A(i_x2));
 	else
-		want[n++] = (struct bts_record64)R(A(i_jmp), A(i_done));
-	want[n++] = (struct bts_record64)R(A(i_iret), A(i_after));
+		want[(*n)++] = (struct bts_record64)R(A(i_jmp), A(i_done));
+	want[(*n)++] = (struct bts_record64)R(A(i_iret), 0);
 
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
@@ -296,10 +303,21 @@ static void test_interrupt(void)
 		wrmsr(0x830, 0xe1 | (1u << 14) | (1u << 18));
 	else
 		*(volatile uint32_t *)(uintptr_t)(apic + 0x300) = 0xe1 | (1u << 14) | (1u << 18);
-	seq_irq(TRACE);
+	seq(TRACE);
 	asm volatile("mov %0, %%cr8" ::"r"(cr8));
 	gate_restore(0xe1, saved);
 	irq_restore(f);
+}
+
+/* An external interrupt in the middle of traced code */
+static void test_interrupt(void)
+{
+	struct bts_record64 want[3];
+	unsigned n = 0;
+
+	want[n++] = (struct bts_record64)R(A(i_after), A(irq_handler));
+	irq_traced(seq_irq, want, &n);
+	want[n - 1].to = A(i_after);
 	check_records("bts_interrupt_mid_trace", want, n, used());
 }
 
@@ -428,6 +446,24 @@ static void test_guest_tf(void)
 	check_records("bts_guest_single_step", want, sizeof(want) / sizeof(want[0]), used());
 }
 
+/* Runs `seq` traced with the guest's own DR0 instruction breakpoint at
+ * `at` (taken by bp_db_handler, which sets RF): `name` checks it fired
+ * once with DR6.B0. */
+static void guest_breakpoint_run(void (*seq)(uint64_t), uint64_t at, const char *name)
+{
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	struct gate saved = handle_exception(X86_DB, bp_db_handler);
+	db_count = 0;
+	bp_dr6 = 0;
+	asm volatile("mov %0, %%dr0; mov %1, %%dr7" ::"r"(at), "r"(0x401ull));
+	seq(TRACE);
+	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
+	gate_restore(X86_DB, saved);
+	irq_restore(f);
+	report(db_count == 1 && (bp_dr6 & 1), name, "%lu #DB, DR6 %lx", db_count, bp_dr6);
+}
+
 /* The guest's own instruction breakpoint (DR0) while tracing: it fires,
  * its handler sees DR6.B0, and BTS records the fault and the IRET. */
 static void test_guest_breakpoint(void)
@@ -436,18 +472,7 @@ static void test_guest_breakpoint(void)
 		R(A(b_hit), A(bp_db_handler)),
 		R(A(b_iret), A(b_hit)),
 	};
-	ds_setup(64, 64);
-	uint64_t f = irq_save();
-	struct gate saved = handle_exception(X86_DB, bp_db_handler);
-	db_count = 0;
-	bp_dr6 = 0;
-	asm volatile("mov %0, %%dr0; mov %1, %%dr7" ::"r"(A(b_hit)), "r"(0x401ull));
-	seq_guest_bp(TRACE);
-	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
-	gate_restore(X86_DB, saved);
-	irq_restore(f);
-	report(db_count == 1 && (bp_dr6 & 1), "guest_breakpoint_fires", "%lu #DB, DR6 %lx", db_count,
-	       bp_dr6);
+	guest_breakpoint_run(seq_guest_bp, A(b_hit), "guest_breakpoint_fires");
 	check_records("bts_guest_breakpoint", want, 2, used());
 }
 
@@ -956,6 +981,183 @@ static void test_self_modifying(void)
 	uefi_call_wrapper(BS->FreePages, 2, page, 1);
 }
 
+/* Runs `seq` traced, `name` checking its records against want[n]; under
+ * the fast engine (the configured one: no PMU counter is enabled here)
+ * `exits_name` checks that it took at most `max_exits` tracing exits
+ * (`why` says which). */
+static void run_counting_exits(void (*seq)(uint64_t), const char *name, const struct bts_record64 *want,
+			       unsigned n, const char *exits_name, uint64_t max_exits, const char *why)
+{
+	struct hvtrace_vcpu_status st, before, after;
+	ds_setup(64, 64);
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	vcpu_status(&st);	/* the engine that traces */
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	vcpu_status(&before);
+	seq(TRACE);
+	vcpu_status(&after);
+	irq_restore(f);
+	check_records(name, want, n, used());
+	uint64_t exits = after.trace_exits - before.trace_exits;
+	if (st.engine == HVTRACE_ENGINE_FAST)
+		report(exits <= max_exits, exits_name, "%lu tracing exits for %u branches, want at most %lu (%s)",
+		       exits, n, max_exits, why);
+	else
+		report_info("%s: engine %u, %lu tracing exits for %u branches", exits_name, st.engine, exits, n);
+}
+
+/* Direct JMPs and CALLs in a chain, which the fast engine does not stop
+ * at (docs/branch-engine.md "Two engines"): their records in order, and
+ * under the fast engine fewer tracing exits than branches; then with the
+ * guest's own DR0 breakpoint inside the chain: the branches before it are
+ * recorded before its #DB, the rest after its IRET. */
+static void test_chain(void)
+{
+	const struct bts_record64 want[] = {
+		R(A(k_j1), A(k_t1)), R(A(k_c1), A(k_f)), R(A(k_j2), A(k_t2)),
+		R(A(k_ret), A(k_after)), R(A(k_jz), A(k_t3)),
+	};
+	const struct bts_record64 want_bp[] = {
+		R(A(k_j1), A(k_t1)), R(A(k_c1), A(k_f)),
+		R(A(k_hit), A(bp_db_handler)), R(A(b_iret), A(k_hit)),
+		R(A(k_j2), A(k_t2)), R(A(k_ret), A(k_after)), R(A(k_jz), A(k_t3)),
+	};
+	run_counting_exits(seq_jchain, "bts_jmp_call_chain", want, 5, "bts_chain_fewer_exits", 2, "the RET, the JZ");
+	guest_breakpoint_run(seq_jchain, A(k_hit), "guest_breakpoint_in_chain_fires");
+	check_records("bts_guest_breakpoint_in_chain", want_bp, 7, used());
+}
+
+/* Forward Jcc over a few instructions, whose two successors end at one
+ * stop: the fast engine stops at neither the branch nor, when it is taken
+ * or its not-taken path keeps the flags, anywhere before that stop
+ * (docs/branch-engine.md "Two engines"); then with the guest's DR0
+ * breakpoint on a taken path (the Jcc recorded before the #DB) and on a
+ * not-taken one (not recorded). */
+static void test_jcc_skip(void)
+{
+	const struct bts_record64 want[] = {
+		R(A(m_j1), A(m_t1)), R(A(m_r1), A(m_t2)), R(A(m_r2), A(m_t4)),
+	};
+	const struct bts_record64 want_taken[] = {
+		R(A(m_j1), A(m_t1)), R(A(m_t1), A(bp_db_handler)), R(A(b_iret), A(m_t1)), R(A(m_r1), A(m_t2)),
+		R(A(m_r2), A(m_t4)),
+	};
+	const struct bts_record64 want_not[] = {
+		R(A(m_j1), A(m_t1)), R(A(m_r1), A(m_t2)), R(A(m_f3), A(bp_db_handler)), R(A(b_iret), A(m_f3)),
+		R(A(m_r2), A(m_t4)),
+	};
+	run_counting_exits(seq_jcc_skip, "bts_jcc_skip", want, 3, "bts_jcc_skip_fewer_exits", 3,
+			   "the two RETs, the instruction after the last JNZ; 5 stopping at each Jcc");
+	guest_breakpoint_run(seq_jcc_skip, A(m_t1), "guest_breakpoint_after_jcc_taken_fires");
+	check_records("bts_guest_breakpoint_after_jcc_taken", want_taken, 5, used());
+	guest_breakpoint_run(seq_jcc_skip, A(m_f3), "guest_breakpoint_after_jcc_not_taken_fires");
+	check_records("bts_guest_breakpoint_after_jcc_not_taken", want_not, 5, used());
+}
+
+/* An external interrupt inside a chain, at the JMP q_x (before it runs):
+ * the JMP before it is recorded before the interrupt, q_x's after the
+ * handler's IRET. */
+static void test_chain_interrupt(void)
+{
+	struct bts_record64 want[8];
+	unsigned n = 0;
+
+	want[n++] = (struct bts_record64)R(A(q_j1), A(q_t1));
+	want[n++] = (struct bts_record64)R(A(q_x), A(irq_handler));
+	irq_traced(seq_jchain_irq, want, &n);
+	want[n - 1].to = A(q_x);
+	want[n++] = (struct bts_record64)R(A(q_x), A(q_t2));
+	want[n++] = (struct bts_record64)R(A(q_c), A(q_f));
+	want[n++] = (struct bts_record64)R(A(q_ret), A(q_after));
+	check_records("bts_interrupt_in_chain", want, n, used());
+}
+
+/* A #PF on the push of a CALL in a chain (ring 3, the stack not mapped):
+ * the CALL is not recorded, the fault is, from the CALL; the JMP before it
+ * is. */
+static void test_chain_call_fault(void)
+{
+	uint64_t cr3, cr4;
+	asm volatile("mov %%cr3, %0; mov %%cr4, %1" : "=r"(cr3), "=r"(cr4));
+	const uint64_t *pml4 = (const uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
+	const uint64_t bad = 0x0000208000001000ull;	/* PML4 slot 65 */
+	if (!gdt_setup() || (cr4 & CR4_LA57) || (pml4[(bad >> 39) & 511] & PTE_P)) {
+		report_skip("bts_chain_call_push_page_fault",
+			    "GDT too large, 5-level paging, or PML4 slot 65 in use");
+		return;
+	}
+	for (uint64_t p = A(p_start) & ~0xfffull; p <= A(p_func); p += 4096)
+		make_user(p);
+	const struct bts_record64 want[] = {
+		R(A(p_iret), A(p_start)),
+		R3(A(p_jmp), A(p_t1)),
+		R3(A(p_call), A(p_gate)),
+	};
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	struct gate saved = handle_exception(X86_PF, p_gate);
+	seq_user_pf(TRACE, A(ring3_stack + sizeof(ring3_stack)), SEL_UCODE | 3, SEL_UDATA | 3, bad);
+	gate_restore(X86_PF, saved);
+	irq_restore(f);
+	check_records("bts_chain_call_push_page_fault", want, 3, used());
+}
+
+/* Self-modifying code inside a chain: a fixed JMP at 0x100 of a code page
+ * to 0x110, whose own JMP is rewritten between calls (to 0x120, 0x130,
+ * 0x120; each returns 2 or 3): every call's records follow the code as it
+ * then was (each block of a chain is checked against the guest's bytes). */
+static void test_self_modifying_chain(void)
+{
+	uint64_t c = smc_page();
+	if (!c) {
+		report_skip("bts_self_modifying_chain", "no page for code");
+		return;
+	}
+	volatile uint8_t *code = (volatile uint8_t *)(uintptr_t)c;
+	const uint8_t rel[] = { 0x0e, 0x1e, 0x0e };	/* 0x112 + rel: 0x120, 0x130, 0x120 */
+	code[0x100] = 0xeb;	/* jmp 0x110 */
+	code[0x101] = 0x0e;
+	code[0x110] = 0xeb;	/* jmp 0x112 + rel[i] */
+	for (unsigned r = 2; r <= 3; r++) {	/* mov al, r; ret at 0x1r0 */
+		code[0x100 + 0x10 * r] = 0xb0;
+		code[0x101 + 0x10 * r] = (uint8_t)r;
+		code[0x102 + 0x10 * r] = 0xc3;
+	}
+	uint64_t (*fn)(void) = (uint64_t (*)(void))(uintptr_t)(c + 0x100);
+	uint64_t got[3];
+
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	for (unsigned i = 0; i < 3; i++) {
+		code[0x111] = rel[i];
+		got[i] = fn() & 0xff;
+	}
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	irq_restore(f);
+
+	unsigned k = 0, bad = 0, n = used();
+	for (unsigned i = 0; i < n && i < 64; i++) {
+		report_info("bts_self_modifying_chain record %u: %lx -> %lx", i, buf[i].from, buf[i].to);
+		if (buf[i].from < c || buf[i].from >= c + 4096)
+			continue;
+		uint64_t t = 0x112 + rel[k / 3 % 3];
+		const uint64_t want_from[] = { c + 0x100, c + 0x110, c + t + 2 };
+		const uint64_t want_to[] = { c + 0x110, c + t, 0 };
+		if (k >= 9 || buf[i].from != want_from[k % 3] ||
+		    (want_to[k % 3] ? buf[i].to != want_to[k % 3] : buf[i].to - c < 4096))
+			bad++;
+		k++;
+	}
+	report(k == 9 && !bad, "bts_self_modifying_chain", "%u records in the page, want 9; %u differ", k, bad);
+	report(got[0] == 2 && got[1] == 3 && got[2] == 2, "bts_self_modifying_chain_ran", "returned %lu %lu %lu",
+	       got[0], got[1], got[2]);
+	uefi_call_wrapper(BS->FreePages, 2, c, 1);
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	guest_init(image, systab, "t_bts");
@@ -987,6 +1189,11 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_bad_ds();
 	test_remap();
 	test_self_modifying();
+	test_chain();
+	test_jcc_skip();
+	test_chain_interrupt();
+	test_chain_call_fault();
+	test_self_modifying_chain();
 	vcpu_status(&st);
 	report(st.magic == HVTRACE_VCPU_STATUS_MAGIC && st.engine == HVTRACE_ENGINE_OFF &&
 		       st.branches > 0 && st.bts_records > 0 && st.trace_exits > 0,

@@ -247,6 +247,48 @@ static void test_decode_own_bytes_only(void)
 	      decoded);
 }
 
+/* keeps_flags: instructions that leave the arithmetic flags alone (SDM
+ * Vol. 2 "Flags Affected: None"), and some that do not */
+static void test_keeps_flags(void)
+{
+	const struct { u8 b[7]; u8 n; bool keeps; const char *what; } cases[] = {
+		{ { 0x48, 0x89, 0xc7 }, 3, true, "mov rdi, rax" },
+		{ { 0x8b, 0x05, 1, 2, 3, 4 }, 6, true, "mov eax, [rip+x]" },
+		{ { 0x8d, 0x44, 0x7f, 0x01 }, 4, true, "lea eax, [rdi+rdi*2+1]" },
+		{ { 0xb0, 0x01 }, 2, true, "mov al, 1" },
+		{ { 0x41, 0xbf, 1, 0, 0, 0 }, 6, true, "mov r15d, 1" },
+		{ { 0xc7, 0xc0, 1, 0, 0, 0 }, 6, true, "mov eax, 1 (C7 /0)" },
+		{ { 0x90 }, 1, true, "nop" },
+		{ { 0xf3, 0x90 }, 2, true, "pause" },
+		{ { 0x0f, 0x1f, 0x00 }, 3, true, "nopl [rax]" },
+		{ { 0x53 }, 1, true, "push rbx" },
+		{ { 0x41, 0x5c }, 2, true, "pop r12" },
+		{ { 0x0f, 0xb6, 0xc0 }, 3, true, "movzx eax, al" },
+		{ { 0x48, 0x0f, 0xbf, 0xc1 }, 4, true, "movsx rax, cx" },
+		{ { 0x0f, 0x44, 0xc1 }, 3, true, "cmovz eax, ecx" },
+		{ { 0x01, 0xc0 }, 2, false, "add eax, eax" },
+		{ { 0x85, 0xc0 }, 2, false, "test eax, eax" },
+		{ { 0x31, 0xc0 }, 2, false, "xor eax, eax" },
+		{ { 0xff, 0xc0 }, 2, false, "inc eax" },
+		{ { 0x48, 0xd1, 0xe8 }, 3, false, "shr rax, 1" },
+		{ { 0x9d }, 1, false, "popf" },
+		{ { 0x9e }, 1, false, "sahf" },
+		{ { 0xf8 }, 1, false, "clc" },
+		{ { 0x63, 0xc0 }, 2, false, "movsxd (ARPL outside 64-bit mode)" },
+		{ { 0x8e, 0xd8 }, 2, false, "mov ds, ax" },
+		{ { 0xc6, 0xf8, 0x00 }, 3, false, "xabort" },
+		{ { 0xc7, 0xf8, 0, 0, 0, 0 }, 6, false, "xbegin" },
+		{ { 0x0f, 0x0b }, 2, false, "ud2" },
+		{ { 0x74, 0x00 }, 2, false, "jz" },
+		{ { 0xc5, 0xf8, 0x77 }, 3, false, "vzeroupper (VEX)" },
+		{ { 0x0f, 0xbc, 0xc0 }, 3, false, "bsf eax, eax" },
+	};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct dec_insn in = dec(DEC_MODE_64, cases[i].b, cases[i].n);
+		CHECK(keeps_flags(&in) == cases[i].keeps, "keeps_flags(%s) = %d", cases[i].what, !cases[i].keeps);
+	}
+}
+
 int main(void)
 {
 	hv.ops = &ops;
@@ -256,5 +298,6 @@ int main(void)
 	test_indirect();
 	test_kinds();
 	test_decode_own_bytes_only();
+	test_keeps_flags();
 	return unit_done("test_branch");
 }
