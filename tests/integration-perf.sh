@@ -100,7 +100,8 @@ perf_stat_is() {
 }
 
 # perf stat of the traced run: instructions:u and branches:u exactly the
-# hypervisor's counts of the same run (which equal the program's own);
+# hypervisor's counts of the same run (which equal the program's own), and
+# the raw near-taken and not-taken branch events those of the walk;
 # then sampling on instructions:u through the PMI, untraced: floor(I/N)
 # samples (the counter is exact and starts at -N), every IP in the program.
 t_linux_perf_stat() {
@@ -111,6 +112,15 @@ t_linux_perf_stat() {
 	expect 'HVTRACE-PERF: stat exit 0'
 	perf_stat_is instructions:u "${ins:-none}"
 	perf_stat_is branches:u "${br:-none}"
+	# BR_INST_RETIRED.NEAR_TAKEN and .NOT_TAKEN (docs/pmu.md's events)
+	local taken=$(sed -nE 's/^count .* taken ([0-9]+) far ([0-9]+).*/\1/p' "$COUNT")
+	local far=$(sed -nE 's/^count .* taken ([0-9]+) far ([0-9]+).*/\2/p' "$COUNT")
+	if [ -n "$taken" ] && [ -n "$far" ] && [ -n "$br" ]; then
+		perf_stat_is r20c4:u $((taken - far))
+		perf_stat_is r10c4:u $((br - taken))
+	else
+		REASONS="$REASONS; no taken/far counts from the stream"
+	fi
 	# sampling
 	expect 'HVTRACE-PERF: sample record exit 0'
 	local want=$((WORK_INSNS / SAMPLE_PERIOD))

@@ -3,7 +3,8 @@
 # hvtrace's virtual PMU and BTS on tests/perf/work.S (/bin/perf-work), each
 # step's results on the console behind its own marker. /init runs it for
 # hvtrace.perf=STEP[,STEP...] (the perf initramfs only). Steps:
-#   stat    perf stat -e instructions:u,branches:u
+#   stat    perf stat -e instructions:u,branches:u and two raw events,
+#           BR_INST_RETIRED.NEAR_TAKEN (r20c4) and .NOT_TAKEN (r10c4)
 #   bts     perf record -e intel_bts// --per-thread, then perf script: every
 #           branch with a user-mode end, "FROM TO" in hex, a kernel address
 #           written as k (the host stream's user filter hides those)
@@ -27,7 +28,7 @@ user_pairs() {
 }
 
 step_stat() {
-	perf stat -x, -e instructions:u,branches:u -o /tmp/stat.txt -- $W
+	perf stat -x, -e instructions:u,branches:u,r20c4:u,r10c4:u -o /tmp/stat.txt -- $W
 	echo "HVTRACE-PERF: stat exit $?"
 	grep -v '^#' /tmp/stat.txt | grep . | sed 's/^/HVTRACE-PERF: stat: /'
 }

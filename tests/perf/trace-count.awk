@@ -10,7 +10,9 @@
 # instruction ran, a conditional branch there was not taken; the source
 # itself is a taken branch (or, for an interrupt or a fault, the
 # instruction that had not run yet). Prints
-#   count instructions I branches B taken T records R cr3 C
+#   count instructions I branches B taken T far F records R cr3 C
+# (T counts every taken branch, F those of them that are far: SYSCALL,
+# INT n)
 # and, one a line, "pair FROM TO" for each record (hex, no 0x; a kernel end
 # as k), the list perf's BTS output is compared with; with -v period=N,
 # "sample IP1|IP2 after AT" for every N-th instruction (-v event=branches:
@@ -28,7 +30,8 @@ function num(s,   i, n, c) {
 	for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; n = n * 16 + c }
 	return n
 }
-function kern(s) { return hex(s) == "8000000000000000" }
+# a kernel address, or the user-mode filter's pseudo-address for one
+function kern(s) { s = hex(s); return length(s) == 16 && substr(s, 1, 1) ~ /[89a-f]/ }
 function fail(msg) { print "error " msg; bad = 1; exit 1 }
 # one instruction retired at a: counted, and noted as one of the two
 # places the overflow interrupt of an earlier N-th instruction may find
@@ -46,7 +49,7 @@ function retire(a, isbranch,   s) {
 }
 # every instruction from pc up to (not including) the one at "to"
 function walk(to,   i) {
-	if (!(pc in idx)) fail("record at " hex(to) ": " sprintf("%x", pc) " is not an instruction of the program")
+	if (!(pc in idx)) fail(sprintf("record at %x: %x is not an instruction of the program", to, pc))
 	for (i = idx[pc]; addr[i] < to; i++) {
 		if (i > n) fail("ran off the program's end looking for " sprintf("%x", to))
 		if (jump[i] && !cond[i]) fail(sprintf("%x: %s is a taken branch the stream does not hold", addr[i], mn[i]))
@@ -84,8 +87,11 @@ cur[$2] != cr3 { next }
 		walk(num(from))
 		if ($3 == "branch" || $3 == "far" || ($3 == "exception" && $NF == "soft")) {
 			retire(num(from), 1); taken++
+			if ($3 != "branch") far++
 		}
 	}
+	if (kern(from) && kern(to))
+		next	# a stream with kernel records too (stream.cpl = all)
 	rec++
 	print "pair", (kern(from) ? "k" : hex(from)), (kern(to) ? "k" : hex(to))
 	inuser = !kern(to)
@@ -96,5 +102,6 @@ END {
 	if (bad) exit 1
 	if (!started) { print "error no start marker"; exit 1 }
 	for (s = 1; s <= nsamp; s++) print "sample", ips[s], "after", at[s]
-	printf "count instructions %d branches %d taken %d records %d cr3 %s\n", ins, br, taken, rec, cr3
+	printf "count instructions %d branches %d taken %d far %d records %d cr3 %s\n", ins, br, taken, far,
+		rec, cr3
 }
