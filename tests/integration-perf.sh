@@ -99,6 +99,55 @@ perf_stat_is() {
 	[ "$got" = "$2" ] || REASONS="$REASONS; perf stat counts $1 ${got:-?}, the hypervisor's stream $2"
 }
 
+# synth_stream [DROP [LOST [OTHER]]]: the `hvtrace dump` text of work.S's
+# run as the user-mode stream shows it, made here from its code: the start
+# marker, the page fault at the entry and its return, each iteration's
+# CALL, RET, taken JZ and JNZ, the exit's SYSCALL; then an interrupt in
+# the middle that switches to another address space (OTHER: one of its
+# branches there) and back. DROP: leave out that record (counted from 1);
+# LOST: a lost record before record LOST.
+synth_stream() {
+	awk -v drop="${1:-0}" -v lost="${2:-0}" -v other="${3:-0}" 'function r(s) {
+		if (++n == lost) print "1 0 lost 3 records (first at tsc 1)"
+		if (n != drop) print "1 0 " s }
+	BEGIN { k = "0x8000000000000000"
+		print "1 0 marker start 0x10001000 cr3 0x1234000"
+		r("exception 0x10001000 -> " k " cpl 3->0 vector 14"); r("far " k " -> 0x10001000 cpl 0->3 iret")
+		for (c = 1000; c > 0; c--) {
+			r("branch 0x10001005 -> 0x10001022 cpl 3->3 call"); r("branch 0x10001024 -> 0x1000100a cpl 3->3 ret")
+			if (c % 2 == 0) r("branch 0x10001010 -> 0x10001015 cpl 3->3 jcc")
+			if (c == 500) {
+				r("interrupt 0x10001015 -> " k " cpl 3->0 vector 0xec"); print "1 0 cr3 0x1234000 -> 0x5555000 cpl 0->0"
+				if (other) print "1 0 branch 0x10001005 -> 0x10001022 cpl 3->3 call"
+				print "1 0 cr3 0x5555000 -> 0x1234000 cpl 0->0"; r("far " k " -> 0x10001015 cpl 0->3 iret") }
+			if (c > 1) r("branch 0x10001017 -> 0x10001005 cpl 3->3 jcc") }
+		r("far 0x10001020 -> " k " cpl 3->0 syscall") }'
+}
+
+# The walk itself (tests/perf/trace-count.awk), no boot: a stream made from
+# the program's code gives its counts and the samples' places, a branch of
+# another address space in the middle changes nothing; a taken branch left
+# out, or records lost before the program's last, are errors.
+t_perf_walk() {
+	local name=perf-walk d=$RUNS/perf-walk
+	rm -rf "$d"
+	mkdir -p "$d"
+	LOG=$d/walk.txt ELAPSED=0
+	objdump -d "$WORK" >"$d/work.lst"
+	walk() { awk -v period=$SAMPLE_PERIOD -f tests/perf/trace-count.awk "$d/work.lst" -; }
+	synth_stream 0 0 1 | walk >"$LOG"
+	expect "^count instructions $WORK_INSNS branches $WORK_BRANCHES taken $WORK_TAKEN far 1 records 3504 "
+	expect '^sample 10001017\|10001005 after 10001015$'
+	[ "$(grep -c '^sample ' "$LOG")" = $((WORK_INSNS / SAMPLE_PERIOD)) ] || REASONS="$REASONS; not 7 samples"
+	[ "$(grep -c '^pair ' "$LOG")" = 3504 ] || REASONS="$REASONS; not 3504 pairs"
+	synth_stream 1000 | walk >"$d/drop.txt" && REASONS="$REASONS; a dropped JNZ went unnoticed"
+	grep -q '^error ' "$d/drop.txt" || REASONS="$REASONS; no error line for the dropped JNZ"
+	synth_stream 0 1000 | walk >"$d/lost.txt" && REASONS="$REASONS; a lost record went unnoticed"
+	grep -q '^error the stream lost records' "$d/lost.txt" || REASONS="$REASONS; no error line for the lost record"
+	synth_stream 0 99999 | walk >/dev/null || REASONS="$REASONS; a lost record after the program's last failed the walk"
+	finish $name
+}
+
 # perf stat of the traced run: instructions:u and branches:u exactly the
 # hypervisor's counts of the same run (which equal the program's own), and
 # the raw near-taken and not-taken branch events those of the walk;
@@ -170,6 +219,6 @@ t_linux_perf_bts() {
 # perf_boot NAME pebs, its sample IPs against trace-count.awk's walk with
 # -v event=branches and the period (its "sample ... after AT" lines: AT the
 # N-th branch, then the instructions that ran next).
-ALL="t_linux_perf_stat t_linux_perf_bts"
+ALL="t_perf_walk t_linux_perf_stat t_linux_perf_bts"
 [ "${1:-}" = --list ] || tests/lib/qemu.sh --which-accel
 runner_main integration-perf "$ALL" "$@"

@@ -50,6 +50,7 @@ function retire(a, isbranch,   s) {
 # every instruction from pc up to (not including) the one at "to"
 function walk(to,   i) {
 	if (!(pc in idx)) fail(sprintf("record at %x: %x is not an instruction of the program", to, pc))
+	if (to < pc) fail(sprintf("record at %x, behind %x: a taken branch the stream does not hold", to, pc))
 	for (i = idx[pc]; addr[i] < to; i++) {
 		if (i > n) fail("ran off the program's end looking for " sprintf("%x", to))
 		if (jump[i] && !cond[i]) fail(sprintf("%x: %s is a taken branch the stream does not hold", addr[i], mn[i]))
