@@ -172,6 +172,7 @@ t_linux_perf_stat() {
 	fi
 	# sampling
 	expect 'HVTRACE-PERF: sample record exit 0'
+	expect 'HVTRACE-PERF: perf_event_max_sample_rate 100000, perf_cpu_time_max_percent 0$'
 	local want=$((WORK_INSNS / SAMPLE_PERIOD))
 	expect "HVTRACE-PERF: sample period $SAMPLE_PERIOD samples $want\$"
 	# the program's code: objdump's first and last instruction

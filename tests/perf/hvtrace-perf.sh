@@ -59,9 +59,13 @@ echo "HVTRACE-PERF: $(perf version)"
 # (here: every instruction is single-stepped while a counter counts, under
 # TCG), and then throttles an event past max_samples_per_tick PMIs within
 # one tick, which with trace.pace holding the timer back can be the whole
-# run; the time check off, the rate as high as it goes
-echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
+# run (the NMI watchdog's handler alone took it down to 250 once, before
+# this script ran). The rate as high as it goes, then the time check off
+# (in that order: Linux refuses a new rate while the check is off)
 echo 100000 >/proc/sys/kernel/perf_event_max_sample_rate
+echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
+echo "HVTRACE-PERF: perf_event_max_sample_rate $(cat /proc/sys/kernel/perf_event_max_sample_rate)," \
+	"perf_cpu_time_max_percent $(cat /proc/sys/kernel/perf_cpu_time_max_percent)"
 for s in $(echo "$1" | tr , ' '); do
 	case "$s" in
 	stat|bts|sample) step_$s ;;
