@@ -9,6 +9,7 @@
 # (scripts/mkinitramfs.sh --perf) so the other Linux tests boot as before.
 # Usage: scripts/fetch-perf.sh OUTDIR
 set -eu
+. "$(dirname "$0")/debfetch.sh"
 out=${1:?usage: fetch-perf.sh OUTDIR}
 [ -x "$out/root/usr/bin/perf" ] && [ -s "$out/version" ] && exit 0
 
@@ -23,11 +24,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "fetch-perf: downloading linux-perf and $(echo $pkgs | wc -w) libraries"
-(cd "$tmp" && apt-get download -q linux-perf $pkgs >/dev/null) || {
-	echo "fetch-perf: 'apt-get download linux-perf $pkgs' failed (is the Debian mirror reachable?)" >&2
-	exit 1
-}
-for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/x"; done
+deb_fetch fetch-perf "$tmp" linux-perf $pkgs
 ver=$(dpkg-deb -f "$tmp"/linux-perf_*.deb Version)
 perf=$tmp/x/usr/bin/perf
 [ -x "$perf" ] || { echo "fetch-perf: linux-perf $ver has no usr/bin/perf" >&2; exit 1; }
