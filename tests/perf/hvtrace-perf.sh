@@ -36,8 +36,9 @@ step_stat() {
 step_bts() {
 	perf record -N -q -e intel_bts// --per-thread -o /tmp/bts.data -- $W
 	echo "HVTRACE-PERF: bts record exit $?"
-	perf script -i /tmp/bts.data --itrace=b -F ip,addr 2>/tmp/bts.err | user_pairs >/tmp/bts.txt
-	echo "HVTRACE-PERF: bts script exit $? lines $(wc -l </tmp/bts.txt)"
+	perf script -i /tmp/bts.data --itrace=b -F ip,addr >/tmp/bts.raw 2>/tmp/bts.err
+	echo "HVTRACE-PERF: bts script exit $? lines $(wc -l </tmp/bts.raw)"
+	user_pairs </tmp/bts.raw >/tmp/bts.txt
 	sed 's/^/HVTRACE-PERF: bts: /' /tmp/bts.err | head -n 5
 	sed 's/^/HVTRACE-BTS: /' /tmp/bts.txt
 }
