@@ -8,7 +8,7 @@ LD ?= ld
 OBJCOPY ?= objcopy
 KERNEL_DIR ?= $(BUILD)/cache/linux
 
-.PHONY: all guest-tests deps test test-run test-unit test-integration test-nested demo demo-run bench bench-run clean help
+.PHONY: all guest-tests deps test test-run test-unit test-integration test-perf test-nested demo demo-run bench bench-run clean help
 all: $(BUILD)/hvtrace.efi $(BUILD)/guest-agent/hvtrace-agent guest-tests
 
 include hv/hv.mk
@@ -18,12 +18,14 @@ include tests/guest/guest.mk
 include tests/unit/unit.mk
 include tests/unit/decode.mk
 include host-tools/tools.mk
+include tests/perf/perf.mk
 
 guest-tests: $(GUEST_EFIS)
 
 help:
 	@echo "make             build the hypervisor, loader, guest agent and guest tests"
 	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
+	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
 	@echo "make test-nested every test under real KVM with nested SVM (inside QEMU TCG)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU"
 	@echo "make bench       benchmarks, results in bench/results/"
@@ -43,15 +45,31 @@ $(BUILD)/initrd.gz: scripts/mkinitramfs.sh $(BUILD)/guest-agent/hvtrace-agent
 
 GUEST_IMAGES := $(KERNEL_DIR)/vmlinuz $(BUILD)/initrd.gz
 
+# Linux's perf in the guest (tests/integration-perf.sh): Debian's linux-perf
+# and its libraries in the build cache, and a second initramfs that adds
+# them and the test program to the first.
+PERF_DIR ?= $(BUILD)/cache/perf
+$(PERF_DIR)/version:
+	scripts/fetch-perf.sh $(PERF_DIR)
+
+$(BUILD)/initrd-perf.gz: scripts/mkinitramfs.sh tests/perf/hvtrace-perf.sh $(PERF_DIR)/version \
+		$(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz
+	scripts/mkinitramfs.sh --perf $(PERF_DIR)/root $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz $@
+
+PERF_IMAGES := $(BUILD)/initrd-perf.gz $(BUILD)/tests/perf/perf-work
+
 # `make test`, `make demo` and `make bench` first install what is missing
 # (as root; otherwise they print the apt-get line and stop).
 test: deps
 	@$(MAKE) --no-print-directory test-run
-test-run: all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order $(UNIT_BINS)
+test-run: all $(GUEST_IMAGES) $(PERF_IMAGES) $(KERNEL_DIR)/modules/order $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
 
 test-integration: all $(GUEST_IMAGES)
 	@tests/integration.sh
+
+test-perf: all $(GUEST_IMAGES) $(PERF_IMAGES)
+	@tests/integration-perf.sh
 
 # hvtrace under Linux's real KVM with nested SVM, inside QEMU TCG: make
 # test's nested tier and the slower rest (tests/integration-nested.sh, README)

@@ -7,6 +7,7 @@
 # this package (the real one is in the -dbg package).
 # Usage: scripts/fetch-kernel.sh OUTDIR
 set -eu
+. "$(dirname "$0")/debfetch.sh"
 out=${1:?usage: fetch-kernel.sh OUTDIR}
 mkdir -p "$out"
 # what tests/integration-nested.sh loads, in load order
@@ -21,11 +22,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "fetch-kernel: downloading $pkg"
-(cd "$tmp" && apt-get download -q "$pkg" >/dev/null) || {
-	echo "fetch-kernel: 'apt-get download $pkg' failed (is the Debian mirror reachable?)" >&2
-	exit 1
-}
-dpkg-deb -x "$tmp"/*.deb "$tmp/x"
+deb_fetch fetch-kernel "$tmp" "$pkg"
 ver=${pkg#linux-image-}
 cp "$tmp/x/boot/vmlinuz-$ver" "$out/vmlinuz"
 mkdir -p "$out/modules"

@@ -6,7 +6,27 @@
 # hvtrace.crash panics the kernel through sysrq c; hvtrace.idle=S sleeps S
 # seconds), then powers off.
 # Usage: scripts/mkinitramfs.sh AGENT OUT.cpio.gz
+#        scripts/mkinitramfs.sh --perf PERFROOT WORK BASE.cpio.gz OUT.cpio.gz
+# The second form is the perf tests' initramfs (tests/integration-perf.sh):
+# BASE with a second archive appended (the kernel unpacks both) that adds
+# Debian's perf and its libraries (PERFROOT, from scripts/fetch-perf.sh),
+# the test program WORK as /bin/perf-work and tests/perf/hvtrace-perf.sh as
+# /bin/hvtrace-perf, which /init runs for hvtrace.perf=STEPS. The other
+# Linux tests keep the small BASE.
 set -eu
+if [ "${1:-}" = --perf ]; then
+	perfroot=${2:?} work=${3:?} base=${4:?} out=${5:?}
+	root=$(mktemp -d)
+	trap 'rm -rf "$root"' EXIT
+	cp -a "$perfroot/." "$root/"
+	mkdir -p "$root/bin"
+	cp "$work" "$root/bin/perf-work"
+	cp "$(dirname "$0")/../tests/perf/hvtrace-perf.sh" "$root/bin/hvtrace-perf"
+	ln -s /usr/bin/perf "$root/bin/perf"
+	{ cat "$base"; (cd "$root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null) | gzip -6; } >"$out.tmp"
+	mv "$out.tmp" "$out"
+	exit 0
+fi
 agent=${1:?usage: mkinitramfs.sh AGENT OUT}
 out=${2:?usage: mkinitramfs.sh AGENT OUT}
 bb=/bin/busybox
@@ -83,6 +103,16 @@ for arg in $(cat /proc/cmdline); do
 		echo "HVTRACE-GUEST: idle for ${arg#hvtrace.idle=} s"
 		sleep "${arg#hvtrace.idle=}"
 		echo "HVTRACE-GUEST: idle done"
+		;;
+	hvtrace.perf=*)
+		# Linux's perf on the virtual PMU and BTS (the perf initramfs
+		# only: tests/integration-perf.sh); the kernel's own lines first
+		dmesg | sed -n 's/^\[[^]]*\] //; /Performance Events\|^\.\.\. \|intel_bts\|BTS/p' | sed 's/^/HVTRACE-GUEST: dmesg: /'
+		if [ -x /bin/hvtrace-perf ]; then
+			hvtrace-perf "${arg#hvtrace.perf=}"
+		else
+			echo "HVTRACE-GUEST: perf: not in this initramfs"
+		fi
 		;;
 	hvtrace.kallsyms)
 		# the kernel's text symbols for the host's `hvtrace symbols`

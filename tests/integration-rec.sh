@@ -597,6 +597,29 @@ t_svm_rec_ctl_freeze() {
 	finish $name
 }
 
+# trace.start at an address the guest reaches while the engine already
+# runs for it (IA32_DEBUGCTL.BTF; Linux's perf turns its BTS or counters
+# on at a program's exec, before the program's entry): tracing starts
+# there all the same, and the flight recorder, filtered to the page,
+# holds exactly the START marker, the loop's 99 JNZs and its RET. Before
+# the engine looked for it, the address (a DR3 breakpoint armed only
+# while the engine is off) never fired.
+t_svm_rec_trigger_engine_on() {
+	local name=svm-rec-trigger-engine-on
+	local d=$(esp $name)
+	add_guest "$d" t_rec
+	cfg "$d" 'next = \EFI\hvtrace\t_rec.efi' 'cmdline = a' 'flight.size = 64K' \
+		'flight.range = 0x4000000-0x4000fff' 'trace.start = 0x4000000'
+	run $name 90
+	expect 'recorder: tracing starts at 0*4000000$'
+	expect 'GUEST-TEST: PASS: engine_on_for_btf'
+	expect 'GUEST-TEST: PASS: trigger_with_engine_on'
+	expect 'SUMMARY: t_rec: 3 passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish $name
+}
+
 # `hvtrace record` ending (SIGINT) stops tracing first (nobody else reads
 # the stream) and drains to the STOP marker: the file holds exactly the
 # records the guest's rings accepted, none lost, and the guest sees its
@@ -1061,6 +1084,6 @@ t_linux_rec_panic_freeze() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
 t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle"
 runner_main integration-rec "$ALL" "$@"

@@ -205,7 +205,21 @@ t_vmx_rec_boot_paced() {
 	reject 'hvtrace: error'
 	finish vmx-rec-boot-paced
 }
+# trace.start at an address reached with the engine already on for the
+# guest (BTF), as svm-rec-trigger-engine-on.
+t_vmx_rec_trigger_engine_on() {
+	local d=$(esp vmx-rec-trigger-engine-on)
+	add_guest "$d" t_rec
+	printf 'next = \\EFI\\hvtrace\\t_rec.efi\ncmdline = a\nflight.size = 64K\nflight.range = 0x4000000-0x4000fff\ntrace.start = 0x4000000\n' \
+		>"$d/EFI/hvtrace/hvtrace.cfg"
+	run vmx-rec-trigger-engine-on 200 --until 'SUMMARY: t_rec'
+	expect 'recorder: tracing starts at 0*4000000$'
+	expect 'GUEST-TEST: PASS: trigger_with_engine_on'
+	expect 'SUMMARY: t_rec: 3 passed, 0 failed, 0 skipped'
+	reject 'hvtrace: error'
+	finish vmx-rec-trigger-engine-on
+}
 ALL="t_vmx_guest_basic t_vmx_smp t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_bts_engines_agree t_vmx_pmu t_vmx_rec_basic
-t_vmx_rec_boot_paced"
+t_vmx_rec_boot_paced t_vmx_rec_trigger_engine_on"
 
 runner_main integration-vmx "$ALL" "$@"

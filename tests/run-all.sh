@@ -3,7 +3,8 @@
 # "N passed, M failed" lines into one. Tiers: the hypervisor's layers
 # (scripts/check-layers.sh), host unit tests, the decoder's differential
 # test (bounded sample; each run one test, its strings counted apart), the
-# host tools (libhvtrace, hvtrace), QEMU integration tests, Bochs (VMX)
+# host tools (libhvtrace, hvtrace), QEMU integration tests (Linux's perf
+# in the guest among them: tests/integration-perf.sh), Bochs (VMX)
 # integration tests, the differential tier (guest programs with and
 # without the hypervisor, idle and traced), and a selection of the QEMU
 # tests under Linux's real KVM with nested SVM (inside QEMU TCG:
@@ -49,6 +50,7 @@ fi
 tier host-tools make --no-print-directory -s test-host-tools
 tier integration tests/integration.sh
 tier integration-rec tests/integration-rec.sh
+tier integration-perf tests/integration-perf.sh
 tier integration-vmx tests/integration-vmx.sh
 tier integration-diff tests/integration-diff.sh
 tier integration-nested tests/integration-nested.sh

@@ -37,8 +37,12 @@ void print_rec_text(FILE *out, const struct hvtrace_rec *r, const struct hvt_sym
 	case HVTRACE_REC_MARKER:
 		/* start, crash and trigger markers carry an address: where it
 		 * began, broke, or reached a trace.freeze address */
-		if (r->aux == HVTRACE_MARK_START || r->aux == HVTRACE_MARK_CRASH ||
-		    r->aux == HVTRACE_MARK_TRIGGER)
+		if (r->aux == HVTRACE_MARK_START)
+			/* and the address space it began in (the trigger's
+			 * process: the trace cut by CR3, docs/pmu.md) */
+			fprintf(out, "%s %s cr3 0x%llx\n", hvt_marker_name(r->aux),
+				addr_str(s, r->from, from, sizeof(from)), (unsigned long long)r->to);
+		else if (r->aux == HVTRACE_MARK_CRASH || r->aux == HVTRACE_MARK_TRIGGER)
 			fprintf(out, "%s %s\n", hvt_marker_name(r->aux), addr_str(s, r->from, from, sizeof(from)));
 		else
 			fprintf(out, "%s 0x%llx\n", hvt_marker_name(r->aux), (unsigned long long)r->from);
@@ -77,8 +81,11 @@ void print_rec_json(FILE *out, const struct hvtrace_rec *r, const struct hvt_sym
 		hvt_kind_name(r->kind));
 	switch (r->kind) {
 	case HVTRACE_REC_MARKER:
-		fprintf(out, ",\"marker\":\"%s\",\"value\":\"0x%llx\"}\n", hvt_marker_name(r->aux),
+		fprintf(out, ",\"marker\":\"%s\",\"value\":\"0x%llx\"", hvt_marker_name(r->aux),
 			(unsigned long long)r->from);
+		if (r->aux == HVTRACE_MARK_START)
+			fprintf(out, ",\"cr3\":\"0x%llx\"", (unsigned long long)r->to);
+		fputs("}\n", out);
 		return;
 	case HVTRACE_REC_LOST:
 		fprintf(out, ",\"count\":%llu,\"first_tsc\":%llu}\n", (unsigned long long)r->from,

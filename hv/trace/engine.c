@@ -157,8 +157,12 @@ void trace_update(struct vcpu *v)
 	bool pmu = pmu_needs_engine(&t->pmu);
 	bool want = (t->ds.debugctl & (DEBUGCTL_TR | DEBUGCTL_BTS)) == (DEBUGCTL_TR | DEBUGCTL_BTS) ||
 		    (t->ds.debugctl & DEBUGCTL_BTF) || rec_tracing() || pmu;
-	u32 which = pmu || guest_dr23_data(v) ? HVTRACE_ENGINE_REFERENCE
-			: t->engine_wanted ? t->engine_wanted : HVTRACE_ENGINE_FAST;
+	/* the engine running for the guest's own reasons while the recorder
+	 * waits for its start address: DR3 cannot hold the trigger, so every
+	 * instruction is looked at (trace_before_entry) */
+	u32 which = pmu || guest_dr23_data(v) || rec_trigger_addr() ? HVTRACE_ENGINE_REFERENCE
+		    : t->engine_wanted ? t->engine_wanted
+				       : HVTRACE_ENGINE_FAST;
 
 	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
 		bp_disarm(v);
@@ -667,6 +671,14 @@ void trace_before_entry(struct vcpu *v)
 	s->rflags = v->rflags;
 	s->rcx = v->gpr[GPR_RCX];
 	s->cpl = hv.ops->get_cpl(v);
+	u64 trigger = rec_trigger_addr();
+	if (trigger && s->lin == trigger) {
+		/* the start address reached with the engine on (the guest's
+		 * BTS or PMU counters): tracing starts at this instruction, as
+		 * at the DR3 breakpoint with the engine off */
+		rec_trigger_hit(v);
+		trace_update(v);
+	}
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
 	/* the fast engine stops at the instruction ending a block it decoded:
 	 * a cached block of that one instruction is its decode (the reference

@@ -26,6 +26,12 @@
  *   w        tracing started, the loop run until the host stops tracing
  *            (`hvtrace record` ending); prints REC-WAIT with the records
  *            its rings accepted and lost meanwhile.
+ *   a        trace.start at an address (REC_TRIGGER_ADDR, a copy of the
+ *            loop there) reached while the engine already runs for the
+ *            guest (IA32_DEBUGCTL.BTF, as Linux's perf turns on its BTS
+ *            or counters at a program's exec): tracing starts there and
+ *            the flight recorder, filtered to that page, holds exactly
+ *            the START marker, the loop's JNZs and its RET.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -231,6 +237,40 @@ static void parallel(uint64_t n)
 	report_info("REC-EXPECT-SMP: vcpus=%u", nv);
 }
 
+/* a: the start address reached with the engine on (hvtrace.cfg:
+ * trace.start = REC_TRIGGER_ADDR, flight.range = that page) */
+#define REC_TRIGGER_ADDR 0x4000000ull
+static void trigger_engine_on(void)
+{
+	EFI_PHYSICAL_ADDRESS page = REC_TRIGGER_ADDR;
+	EFI_STATUS s = uefi_call_wrapper(BS->AllocatePages, 4, AllocateAddress, EfiLoaderCode, 1, &page);
+	if (EFI_ERROR(s)) {
+		report(false, "trigger_with_engine_on", "AllocatePages at %lx: %lx", REC_TRIGGER_ADDR, (uint64_t)s);
+		return;
+	}
+	CopyMem((void *)(uintptr_t)page, (void *)rec_spin, u(rec_spin_end) - u(rec_spin));
+	void (*spin)(uint64_t) = (void (*)(uint64_t))(uintptr_t)page;
+	struct hvtrace_vcpu_status a, b, c;
+	const uint64_t n = 100;
+	uint64_t fl = irq_save();
+	vcpu_status(&a);
+	wrmsr(MSR_IA32_DEBUGCTL, DEBUGCTL_BTF);	/* the engine runs; no TF: no effect */
+	vcpu_status(&b);
+	spin(n);
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	vcpu_status(&c);
+	irq_restore(fl);
+	/* the reference engine while the address is awaited: it looks at
+	 * every instruction (docs/recorder.md "Triggers and states") */
+	report(a.engine == HVTRACE_ENGINE_OFF && b.engine == HVTRACE_ENGINE_REFERENCE, "engine_on_for_btf",
+	       "engine %u, then %u", a.engine, b.engine);
+	/* START, n - 1 taken JNZ, the RET out of the page */
+	report(c.rec_records - a.rec_records == n + 1 && c.engine != HVTRACE_ENGINE_OFF,
+	       "trigger_with_engine_on", "records %lu (want %lu), engine %u", c.rec_records - a.rec_records,
+	       n + 1, c.engine);
+	report(trace_ctl(HVTRACE_TRACE_STOP, 0) == 0, "trace_stop", NULL);
+}
+
 static uint64_t parse_u64(const CHAR16 *s, size_t n)
 {
 	uint64_t v = 0;
@@ -308,6 +348,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_info("REC-BOOT: image=%lx size=%lx branches=%lu irqs=%lu paced=%lu", u(li->ImageBase),
 			    (uint64_t)li->ImageSize, st.branches, st.irqs, st.irqs_paced);
 		report(trace_ctl(HVTRACE_TRACE_STOP, 0) == 0, "trace_stop", NULL);
+	} else if (opt[0] == 'a') {
+		trigger_engine_on();
 	} else if (opt[0] == 'c') {
 		bool amd = cpu_is_amd();
 		report_info("REC-CRASH: jmp=%lx body=%lx a=%lx b=%lx c=%lx fault=%lx",

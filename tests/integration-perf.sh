@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# Linux's own perf (Debian's linux-perf) in the Debian guest against
+# hvtrace's virtual PMU and BTS (issue 14; docs/pmu.md "Linux's perf in the
+# guest"), under QEMU TCG with an Intel vendor and the SVM backend. The
+# guest runs tests/perf/work.S under perf (tests/perf/hvtrace-perf.sh, from
+# the perf initramfs: make $(BUILD)/initrd-perf.gz); the hypervisor traces
+# the same run into the host stream, from the program's entry (trace.start
+# at its address), user mode only, and the test cuts the stream to the
+# program's address space and walks its code along it
+# (tests/perf/trace-count.awk) for the hypervisor's own counts. Each boot
+# costs about a minute or two under TCG; one boot runs several perf
+# commands, and only the first run of the program in a boot is traced.
+#
+#   tests/integration-perf.sh [--list] [PATTERN...]   (default: all tests)
+#
+# Environment: BUILD (default build), HVTRACE_ACCEL, HVTRACE_TIME_SCALE.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib/runner.sh
+export HVTRACE_QUIET_ACCEL=1
+HVTRACE=$BUILD/host-tools/hvtrace
+WORK=$BUILD/tests/perf/perf-work
+PERF_CMDLINE=${LINUX_CMDLINE/initrd.gz/initrd-perf.gz}
+# the program's analytically known counts (tests/perf/work.S, LOOPS 1000)
+WORK_INSNS=7504 WORK_BRANCHES=4001 WORK_TAKEN=3500
+SAMPLE_PERIOD=997	# tests/perf/hvtrace-perf.sh
+
+run() { boot qemu "$@"; }
+
+# perf_boot NAME STEPS: Linux with pti=off on an Intel-vendor guest CPU,
+# /init running hvtrace-perf STEPS; the host stream (user mode) traced from
+# the program's entry for 100,000 records (the run, its exit, and on into
+# perf: from the entry to the exit's SYSCALL took 10,350 of them with the
+# kernel's, stream.cpl = all), drained by `hvtrace record`. Leaves $LOG, $DUMP (hvtrace dump of
+# the stream) and $COUNT (trace-count.awk's output, pairs and counts);
+# returns 1 (the reason in REASONS) when the perf images are not built.
+perf_boot() {
+	local name=$1 steps=$2
+	local d=$(esp "$name")
+	SECONDS=0
+	if [ ! -s "$BUILD/initrd-perf.gz" ] || [ ! -x "$WORK" ]; then
+		LOG=/dev/null ELAPSED=0 COUNT=/dev/null
+		REASONS="; no $BUILD/initrd-perf.gz or $WORK: make test-perf builds them"
+		return 1
+	fi
+	mkdir -p "$d/EFI/linux"
+	cp "$BUILD/cache/linux/vmlinuz" "$BUILD/initrd-perf.gz" "$d/EFI/linux/"
+	local entry=$(nm "$WORK" | awk '$3 == "_start" { print $1 }')
+	printf '%s\n' 'next = \EFI\linux\vmlinuz' "cmdline = $PERF_CMDLINE pti=off hvtrace.perf=$steps" \
+		'stream.size = 1M' 'stream.wait = 2s' 'stream.cpl = user' "trace.start = 0x$entry" \
+		'trace.stop = records:100000' 'channel = ivshmem' >"$d/EFI/hvtrace/hvtrace.cfg"
+	local shm=$RUNS/$name/chan.shm out=$RUNS/$name/stream.trace
+	truncate -s 8M "$shm"
+	run "$name" 480 --cpu-flags -hypervisor,vendor=GenuineIntel -- \
+		-object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=8M -device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	# ends by itself once tracing stopped and the rings are drained; a run
+	# that never started tracing ends it when QEMU is gone
+	timeout 470 "$HVTRACE" record --shm "$shm" -o "$out" --wait 120 --quiet >"$RUNS/$name/record.out" 2>&1 &
+	local rpid=$!
+	wait $qpid
+	sleep 2
+	kill -INT $rpid 2>/dev/null
+	wait $rpid
+	local rrc=$?
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	DUMP=$RUNS/$name/dump.txt COUNT=$RUNS/$name/count.txt
+	[ $rrc = 0 ] || REASONS="$REASONS; hvtrace record exited $rrc: $(tail -2 "$RUNS/$name/record.out")"
+	"$HVTRACE" dump "$out" >"$DUMP" 2>"$RUNS/$name/dump.err" ||
+		REASONS="$REASONS; hvtrace dump failed: $(head -2 "$RUNS/$name/dump.err")"
+	objdump -d "$WORK" >"$RUNS/$name/work.lst"
+	awk -v period=$SAMPLE_PERIOD -f tests/perf/trace-count.awk "$RUNS/$name/work.lst" "$DUMP" >"$COUNT" ||
+		REASONS="$REASONS; the stream does not walk the program: $(grep -m1 '^error' "$COUNT")"
+	rm -f "$shm" "$out"
+	expect 'hvtrace: hypervisor running; this processor is now its guest'
+	expect "recorder: tracing starts at 0*$entry"
+	expect 'recorder: tracing stopped \(trace.stop records reached\) after 100000 records'
+	# the kernel's own lines: the Intel PMU driver and intel_bts registered
+	expect 'HVTRACE-GUEST: dmesg: Performance Events: PEBS fmt4\+-baseline, generic architected perfmon, full-width counters, Intel PMU driver\.'
+	expect 'HVTRACE-GUEST: dmesg: \.\.\. version: +2$'
+	expect 'HVTRACE-GUEST: dmesg: \.\.\. generic registers: +4$'
+	expect 'HVTRACE-GUEST: dmesg: \.\.\. fixed-purpose events: +3$'
+	expect 'HVTRACE-GUEST: perf event sources: .*\bcpu\b'
+	expect 'HVTRACE-GUEST: perf event sources: .*\bintel_bts\b'
+	expect 'HVTRACE-PERF: perf version 6\.1'
+	expect 'HVTRACE-PERF: done'
+	expect 'HVTRACE-GUEST: done'
+	reject 'hvtrace: error'
+	reject 'Kernel panic'
+	# the hypervisor's own count: the program's code walked along its records
+	count_is instructions $WORK_INSNS
+	count_is branches $WORK_BRANCHES
+	count_is taken $WORK_TAKEN
+}
+
+# count_is WHAT N: trace-count.awk's count WHAT is N
+count_is() {
+	local got=$(sed -nE "s/^count .*\\b$1 ([0-9]+).*/\\1/p" "$COUNT")
+	[ "$got" = "$2" ] || REASONS="$REASONS; the hypervisor's stream gives $1 ${got:-?}, the program has $2 ($COUNT)"
+}
+
+# perf_stat_is EVENT N: perf stat's count of EVENT (-x, output) is N
+perf_stat_is() {
+	local got=$(sed -nE "s/^.*HVTRACE-PERF: stat: ([0-9]+),[^,]*,$1,.*/\\1/p" "$LOG")
+	[ "$got" = "$2" ] || REASONS="$REASONS; perf stat counts $1 ${got:-?}, the hypervisor's stream $2"
+}
+
+# synth_stream [DROP [LOST [OTHER]]]: the `hvtrace dump` text of work.S's
+# run as the user-mode stream shows it, made here from its code: the start
+# marker, the page fault at the entry and its return, each iteration's
+# CALL, RET, taken JZ and JNZ, the exit's SYSCALL; then an interrupt in
+# the middle that switches to another address space (OTHER: one of its
+# branches there) and back. DROP: leave out that record (counted from 1);
+# LOST: a lost record before record LOST.
+synth_stream() {
+	awk -v drop="${1:-0}" -v lost="${2:-0}" -v other="${3:-0}" 'function r(s) {
+		if (++n == lost) print "1 0 lost 3 records (first at tsc 1)"
+		if (n != drop) print "1 0 " s }
+	BEGIN { k = "0x8000000000000000"
+		print "1 0 marker start 0x10001000 cr3 0x1234000"
+		r("exception 0x10001000 -> " k " cpl 3->0 vector 14"); r("far " k " -> 0x10001000 cpl 0->3 iret")
+		for (c = 1000; c > 0; c--) {
+			r("branch 0x10001005 -> 0x10001022 cpl 3->3 call"); r("branch 0x10001024 -> 0x1000100a cpl 3->3 ret")
+			if (c % 2 == 0) r("branch 0x10001010 -> 0x10001015 cpl 3->3 jcc")
+			if (c == 500) {
+				r("interrupt 0x10001015 -> " k " cpl 3->0 vector 0xec"); print "1 0 cr3 0x1234000 -> 0x5555000 cpl 0->0"
+				if (other) print "1 0 branch 0x10001005 -> 0x10001022 cpl 3->3 call"
+				print "1 0 cr3 0x5555000 -> 0x1234000 cpl 0->0"; r("far " k " -> 0x10001015 cpl 0->3 iret") }
+			if (c > 1) r("branch 0x10001017 -> 0x10001005 cpl 3->3 jcc") }
+		r("far 0x10001020 -> " k " cpl 3->0 syscall") }'
+}
+
+# The walk itself (tests/perf/trace-count.awk), no boot: a stream made from
+# the program's code gives its counts and the samples' places, a branch of
+# another address space in the middle changes nothing; a taken branch left
+# out, or records lost before the program's last, are errors.
+t_perf_walk() {
+	local name=perf-walk d=$RUNS/perf-walk
+	rm -rf "$d"
+	mkdir -p "$d"
+	LOG=$d/walk.txt ELAPSED=0
+	objdump -d "$WORK" >"$d/work.lst"
+	walk() { awk -v period=$SAMPLE_PERIOD -f tests/perf/trace-count.awk "$d/work.lst" -; }
+	synth_stream 0 0 1 | walk >"$LOG"
+	expect "^count instructions $WORK_INSNS branches $WORK_BRANCHES taken $WORK_TAKEN far 1 records 3504 "
+	expect '^sample 10001017\|10001005 after 10001015$'
+	[ "$(grep -c '^sample ' "$LOG")" = $((WORK_INSNS / SAMPLE_PERIOD)) ] || REASONS="$REASONS; not 7 samples"
+	[ "$(grep -c '^pair ' "$LOG")" = 3504 ] || REASONS="$REASONS; not 3504 pairs"
+	synth_stream 1000 | walk >"$d/drop.txt" && REASONS="$REASONS; a dropped JNZ went unnoticed"
+	grep -q '^error ' "$d/drop.txt" || REASONS="$REASONS; no error line for the dropped JNZ"
+	synth_stream 0 1000 | walk >"$d/lost.txt" && REASONS="$REASONS; a lost record went unnoticed"
+	grep -q '^error the stream lost records' "$d/lost.txt" || REASONS="$REASONS; no error line for the lost record"
+	synth_stream 0 99999 | walk >/dev/null || REASONS="$REASONS; a lost record after the program's last failed the walk"
+	finish $name
+}
+
+# perf stat of the traced run: instructions:u and branches:u exactly the
+# hypervisor's counts of the same run (which equal the program's own), and
+# the raw near-taken and not-taken branch events those of the walk;
+# then sampling on instructions:u through the PMI, untraced: floor(I/N)
+# samples (the counter is exact and starts at -N), every IP in the program.
+t_linux_perf_stat() {
+	local name=linux-perf-stat
+	perf_boot $name stat,sample || { finish $name; return 0; }
+	local ins=$(sed -nE 's/^count instructions ([0-9]+) branches ([0-9]+).*/\1/p' "$COUNT")
+	local br=$(sed -nE 's/^count instructions ([0-9]+) branches ([0-9]+).*/\2/p' "$COUNT")
+	expect 'HVTRACE-PERF: stat exit 0'
+	perf_stat_is instructions:u "${ins:-none}"
+	perf_stat_is branches:u "${br:-none}"
+	# BR_INST_RETIRED.NEAR_TAKEN and .NOT_TAKEN (docs/pmu.md's events)
+	local taken=$(sed -nE 's/^count .* taken ([0-9]+) far ([0-9]+).*/\1/p' "$COUNT")
+	local far=$(sed -nE 's/^count .* taken ([0-9]+) far ([0-9]+).*/\2/p' "$COUNT")
+	if [ -n "$taken" ] && [ -n "$far" ] && [ -n "$br" ]; then
+		perf_stat_is r20c4:u $((taken - far))
+		perf_stat_is r10c4:u $((br - taken))
+	else
+		REASONS="$REASONS; no taken/far counts from the stream"
+	fi
+	# sampling
+	expect 'HVTRACE-PERF: sample record exit 0'
+	expect 'HVTRACE-PERF: perf_event_max_sample_rate 100000, perf_cpu_time_max_percent 0$'
+	local want=$((WORK_INSNS / SAMPLE_PERIOD))
+	expect "HVTRACE-PERF: sample period $SAMPLE_PERIOD samples $want\$"
+	# the program's code: objdump's first and last instruction
+	local lo=$(awk -F'[ :\t]+' '$2 ~ /^[0-9a-f]+$/ && NF > 3 { print $2; exit }' "$RUNS/$name/work.lst")
+	local hi=$(awk -F'[ :\t]+' '$2 ~ /^[0-9a-f]+$/ && NF > 3 { a = $2 } END { print a }' "$RUNS/$name/work.lst")
+	local outside=$(sed -nE 's/.*HVTRACE-SAMPLE: .* ([0-9a-f]+)$/\1/p' "$LOG" |
+		awk -v lo="$lo" -v hi="$hi" '{ a = sprintf("%16s", $1); if (a < sprintf("%16s", lo) || a > sprintf("%16s", hi)) print $1 }' | head -3)
+	[ -z "$outside" ] || REASONS="$REASONS; sample IPs outside the program: $outside"
+	expect 'HVTRACE-PERF: sample report: .*\b_start\b'
+	# each sample where the exact count puts it: at the instruction after
+	# every N-th of the traced run (the program does the same each run),
+	# or the one after that (the PMI's skid: docs/pmu.md)
+	local got=$(sed -nE 's/.*HVTRACE-SAMPLE: .* ([0-9a-f]+)$/\1/p' "$LOG" | tr '\n' ' ')
+	local ips=$(sed -n 's/^sample \([^ ]*\) after .*/\1/p' "$COUNT" | tr '\n' ' ')
+	[ -n "$ips" ] && awk -v got="$got" -v want="$ips" 'BEGIN {
+		n = split(got, g, " "); m = split(want, w, " "); if (n != m) exit 1
+		for (i = 1; i <= n; i++) if (index("|" w[i] "|", "|" g[i] "|") == 0) exit 1 }' ||
+		REASONS="$REASONS; sample IPs [$got], the stream's instructions after every ${SAMPLE_PERIOD}th [$ips]"
+	finish $name
+}
+
+# perf record -e intel_bts// --per-thread of the traced run, perf script
+# in the guest: the branches with a user-mode end, in order, exactly those
+# the hypervisor's stream holds for the program's address space (Linux's
+# BTS records start at exec, before the program's first instruction; the
+# comparison starts at the first record from user mode).
+t_linux_perf_bts() {
+	local name=linux-perf-bts
+	perf_boot $name bts || { finish $name; return 0; }
+	expect 'HVTRACE-PERF: bts record exit 0'
+	expect 'HVTRACE-PERF: bts script exit 0'
+	local guest=$RUNS/$name/bts-guest.txt host=$RUNS/$name/bts-host.txt
+	sed -nE 's/.*HVTRACE-BTS: ([0-9a-fk]+ [0-9a-fk]+)$/\1/p' "$LOG" | awk '$1 != "k" { go = 1 } go' >"$guest"
+	sed -n 's/^pair //p' "$COUNT" >"$host"
+	if [ ! -s "$host" ]; then
+		REASONS="$REASONS; no host records for the program"
+	elif ! cmp -s "$guest" "$host"; then
+		REASONS="$REASONS; perf's BTS branches ($(wc -l <"$guest")) differ from the hypervisor's ($(wc -l <"$host")): diff $guest $host"
+	fi
+	finish $name
+}
+
+# PEBS (perf record -e branches:upp, branch pebs): a step "pebs" in
+# tests/perf/hvtrace-perf.sh and a test here like t_linux_perf_stat,
+# perf_boot NAME pebs, its sample IPs against trace-count.awk's walk with
+# -v event=branches and the period (its "sample ... after AT" lines: AT the
+# N-th branch, then the instructions that ran next).
+ALL="t_perf_walk t_linux_perf_stat t_linux_perf_bts"
+[ "${1:-}" = --list ] || tests/lib/qemu.sh --which-accel
+runner_main integration-perf "$ALL" "$@"
