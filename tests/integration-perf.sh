@@ -23,7 +23,7 @@ WORK=$BUILD/tests/perf/perf-work
 PERF_CMDLINE=${LINUX_CMDLINE/initrd.gz/initrd-perf.gz}
 # the program's analytically known counts (tests/perf/work.S, LOOPS 1000)
 WORK_INSNS=7504 WORK_BRANCHES=4001 WORK_TAKEN=3500
-SAMPLE_PERIOD=997	# tests/perf/hvtrace-perf.sh
+SAMPLE_PERIOD=997 PEBS_PERIOD=499	# tests/perf/hvtrace-perf.sh
 
 run() { boot qemu "$@"; }
 
@@ -221,11 +221,29 @@ t_linux_perf_bts() {
 	finish $name
 }
 
-# PEBS (perf record -e branches:upp, branch pebs): a step "pebs" in
-# tests/perf/hvtrace-perf.sh and a test here like t_linux_perf_stat,
-# perf_boot NAME pebs, its sample IPs against trace-count.awk's walk with
-# -v event=branches and the period (its "sample ... after AT" lines: AT the
-# N-th branch, then the instructions that ran next).
-ALL="t_perf_walk t_linux_perf_stat t_linux_perf_bts"
+# perf record -e branches:upp -c N of the traced run: PEBS (adaptive, the
+# basic group; docs/pmu.md "PEBS"), whose records Linux reads at the
+# threshold PMI or when the program is switched out. A precise sample's IP
+# is the record's eventing IP: exactly the N-th, 2N-th ... branch
+# instruction the program retired (trace-count.awk -v event=branches walks
+# the hypervisor's stream of the same run: its "after AT" addresses), no
+# skid; floor(B/N) samples.
+t_linux_perf_pebs() {
+	local name=linux-perf-pebs
+	perf_boot $name pebs || { finish $name; return 0; }
+	expect 'HVTRACE-PERF: pebs record exit 0'
+	local want=$((WORK_BRANCHES / PEBS_PERIOD))
+	expect "HVTRACE-PERF: pebs period $PEBS_PERIOD samples $want\$"
+	local at=$RUNS/$name/count-branches.txt
+	awk -v period=$PEBS_PERIOD -v event=branches -f tests/perf/trace-count.awk "$RUNS/$name/work.lst" "$DUMP" >"$at" ||
+		REASONS="$REASONS; the stream does not walk the program: $(grep -m1 '^error' "$at")"
+	local got=$(sed -nE 's/.*HVTRACE-PEBS: .* ([0-9a-f]+)$/\1/p' "$LOG" | sed 's/^0*//' | tr '\n' ' ')
+	local ips=$(sed -n 's/^sample [^ ]* after \([0-9a-f]*\)$/\1/p' "$at" | tr '\n' ' ')
+	[ -n "$ips" ] && [ "$got" = "$ips" ] ||
+		REASONS="$REASONS; PEBS sample IPs [$got], the stream's every ${PEBS_PERIOD}th branch [$ips]"
+	finish $name
+}
+
+ALL="t_perf_walk t_linux_perf_stat t_linux_perf_bts t_linux_perf_pebs"
 [ "${1:-}" = --list ] || tests/lib/qemu.sh --which-accel
 runner_main integration-perf "$ALL" "$@"

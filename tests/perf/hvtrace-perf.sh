@@ -10,8 +10,10 @@
 #           written as k (the host stream's user filter hides those)
 #   sample  perf record -e instructions:u -c $SAMPLE_PERIOD (the PMI), then
 #           perf script: each sample's IP
-# A later step (PEBS: perf record -e branches:upp) is one more case here.
+#   pebs    perf record -e branches:upp -c $PEBS_PERIOD (PEBS: each sample's
+#           IP the record's eventing IP), then perf script: each sample's IP
 SAMPLE_PERIOD=997
+PEBS_PERIOD=499
 W=/bin/perf-work
 cd /tmp || exit 1
 export HOME=/tmp
@@ -55,6 +57,14 @@ step_sample() {
 		sed 's/^ */HVTRACE-PERF: sample report: /'
 }
 
+step_pebs() {
+	perf record -N -q -e branches:upp -c $PEBS_PERIOD -o /tmp/pebs.data -- $W
+	echo "HVTRACE-PERF: pebs record exit $?"
+	perf script -i /tmp/pebs.data -F ip,period 2>/dev/null >/tmp/pebs.txt
+	echo "HVTRACE-PERF: pebs period $PEBS_PERIOD samples $(grep -c . /tmp/pebs.txt)"
+	sed 's/^ */HVTRACE-PEBS: /' /tmp/pebs.txt
+}
+
 echo "HVTRACE-PERF: $(perf version)"
 # Linux lowers perf_event_max_sample_rate when a PMI handler takes long
 # (here: every instruction is single-stepped while a counter counts, under
@@ -69,7 +79,7 @@ echo "HVTRACE-PERF: perf_event_max_sample_rate $(cat /proc/sys/kernel/perf_event
 	"perf_cpu_time_max_percent $(cat /proc/sys/kernel/perf_cpu_time_max_percent)"
 for s in $(echo "$1" | tr , ' '); do
 	case "$s" in
-	stat|bts|sample) step_$s ;;
+	stat|bts|sample|pebs) step_$s ;;
 	*) echo "HVTRACE-PERF: unknown step $s" ;;
 	esac
 done
