@@ -440,12 +440,10 @@ t_svm_irq_once() {
 	chan_device "$chan"
 	run svm-irq-once 60 -- "${CHAN_QEMU[@]}"
 	expect 'hvtrace: recorder: host control requests read at every exit and while the guest halts'
-	# the workaround is QEMU TCG's alone (KVM's nested SVM has NRIP save)
-	if tests/lib/qemu.sh --which-accel | grep -q 'using KVM'; then
-		reject "hvtrace: QEMU's TCG: each external interrupt injected"
-	else
-		expect "hvtrace: QEMU's TCG: each external interrupt injected is followed by an NMI exit"
-	fi
+	# the workaround runs where SVM has no NRIP save: QEMU's TCG (and a
+	# KVM whose processor has none, as the nested tier's inside TCG)
+	tests/lib/qemu.sh --which-accel | grep -q 'using KVM' ||
+		expect "hvtrace: no NRIP save \\(QEMU's TCG\\): each external interrupt injected will be followed by an NMI exit"
 	expect 'GUEST-TEST: PASS: irq_8259_delivered'
 	expect 'GUEST-TEST: PASS: injected_interrupt_delivered_once'
 	expect 'SUMMARY: t_irq: 2 passed, 0 failed, 0 skipped'

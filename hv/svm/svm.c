@@ -67,6 +67,12 @@ static bool svm_root_db(struct exc_frame *f);
 static int svm_setup(void)
 {
 	root_db_after_exit = svm_root_db;
+	/* said here, before any guest runs: said at the first injection, it
+	 * went out while the loader, already a guest, wrote its own line to
+	 * the same serial port, and split it (a test's line not found) */
+	if (!(hv.caps & HV_CAP_NRIP))
+		LOG_INFO("no NRIP save (QEMU's TCG): each external interrupt injected will be followed by an NMI "
+			 "exit, which keeps QEMU from delivering it twice (docs/smp.md \"Found\")");
 	int st = svm_npt_build(&shared_ncr3);
 	return st ? st : svm_msrpm_build(&shared_msrpm_pa, &shared_iopm_pa);
 }
@@ -246,12 +252,8 @@ static void svm_check_injection(struct vcpu *v, struct svm_vcpu *sv)
  */
 static void svm_tcg_injection_quirk(struct vcpu *v, const struct vmcb_control *c)
 {
-	static bool said;
 	if ((hv.caps & HV_CAP_NRIP) || (c->event_inj & (EVENTINJ_V | EVENTINJ_TYPE_MASK)) != EVENTINJ_V)
 		return;
-	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-		LOG_INFO("QEMU's TCG: each external interrupt injected is followed by an NMI exit, which "
-			 "keeps QEMU from delivering it twice (docs/smp.md \"Found\")");
 	__atomic_store_n(&v->kick, 1, __ATOMIC_SEQ_CST);
 	lapic_self_ipi(LVT_DM_NMI, 0);
 }
