@@ -287,7 +287,7 @@ static bool svm_root_db(struct exc_frame *f)
 
 /* What svm_root_db took joins the #DB exit's DR6 (the guest's trap after
  * the same instruction); with any other exit there is no #DB to carry it
- * and it is dropped, counted, said once (not seen). */
+ * and it is dropped, said once (not seen). */
 static void svm_root_db_merge(struct vcpu *v, struct svm_vcpu *sv)
 {
 	static bool said;
@@ -297,7 +297,6 @@ static void svm_root_db_merge(struct vcpu *v, struct svm_vcpu *sv)
 		sv->vmcb->save.dr6 |= bits;
 		return;
 	}
-	sv->root_db_lost++;
 	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		LOG_WARN("vcpu %u: a data breakpoint's #DB (DR6 bits %lx) QEMU raised in root mode came with exit %lx, "
 			 "not a #DB: dropped (said once)", v->id, bits, sv->vmcb->control.exit_code);

@@ -28,7 +28,6 @@ struct svm_vcpu {
 	u32 cr_run_once;	/* CR write intercepts off for one instruction (svm_cr_run_once) */
 	struct svm_entry_state entry;	/* the last VMRUN's checked fields */
 	u64 root_db_dr6;	/* B0-B3 of a guest #DB QEMU raised in root mode (svm_root_db) */
-	u64 root_db_lost;	/* such bits with an exit other than #DB: dropped */
 };
 
 /* run.S: enters the guest once; returns after the #VMEXIT with the guest's

@@ -35,15 +35,19 @@ u64 guest_exec_bps(u64 dr7)
 	return exec_bps(dr7, 0, 1);
 }
 
-/* Whether the guest's DR7 enables a data breakpoint (RW = 01 or 11) in DR2
- * or DR3, the registers the fast engine's stops take. */
+/* Whether DR7 enables a data breakpoint (RW = 01, writes, or 11, reads
+ * and writes; SDM Vol. 3 18.2.4) in DRi. */
+static bool data_bp_enabled(u64 dr7, int i)
+{
+	return (dr7 & (DR7_L(i) | DR7_G(i))) && ((dr7 >> DR7_RW_SHIFT(i)) & 1);
+}
+
+/* Whether the guest's DR7 enables a data breakpoint in DR2 or DR3, the
+ * registers the fast engine's stops take. */
 bool guest_dr23_data(struct vcpu *v)
 {
 	u64 dr7 = guest_dr_read(v, 7);
-	for (int i = 2; i < 4; i++)
-		if ((dr7 & (DR7_L(i) | DR7_G(i))) && (((dr7 >> DR7_RW_SHIFT(i)) & 3) & 1))
-			return true;
-	return false;
+	return data_bp_enabled(dr7, 2) || data_bp_enabled(dr7, 3);
 }
 
 void bp_disarm(struct vcpu *v)
@@ -238,9 +242,9 @@ static u64 data_bps(u64 dr7, int last, const u64 addr[4])
 {
 	u64 out = 0;
 	for (int i = 0; i <= last; i++) {
-		u64 rw = (dr7 >> DR7_RW_SHIFT(i)) & 3, len = (dr7 >> (DR7_RW_SHIFT(i) + 2)) & 3;
+		u64 len = (dr7 >> (DR7_RW_SHIFT(i) + 2)) & 3;
 		u64 size = len == 2 ? 8 : len == 3 ? 4 : len + 1;
-		if (!(dr7 & (DR7_L(i) | DR7_G(i))) || !(rw & 1) || hv_own_linear(addr[i] & ~(size - 1), size))
+		if (!data_bp_enabled(dr7, i) || hv_own_linear(addr[i] & ~(size - 1), size))
 			continue;
 		out |= dr7 & (DR7_L(i) | DR7_G(i) | DR7_RWLEN(i));
 	}
