@@ -17,9 +17,11 @@
  *    else to do): HLT exits only then.
  *
  * The highest vector goes first, as the local APIC would have dispatched
- * them. While one is held, more of the same vector coalesce in the local
- * APIC (its IRR holds one while the in-service bit is set), as a late tick
- * would.
+ * them, and those held with it follow at the guest's next chances without
+ * waiting for the pace (trace/pace.c pace_pick: else a lower vector starves
+ * under a timer that is always held again). While one is held, more of the
+ * same vector coalesce in the local APIC (its IRR holds one while the
+ * in-service bit is set), as a late tick would.
  *
  * The watcher (SVM's vCPU 0 with channel.control = poll; rec_ctl_watcher)
  * intercepts its external interrupts and HLTs always, traced or not: its
@@ -32,18 +34,17 @@
 #include "arch/x86/paging.h"
 #include "base/lapic.h"
 #include "base/log.h"
+#include "base/vecset.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/irq.h"
 #include "dispatch/mp.h"
+#include "trace/pace.h"
 #include "trace/rec.h"
 #include "trace/trace.h"
 
 static int highest_held(const struct vcpu *v)
 {
-	for (int w = 3; w >= 0; w--)
-		if (v->irq_held[w])
-			return w * 64 + 63 - __builtin_clzll(v->irq_held[w]);
-	return -1;
+	return vecset_highest(v->irq_held);
 }
 
 /* The backend's controls change only when what they should be changes:
@@ -74,7 +75,7 @@ static int take_highest(struct vcpu *v)
 {
 	int vec = highest_held(v);
 	if (vec >= 0)
-		v->irq_held[vec / 64] &= ~(1ull << (vec % 64));
+		vecset_clear(v->irq_held, vec);
 	return vec;
 }
 
@@ -101,11 +102,13 @@ void irq_deliver(struct vcpu *v)
 		return;
 	}
 	set_window(v, false);
-	if (!trace_irq_due(v)) {
+	/* the highest when pacing lets one go, and then the rest held with
+	 * it, each at the guest's next chance (pace_pick says why) */
+	vec = pace_pick(v->irq_held, v->irq_owed, trace_irq_due(v));
+	if (vec < 0) {
 		set_hlt(v, true);	/* a HLT now makes it due */
 		return;
 	}
-	take_highest(v);
 	hv.ops->inject_interrupt(v, (u8)vec);
 	trace_irq_injected(v, (u8)vec);
 	set_hlt(v, watch);	/* the next entry has an event: blocked */
@@ -170,4 +173,6 @@ void irq_drop_held(struct vcpu *v)
 		lapic_write(APIC_EOI, 0);
 		LOG_DEBUG("vcpu %u: INIT drops held interrupt %u", v->id, (u32)vec);
 	}
+	for (int w = 0; w < 4; w++)
+		v->irq_owed[w] = 0;
 }

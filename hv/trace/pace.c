@@ -14,6 +14,7 @@
  * A held interrupt therefore waits at most (PACE_SERVICE_LIMIT + 1) * pace
  * branches, or until the guest halts. Pure logic, no hardware.
  */
+#include "base/vecset.h"
 #include "trace/pace.h"
 
 static void service_expire(struct irq_pace *p, u64 branches)
@@ -49,8 +50,28 @@ void pace_injected(struct irq_pace *p, u64 branches, u64 ret_lin, u64 sp)
 
 void pace_iret(struct irq_pace *p, u64 branches, u64 to_lin, u64 sp)
 {
-	if (p->in_service && to_lin == p->ret_lin && sp == p->ret_sp) {
+	if (p->in_service && to_lin == p->ret_lin && (sp == p->ret_sp || sp == PACE_SP_ANY)) {
 		p->in_service = false;
 		p->mark = branches;
 	}
+}
+
+int pace_pick(u64 held[4], u64 owed[4], bool due)
+{
+	int vec;
+	if (due) {
+		vec = vecset_highest(held);
+		for (int w = 0; w < 4; w++)
+			owed[w] = held[w];
+	} else {
+		u64 both[4];
+		for (int w = 0; w < 4; w++)
+			both[w] = held[w] & owed[w];
+		vec = vecset_highest(both);
+	}
+	if (vec >= 0) {
+		vecset_clear(held, vec);
+		vecset_clear(owed, vec);
+	}
+	return vec;
 }

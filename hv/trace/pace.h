@@ -25,6 +25,22 @@ bool pace_due(struct irq_pace *p, u64 branches);
 /* One was injected at `ret_lin` (where its frame returns) with stack
  * pointer `sp`. */
 void pace_injected(struct irq_pace *p, u64 branches, u64 ret_lin, u64 sp);
-/* An IRET returned to `to_lin` with stack pointer `sp`. */
+/* An IRET returned to `to_lin` with stack pointer `sp`, or PACE_SP_ANY
+ * where it is not known (LBR batching sees the IRET after the fact): the
+ * return address alone then ends the handler. */
+#define PACE_SP_ANY	(~0ull)
 void pace_iret(struct irq_pace *p, u64 branches, u64 to_lin, u64 sp);
+
+/* Which held external interrupt goes next, taken out of `held` (a
+ * 256-bit set of vectors); -1: none may go now. `due`: what pace_due said.
+ * When due, the highest held vector, as the local APIC dispatches, and
+ * every other held then becomes owed: each goes at the guest's next
+ * chance, highest first, without waiting for the pace again, as the
+ * interrupts pending on a machine that came late are all delivered when
+ * it catches up. Not due, an owed one if any. Without the owed set a
+ * vector below one that is always held again by the time the pace is
+ * made (a timer) would wait for ever: it did, for an 8259's keyboard
+ * interrupt under Linux's local APIC timer, and with it in service the
+ * 8259 held back the serial port's (tests/integration-boot.sh). */
+int pace_pick(u64 held[4], u64 owed[4], bool due);
 #endif
