@@ -56,6 +56,7 @@ const char *hvt_marker_name(unsigned marker)
 		[HVTRACE_MARK_START] = "start", [HVTRACE_MARK_STOP] = "stop",
 		[HVTRACE_MARK_GUEST] = "guest", [HVTRACE_MARK_CRASH] = "crash",
 		[HVTRACE_MARK_TRIGGER] = "trigger", [HVTRACE_MARK_HOST] = "host",
+		[HVTRACE_MARK_GAP] = "gap",
 	};
 	return NAME_AT(n, marker);
 }

@@ -42,6 +42,10 @@ void print_rec_text(FILE *out, const struct hvtrace_rec *r, const struct hvt_sym
 			 * process: the trace cut by CR3, docs/pmu.md) */
 			fprintf(out, "%s %s cr3 0x%llx\n", hvt_marker_name(r->aux),
 				addr_str(s, r->from, from, sizeof(from)), (unsigned long long)r->to);
+		else if (r->aux == HVTRACE_MARK_GAP)
+			/* LBR batching lost records here and cannot say how many */
+			fprintf(out, "%s (records lost before this point, how many is not known)\n",
+				hvt_marker_name(r->aux));
 		else if (r->aux == HVTRACE_MARK_CRASH || r->aux == HVTRACE_MARK_TRIGGER)
 			fprintf(out, "%s %s\n", hvt_marker_name(r->aux), addr_str(s, r->from, from, sizeof(from)));
 		else

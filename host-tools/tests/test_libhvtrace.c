@@ -811,6 +811,20 @@ static const struct file_case file_cases[] = {
 	{ "marker code 9", "marker", ROFF(7, kind), HVTRACE_REC_MARKER | (0ull << 8), 1, 0, 1 },
 };
 
+/* ABI 1.7's gap marker (LBR batching: records lost, how many unknown):
+ * named and accepted; the code after it is still refused */
+static void test_gap_marker(void)
+{
+	struct hvtrace_rec r = { .kind = HVTRACE_REC_MARKER, .aux = HVTRACE_MARK_GAP };
+	struct hvt_err err;
+
+	CHECK(hvt_marker_name(HVTRACE_MARK_GAP) && !strcmp(hvt_marker_name(HVTRACE_MARK_GAP), "gap"),
+	      "gap marker named");
+	CHECK(hvt_rec_check(&r, &err) == 0, "gap marker accepted: %s", err.msg);
+	r.aux = HVTRACE_MARK_GAP + 1;
+	CHECK(hvt_rec_check(&r, &err) != 0, "marker code %u refused", r.aux);
+}
+
 static void test_corrupt_files(void)
 {
 	struct hvtrace_rec recs[10];
@@ -987,6 +1001,7 @@ int main(void)
 	test_dumps();
 	test_dump_candidates();
 	test_corrupt_files();
+	test_gap_marker();
 	test_corrupt_syms();
 	test_ctl();
 	{

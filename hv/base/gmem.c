@@ -20,6 +20,15 @@ static void *gpa_ptr(u64 gpa, size_t len)
 	return guest_pa_ptr(gpa);
 }
 
+bool gmem_read_phys(u64 gpa, void *buf, size_t len)
+{
+	const void *p = gpa_ptr(gpa, len);
+	if (!p)
+		return false;
+	memcpy(buf, p, len);
+	return true;
+}
+
 /* One paging-structure entry: present (and writable for a write) or fail;
  * sets A (and D on the leaf of a write). */
 static bool use_entry(u64 *e, bool write, bool leaf, u64 *val)

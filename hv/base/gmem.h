@@ -9,6 +9,8 @@
 #include "arch/x86/paging.h"
 struct vcpu;
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
+/* Copies all len bytes at guest-physical gpa (guest RAM only), or none. */
+bool gmem_read_phys(u64 gpa, void *buf, size_t len);
 /* Copies up to len bytes at guest-linear gva; returns how many could be read. */
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
 /* Writes all len bytes or none (every page present, writable, guest RAM);

@@ -27,7 +27,7 @@ enum hv_event_kind {
 	HV_EV_IO,		/* IN/OUT/INS/OUTS to a port the backend intercepts */
 	HV_EV_INVD,		/* INVD: done as WBINVD (dispatch/event.c) */
 	HV_EV_DR_ACCESS,	/* MOV to/from a debug register the engine virtualizes */
-	HV_EV_CR_WRITE,		/* MOV to CR0/CR4, emulated by the backend (SVM: svm_mov_to_cr0/4) */
+	HV_EV_CR_WRITE,		/* MOV to CR0/CR4 (VMX: CR3 too) or XSETBV, emulated by the backend */
 	HV_EV_RDPMC,		/* RDPMC, for the virtual PMU's counters (trace/ds.c) */
 	HV_EV_HLT,		/* HLT, intercepted while an interrupt is held (dispatch/irq.c) */
 	HV_EV_VIRT_INSN,	/* the guest ran a virtualization instruction */
@@ -207,6 +207,16 @@ struct hv_arch_ops {
 	 * 10-1), and its start at a SIPI vector (dispatch/mp.c). */
 	void (*reset_to_init)(struct vcpu *v);
 	void (*start_at_sipi)(struct vcpu *v, u8 vector);
+	/* LBR batching (trace/lbr.c; docs/branch-engine.md "LBR batching"),
+	 * NULL where the backend has none (SVM). The processor's LBR and PMU
+	 * MSRs as lbr_arm()/lbr_collect() read and write them (root mode,
+	 * this processor's), and the entry/exit side: lbr_ctl not 0, the
+	 * guest IA32_LBR_CTL and IA32_PERF_GLOBAL_CTRL (`global_ctrl`) loaded
+	 * at every entry and cleared at every exit, the counters' PMI (an NMI)
+	 * taken as the hypervisor's, and MOV to CR3 exiting; 0: all off. */
+	u64 (*lbr_rdmsr)(u32 msr);
+	void (*lbr_wrmsr)(u32 msr, u64 val);
+	void (*lbr_switch)(struct vcpu *v, u64 lbr_ctl, u64 global_ctrl);
 };
 
 /* Global hypervisor state (one instance). */

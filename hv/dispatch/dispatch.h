@@ -23,10 +23,9 @@ void hv_prepare_entry(struct vcpu *v);
  * emulated (dispatch, the engine, a backend's own exit handler): `completed`
  * when RIP moved past it, false when a fault was injected instead. */
 void hv_emulation_done(struct vcpu *v, bool completed);
-/* An instruction a backend emulated in its own exit handler without
- * hv_exit_begin (VMX: MOV to CR0/CR4, XSETBV): counted, completed and
- * entered like the dispatcher's, but the engine was not told of the exit
- * first (a known gap while tracing: docs/branch-engine.md). */
+/* An exit a backend handled in its own exit handler without hv_exit_begin
+ * (VMX: a SIPI outside the wait-for-SIPI state, ignored): counted,
+ * completed and entered like the dispatcher's, the engine not told of it. */
 void hv_backend_emulated(struct vcpu *v, bool completed);
 /* A fault for an instruction the hypervisor emulates: injected, and the
  * engine told, so that it follows the guest into the handler. */

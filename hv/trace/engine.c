@@ -57,6 +57,7 @@ static void engine_stop(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
 	bp_disarm(v);
+	lbr_engine_stop(v);
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 		hv.ops->set_exception_intercepts(v, 0);
@@ -97,17 +98,19 @@ int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace)
 	v->trace = mm_alloc_pages((sizeof(struct trace_vcpu) + PAGE_SIZE - 1) / PAGE_SIZE, NULL);
 	if (!v->trace)
 		return HV_ERR_NO_MEMORY;
-	/* LBR batching is designed and host-tested (trace/lbr.c), not wired
-	 * into the engine: the fast engine runs, on every processor */
+	/* LBR batching needs architectural LBRs and a backend that arms them
+	 * (VMX); elsewhere the fast engine runs, on every processor */
 	if (engine_wanted == HVTRACE_ENGINE_LBR) {
-		if (v->id == 0 && (hv.caps & HV_CAP_ARCH_LBR))
-			LOG_WARN("engine = lbr: architectural LBRs of depth %u found, but LBR batching is "
-				 "not wired into the engine yet (docs/branch-engine.md): the fast engine runs",
+		bool can = (hv.caps & HV_CAP_ARCH_LBR) && hv.ops->lbr_switch;
+		if (v->id == 0 && can)
+			LOG_INFO("engine = lbr: architectural LBRs of depth %u: LBR batching runs (the fast "
+				 "engine while BTF, BTINT, a PMU counter or a DR2/DR3 breakpoint needs it)",
 				 hv.lbr_depth);
 		else if (v->id == 0)
 			LOG_WARN("engine = lbr: no architectural LBRs hvtrace can use on this processor "
 				 "(docs/branch-engine.md \"LBR batching\"): the fast engine runs");
-		engine_wanted = HVTRACE_ENGINE_FAST;
+		if (!can)
+			engine_wanted = HVTRACE_ENGINE_FAST;
 	}
 	v->trace->engine_wanted = engine_wanted;
 	v->trace->pace.pace = pace;
@@ -147,10 +150,22 @@ bool trigger_hit(struct vcpu *v, const struct hv_event *ev)
  * so it does while the guest has a data breakpoint in DR2 or DR3, which
  * the fast engine's stops would take from it (the reference engine's
  * breakpoint holds DR3 only while it follows an event to its handler);
- * otherwise the configured one. Switching at an exit needs nothing more:
- * trace_exit_begin() settled the fast engine's plans and the step, and
- * trace_before_entry() plans afresh.
+ * otherwise the configured one, LBR batching only while lbr_engine_ok()
+ * (else the fast engine). Switching at an exit needs nothing more:
+ * trace_exit_begin() settled the fast engine's plans and the step and
+ * drained the LBR stack, and trace_before_entry() plans afresh; LBR
+ * batching is armed and disarmed as it starts and stops (engine_set).
  */
+static void engine_set(struct vcpu *v, u32 which)
+{
+	struct trace_vcpu *t = v->trace;
+	if (t->engine == HVTRACE_ENGINE_LBR && which != HVTRACE_ENGINE_LBR)
+		lbr_engine_stop(v);
+	if (t->engine != HVTRACE_ENGINE_LBR && which == HVTRACE_ENGINE_LBR)
+		lbr_engine_start(v);
+	t->engine = which;
+}
+
 void trace_update(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
@@ -163,13 +178,14 @@ void trace_update(struct vcpu *v)
 	u32 which = pmu || guest_dr23_data(v) || rec_trigger_addr() ? HVTRACE_ENGINE_REFERENCE
 		    : t->engine_wanted ? t->engine_wanted
 				       : HVTRACE_ENGINE_FAST;
+	if (which == HVTRACE_ENGINE_LBR && !lbr_engine_ok(v))
+		which = HVTRACE_ENGINE_FAST;
 
 	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
 		bp_disarm(v);
 	if (want && t->engine != HVTRACE_ENGINE_OFF)
-		t->engine = which;
+		engine_set(v, which);
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {
-		t->engine = which;
 		t->guest_tf = v->rflags & RFLAGS_TF;
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;
@@ -182,6 +198,7 @@ void trace_update(struct vcpu *v)
 		hv.ops->set_exception_intercepts(v, TRACE_EXCEPTIONS);
 		hv.ops->set_intr_intercept(v, true);
 		hv.ops->set_dr(v, 6, DR6_CLEAN);
+		engine_set(v, which);	/* LBR batching: with NMI exiting on */
 	} else if (!want && t->engine != HVTRACE_ENGINE_OFF) {
 		engine_stop(v);
 	}
@@ -265,6 +282,10 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	rec_exit_begin(v);
+	/* the batch since the last entry, before any record of this exit's
+	 * (after the CR3 record: a MOV to CR3 exits before it loads) */
+	if (t->engine == HVTRACE_ENGINE_LBR)
+		lbr_engine_exit(v);
 	t->raw_rflags = v->rflags;
 	t->was_stepping = t->tf_forced;
 	if (t->tf_forced)
@@ -664,6 +685,8 @@ void trace_before_entry(struct vcpu *v)
 		return;
 	}
 	bp_disarm(v);
+	if (t->engine == HVTRACE_ENGINE_LBR)
+		return;	/* the LBRs record; nothing to step or plan */
 
 	s->rip = v->rip;
 	s->mode = gmem_code_mode(v, &base);

@@ -31,6 +31,12 @@ u64 guest_dr23_hits(struct vcpu *v, u64 lin);
 void guest_dr6_db(struct vcpu *v, u64 causes);
 u64 guest_dr_read(struct vcpu *v, int n);
 
+/* lbr_engine.c: `engine = lbr` (docs/branch-engine.md "LBR batching") */
+bool lbr_engine_ok(struct vcpu *v);
+void lbr_engine_start(struct vcpu *v);
+void lbr_engine_stop(struct vcpu *v);
+void lbr_engine_exit(struct vcpu *v);
+
 /* follow.c: events followed into the guest's handlers */
 void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);
 void nmi_deliver(struct vcpu *v);

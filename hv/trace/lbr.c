@@ -19,7 +19,10 @@
  */
 #include "hvtrace/record.h"
 #include "arch/x86/cpuid.h"
+#include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
+#include "arch/x86/vectors.h"
+#include "trace/branch.h"
 #include "trace/lbr.h"
 
 static bool entry_eq(const struct lbr_entry *a, const struct lbr_entry *b)
@@ -157,6 +160,12 @@ u64 lbr_arm(struct lbr_vcpu *l, const struct lbr_msr_ops *m, u32 depth, u32 widt
 	       LBR_CTL_NEAR_IND_CALL | LBR_CTL_NEAR_RET | LBR_CTL_OTHER_BRANCH;
 }
 
+void lbr_disarm(const struct lbr_msr_ops *m)
+{
+	m->write(MSR_IA32_PERFEVTSEL0 + LBR_PMC_NEAR, 0);
+	m->write(MSR_IA32_PERFEVTSEL0 + LBR_PMC_FAR, 0);
+}
+
 void lbr_collect(struct lbr_vcpu *l, const struct lbr_msr_ops *m, struct lbr_entry *snap,
 		 struct lbr_batch *b)
 {
@@ -192,22 +201,115 @@ bool lbr_is_other(u64 info)
 	return !lbr_br_type(info);
 }
 
-u32 lbr_batch_cpl(const struct lbr_entry *snap, u32 count, int cpl_start, int cpl_end, u8 *cpl)
+u32 lbr_batch_ends(const struct lbr_entry *snap, u32 count, bool *end)
 {
 	u32 others = 0, seen = 0, guessed = 0;
 	for (u32 i = 0; i < count; i++)
 		others += lbr_is_other(snap[i].info);
 	for (u32 i = 0; i < count; i++) {
-		const struct lbr_entry *e = &snap[count - 1 - i];
-		if (!seen) {
-			cpl[i] = (u8)cpl_start;
-		} else {
-			cpl[i] = (u8)cpl_end;
-			guessed += seen < others;
-		}
-		seen += lbr_is_other(e->info);
+		end[i] = seen > 0;
+		guessed += seen && seen < others;
+		seen += lbr_is_other(snap[count - 1 - i].info);
 	}
 	return guessed;
+}
+
+u32 lbr_batch_cpl(const struct lbr_entry *snap, u32 count, int cpl_start, int cpl_end, u8 *cpl)
+{
+	bool end[LBR_DEPTH_MAX];
+	count = MIN(count, LBR_DEPTH_MAX);
+	u32 guessed = lbr_batch_ends(snap, count, end);
+	for (u32 i = 0; i < count; i++)
+		cpl[i] = (u8)(end[i] ? cpl_end : cpl_start);
+	return guessed;
+}
+
+/* An "other" entry's record from the instruction at its source: a far
+ * transfer (FAR, its type), INT n/INT3/INTO/INT1 (EXCEPTION, the vector,
+ * SOFT), or false: no transfer (an event's delivery) */
+static bool other_kind(const struct dec_insn *in, const u8 *bytes, u8 *kind, u32 *aux)
+{
+	if (in->branch == DEC_BR_INT) {
+		u8 op = in->opcode;
+		*kind = HVTRACE_REC_EXCEPTION;
+		*aux = HVTRACE_AUX_SOFT | (op == 0xcd ? bytes[in->imm_offset] : op == 0xcc ? X86_BP
+								       : op == 0xce ? X86_OF : X86_DB);
+		return true;
+	}
+	if (in->branch == DEC_BR_NONE || in->branch == DEC_BR_UD || in->branch == DEC_BR_XBEGIN)
+		return false;
+	*kind = rec_kind_of(in, aux);
+	return true;
+}
+
+u32 lbr_batch_records(const struct lbr_entry *snap, const struct lbr_batch *b, bool lin_ips,
+		      const struct lbr_state *start, const struct lbr_state *end, lbr_decode_fn decode,
+		      void *ctx, struct lbr_rec *out, struct lbr_rec_stats *st)
+{
+	bool at_end[LBR_DEPTH_MAX];
+	u32 count = MIN(b->count, LBR_DEPTH_MAX), n = 0;
+	*st = (struct lbr_rec_stats){ .guessed = lbr_batch_ends(snap, count, at_end) };
+	if (b->gap)
+		out[n++] = b->lost == LBR_LOST_UNKNOWN
+				   ? (struct lbr_rec){ .kind = HVTRACE_REC_MARKER, .cpl = (u8)start->cpl,
+						       .aux = HVTRACE_MARK_GAP }
+				   : (struct lbr_rec){ .from = b->lost, .kind = HVTRACE_REC_LOST,
+						       .cpl = (u8)start->cpl };
+	for (u32 i = 0; i < count; i++) {
+		const struct lbr_entry *e = &snap[count - 1 - i];
+		const struct lbr_state *s = at_end[i] ? end : start;
+		u64 base = lin_ips ? 0 : s->cs_base;
+		/* where a far transfer lands: the exit's state when it is the
+		 * batch's last "other" entry (a guess otherwise, counted) */
+		u64 to_base = lin_ips ? 0 : lbr_is_other(e->info) ? end->cs_base : base;
+		struct lbr_rec r = { .from = e->from + base, .to = e->to + to_base, .kind = HVTRACE_REC_BRANCH,
+				     .cpl = (u8)s->cpl, .aux = lbr_br_type(e->info) };
+		bool other = lbr_is_other(e->info);
+		if (other || r.aux == HVTRACE_BR_JCC) {
+			u8 bytes[15];
+			struct dec_insn in;
+			if (decode(ctx, r.from, r.from - s->cs_base, s->mode, bytes, &in) != DEC_OK) {
+				st->undecoded++;
+				if (other) {	/* a far transfer of unknown kind */
+					r.kind = HVTRACE_REC_FAR;
+					r.aux = HVTRACE_BR_OTHER;
+				}
+			} else if (!other) {
+				r.aux = in.branch == DEC_BR_LOOP ? HVTRACE_BR_LOOP : HVTRACE_BR_JCC;
+			} else if (!other_kind(&in, bytes, &r.kind, &r.aux)) {
+				st->skipped++;
+				continue;
+			}
+		}
+		out[n++] = r;
+	}
+	return n;
+}
+
+const char *lbr_fallback(const struct lbr_needs *n)
+{
+	const u64 dr23 = DR7_L(2) | DR7_G(2) | DR7_L(3) | DR7_G(3);
+	if (!n->usable)
+		return "no architectural LBRs this backend can use";
+	/* single-stepping on branches needs an exit at each (SDM Vol. 3 18.4.3) */
+	if (n->debugctl & DEBUGCTL_BTF)
+		return "BTF";
+	/* the threshold's PMI, at the record that crosses it */
+	if (n->debugctl & DEBUGCTL_BTINT)
+		return "BTINT";
+	/* the PMI of a counter goes through the LVT entry the batches hold */
+	if (n->pmu_on)
+		return "a virtual PMU counter";
+	/* DR2/DR3: the engine follows events with DR3, and the fast engine
+	 * checks the guest's DR2/DR3 breakpoints itself */
+	if (n->guest_dr7 & dr23)
+		return "a breakpoint in DR2/DR3";
+	return NULL;
+}
+
+u64 lbr_pmi_bits(u64 global_status)
+{
+	return global_status & (PERF_GLOBAL_PMC(LBR_PMC_NEAR) | PERF_GLOBAL_PMC(LBR_PMC_FAR));
 }
 
 u32 lbr_usable(const struct lbr_cpuid *c, bool vmx_ctls)

@@ -7,6 +7,7 @@
 #ifndef HV_TRACE_LBR_H
 #define HV_TRACE_LBR_H
 #include "base/types.h"
+#include "arch/x86/decode/decode.h"
 
 #define LBR_DEPTH_MAX	64	/* CPUID.1CH:EAX[7:0], bit 7: depth 64 */
 
@@ -84,12 +85,73 @@ u32 lbr_batch_len(u32 depth);
 u32 lbr_br_type(u64 info);
 bool lbr_is_other(u64 info);
 
+/* Which end of the batch each emitted entry ran under (end[i] for
+ * snap[count - 1 - i]; false: the state at the batch's start, true: the
+ * state at this exit). Only "other" transfers change the CPL (and the code
+ * segment): the entries up to and including the first one ran under the
+ * start's state, those after the last one under the exit's. Returns how
+ * many entries lie between two "other" ones (a guess: the exit's). */
+u32 lbr_batch_ends(const struct lbr_entry *snap, u32 count, bool *end);
 /* The CPL of each emitted entry (cpl[i] for snap[count - 1 - i]): the
- * batch's first branch ran at `cpl_start`, the guest is at `cpl_end` now.
- * Only "other" transfers change CPL: the entries up to the first one keep
- * cpl_start, those after the last one have cpl_end. Returns how many
- * entries lie between two "other" ones (their CPL is a guess: cpl_end). */
+ * batch's first branch ran at `cpl_start`, the guest is at `cpl_end` now
+ * (lbr_batch_ends). Returns the guessed entries. */
 u32 lbr_batch_cpl(const struct lbr_entry *snap, u32 count, int cpl_start, int cpl_end, u8 *cpl);
+
+/* --- the records a batch makes -------------------------------------------
+ * docs/branch-engine.md "LBR batching", steps 3-5. The instruction at an
+ * entry's `from` is decoded (through the caller's `decode`, the guest's
+ * memory in the hypervisor, simulated code in the unit test) where the
+ * entry's type does not say enough: LOOP, LOOPcc and JrCXZ arrive as Jcc;
+ * an "other" entry is a far transfer, INT n/INT3/INTO/INT1, or no
+ * transfer at all (an event's delivery, which the hypervisor records
+ * itself at the event's exit: skipped, counted). */
+struct lbr_state {
+	int cpl;		/* CPL */
+	enum dec_mode mode;	/* the code's mode (the decoder's) */
+	u64 cs_base;		/* CS.base: added to the IPs unless they are linear */
+};
+/* the instruction at linear `lin` (RIP `rip`): a dec_decode() status;
+ * `bytes` (15) gets its bytes */
+typedef int (*lbr_decode_fn)(void *ctx, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
+			     struct dec_insn *in);
+struct lbr_rec {
+	u64 from, to;		/* LOST: from = the exact count; MARKER (gap): 0 */
+	u8 kind;		/* enum hvtrace_rec_kind: BRANCH, FAR, EXCEPTION, LOST, MARKER */
+	u8 cpl;			/* the source's */
+	u32 aux;		/* as record.h says for the kind (MARKER: HVTRACE_MARK_GAP) */
+};
+/* What lbr_batch_records() could not make exact */
+struct lbr_rec_stats {
+	u32 guessed;		/* entries between two "other" ones: their CPL and CS base a guess */
+	u32 undecoded;		/* entries whose instruction could not be read (kept as the LBR typed them) */
+	u32 skipped;		/* "other" entries that are no transfer (event deliveries) */
+};
+#define LBR_RECS_MAX	(LBR_DEPTH_MAX + 1)	/* the gap record and every entry */
+/* The records of batch `b` (lbr_drain/lbr_resync over `snap`), oldest
+ * first, the gap's first: a LOST record for a gap of known size, a
+ * HVTRACE_MARK_GAP marker for one of unknown size. `lin_ips`: the LBR
+ * holds linear addresses (CPUID.1CH:EAX[31]), else CS.base is added.
+ * Returns the records written to `out` (at most LBR_RECS_MAX). */
+u32 lbr_batch_records(const struct lbr_entry *snap, const struct lbr_batch *b, bool lin_ips,
+		      const struct lbr_state *start, const struct lbr_state *end, lbr_decode_fn decode,
+		      void *ctx, struct lbr_rec *out, struct lbr_rec_stats *st);
+
+/* What the engine needs the fast engine for while `engine = lbr`
+ * (trace_update): LBRs only record, so whatever needs the engine to stop
+ * at a branch, or the LVT performance-counter entry and the PMU the
+ * batches take, is left to it. */
+struct lbr_needs {
+	bool usable;		/* HV_CAP_ARCH_LBR and a backend that arms it (VMX) */
+	u64 debugctl;		/* the guest's IA32_DEBUGCTL */
+	u64 guest_dr7;		/* the guest's DR7 */
+	bool pmu_on;		/* the guest's virtual PMU has a counter enabled */
+};
+/* Why the LBR engine cannot run now (the fast engine runs), NULL: it can */
+const char *lbr_fallback(const struct lbr_needs *n);
+
+/* The PMI: the overflow bits of the hypervisor's counters in
+ * IA32_PERF_GLOBAL_STATUS (0: the NMI is not theirs) */
+u64 lbr_pmi_bits(u64 global_status);
 
 /* --- the hardware sequence, through the backend's MSR accessors ---------
  * Which MSRs are written and read, in which order, to arm a vCPU's stack
@@ -120,6 +182,9 @@ struct lbr_vcpu {
  * CPL filter); *global_ctrl gets the guest IA32_PERF_GLOBAL_CTRL value. */
 u64 lbr_arm(struct lbr_vcpu *l, const struct lbr_msr_ops *m, u32 depth, u32 width, bool os, bool usr,
 	    u64 *global_ctrl);
+/* Both counters' event selects cleared: nothing counts, nothing overflows
+ * (the stack stays as it is: the VMCS's LBR_CTL was the only enable). */
+void lbr_disarm(const struct lbr_msr_ops *m);
 /* At an exit (the stack and counters stopped by the exit controls): how
  * many branches the counters saw, the stack's newest entries read into
  * `snap` (all `depth` of them after a mismatch), the batch decided

@@ -507,7 +507,8 @@ void rec_emit(struct vcpu *v, u8 kind, u64 from, u64 to, int from_cpl, u32 aux)
 	if (!rec.chan || (rec.state != HVTRACE_STATE_TRACING &&
 			  !(kind == HVTRACE_REC_MARKER && rec.state != HVTRACE_STATE_FROZEN)))
 		return;
-	bool counted = kind != HVTRACE_REC_MARKER && kind != HVTRACE_REC_CR3;
+	/* a LOST record (LBR batching's gap of known size) counts nothing */
+	bool counted = kind != HVTRACE_REC_MARKER && kind != HVTRACE_REC_CR3 && kind != HVTRACE_REC_LOST;
 	if (counted) {
 		u64 left = __atomic_load_n(&rec.skip, __ATOMIC_RELAXED);
 		while (left && !__atomic_compare_exchange_n(&rec.skip, &left, left - 1, false,

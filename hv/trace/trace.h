@@ -10,6 +10,7 @@
 #include "trace/rec.h"
 #include "trace/pace.h"
 #include "trace/pmu.h"
+#include "trace/lbr.h"
 
 struct vcpu;
 struct hv_event;
@@ -115,6 +116,17 @@ struct block_cache {
 	u64 hits, misses;
 };
 
+/* LBR batching's running state (trace/lbr_engine.c) */
+struct lbr_engine {
+	struct lbr_vcpu l;	/* the stack's drain and the counters (trace/lbr.c) */
+	struct lbr_state start;	/* the guest's CPL and code at the batch's start */
+	bool armed;		/* the stack, counters, LVT entry and VMCS are ours */
+	bool lin_ips;		/* CPUID.1CH:EAX[31]: the entries hold linear addresses */
+	u32 saved_lvtpc;	/* the LVT performance-counter entry as the guest had it */
+	u64 last_tsc;		/* the last drain's (a LOST record's "first at") */
+	u64 batches, guessed, undecoded, skipped;	/* lbr_batch_records's counts */
+};
+
 struct trace_vcpu {
 	struct ds_state ds;
 	struct pmu_state pmu;	/* the virtual PMU (trace/pmu.c); GLOBAL_STATUS's bit 62 is the DS's */
@@ -139,6 +151,7 @@ struct trace_vcpu {
 	struct irq_pace pace;	/* external interrupts' pacing (trace/pace.c) */
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
 	struct block_cache blocks;
+	struct lbr_engine lbr;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

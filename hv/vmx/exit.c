@@ -173,6 +173,66 @@ static void skip(struct vcpu *v, const struct hv_event *ev, u8 base_len)
 	hv_skip_insn(v, ev, base_len);
 }
 
+/* SDM Vol. 3 4.4.1: loading CR3 with PAE paging on (or enabling it) loads
+ * the four PDPTEs from the 32-byte-aligned table CR3 names; with EPT the
+ * entry takes them from the VMCS (27.3.2.4). A table outside guest RAM is
+ * refused (#GP, as a PDPTE the processor cannot load). */
+static bool load_pdptes(u64 cr3)
+{
+	u64 pdpte[4];
+	if (!gmem_read_phys(cr3 & 0xffffffe0ull, pdpte, sizeof(pdpte)))
+		return false;
+	vmcs_write64(VMCS_GUEST_PDPTE0, pdpte[0]);
+	vmcs_write64(VMCS_GUEST_PDPTE1, pdpte[1]);
+	vmcs_write64(VMCS_GUEST_PDPTE2, pdpte[2]);
+	vmcs_write64(VMCS_GUEST_PDPTE3, pdpte[3]);
+	return true;
+}
+
+/* MOV to CR3, which exits only while LBR batching runs (CR3-load exiting,
+ * vmx_lbr_switch). SDM Vol. 2B MOV—Move to/from Control Registers and
+ * Vol. 3 4.10.4.1: in 64-bit mode the whole register, otherwise its low
+ * 32 bits; with CR4.PCIDE bit 63 says "do not invalidate" and is not
+ * loaded (no VPID here: every VM entry invalidates anyway, 29.4.3.3); a 1
+ * in a bit at or above MAXPHYADDR is #GP(0), but for LAM's bits 62:61
+ * where CPUID enumerates LAM; PAE paging outside long mode loads the
+ * PDPTEs. */
+static void mov_to_cr3(struct vcpu *v, u64 val, const struct hv_event *ev)
+{
+	struct cpuid_regs r;
+	struct hv_segment cs;
+	u64 efer = vmcs_read64(VMCS_GUEST_IA32_EFER), cr4 = hv.ops->get_cr(v, 4);
+	hv.ops->get_seg(v, SEG_CS, &cs);
+	if (!(efer & EFER_LMA) || !(cs.attr & SEG_ATTR_L))
+		val = (u32)val;
+	if (efer & EFER_LMA) {
+		if (cr4 & CR4_PCIDE)
+			val &= ~CR3_PCID_NOFLUSH;
+		cpuid_count(0x80000000, 0, &r);
+		u32 maxphy = 36;
+		if (r.eax >= 0x80000008) {
+			cpuid_count(0x80000008, 0, &r);
+			maxphy = r.eax & 0xff;
+		}
+		u64 reserved = ~0ull << MIN(maxphy, 63u);
+		cpuid_count(0, 0, &r);
+		if (r.eax >= 7) {
+			cpuid_count(7, 1, &r);
+			if (r.eax & CPUID_7_1_EAX_LAM)
+				reserved &= ~CR3_LAM_BITS;
+		}
+		if (val & reserved) {
+			hv_inject_fault(v, X86_GP, true, 0);
+			return;
+		}
+	} else if ((hv.ops->get_cr(v, 0) & CR0_PG) && (cr4 & CR4_PAE) && !load_pdptes(val)) {
+		hv_inject_fault(v, X86_GP, true, 0);
+		return;
+	}
+	vmcs_writel(VMCS_GUEST_CR3, val);
+	skip(v, ev, 3);
+}
+
 /* MOV to CR0 that changes a bit of the CR0 guest/host mask (26.3: the
  * fixed-1 bits VMX needs, in practice NE). The guest's value goes to the
  * read shadow, the hardware keeps the fixed bits; the rest is MOV to CR0
@@ -203,19 +263,10 @@ static void mov_to_cr0(struct vcpu *v, struct vmx_vcpu *vx, u64 val, const struc
 		}
 		vmx_set_guest_efer(efer & ~EFER_LMA);
 	}
-	if (!(old & CR0_PG) && (val & CR0_PG) && (cr4 & CR4_PAE) && !(efer & EFER_LME)) {
-		/* 4.4.1: enabling PAE paging loads the PDPTEs; with EPT the
-		 * entry takes them from the VMCS (27.3.2.4). Paging is still
-		 * off here: CR3 is read as a guest-physical address. */
-		u64 pdpte[4], cr3 = vmcs_readl(VMCS_GUEST_CR3) & 0xffffffe0ull;
-		if (gmem_read_linear(v, cr3, pdpte, sizeof(pdpte)) != sizeof(pdpte)) {
-			hv_inject_fault(v, X86_GP, true, 0);
-			return;
-		}
-		vmcs_write64(VMCS_GUEST_PDPTE0, pdpte[0]);
-		vmcs_write64(VMCS_GUEST_PDPTE1, pdpte[1]);
-		vmcs_write64(VMCS_GUEST_PDPTE2, pdpte[2]);
-		vmcs_write64(VMCS_GUEST_PDPTE3, pdpte[3]);
+	if (!(old & CR0_PG) && (val & CR0_PG) && (cr4 & CR4_PAE) && !(efer & EFER_LME) &&
+	    !load_pdptes(vmcs_readl(VMCS_GUEST_CR3))) {
+		hv_inject_fault(v, X86_GP, true, 0);
+		return;
 	}
 	vmcs_writel(VMCS_CR0_READ_SHADOW, val);
 	vmcs_writel(VMCS_GUEST_CR0, (val | (vmx_caps.cr0_fixed0 & vx->cr0_mask)) & vmx_caps.cr0_fixed1);
@@ -245,18 +296,22 @@ static bool exit_cr_access(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event 
 	u64 q = vmcs_readl(VMCS_EXIT_QUALIFICATION);
 	u64 val = v->gpr[VMX_CR_QUAL_GPR(q)];
 
-	/* Only MOV to CR0/CR4 can exit: no CR3/CR8 exiting, and CLTS/LMSW
-	 * touch no masked bit (26.1.3) */
-	if (VMX_CR_QUAL_ACCESS(q) != VMX_CR_ACCESS_MOV_TO_CR ||
-	    (VMX_CR_QUAL_CR(q) != 0 && VMX_CR_QUAL_CR(q) != 4)) {
-		ev->kind = HV_EV_UNHANDLED;
-		return true;
-	}
-	if (VMX_CR_QUAL_CR(q) == 0)
+	/* Only MOV to CR0/CR4 can exit, and MOV to CR3 while LBR batching
+	 * runs: no CR3-store or CR8 exiting, and CLTS/LMSW touch no masked
+	 * bit (26.1.3) */
+	switch (VMX_CR_QUAL_ACCESS(q) == VMX_CR_ACCESS_MOV_TO_CR ? VMX_CR_QUAL_CR(q) : ~0u) {
+	case 0:
 		mov_to_cr0(v, vx, val, ev);
-	else
+		return false;
+	case 3:
+		mov_to_cr3(v, val, ev);
+		return false;
+	case 4:
 		mov_to_cr4(v, vx, val, ev);
-	return false;
+		return false;
+	}
+	ev->kind = HV_EV_UNHANDLED;
+	return true;
 }
 
 /* XSETBV exits unconditionally (26.1.2). XCR0 is not switched between
@@ -295,7 +350,10 @@ static bool exit_exception(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event 
 	(void)v;
 	(void)vx;
 	if (VMX_INTR_INFO_TYPE(info) == 2) { /* NMI exiting (25.6.1): core re-delivers it */
-		ev->kind = HV_EV_NMI;
+		/* LBR batching's PMI ends a batch: an exit with nothing to
+		 * deliver (the engine drains at every exit's start) */
+		ev->kind = vmx_lbr_pmi(v) ? HV_EV_INTR : HV_EV_NMI;
+		ev->vector = 0;
 		ev->insn_len = 0;
 		return true;
 	}
@@ -443,13 +501,24 @@ void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason)
 
 	u64 rip = v->rip;
 	prof_switch(v, HVTRACE_PROF_HANDLER);
+	/* The instructions emulated here (MOV to CR0/CR3/CR4, XSETBV) take
+	 * core's first step first, like every exit: the engine settles what
+	 * it planned and LBR batching drains before anything moves (a MOV to
+	 * CR3's batch belongs to the old address space). One that is not
+	 * emulated after all stops the guest through core. */
+	bool own = basic == VMX_EXIT_CONTROL_REGISTER_ACCESS || basic == VMX_EXIT_XSETBV;
+	if (own) {
+		ev.kind = HV_EV_CR_WRITE;
+		hv_exit_begin(v, &ev);
+	}
 	if (basic < ARRAY_SIZE(vmx_exit_handlers) && vmx_exit_handlers[basic])
 		to_core = vmx_exit_handlers[basic](v, vx, &ev);
-	if (to_core) {
+	if (to_core)
 		hv_handle_event(v, &ev);
-	} else {
+	else if (own)
+		hv_backend_done(v, v->rip != rip);
+	else
 		hv_backend_emulated(v, v->rip != rip);
-	}
 }
 
 static void dump_seg(const char *n, u32 sel, u32 ar, u32 limit, u32 base)

@@ -2,12 +2,14 @@
  * state (the firmware becomes the guest), the run loop, and the ops table.
  * Runs in VMX root operation with interrupts off. SDM Vol. 3 chapters 24-31. */
 #include "hvtrace/abi.h"
+#include "arch/x86/apic.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/desc.h"
 #include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "arch/x86/resume.h"
+#include "base/lapic.h"
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/mm.h"
@@ -126,6 +128,73 @@ static u32 vmx_lbr_depth(bool true_ctls)
 	u32 want_entry1 = ENTRY_LOAD_IA32_LBR_CTL | ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL;
 	u32 want_exit1 = EXIT_CLEAR_IA32_LBR_CTL | EXIT_LOAD_IA32_PERF_GLOBAL_CTRL;
 	return lbr_usable(&c, (entry1 & want_entry1) == want_entry1 && (exit1 & want_exit1) == want_exit1);
+}
+
+/* --- LBR batching: the backend's side (docs/branch-engine.md) ------------- */
+
+static u64 vmx_lbr_rdmsr(u32 msr)
+{
+	return rdmsr(msr);
+}
+
+static void vmx_lbr_wrmsr(u32 msr, u64 val)
+{
+	wrmsr(msr, val);
+}
+
+/*
+ * On: the guest IA32_LBR_CTL field with "load guest IA32_LBR_CTL" at
+ * entry and "clear IA32_LBR_CTL" at exit (SDM Vol. 3 25.7.1, 25.8.1,
+ * 28.3.1, 27.3.1.1: the stack records guest branches only and is frozen
+ * at every exit); IA32_PERF_GLOBAL_CTRL loaded with the batch counters'
+ * enables at entry and with 0 at exit (the host-state field), so they
+ * count the guest's branches only; the LVT performance-counter entry of
+ * this processor's local APIC delivers their overflow as an NMI (SDM Vol.
+ * 3 20.2.1 / 12.5.1), which NMI exiting (on while tracing) turns into an
+ * exit (vmx_lbr_pmi); CR3-load exiting (25.6.2), so that a batch never
+ * spans an address-space switch. The root-mode GLOBAL_CTRL is cleared
+ * first: the selects lbr_arm() enables must not count the hypervisor.
+ * Off: all as before, the LVT entry as the guest left it.
+ */
+static void vmx_lbr_switch(struct vcpu *v, u64 lbr_ctl, u64 global_ctrl)
+{
+	struct vmx_vcpu *vx = v->arch;
+	const u32 entry = ENTRY_LOAD_IA32_LBR_CTL | ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL;
+	const u32 exit = EXIT_CLEAR_IA32_LBR_CTL | EXIT_LOAD_IA32_PERF_GLOBAL_CTRL;
+	u32 e = vmcs_read32(VMCS_VM_ENTRY_CONTROLS), x = vmcs_read32(VMCS_PRIMARY_VM_EXIT_CONTROLS);
+	u32 proc = vmcs_read32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS);
+	bool on = lbr_ctl != 0;
+
+	wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+	vmcs_write64(VMCS_GUEST_IA32_LBR_CTL, lbr_ctl);
+	vmcs_write64(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL, global_ctrl);
+	vmcs_write64(VMCS_HOST_IA32_PERF_GLOBAL_CTRL, 0);
+	vmcs_write32(VMCS_VM_ENTRY_CONTROLS, on ? e | entry : e & ~entry);
+	vmcs_write32(VMCS_PRIMARY_VM_EXIT_CONTROLS, on ? x | exit : x & ~exit);
+	/* CR3-load exiting stays where the CPU cannot clear it (default1) */
+	if (on)
+		proc |= PROC_CR3_LOAD_EXITING;
+	else
+		proc = (proc & ~PROC_CR3_LOAD_EXITING) | (vmx_caps.proc & PROC_CR3_LOAD_EXITING);
+	vmcs_write32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS, proc);
+	vx->lbr_on = on;
+}
+
+/* SDM Vol. 3 20.2.2 / 20.8: the overflow bits of the hypervisor's two
+ * counters in IA32_PERF_GLOBAL_STATUS say the NMI is their PMI; they are
+ * cleared through IA32_PERF_GLOBAL_OVF_CTRL, and the LVT entry's mask bit,
+ * which delivering the PMI set (12.5.1), cleared again. */
+bool vmx_lbr_pmi(struct vcpu *v)
+{
+	struct vmx_vcpu *vx = v->arch;
+	if (!vx->lbr_on)
+		return false;
+	u64 ours = lbr_pmi_bits(rdmsr(MSR_IA32_PERF_GLOBAL_STATUS));
+	if (!ours)
+		return false;
+	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, ours);
+	lapic_write(APIC_LVTPC, lapic_read(APIC_LVTPC) & ~LVT_MASKED);
+	return true;
 }
 
 static int vmx_probe(u32 *caps)
@@ -565,7 +634,10 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 		    !(vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID)) {
 			struct hv_event nmi = { .kind = HV_EV_NMI };
 			h->nmi_pending = 0;
-			hv_handle_event(v, &nmi);
+			/* the batch counters' PMI, late (its skid ran past the
+			 * exit): the hypervisor's, nothing for the guest */
+			if (!vmx_lbr_pmi(v))
+				hv_handle_event(v, &nmi);
 		}
 		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
 		vmcs_writel(VMCS_GUEST_RIP, v->rip);
@@ -889,6 +961,9 @@ const struct hv_arch_ops vmx_ops = {
 	.setup = vmx_setup,
 	.reset_to_init = vmx_reset_to_init,
 	.start_at_sipi = vmx_start_at_sipi,
+	.lbr_rdmsr = vmx_lbr_rdmsr,
+	.lbr_wrmsr = vmx_lbr_wrmsr,
+	.lbr_switch = vmx_lbr_switch,
 	.vcpu_init = vmx_vcpu_init,
 	.vcpu_run = vmx_vcpu_run,
 	.inject_exception = vmx_inject_exception,

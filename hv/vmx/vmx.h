@@ -30,7 +30,13 @@ struct vmx_vcpu {
 	u64 cr0_mask, cr4_mask;		/* guest/host masks (25.6.6) */
 	u64 cr0_before, cr4_before;	/* the processor's before VMXON (abort path) */
 	bool launched;
+	bool lbr_on;			/* LBR batching armed (vmx_lbr_switch) */
 };
+
+/* LBR batching's PMI (docs/branch-engine.md "LBR batching"): whether the
+ * NMI this processor took is the overflow of the hypervisor's counters,
+ * consumed (not the guest's) */
+bool vmx_lbr_pmi(struct vcpu *v);
 
 /* run.S: loads the guest's GPRs from v->gpr[] (index = x86 register
  * number; RSP lives in the VMCS), VMLAUNCHes or VMRESUMEs, and on the VM

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 6
+#define HVTRACE_ABI_MINOR 7
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -116,8 +116,8 @@ enum hvtrace_engine {
 	HVTRACE_ENGINE_OFF = 0,		/* not tracing */
 	HVTRACE_ENGINE_REFERENCE = 1,	/* single-steps every instruction */
 	HVTRACE_ENGINE_FAST = 2,	/* decodes ahead, stops at branches */
-	HVTRACE_ENGINE_LBR = 3,		/* configured only: the hardware's LBR stack in batches
-					 * (designed, not wired: FAST runs; never reported) */
+	HVTRACE_ENGINE_LBR = 3,		/* the processor's architectural LBRs, one exit per batch
+					 * (VMX, where HV_CAP_ARCH_LBR holds; else FAST runs) */
 };
 
 #define HVTRACE_VCPU_STATUS_MAGIC 0x53565648u	/* "HVVS" */

@@ -72,6 +72,9 @@ enum hvtrace_marker {
 					 * records still kept before the freeze (ABI 1.4) */
 	HVTRACE_MARK_HOST = 6,		/* a host control request MARK; from = the host's value,
 					 * to = RIP (ABI 1.5) */
+	HVTRACE_MARK_GAP = 7,		/* records may be missing just before this one, how many is
+					 * not known (LBR batching, docs/branch-engine.md); from = 0,
+					 * to = RIP (ABI 1.7). A known number is a LOST record. */
 };
 
 /* info: the privilege levels on both ends of a record */

@@ -5,13 +5,27 @@
  * branches late, and other exits draining at random points. The stream the
  * drains produce must be the sequence exactly, or carry a gap exactly where
  * the stack lost branches, and never a duplicate. Also: the counter
- * arithmetic, the branch types, the CPL of a batch, the capability. */
+ * arithmetic, the branch types, the CPL of a batch, the records a batch
+ * makes (over simulated code: real encodings through the decoder), the
+ * PMI's bits, when the engine falls back, the capability. */
 #include <string.h>
 #include "unit.h"
 #include "hvtrace/record.h"
 #include "arch/x86/cpuid.h"
+#include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
+#include "arch/x86/vectors.h"
+#include "base/gmem.h"
+#include "base/vcpu.h"
 #include "trace/lbr.h"
+
+/* trace/branch.c's guest accesses (unused here: only rec_kind_of is) */
+struct hv hv;
+size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
+{
+	(void)v, (void)gva, (void)buf, (void)len;
+	return 0;
+}
 
 #define SEQ_MAX 20000
 
@@ -444,6 +458,177 @@ static void types_and_cpl(void)
 	CHECK(cpl[2] == 3 && cpl[5] == 3, "ends exact");
 }
 
+/* --- the records of a batch, over simulated code ---------------------------- */
+
+/* The guest's code: real encodings at linear addresses CODE_BASE.. */
+#define CODE_BASE 0x400000ull
+static u8 code[0x100];
+static u32 decodes;
+
+static int sim_decode(void *ctx, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes, struct dec_insn *in)
+{
+	u64 cs_base = *(const u64 *)ctx;
+	decodes++;
+	CHECK(lin == rip + cs_base, "decode at lin %llx rip %llx base %llx", (unsigned long long)lin,
+	      (unsigned long long)rip, (unsigned long long)cs_base);
+	if (lin < CODE_BASE || lin - CODE_BASE > sizeof(code) - 15)
+		return DEC_TRUNCATED;
+	memcpy(bytes, code + (lin - CODE_BASE), 15);
+	return dec_decode(bytes, 15, mode, rip, in);
+}
+
+static void put(u32 off, const u8 *b, u32 n)
+{
+	memcpy(code + off, b, n);
+}
+
+static u64 info_of(u32 type)
+{
+	return ((u64)type << 56) | LBR_INFO_CYC_CNT_VALID | 7;
+}
+
+static void batch_records(void)
+{
+	/* the code: each instruction at its own offset (INTO is #UD in 64-bit
+	 * mode: decoded in 32-bit code below) */
+	static const u8 jz[] = { 0x74, 0x10 }, loop[] = { 0xe2, 0xfe }, jrcxz[] = { 0xe3, 0x05 },
+			int80[] = { 0xcd, 0x80 }, int3[] = { 0xcc }, into[] = { 0xce }, int1[] = { 0xf1 },
+			syscall[] = { 0x0f, 0x05 }, iretq[] = { 0x48, 0xcf }, retf[] = { 0xcb },
+			sysret[] = { 0x48, 0x0f, 0x07 }, mov[] = { 0x89, 0xc8 }, call[] = { 0xe8, 0, 0, 0, 0 };
+	memset(code, 0x90, sizeof(code));
+	put(0x00, jz, 2), put(0x10, loop, 2), put(0x20, jrcxz, 2), put(0x30, int80, 2);
+	put(0x40, int3, 1), put(0x48, into, 1), put(0x50, int1, 1), put(0x60, syscall, 2);
+	put(0x70, iretq, 2), put(0x80, retf, 1), put(0x90, sysret, 3), put(0xa0, mov, 2);
+	put(0xb0, call, 5);
+	const u64 c = CODE_BASE;
+	/* oldest first as the program ran; snap is newest first */
+	const struct { u64 from, to; u32 type; u8 kind; u32 aux; } prog[] = {
+		{ c + 0x00, c + 0x12, LBR_BR_TYPE_JCC, HVTRACE_REC_BRANCH, HVTRACE_BR_JCC },
+		{ c + 0x10, c + 0x10, LBR_BR_TYPE_JCC, HVTRACE_REC_BRANCH, HVTRACE_BR_LOOP },
+		{ c + 0x20, c + 0x27, LBR_BR_TYPE_JCC, HVTRACE_REC_BRANCH, HVTRACE_BR_LOOP },
+		{ c + 0xb0, c + 0xb5, LBR_BR_TYPE_NEAR_REL_CALL, HVTRACE_REC_BRANCH, HVTRACE_BR_CALL },
+		{ c + 0x30, 0xffff1000, 8, HVTRACE_REC_EXCEPTION, 0x80 | HVTRACE_AUX_SOFT },
+		{ c + 0xa0, 0xffff2000, 9, 0, 0 },	/* an event's delivery: no record */
+		{ c + 0x40, 0xffff3000, 10, HVTRACE_REC_EXCEPTION, X86_BP | HVTRACE_AUX_SOFT },
+		{ c + 0x50, 0xffff3000, 10, HVTRACE_REC_EXCEPTION, X86_DB | HVTRACE_AUX_SOFT },
+		{ c + 0x70, c + 0x31, 11, HVTRACE_REC_FAR, HVTRACE_BR_IRET },
+		{ c + 0x80, c + 0x90, 12, HVTRACE_REC_FAR, HVTRACE_BR_FAR_RET },
+		{ c + 0x90, c + 0xb0, 13, HVTRACE_REC_FAR, HVTRACE_BR_SYSRET },
+		{ 0x1000, 0x2000, LBR_BR_TYPE_NEAR_RET, HVTRACE_REC_BRANCH, HVTRACE_BR_RET },
+		{ c + 0x60, 0xffff4000, 14, HVTRACE_REC_FAR, HVTRACE_BR_SYSCALL },
+	};
+	const u32 n = ARRAY_SIZE(prog);
+	struct lbr_entry snap[LBR_DEPTH_MAX];
+	for (u32 i = 0; i < n; i++)
+		snap[n - 1 - i] = (struct lbr_entry){ prog[i].from, prog[i].to, info_of(prog[i].type) };
+	const struct lbr_state start = { 3, DEC_MODE_64, 0 }, end = { 0, DEC_MODE_64, 0 };
+	u64 base = 0;
+	struct lbr_batch b = { .count = n };
+	struct lbr_rec out[LBR_RECS_MAX];
+	struct lbr_rec_stats st;
+	decodes = 0;
+	u32 got = lbr_batch_records(snap, &b, true, &start, &end, sim_decode, &base, out, &st);
+	CHECK(got == n - 1 && st.skipped == 1 && !st.undecoded, "records %u skipped %u", got, st.skipped);
+	/* decoded: the Jcc-typed entries and the "other" ones, not the rest */
+	CHECK(decodes == n - 2, "%u decodes", decodes);
+	for (u32 i = 0, k = 0; i < n && k < got; i++) {
+		if (!prog[i].kind)
+			continue;
+		const struct lbr_rec *r = &out[k++];
+		CHECK(r->from == prog[i].from && r->to == prog[i].to && r->kind == prog[i].kind &&
+			      r->aux == prog[i].aux,
+		      "entry %u: %llx -> %llx kind %u aux %x", i, (unsigned long long)r->from,
+		      (unsigned long long)r->to, r->kind, r->aux);
+	}
+	/* the CPL: 3 up to the first "other" (INT 80h, included), then
+	 * between two "other" entries a guess (the exit's), counted */
+	CHECK(out[0].cpl == 3 && out[3].cpl == 3 && out[4].cpl == 3 && out[5].cpl == 0 && out[got - 1].cpl == 0,
+	      "cpl %u %u %u %u", out[0].cpl, out[4].cpl, out[5].cpl, out[got - 1].cpl);
+	CHECK(st.guessed == 8, "guessed %u", st.guessed);
+
+	/* not linear: CS.base added, the start's before the first "other",
+	 * the exit's after it and where it lands; the decode gets the RIP */
+	struct lbr_entry s2[3] = {
+		{ 0x10, 0x30, info_of(LBR_BR_TYPE_NEAR_REL_JMP) },	/* newest, under the exit's CS */
+		{ 0x60, 0x10, info_of(14) },				/* SYSCALL at start base + 0x60 */
+		{ 0x00, 0x12, info_of(LBR_BR_TYPE_JCC) },		/* oldest, start base */
+	};
+	const struct lbr_state st16 = { 3, DEC_MODE_64, CODE_BASE }, end0 = { 0, DEC_MODE_64, 0x1000 };
+	base = CODE_BASE;
+	b = (struct lbr_batch){ .count = 3 };
+	got = lbr_batch_records(s2, &b, false, &st16, &end0, sim_decode, &base, out, &st);
+	CHECK(got == 3 && out[0].from == c && out[0].to == c + 0x12 && out[1].from == c + 0x60 &&
+		      out[1].to == 0x1010 && out[2].from == 0x1010 && out[2].to == 0x1030,
+	      "CS bases: %llx->%llx %llx->%llx %llx->%llx", (unsigned long long)out[0].from,
+	      (unsigned long long)out[0].to, (unsigned long long)out[1].from, (unsigned long long)out[1].to,
+	      (unsigned long long)out[2].from, (unsigned long long)out[2].to);
+	CHECK(out[1].kind == HVTRACE_REC_FAR && out[1].aux == HVTRACE_BR_SYSCALL && !st.guessed,
+	      "SYSCALL at its RIP");
+	/* linear IPs (CPUID.1CH:EAX[31]): nothing added */
+	got = lbr_batch_records(s2, &b, true, &st16, &end0, sim_decode, &base, out, &st);
+	CHECK(got == 3 && out[2].from == 0x10 && out[2].to == 0x30, "linear: %llx -> %llx",
+	      (unsigned long long)out[2].from, (unsigned long long)out[2].to);
+	/* INTO in 32-bit code: the mode is the entry's side's */
+	struct lbr_entry s4[1] = { { 0x48, 0x3000, info_of(10) } };
+	const struct lbr_state st32 = { 3, DEC_MODE_32, CODE_BASE };
+	b = (struct lbr_batch){ .count = 1 };
+	got = lbr_batch_records(s4, &b, false, &st32, &st32, sim_decode, &base, out, &st);
+	CHECK(got == 1 && out[0].kind == HVTRACE_REC_EXCEPTION && out[0].aux == (X86_OF | HVTRACE_AUX_SOFT) &&
+		      out[0].from == c + 0x48 && out[0].to == c + 0x3000,
+	      "INTO: kind %u aux %x", out[0].kind, out[0].aux);
+
+	/* gaps first: a known size is a LOST record with the exact count, an
+	 * unknown one the gap marker; unreadable code keeps the LBR's type */
+	struct lbr_entry s3[2] = {
+		{ 0x9000, 0x9100, info_of(12) },		/* "other", not readable */
+		{ 0x8000, 0x8100, info_of(LBR_BR_TYPE_JCC) },	/* Jcc, not readable */
+	};
+	base = 0;
+	b = (struct lbr_batch){ .count = 2, .gap = true, .lost = 17 };
+	got = lbr_batch_records(s3, &b, true, &start, &start, sim_decode, &base, out, &st);
+	CHECK(got == 3 && out[0].kind == HVTRACE_REC_LOST && out[0].from == 17 && out[1].kind == HVTRACE_REC_BRANCH &&
+		      out[1].aux == HVTRACE_BR_JCC && out[2].kind == HVTRACE_REC_FAR && out[2].aux == HVTRACE_BR_OTHER &&
+		      st.undecoded == 2,
+	      "known gap: %u records, %u undecoded", got, st.undecoded);
+	b.lost = LBR_LOST_UNKNOWN;
+	got = lbr_batch_records(s3, &b, true, &start, &start, sim_decode, &base, out, &st);
+	CHECK(got == 3 && out[0].kind == HVTRACE_REC_MARKER && out[0].aux == HVTRACE_MARK_GAP && !out[0].from,
+	      "unknown gap: kind %u aux %u", out[0].kind, out[0].aux);
+	b = (struct lbr_batch){ .count = 0, .gap = true, .lost = LBR_LOST_UNKNOWN };
+	got = lbr_batch_records(s3, &b, true, &start, &start, sim_decode, &base, out, &st);
+	CHECK(got == 1 && out[0].aux == HVTRACE_MARK_GAP, "a gap alone");
+	b = (struct lbr_batch){ 0 };
+	CHECK(lbr_batch_records(s3, &b, true, &start, &start, sim_decode, &base, out, &st) == 0, "nothing");
+}
+
+static void pmi_and_fallback(void)
+{
+	/* GLOBAL_STATUS: PMC0's and PMC1's overflow bits are the batches';
+	 * the others (PMC2, fixed counters, the DS buffer's) are not */
+	CHECK(lbr_pmi_bits(1) == 1 && lbr_pmi_bits(2) == 2 && lbr_pmi_bits(3) == 3, "ours");
+	CHECK(!lbr_pmi_bits(4) && !lbr_pmi_bits(PERF_GLOBAL_FIXED(0)) &&
+		      !lbr_pmi_bits(PERF_GLOBAL_STATUS_OVF_BUFFER | PERF_GLOBAL_STATUS_COND_CHGD),
+	      "not ours");
+	const struct lbr_needs ok = { .usable = true, .debugctl = DEBUGCTL_TR | DEBUGCTL_BTS | DEBUGCTL_LBR,
+				      .guest_dr7 = DR7_L(0) | DR7_G(1) | DR7_FIXED1 };
+	struct lbr_needs n = ok;
+	CHECK(!lbr_fallback(&n), "runs: %s", lbr_fallback(&n));
+	n.usable = false;
+	CHECK(lbr_fallback(&n), "no LBRs");
+	n = ok, n.debugctl |= DEBUGCTL_BTF;
+	CHECK(lbr_fallback(&n), "BTF");
+	n = ok, n.debugctl |= DEBUGCTL_BTINT;
+	CHECK(lbr_fallback(&n), "BTINT");
+	n = ok, n.pmu_on = true;
+	CHECK(lbr_fallback(&n), "PMU");
+	for (int i = 2; i < 4; i++) {
+		n = ok, n.guest_dr7 |= DR7_L(i);
+		CHECK(lbr_fallback(&n), "DR%d local", i);
+		n = ok, n.guest_dr7 |= DR7_G(i);
+		CHECK(lbr_fallback(&n), "DR%d global", i);
+	}
+}
+
 /* --- the hardware sequence over a simulated MSR file ---------------------- */
 
 /* The processor as lbr_arm/lbr_collect see it through RDMSR and WRMSR:
@@ -561,6 +746,14 @@ static void hw_sequence(void)
 			}
 			lbr_collect(&l, &hw_ops, snap, &b);
 			account(&o, s.made, snap, b);
+			/* disarmed: neither counter counts, no PMI comes */
+			lbr_disarm(&hw_ops);
+			u64 pmc0 = hw.pmc[0], pmc1 = hw.pmc[1];
+			for (u32 i = 0; i < 100; i++)
+				hw_branch(&s, &seq[i]);
+			CHECK(hw.pmc[0] == pmc0 && hw.pmc[1] == pmc1 && !hw.evtsel[0] && !hw.evtsel[1],
+			      "disarmed: %llx %llx", (unsigned long long)hw.evtsel[0],
+			      (unsigned long long)hw.evtsel[1]);
 			bool margin = skid <= depths[d] - lbr_batch_len(depths[d]);
 			CHECK(!o.bad && !hw.bad && (!margin || (o.records == 4000 && !o.gaps)),
 			      "depth %u skid %u: %llu records, %llu gaps, %u bad MSR accesses", depths[d], skid,
@@ -620,6 +813,8 @@ int main(void)
 	miscounts();
 	counter();
 	types_and_cpl();
+	batch_records();
+	pmi_and_fallback();
 	hw_sequence();
 	capability();
 	return unit_done("test_lbr");

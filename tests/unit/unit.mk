@@ -16,7 +16,7 @@ unit-src-test_icr := hv/dispatch/icr.c
 unit-src-test_pace := hv/trace/pace.c
 unit-src-test_cpuid := hv/dispatch/cpuid.c
 unit-src-test_pmu := hv/trace/pmu.c
-unit-src-test_lbr := hv/trace/lbr.c
+unit-src-test_lbr := hv/trace/lbr.c hv/trace/branch.c $(wildcard hv/arch/x86/decode/*.c)
 unit-src-test_svm_check := hv/svm/check.c
 unit-src-test_branch := hv/trace/branch.c $(wildcard hv/arch/x86/decode/*.c)
 

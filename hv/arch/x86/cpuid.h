@@ -51,6 +51,7 @@
 #define CPUID_7_ECX_UMIP		(1u << 2)
 #define CPUID_7_ECX_CET_SS		(1u << 7)
 #define CPUID_7_ECX_LA57		(1u << 16)
+#define CPUID_7_1_EAX_LAM		(1u << 26)	/* leaf 7 subleaf 1: linear-address masking (CR3 bits 62:61) */
 #define CPUID_7_ECX_BUS_LOCK_DETECT	(1u << 24)
 #define CPUID_D_1_EAX_XSAVES		(1u << 3)
 #define XSAVE_COMPONENT_LBR		15		/* Arch LBR state (SDM Vol. 1 13.5.13) */

@@ -53,6 +53,10 @@
 #define CR4_SMXE	(1ull << 14)
 #define CR4_FSGSBASE	(1ull << 16)
 #define CR4_PCIDE	(1ull << 17)
+/* SDM Vol. 3 4.10.4.1: MOV to CR3 with CR4.PCIDE, bit 63 = keep the PCID's
+ * translations (not loaded into CR3); 4.5.3 (LAM): bits 62:61 LAM_U57/U48 */
+#define CR3_PCID_NOFLUSH	(1ull << 63)
+#define CR3_LAM_BITS		(3ull << 61)
 #define CR4_OSXSAVE	(1ull << 18)
 #define CR4_SMEP	(1ull << 20)
 #define CR4_SMAP	(1ull << 21)
