@@ -45,6 +45,15 @@ $(BUILD)/initrd.gz: scripts/mkinitramfs.sh $(BUILD)/guest-agent/hvtrace-agent
 
 GUEST_IMAGES := $(KERNEL_DIR)/vmlinuz $(BUILD)/initrd.gz
 
+# Debian's kernel as its uncompressed ELF and the test initramfs
+# uncompressed, booted by tests/guest/bootvmlinux.efi (linux-bootvmlinux in
+# make test; the whole-boot trace, make test-boot, tests/integration-boot.sh)
+BOOT_IMAGES := $(KERNEL_DIR)/vmlinux $(BUILD)/initrd.cpio
+$(KERNEL_DIR)/vmlinux: $(KERNEL_DIR)/vmlinuz scripts/extract-vmlinux.sh
+	scripts/extract-vmlinux.sh $< $@
+$(BUILD)/initrd.cpio: $(BUILD)/initrd.gz
+	gzip -dc $< >$@.tmp && mv $@.tmp $@
+
 # Linux's perf in the guest (tests/integration-perf.sh): Debian's linux-perf
 # and its libraries in the build cache, and a second initramfs that adds
 # them and the test program to the first.
@@ -62,10 +71,10 @@ PERF_IMAGES := $(BUILD)/initrd-perf.gz $(BUILD)/tests/perf/perf-work
 # (as root; otherwise they print the apt-get line and stop).
 test: deps
 	@$(MAKE) --no-print-directory test-run
-test-run: all $(GUEST_IMAGES) $(PERF_IMAGES) $(KERNEL_DIR)/modules/order $(UNIT_BINS)
+test-run: all $(GUEST_IMAGES) $(PERF_IMAGES) $(BOOT_IMAGES) $(KERNEL_DIR)/modules/order $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
 
-test-integration: all $(GUEST_IMAGES)
+test-integration: all $(GUEST_IMAGES) $(BOOT_IMAGES)
 	@tests/integration.sh
 
 test-perf: all $(GUEST_IMAGES) $(PERF_IMAGES)
@@ -86,6 +95,7 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-run
 bench-run: all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
 	@bench/run.sh
+	@bench/boot-branches.sh
 	@bench/engine.sh
 	@bench/nested.sh
 	@$(MAKE) --no-print-directory bench-host

@@ -814,28 +814,6 @@ t_svm_rec_slow_reader() {
 
 # --- Debian's kernel traced from start_kernel ------------------------------
 
-# The kernel's text symbols, as a System.map: Debian's package ships a
-# placeholder one (the real one is in the 850 MB -dbg package), so one boot
-# without the hypervisor prints /proc/kallsyms (nokaslr: the addresses of
-# every later nokaslr boot). Cached per kernel version.
-kernel_symbols() {
-	local map=$BUILD/cache/linux/System.map-$(cat "$BUILD/cache/linux/version")
-	if [ ! -s "$map" ]; then
-		local d=$(esp kernel-symbols)
-		add_linux "$d"
-		cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.kallsyms" 'enable = no'
-		run kernel-symbols 180 --cpu-flags -hypervisor
-		"$HVTRACE" symbols "$LOG" -o "$map.tmp" >"$RUNS/kernel-symbols/symbols.out" 2>&1
-		if [ "$(grep -c ' start_kernel$' "$map.tmp" 2>/dev/null)" = 1 ]; then
-			mv "$map.tmp" "$map"
-		else
-			rm -f "$map.tmp"
-		fi
-	fi
-	SYMBOLS=$map
-	[ -s "$map" ]
-}
-
 # linux_traced NAME SYMBOL RECORDS SMP [CMDLINE [TIMEOUT]]: Debian's kernel
 # (nokaslr) traced from SYMBOL for RECORDS records with SMP processors, its
 # RAM a file ($RAM; $ADDR the symbol's address). Each vCPU's flight ring

@@ -362,6 +362,39 @@ t_linux_boot() {
 	finish linux-boot
 }
 
+# Linux booted from its uncompressed ELF by tests/guest/bootvmlinux.efi
+# (the next stage of the whole-boot trace, tests/integration-boot.sh),
+# under the hypervisor, untraced: the loader's boot_params (e820 from the
+# firmware's final map, command line, initramfs, ACPI's RSDP) and its entry
+# into startup_64 are right when the kernel reaches /init with the
+# hypervisor flag and the agent's hypercall.
+t_linux_bootvmlinux() {
+	local name=linux-bootvmlinux d=$(esp linux-bootvmlinux)
+	if [ ! -s "$BUILD/cache/linux/vmlinux" ] || [ ! -s "$BUILD/initrd.cpio" ]; then
+		LOG=/dev/null ELAPSED=0 REASONS="; no $BUILD/cache/linux/vmlinux or $BUILD/initrd.cpio (make builds them)"
+		finish $name
+		return 0
+	fi
+	mkdir -p "$d/EFI/linux"
+	cp "$BUILD/cache/linux/vmlinux" "$BUILD/initrd.cpio" "$d/EFI/linux/"
+	cp "$BUILD/tests/guest/bootvmlinux.efi" "$d/EFI/hvtrace/"
+	printf '%s\n' 'next = \EFI\hvtrace\bootvmlinux.efi' \
+		'cmdline = vmlinux=\EFI\linux\vmlinux ramdisk=\EFI\linux\initrd.cpio console=ttyS0,115200 panic=-1 quiet' \
+		>"$d/EFI/hvtrace/hvtrace.cfg"
+	run $name 120 --cpu-flags -hypervisor
+	expect 'hvtrace: hypervisor running; this processor is now its guest'
+	expect 'bootvmlinux: kernel 1000000-[0-9a-f]+ at [0-9a-f]+000, entry [0-9a-f]+'
+	expect "bootvmlinux: cmdline 'console=ttyS0,115200 panic=-1 quiet', ramdisk [0-9a-f]+ \\(2[0-9]{6} bytes\\)"
+	expect 'bootvmlinux: e820: [0-9]+ entries; leaving the firmware'
+	expect 'HVTRACE-GUEST: init reached'
+	expect 'HVTRACE-GUEST: cpu flag hypervisor: yes'
+	expect "hvtrace-agent: hvtrace ABI $ABI_MAJOR\\.$ABI_MINOR,"
+	expect 'HVTRACE-GUEST: done'
+	reject 'hvtrace: error'
+	reject 'Kernel panic'
+	finish $name
+}
+
 # Linux on an Intel guest CPU under the SVM backend (issue 14): QEMU's -cpu
 # max told it is GenuineIntel, so Linux runs its Intel code (init_intel,
 # the Intel PMU probe) against hvtrace; its agent's VMCALL is the
@@ -516,7 +549,7 @@ t_linux_broken_config() {
 }
 
 ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
-t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
+t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_bootvmlinux t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note
 runner_main integration "$ALL" "$@"

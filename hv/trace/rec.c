@@ -47,6 +47,7 @@ static struct {
 	u64 skip;			/* REC_START_BRANCHES: still to skip (atomic) */
 	struct spinlock lock;		/* state changes */
 	u64 start_tsc;			/* when tracing started */
+	u64 start_exits;		/* every vCPU's engine exits then (trace_exits) */
 	u64 stop_tsc;			/* REC_STOP_TIME: TSC ticks after start_tsc */
 	u64 hang_tsc;			/* trace.freeze = hang:T, in TSC ticks; 0: none */
 	u32 starts;			/* times tracing started (start()) */
@@ -261,11 +262,23 @@ static void mark(struct vcpu *v, u32 code, u64 from, u64 to)
 	rec_emit(v, HVTRACE_REC_MARKER, from, to, cpl, code);
 }
 
+/* The engine exits of every vCPU so far (each vCPU counts its own; a
+ * moment's lag on the others does not matter to the log line it is for) */
+static u64 all_trace_exits(void)
+{
+	u64 n = 0;
+	for (u32 i = 0; i < hv.nr_vcpus; i++)
+		if (hv.vcpus[i] && hv.vcpus[i]->trace)
+			n += __atomic_load_n(&hv.vcpus[i]->trace->trace_exits, __ATOMIC_RELAXED);
+	return n;
+}
+
 /* start, stop: under rec.lock */
 static void start(struct vcpu *v, u64 at)
 {
 	__atomic_store_n(&rec.made, 0, __ATOMIC_SEQ_CST);
 	rec.start_tsc = rdtsc();
+	rec.start_exits = all_trace_exits();
 	rec.freeze_armed = 0;
 	__atomic_add_fetch(&rec.starts, 1, __ATOMIC_RELAXED);
 	set_state(v, HVTRACE_STATE_TRACING);
@@ -280,7 +293,8 @@ static void stop(struct vcpu *v, const char *why, u64 made)
 {
 	mark(v, HVTRACE_MARK_STOP, gmem_linear_rip(v), made);
 	set_state(v, HVTRACE_STATE_STOPPED);
-	LOG_INFO("recorder: tracing stopped (%s) after %lu records", why, made);
+	LOG_INFO("recorder: tracing stopped (%s) after %lu records, %lu engine exits", why, made,
+		 all_trace_exits() - rec.start_exits);
 }
 
 /* Whichever vCPU reaches the address first starts tracing for all. */

@@ -79,7 +79,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$OVMF_VARS" "$work/vars.fd"
 # FAT image with no partition table: OVMF boots \EFI\BOOT\BOOTX64.EFI from it
-size_kb=$(du -sk "$dir" | cut -f1)
+size_kb=$(du -sk --apparent-size "$dir" | cut -f1)	# sparse files (an ELF with holes) count whole
 size_mb=$(( size_kb / 1024 + 34 ))
 truncate -s ${size_mb}M "$work/esp.img"
 mkfs.vfat -F 32 "$work/esp.img" >/dev/null || exit 2

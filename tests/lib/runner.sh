@@ -29,6 +29,30 @@ add_linux() {
 	cp "$BUILD/initrd.gz" "$1/EFI/linux/initrd.gz"
 }
 
+# The kernel's text symbols, as a System.map: Debian's package ships a
+# placeholder one (the real one is in the 850 MB -dbg package), so one boot
+# without the hypervisor prints /proc/kallsyms (nokaslr: the addresses of
+# every later nokaslr boot). Cached per kernel version. $SYMBOLS: the
+# map (the tiers and bench/run.sh use it).
+kernel_symbols() {
+	local map=$BUILD/cache/linux/System.map-$(cat "$BUILD/cache/linux/version")
+	if [ ! -s "$map" ]; then
+		local d=$(esp kernel-symbols)
+		add_linux "$d"
+		printf '%s\n' 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.kallsyms" 'enable = no' \
+			>"$d/EFI/hvtrace/hvtrace.cfg"
+		boot qemu kernel-symbols 180 --cpu-flags -hypervisor
+		"$BUILD/host-tools/hvtrace" symbols "$LOG" -o "$map.tmp" >"$RUNS/kernel-symbols/symbols.out" 2>&1
+		if [ "$(grep -c ' start_kernel$' "$map.tmp" 2>/dev/null)" = 1 ]; then
+			mv "$map.tmp" "$map"
+		else
+			rm -f "$map.tmp"
+		fi
+	fi
+	SYMBOLS=$map
+	[ -s "$map" ]
+}
+
 # boot EMULATOR NAME TIMEOUT [options of tests/lib/EMULATOR.sh]: boots the
 # volume esp NAME made, leaves the cleaned serial log in $LOG, the exit
 # status in $RC (124: timed out) and the seconds taken in $ELAPSED
