@@ -981,6 +981,69 @@ static void test_self_modifying(void)
 	uefi_call_wrapper(BS->FreePages, 2, page, 1);
 }
 
+/*
+ * Code remapped while tracing (issue #16: the decoded-block cache keyed so
+ * that a new mapping cannot reuse a stale block): smc.h's steps, but each
+ * step's code is a page of its own, and one linear page in the remap
+ * window (test_remap's tables) is pointed at the next step's page before
+ * each call, by the leaf PTE and INVLPG, or (the fourth step) by the PDE
+ * with a CR3 reload. The bytes at the same linear addresses change without
+ * a write; the records must be smc.h's, at that linear address.
+ */
+static uint8_t cr_page[SMC_STEPS][4096] __attribute__((aligned(4096)));
+
+static void test_code_remap(void)
+{
+	uint64_t cr0, cr3, cr4;
+	asm volatile("mov %%cr0, %0; mov %%cr3, %1; mov %%cr4, %2" : "=r"(cr0), "=r"(cr3), "=r"(cr4));
+	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
+	unsigned slot = (RM_VA >> 39) & 511;
+	if ((cr4 & CR4_LA57) || (pml4[slot] & PTE_P)) {
+		report_skip("bts_code_remap", "5-level paging, or PML4 slot 64 in use");
+		return;
+	}
+	const uint64_t RW = PTE_P | PTE_RW, va = RM_VA + 0x2000;
+	for (unsigned i = 0; i < SMC_STEPS; i++) {
+		SetMem(cr_page[i], 4096, 0xcc);
+		CopyMem(cr_page[i], smc_code, sizeof(smc_code));
+		CopyMem(cr_page[i], smc_step[i].b, 4);
+	}
+	SetMem(rm_pdpt, sizeof(rm_pdpt), 0);
+	SetMem(rm_pd, sizeof(rm_pd), 0);
+	SetMem(rm_pt, sizeof(rm_pt), 0);
+	rm_pdpt[0] = A(rm_pd) | RW;
+	rm_pd[0] = A(rm_pt[0]) | RW;
+	rm_pt[0][2] = A(cr_page[0]) | PTE_P;	/* executable (no NX), read-only */
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
+	pml4[slot] = A(rm_pdpt) | RW;
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+
+	uint64_t (*fn)(void) = (uint64_t (*)(void))(uintptr_t)va;
+	uint64_t got[SMC_STEPS];
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	for (unsigned i = 0; i < SMC_STEPS; i++) {
+		if (i == 3) {	/* another page table, then a CR3 load */
+			rm_pt[1][2] = A(cr_page[i]) | PTE_P;
+			rm_pd[0] = A(rm_pt[1]) | RW;
+			rm_flush_all();
+		} else if (i) {
+			uint64_t *pte = i < 3 ? &rm_pt[0][2] : &rm_pt[1][2];
+			*pte = A(cr_page[i]) | PTE_P;
+			rm_invlpg(va);
+		}
+		got[i] = fn() & 0xff;
+	}
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	irq_restore(f);
+	smc_check("bts_code_remap", buf, used(), 64, va, got);
+
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
+	pml4[slot] = 0;
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+}
+
 /* Runs `seq` traced, `name` checking its records against want[n]; under
  * the fast engine (the configured one: no PMU counter is enabled here)
  * `exits_name` checks that it took at most `max_exits` tracing exits
@@ -1189,6 +1252,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_bad_ds();
 	test_remap();
 	test_self_modifying();
+	test_code_remap();
 	test_chain();
 	test_jcc_skip();
 	test_chain_interrupt();
