@@ -636,7 +636,7 @@ t_svm_rec_record_stops() {
 	run $name 400 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=8M \
 		-device ivshmem-plain,memdev=hvt &
 	local qpid=$!
-	timeout 390 "$HVTRACE" record --shm "$shm" -o "$out" --wait 60 >"$RUNS/$name/record.out" 2>&1 &
+	timeout $((390 * SCALE)) "$HVTRACE" record --shm "$shm" -o "$out" --wait $((60 * SCALE)) >"$RUNS/$name/record.out" 2>&1 &
 	local rpid=$!
 	wait_log "$raw" 'REC-WAIT: tracing'
 	sleep 5
@@ -722,7 +722,11 @@ t_linux_rec_ctl_idle() {
 
 # --- the lossless stream drained by `hvtrace record` ----------------------
 
-LOOP_N=200000	# t_rec's loop: LOOP_N - 1 taken branches
+# t_rec's loop: LOOP_N - 1 taken branches. HVTRACE_REC_LOOP changes it
+# (the nested-KVM tier: 50,000; every count below follows it); the stream
+# ring is 1 MiB per vCPU, 32,768 records, so any loop over ~33,000 makes
+# the reader drain while the guest runs
+LOOP_N=${HVTRACE_REC_LOOP:-200000}
 
 # rec_stream NAME RATE WAIT: t_rec's loop with the host stream in an
 # ivshmem channel, drained by `hvtrace record` (RATE records/s, 0: as fast
@@ -741,7 +745,7 @@ rec_stream() {
 	local ropt=""
 	[ "$rate" = 0 ] || ropt="--rate $rate"
 	# the reader waits for the hypervisor to lay out the channel
-	timeout 170 "$HVTRACE" record --shm "$shm" -o "$out" --wait 60 --idle-exit 60 $ropt \
+	timeout $((170 * SCALE)) "$HVTRACE" record --shm "$shm" -o "$out" --wait $((60 * SCALE)) --idle-exit 60 $ropt \
 		>"$RUNS/$name/record.out" 2>&1
 	local rrc=$?
 	wait $qpid

@@ -267,7 +267,11 @@ static u64 data_bps(u64 dr7, int last, const u64 addr[4])
  * is followed to its handler (guest_dr23_data, trace_update). Root
  * mode must not take a #DB of the guest's choosing. Such a breakpoint still
  * works on hardware, where VMRUN and VM entry load DR7 from the guest
- * state, and is lost under TCG (docs/security.md).
+ * state, and is lost under TCG (docs/security.md). Under KVM that itself
+ * runs on QEMU's TCG (the nested tier) the same holds one level down: KVM
+ * writes DR7 only with 0 before its own VMRUN (vcpu_enter_guest), so what
+ * this write armed exists only on the emulated CPU it ran on, and is gone
+ * when the host moves this vCPU's thread (tests/nested/pin-vcpus.sh).
  */
 u64 trace_host_dr7(struct vcpu *v)
 {

@@ -18,6 +18,8 @@
 # Acceleration: HVTRACE_ACCEL=tcg|kvm|auto (default auto). auto picks KVM
 # only when the host offers nested virtualization (kvm_amd nested=1 or
 # kvm_intel nested=Y) and /dev/kvm is usable; otherwise TCG, and says why.
+# HVTRACE_VARS_READONLY=1 (the nested tier): OVMF's variable store
+# read-only, so OVMF keeps its variables in memory and writes no flash.
 # Exit status: QEMU's, or 124 when the time bound killed it.
 set -u
 dir= log= timeout=120 cpu= cpuflags= smp=1 mem=512 tee=0 until= then= which=0
@@ -89,7 +91,7 @@ export MTOOLS_SKIP_CHECK=1
 
 set -- -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem" \
 	-drive if=pflash,format=raw,unit=0,readonly=on,file="$OVMF_CODE" \
-	-drive if=pflash,format=raw,unit=1,file="$work/vars.fd" \
+	-drive if=pflash,format=raw,unit=1,file="$work/vars.fd"${HVTRACE_VARS_READONLY:+,readonly=on} \
 	-drive format=raw,file="$work/esp.img" \
 	-nodefaults -vga none -display none -no-reboot \
 	-serial file:"$log" "$@"
@@ -145,11 +147,18 @@ for cmd in ["info status", "info registers -a", "info registers -a"]:
     time.sleep(1)
 PY
 }
+# HVTRACE_PIN_VCPUS=1 (the nested-KVM tier sets it): each vCPU thread on
+# its own CPU of the outer guest, for as long as QEMU runs (the outer
+# QEMU's TCG keeps hvtrace's breakpoints per emulated CPU; the file says
+# why). Its lines go to stderr.
+pin=${HVTRACE_PIN_VCPUS:-0}
+[ "$pin" = 1 ] && set -- "$@" -name hvtrace,debug-threads=on
 start_qemu() {
 	# the kill at the bound is the loop's, after the evidence; this one
 	# only if the loop could not
 	timeout -s KILL "$((timeout + 30))" qemu-system-x86_64 "$@" </dev/null &
 	qpid=$! qstart=$SECONDS
+	[ "$pin" = 1 ] && "$(dirname "$0")/../nested/pin-vcpus.sh" "$qpid" &
 }
 start_qemu "$@"
 while :; do

@@ -21,12 +21,21 @@
 # when KVM's nested guest writes CR8 with a virtual interrupt pending; the
 # file says why). If that abort ever comes back, this says so.
 #
-# Environment: BUILD (default build), KERNEL_DIR (default BUILD/cache/linux).
+# The outer guest has OUTER_CPUS (4) CPUs, as many as the inner tests'
+# most vCPUs (svm-smp, linux-smp, svm-rec-lossless-smp: 4), and SCRIPT
+# runs with HVTRACE_PIN_VCPUS=1: tests/lib/qemu.sh pins each inner vCPU
+# thread to an outer CPU of its own (the outer TCG keeps hvtrace's
+# breakpoints per emulated CPU: tests/nested/pin-vcpus.sh says why). An
+# idle TCG vCPU costs nothing.
+#
+# Environment: BUILD (default build), KERNEL_DIR (default BUILD/cache/linux),
+# OUTER_CPUS (default 4).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: outer.sh OUTDIR TIMEOUT SCRIPT} TIMEOUT=${2:?} SCRIPT=${3:?}
 BUILD=${BUILD:-build}
 KDIR=${KERNEL_DIR:-$BUILD/cache/linux}
+OUTER_CPUS=${OUTER_CPUS:-4}
 
 problem() { echo "nested: $*"; }
 [ -s "$KDIR/vmlinuz" ] && [ -s "$KDIR/modules/order" ] ||
@@ -78,7 +87,8 @@ mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 mount -t tracefs tracefs /host/sys/kernel/tracing 2>/dev/null
 echo "NESTED: inside, running $(arg nested.cmd)"
-chroot /host /bin/bash -c "cd '$dir' || { echo 'NESTED: no $dir inside'; exit 1; }; exec bash '$(arg nested.cmd)'"
+# HVTRACE_PIN_VCPUS: tests/lib/qemu.sh pins the inner vCPU threads
+chroot /host /bin/bash -c "export HVTRACE_PIN_VCPUS=1; cd '$dir' || { echo 'NESTED: no $dir inside'; exit 1; }; exec bash '$(arg nested.cmd)'"
 echo "NESTED: done, exit $?"
 dmesg >"/host$dir/$(arg nested.out)/dmesg.txt"
 sync
@@ -89,7 +99,7 @@ chmod +x "$root/init"
 	{ problem "cannot pack the initramfs"; exit 1; }
 
 LD_PRELOAD=$PWD/$OUT/tcg-lock-fix.so timeout -s KILL "$TIMEOUT" qemu-system-x86_64 \
-	-machine q35 -accel tcg -cpu max -smp 2 -m 3072 -nodefaults -display none -vga none -no-reboot \
+	-machine q35 -accel tcg -cpu max -smp "$OUTER_CPUS" -m 3072 -nodefaults -display none -vga none -no-reboot \
 	-kernel "$KDIR/vmlinuz" -initrd "$OUT/initramfs.gz" \
 	-append "console=ttyS0 panic=-1 quiet tsc=reliable nested.dir=$PWD nested.cmd=$SCRIPT nested.out=$OUT" \
 	-serial file:"$OUT/outer.log" \
