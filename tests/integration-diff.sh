@@ -70,7 +70,9 @@ diff_program() {
 			esac
 		} >"$d/EFI/hvtrace/hvtrace.cfg"
 		# the reference engine steps the firmware too: about 4 times slower
-		boot qemu "$name" $([ $mode = reference ] && echo 150 || echo 40)
+		# (t_debug ~50 s on a quiet machine; a fresh-clone run beside
+		# another long trace took over 150 s and was called a hang)
+		boot qemu "$name" $([ $mode = reference ] && echo 300 || echo 40)
 		ends="$ends $mode:$(outcome)"
 		passed "$LOG" >"$RUNS/$name/passed.txt"
 		case $mode in
