@@ -8,7 +8,7 @@ LD ?= ld
 OBJCOPY ?= objcopy
 KERNEL_DIR ?= $(BUILD)/cache/linux
 
-.PHONY: all guest-tests deps test test-run test-unit test-integration test-perf test-nested demo demo-run bench bench-run clean help
+.PHONY: all guest-tests deps test test-run test-unit test-integration test-perf test-nested test-boot demo demo-run bench bench-run clean help
 all: $(BUILD)/hvtrace.efi $(BUILD)/guest-agent/hvtrace-agent guest-tests
 
 include hv/hv.mk
@@ -27,6 +27,7 @@ help:
 	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
 	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
 	@echo "make test-nested every test under real KVM with nested SVM (inside QEMU TCG)"
+	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel, then Debian's (over an hour)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU"
 	@echo "make bench       benchmarks, results in bench/results/"
 	@echo "make deps        install the Debian packages needed (as root)"
@@ -54,6 +55,13 @@ $(KERNEL_DIR)/vmlinux: $(KERNEL_DIR)/vmlinuz scripts/extract-vmlinux.sh
 $(BUILD)/initrd.cpio: $(BUILD)/initrd.gz
 	gzip -dc $< >$@.tmp && mv $@.tmp $@
 
+# The small Linux of make test's whole-boot trace (linux-rec-boot-tiny):
+# Debian's linux-source-6.1, tinyconfig and tests/linux/tiny.config
+TINY_DIR ?= $(BUILD)/cache/tiny-linux
+TINY_IMAGES := $(TINY_DIR)/vmlinux
+$(TINY_DIR)/vmlinux: scripts/build-tiny-kernel.sh tests/linux/tiny.config
+	scripts/build-tiny-kernel.sh $(TINY_DIR)
+
 # Linux's perf in the guest (tests/integration-perf.sh): Debian's linux-perf
 # and its libraries in the build cache, and a second initramfs that adds
 # them and the test program to the first.
@@ -71,7 +79,7 @@ PERF_IMAGES := $(BUILD)/initrd-perf.gz $(BUILD)/tests/perf/perf-work
 # (as root; otherwise they print the apt-get line and stop).
 test: deps
 	@$(MAKE) --no-print-directory test-run
-test-run: all $(GUEST_IMAGES) $(PERF_IMAGES) $(BOOT_IMAGES) $(KERNEL_DIR)/modules/order $(UNIT_BINS)
+test-run: all $(GUEST_IMAGES) $(PERF_IMAGES) $(BOOT_IMAGES) $(TINY_IMAGES) $(KERNEL_DIR)/modules/order $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
 
 test-integration: all $(GUEST_IMAGES) $(BOOT_IMAGES)
@@ -85,6 +93,12 @@ test-perf: all $(GUEST_IMAGES) $(PERF_IMAGES)
 test-nested: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
 	@tests/integration-nested.sh --all
+
+# A whole boot traced, firmware to /init: the small Linux (also in make
+# test) and Debian's kernel (over an hour here)
+test-boot: deps
+	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(BOOT_IMAGES) $(TINY_IMAGES)
+	@tests/integration-boot.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run

@@ -6,7 +6,8 @@
 # host tools (libhvtrace, hvtrace), QEMU integration tests (Linux's perf
 # in the guest among them: tests/integration-perf.sh), Bochs (VMX)
 # integration tests, the differential tier (guest programs with and
-# without the hypervisor, idle and traced), and a selection of the QEMU
+# without the hypervisor, idle and traced), a whole boot traced (the small
+# Linux: tests/integration-boot.sh), and a selection of the QEMU
 # tests under Linux's real KVM with nested SVM (inside QEMU TCG:
 # tests/integration-nested.sh).
 set -u
@@ -53,6 +54,9 @@ tier integration-rec tests/integration-rec.sh
 tier integration-perf tests/integration-perf.sh
 tier integration-vmx tests/integration-vmx.sh
 tier integration-diff tests/integration-diff.sh
+# a whole boot traced, firmware to /init, with the small Linux (Debian's
+# kernel: make test-boot)
+tier integration-boot tests/integration-boot.sh tiny
 tier integration-nested tests/integration-nested.sh
 
 echo
