@@ -191,6 +191,10 @@ struct hv_arch_ops {
 	/* FS_BASE, GS_BASE, KERNEL_GS_BASE := val (already checked); NULL
 	 * where the backend does not intercept their writes (VMX) */
 	void (*set_base_msr)(struct vcpu *v, u32 msr, u64 val);
+	/* from now on, RDMSR of `msr` (one of hv_write_owned_msrs) exits on
+	 * every vCPU: the shared MSR map's read bit, seen at each vCPU's
+	 * next entry */
+	void (*intercept_msr_read)(u32 msr);
 	/* interrupts blocked until after the next instruction (STI's shadow) */
 	void (*set_sti_shadow)(struct vcpu *v);
 	/* After an instruction the hypervisor emulated (hv_emulation_done):

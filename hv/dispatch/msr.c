@@ -37,8 +37,6 @@ const struct msr_range hv_owned_msrs[] = {
 	{ MSR_IA32_PERF_CAPABILITIES, MSR_IA32_PERF_CAPABILITIES },
 	{ MSR_IA32_FIXED_CTR_CTRL, MSR_IA32_PERF_GLOBAL_OVF_CTRL },
 	{ MSR_IA32_A_PMC0, MSR_IA32_A_PMC0 + PMU_MSR_SPAN - 1 },
-	/* the local APIC's location: the hypervisor's to keep */
-	{ MSR_IA32_APICBASE, MSR_IA32_APICBASE },
 	/* the x2APIC interrupt command: INIT and SIPI go through the
 	 * hypervisor (dispatch/mp.c) */
 	{ X2APIC_MSR(APIC_ICR_LO), X2APIC_MSR(APIC_ICR_LO) },
@@ -71,6 +69,13 @@ const struct msr_range hv_owned_msrs[] = {
 };
 const u32 hv_nr_owned_msrs = ARRAY_SIZE(hv_owned_msrs);
 
+const u32 hv_write_owned_msrs[] = {
+	/* the local APIC's location: the hypervisor's to keep; its reads
+	 * only once a guest has moved it (apic_base_write) */
+	MSR_IA32_APICBASE,
+};
+const u32 hv_nr_write_owned_msrs = ARRAY_SIZE(hv_write_owned_msrs);
+
 static u64 efer_allowed(void)
 {
 	struct cpuid_regs r;
@@ -92,7 +97,15 @@ static u64 efer_allowed(void)
  * decoded where the firmware left it and where the hypervisor reaches it
  * (base/lapic.c); the guest reads back the address it wrote. A guest
  * moving the real APIC over the hypervisor's memory would make its own
- * accesses there reach APIC registers instead. */
+ * accesses there reach APIC registers instead.
+ *
+ * Reads exit only once some guest has moved its address: until then the
+ * hardware's value is the one apic_base_read() would give. Firmware reads
+ * this MSR in every local APIC access (edk2's LocalApicLib asks for the
+ * APIC's mode each time), so its timer interrupt made several exits a
+ * tick; under nested KVM, where one exit to hvtrace costs 0.3-0.7 ms,
+ * that outgrew OVMF's tick and the firmware stopped advancing (the nested
+ * tier's t_basic stopped in mid-line three times in three runs). */
 
 static bool cpu_has_x2apic(void)
 {
@@ -100,6 +113,9 @@ static bool cpu_has_x2apic(void)
 	cpuid_count(1, 0, &r);
 	return r.ecx & CPUID_1_ECX_X2APIC;
 }
+
+/* some guest moved its APIC's address: its reads exit, on every vCPU */
+static bool apic_base_reads;
 
 static u64 apic_base_read(const struct vcpu *v)
 {
@@ -123,6 +139,8 @@ static bool apic_base_write(struct vcpu *v, u64 val)
 	if (addr != v->apic_base && addr != hv.boot.apic_pa)
 		LOG_WARN("vcpu %u: the guest moves its local APIC to %016lx: kept virtual, the APIC "
 			 "stays at %016lx", v->id, addr, hv.boot.apic_pa);
+	if (addr != hv.boot.apic_pa && !__atomic_exchange_n(&apic_base_reads, true, __ATOMIC_SEQ_CST))
+		hv.ops->intercept_msr_read(MSR_IA32_APICBASE);
 	v->apic_base = addr;
 	if ((hw ^ val) & (APICBASE_EN | APICBASE_EXTD))
 		wrmsr(MSR_IA32_APICBASE, (hw & ~(APICBASE_EN | APICBASE_EXTD)) |

@@ -11,4 +11,9 @@ struct msr_range {
 };
 extern const struct msr_range hv_owned_msrs[];
 extern const u32 hv_nr_owned_msrs;
+/* MSRs whose writes the hypervisor owns and whose reads reach the hardware
+ * until hv_arch_ops.intercept_msr_read turns them on for every vCPU (the
+ * backends intercept the writes from the start) */
+extern const u32 hv_write_owned_msrs[];
+extern const u32 hv_nr_write_owned_msrs;
 #endif

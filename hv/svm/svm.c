@@ -610,6 +610,7 @@ const struct hv_arch_ops svm_ops = {
 	.inject_nmi = svm_inject_nmi,
 	.get_msr = svm_get_msr,
 	.set_base_msr = svm_set_base_msr,
+	.intercept_msr_read = svm_intercept_msr_read,
 	.set_sti_shadow = svm_set_sti_shadow,
 	.set_single_step_trap = svm_set_single_step_trap,
 	.end_interrupt_shadow = svm_end_interrupt_shadow,

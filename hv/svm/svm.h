@@ -36,6 +36,7 @@ void svm_vmrun(struct vcpu *v, u64 vmcb_pa, u64 host_save_pa);
 
 int svm_npt_build(u64 *ncr3);
 int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa);
+void svm_intercept_msr_read(u32 msr);
 void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv);
 /* hv_arch_ops.take_pending (exit.c) */
 u32 svm_take_pending(struct vcpu *v, u8 *vector);

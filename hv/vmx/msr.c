@@ -15,9 +15,12 @@
 #define BITMAP_WRITE_LOW	0x800
 #define BITMAP_WRITE_HIGH	0xc00
 
-/* read and write of one MSR in 0x0-0x1fff or 0xc0000000-0xc0001fff; MSRs
- * outside both exit anyway */
-static void msr_bitmap_intercept(u8 *bm, u32 msr)
+#define BITMAP_READ	1u
+#define BITMAP_WRITE	2u
+
+/* reads and/or writes (`rw`) of one MSR in 0x0-0x1fff or
+ * 0xc0000000-0xc0001fff; MSRs outside both exit anyway */
+static void msr_bitmap_intercept(u8 *bm, u32 msr, u32 rw)
 {
 	u32 rd, wr;
 	if (msr < 0x2000) {
@@ -30,21 +33,37 @@ static void msr_bitmap_intercept(u8 *bm, u32 msr)
 	} else {
 		return;
 	}
-	bm[rd + msr / 8] |= (u8)(1u << (msr % 8));
-	bm[wr + msr / 8] |= (u8)(1u << (msr % 8));
+	if (rw & BITMAP_READ)
+		bm[rd + msr / 8] |= (u8)(1u << (msr % 8));
+	if (rw & BITMAP_WRITE)
+		bm[wr + msr / 8] |= (u8)(1u << (msr % 8));
 }
+
+/* the bitmap every vCPU's VMCS points at */
+static u8 *shared_bm;
 
 int vmx_msr_bitmap_build(u64 *bitmap_pa)
 {
-	u8 *bm = mm_alloc_pages(1, bitmap_pa);
+	u8 *bm = shared_bm = mm_alloc_pages(1, bitmap_pa);
 	if (!bm)
 		return HV_ERR_NO_MEMORY;
 	/* every MSR core owns: EFER, the Debug Store MSRs (hv/trace/ds.c),
 	 * IA32_FEATURE_CONTROL and the VMX capability MSRs (VMX hidden) */
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
 		for (u32 msr = hv_owned_msrs[i].first; msr <= hv_owned_msrs[i].last; msr++)
-			msr_bitmap_intercept(bm, msr);
+			msr_bitmap_intercept(bm, msr, BITMAP_READ | BITMAP_WRITE);
+	for (u32 i = 0; i < hv_nr_write_owned_msrs; i++)
+		msr_bitmap_intercept(bm, hv_write_owned_msrs[i], BITMAP_WRITE);
 	return HV_OK;
+}
+
+/* hv_arch_ops.intercept_msr_read: the processor consults the bitmap as
+ * the guest runs RDMSR (SDM Vol. 3 26.1.3), so it holds from this vCPU's
+ * next entry; one byte written by one vCPU (dispatch/msr.c's flag), the
+ * processors only read it */
+void vmx_intercept_msr_read(u32 msr)
+{
+	msr_bitmap_intercept(shared_bm, msr, BITMAP_READ);
 }
 
 /* I/O bitmaps A (ports 0-0x7fff) and B (0x8000-0xffff), SDM Vol. 3

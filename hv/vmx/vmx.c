@@ -984,6 +984,7 @@ const struct hv_arch_ops vmx_ops = {
 	.set_hlt_intercept = vmx_set_hlt_intercept,
 	.inject_nmi = vmx_inject_nmi,
 	.get_msr = vmx_get_msr,
+	.intercept_msr_read = vmx_intercept_msr_read,
 	.set_sti_shadow = vmx_set_sti_shadow,
 	.set_single_step_trap = vmx_set_single_step_trap,
 	.end_interrupt_shadow = vmx_end_interrupt_shadow,

@@ -50,6 +50,7 @@ extern const char vmx_exit_entry[];	/* HOST_RIP */
 
 int vmx_ept_build(u64 *eptp);
 int vmx_msr_bitmap_build(u64 *bitmap_pa);
+void vmx_intercept_msr_read(u32 msr);
 int vmx_io_bitmap_build(u64 *bitmaps_pa);
 void vmx_handle_exit(struct vcpu *v, struct vmx_vcpu *vx, u32 reason);
 void vmx_dump(struct vcpu *v);
