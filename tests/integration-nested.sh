@@ -10,8 +10,9 @@
 #
 #   tests/integration-nested.sh [--all] [--list] [TEST...]
 #
-# Default (make test's nested tier): one boot of each thing issue 11 names,
-# about 5 minutes here. --all (make test-nested) adds the rest below.
+# Default (make test's nested tier): one boot of each thing issue 11 names
+# but the SMP guest and the reference engine, 7-17 minutes here by the
+# machine. --all (make test-nested) adds the rest below.
 # TEST... picks tests by the runners' own names instead.
 #
 # Environment: BUILD (default build), HVTRACE_TIME_SCALE.
@@ -22,17 +23,26 @@ SCALE=${HVTRACE_TIME_SCALE:-1}
 OUT=$BUILD/test-runs/nested
 
 # What runs inside: the runners' own test names (a trailing $ anchors).
-# make test: the EFI guest program, an SMP guest, a triple fault, BTS under
-# both engines and their comparison, Linux to its shell, the recorder with
-# exact counts, and a lossless ivshmem channel read by hvtrace record.
-QEMU_TESTS="svm-guest-basic$ svm-smp$ svm-triple-fault$ svm-bts-reference$ svm-bts-fast$ svm-bts-engines-agree$ linux-boot$"
+# make test: the EFI guest program, a triple fault, BTS under the fast
+# engine, Linux to its shell, the recorder with exact counts, and a
+# lossless ivshmem channel read by hvtrace record; every inner guest has
+# one vCPU. The outer guest keeps its 4 CPUs
+# (tests/nested/outer.sh): with 2, t_basic failed twice of two, the 4
+# passed it three of three.
+QEMU_TESTS="svm-guest-basic$ svm-triple-fault$ svm-bts-fast$ linux-boot$"
 REC_TESTS="svm-rec-basic-fast$ svm-rec-lossless$"
-# --all adds the hostile guest and the scribbled channel, hot-plug, a halt
-# on triple fault, Linux on 2 vCPUs and the lossless stream with 2 vCPUs.
-# The scribbled channel is here, not in make test: in a CI run the
-# tier passed its time bound inside it, and once here the outer kernel
-# panicked during it (docs/testing.md item 7).
-MORE_QEMU="svm-smp-hotplug$ svm-hostile$ svm-triple-fault-halt$ linux-smp$"
+# --all adds the SMP guests (t_smp on 4 vCPUs, hot-plug, Linux on 2, the
+# lossless stream with 2), t_bts under the reference engine and its
+# comparison with the fast one (it steps every instruction: past its 270 s
+# nested on a slow machine, still going, since t_bts gained its
+# self-modifying and remapped-code checks), the hostile guest and the
+# scribbled channel,
+# and a halt on triple fault. With 4 inner vCPUs on the outer guest's 4
+# TCG CPUs on a 2-core host the outer kernel locked up during svm-smp in a
+# run on a slow machine (soft lockups on all four, 600 s);
+# the scribbled channel passed the tier's bound in a CI run, and once the
+# outer kernel panicked during it (docs/testing.md item 7).
+MORE_QEMU="svm-smp$ svm-bts-reference$ svm-bts-engines-agree$ svm-smp-hotplug$ svm-hostile$ svm-triple-fault-halt$ linux-smp$"
 MORE_REC="svm-rec-hostile-channel$ svm-rec-lossless-smp$"
 
 if [ "${1:-}" = --all ]; then
@@ -68,12 +78,13 @@ if [ "${1:-}" = --list ]; then
 	exit 0
 fi
 want=$(echo "$selected" | grep -c .)
-# the whole outer run: its boot, then a minute and a half a test (a
-# fresh-clone CI run of 2ea2e1e on a slow day took 54-214 s each and
-# passed its 60 s a test after six; one restart of a silent firmware costs
-# ~100 s); the runners inside stop 2 minutes earlier, so that their files
-# still come back
-TIMEOUT=$(((300 + 90 * want) * SCALE))
+# the whole outer run: its boot, then two minutes a test (a fresh-clone CI
+# run of 2ea2e1e on a slow day took 54-214 s each and passed its 60 s a
+# test after six; on a machine 2-3 times slower than that under QEMU,
+# t_basic took 137-162 s; one restart of a silent firmware costs ~100 s);
+# the runners inside stop 2 minutes earlier, so that their files still
+# come back
+TIMEOUT=$(((300 + 120 * want) * SCALE))
 
 fail() { echo "FAIL nested: $*"; echo "integration-nested: 0 passed, 1 failed"; exit 1; }
 
@@ -94,8 +105,9 @@ write_inner() {
 # each inner boot takes 25-40 s under the emulated KVM (OVMF's start alone
 # is ~200,000 exits to the inner QEMU: its TPM probe at 0xfed40000 and the
 # ACPI PM timer reads of its delays, its variable writes to the flash,
-# each exit emulated): the runners' bounds, set for TCG, are tripled
-export BUILD="$BUILD" HVTRACE_ACCEL=kvm HVTRACE_TIME_SCALE=$((3 * SCALE))
+# each exit emulated): the runners' bounds, set for TCG, times 4 (3 was
+# passed by t_basic's 60 s on a slow machine, 162 s of 180)
+export BUILD="$BUILD" HVTRACE_ACCEL=kvm HVTRACE_TIME_SCALE=$((4 * SCALE))
 # now and then an inner boot hangs in OVMF before its console is up (an
 # empty serial log at the time bound; the outer kernel says nothing; seen
 # in 3 of ~50 boots, root cause not found, docs/testing.md item 7):
@@ -156,43 +168,63 @@ outer_run() {
 	echo "nested: outer run $((SECONDS - start)) s (logs: $1/)"
 }
 
-# results OUTDIR: the names of the tests with a PASS or FAIL line
-results() { sed -nE 's/^(PASS|FAIL) ([^ ]+).*/\2/p' "$1/console.txt"; }
-
 echo "nested: outer QEMU (TCG) boots Debian's kernel with kvm-amd nested=1; the runners go inside"
-outer_run "$OUT" "$QEMU_TESTS" "$REC_TESTS"
-problems=$(sed -n 's/^nested: /; /p' "$OUT.outer.out" | tr -d '\n')
-grep -q "using KVM" "$OUT/console.txt" || problems="$problems; the inner runs did not use KVM"
 unpinned() { grep -qE "^NESTED: .*(no vCPU thread pinned|$PIN_TROUBLE)" "$1/console.txt" &&
 	echo "; an inner vCPU thread not alone on its outer CPU (the NESTED lines above)"; }
-problems="$problems$(unpinned "$OUT")"
-pass=$(grep -c '^PASS' "$OUT/console.txt")
-failn=$(grep -c '^FAIL' "$OUT/console.txt")
+# round OUTDIR QEMU_PATTERNS REC_PATTERNS: one outer boot; its problems in
+# $problems
+round() {
+	outer_run "$1" "$2" "$3"
+	problems=$(sed -n 's/^nested: /; /p' "$1.outer.out" | tr -d '\n')
+	grep -q "using KVM" "$1/console.txt" || problems="$problems; the inner runs did not use KVM"
+	problems="$problems$(unpinned "$1")"
+}
+# passed_in OUTDIR: the names of the tests with a PASS line
+passed_in() { sed -nE 's/^PASS ([^ ]+).*/\1/p' "$1/console.txt"; }
+round "$OUT" "$QEMU_TESTS" "$REC_TESTS"
 
-# The outer kernel panicking (seen: "corrupted stack end detected inside
-# scheduler" in an inner QEMU's thread, 3 times in about 15 tier runs,
-# during different tests) is the outer guest's failure, KVM's or TCG's,
-# not a result of hvtrace's: the tests that had no result run again, once,
-# in a new outer boot, and the panic is said on its own line. A test that
-# FAILed before it keeps its FAIL.
+# The outer machine itself fails now and then, under hvtrace's tests but
+# not through them: its kernel panicked ("corrupted stack end detected
+# inside scheduler" in an inner QEMU's thread, in about 1 tier run of 5,
+# during different tests), locked up (soft lockups on every outer CPU),
+# or hvtrace's exit state held the outer kernel's own registers (a
+# "guest triple fault" at a kvm_amd address, CR3 outside the inner
+# guest's memory): QEMU's TCG emulating the SVM that KVM uses
+# (docs/testing.md item 7). So every test without a PASS runs again, once,
+# in a new outer boot, said on its own line with its first result; the
+# second result is the one that counts. A test hvtrace really fails fails
+# both times. Problems of the first outer run that the second replaces
+# (the panic, its time bound) are said, not counted.
 if grep -q "the outer kernel panicked" "$OUT.outer.out"; then
-	echo "NESTED: $(grep -m1 -o 'the outer kernel panicked.*' "$OUT.outer.out"); the tests without a result run again in a new outer boot"
-	done_names=" $(results "$OUT" | tr '\n' ' ') "
-	again_qemu="" again_rec=""
-	for t in $(picked tests/integration.sh $QEMU_TESTS); do
-		n=$(echo "${t#t_}" | tr _ -)
-		case "$done_names" in *" $n "*) ;; *) again_qemu="$again_qemu $n\$" ;; esac
+	echo "NESTED: $(grep -m1 -o 'the outer kernel panicked.*' "$OUT.outer.out")"
+fi
+ok_names=" $(passed_in "$OUT" | tr '\n' ' ') "
+again_qemu="" again_rec="" again_names=""
+for t in $(picked tests/integration.sh $QEMU_TESTS); do
+	n=$(echo "${t#t_}" | tr _ -)
+	case "$ok_names" in *" $n "*) ;; *) again_qemu="$again_qemu $n\$" again_names="$again_names $n" ;; esac
+done
+for t in $(picked tests/integration-rec.sh $REC_TESTS); do
+	n=$(echo "${t#t_}" | tr _ -)
+	case "$ok_names" in *" $n "*) ;; *) again_rec="$again_rec $n\$" again_names="$again_names $n" ;; esac
+done
+pass=$(grep -c '^PASS' "$OUT/console.txt")
+failn=0
+if [ -n "$again_names" ]; then
+	first_problems=$problems
+	for n in $again_names; do
+		first=$(grep -m1 -E "^FAIL $n " "$OUT/console.txt" | cut -c1-300)
+		echo "NESTED: $n runs again in a new outer boot; first: ${first:-no result}"
 	done
-	for t in $(picked tests/integration-rec.sh $REC_TESTS); do
-		n=$(echo "${t#t_}" | tr _ -)
-		case "$done_names" in *" $n "*) ;; *) again_rec="$again_rec $n\$" ;; esac
-	done
-	outer_run "$OUT-again" "$again_qemu" "$again_rec"
-	problems=$(sed -n 's/^nested: /; /p' "$OUT-again.outer.out" | tr -d '\n')
-	grep -q "using KVM" "$OUT-again/console.txt" || problems="$problems; the inner runs did not use KVM"
-	problems="$problems$(unpinned "$OUT-again")"
+	[ -z "$first_problems" ] || echo "NESTED: the first outer run's problems:${first_problems#;}"
+	round "$OUT-again" "$again_qemu" "$again_rec"
+	# what the first run's problems were beyond the outer machine failing
+	# still counts
+	keep=$(printf '%s' "$first_problems" | tr ';' '\n' |
+		grep -vE 'outer kernel panicked|ran past [0-9]+ s|never finished|^ *$' | sed 's/^/;/' | tr -d '\n')
+	problems="$keep$problems"
 	pass=$((pass + $(grep -c '^PASS' "$OUT-again/console.txt")))
-	failn=$((failn + $(grep -c '^FAIL' "$OUT-again/console.txt")))
+	failn=$(grep -c '^FAIL' "$OUT-again/console.txt")
 fi
 [ $((pass + failn)) -ge "$want" ] || problems="$problems; $((pass + failn)) results for $want tests"
 if [ -n "$problems" ]; then

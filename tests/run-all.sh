@@ -6,10 +6,11 @@
 # host tools (libhvtrace, hvtrace), QEMU integration tests (Linux's perf
 # in the guest among them: tests/integration-perf.sh), Bochs (VMX)
 # integration tests, the differential tier (guest programs with and
-# without the hypervisor, idle and traced), a whole boot traced (the small
-# Linux: tests/integration-boot.sh), and a selection of the QEMU
-# tests under Linux's real KVM with nested SVM (inside QEMU TCG:
-# tests/integration-nested.sh).
+# without the hypervisor, idle and traced) and a whole boot traced (the
+# small Linux: tests/integration-boot.sh). The tests under Linux's real
+# KVM with nested SVM inside QEMU TCG (tests/integration-nested.sh) are
+# make test-nested's: the emulated nested machine itself failed too often
+# for make test (docs/testing.md item 7).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -57,7 +58,6 @@ tier integration-diff tests/integration-diff.sh
 # a whole boot traced, firmware to /init, with the small Linux (Debian's
 # kernel: make test-boot)
 tier integration-boot tests/integration-boot.sh tiny
-tier integration-nested tests/integration-nested.sh
 
 echo
 cat "$log"
