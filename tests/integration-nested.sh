@@ -10,9 +10,10 @@
 #
 #   tests/integration-nested.sh [--all] [--list] [TEST...]
 #
-# Default (make test's nested tier): one boot of each thing issue 11 names
-# but the SMP guest and the reference engine, 7-17 minutes here by the
-# machine. --all (make test-nested) adds the rest below.
+# Default: one boot of each thing issue 11 names but the SMP guest and the
+# reference engine, 7-23 minutes here by the machine (with one test run
+# again). --all (make test-nested; not in make test, README says why) adds
+# the rest below.
 # TEST... picks tests by the runners' own names instead.
 #
 # Environment: BUILD (default build), HVTRACE_TIME_SCALE.
@@ -23,7 +24,7 @@ SCALE=${HVTRACE_TIME_SCALE:-1}
 OUT=$BUILD/test-runs/nested
 
 # What runs inside: the runners' own test names (a trailing $ anchors).
-# make test: the EFI guest program, a triple fault, BTS under the fast
+# Default: the EFI guest program, a triple fault, BTS under the fast
 # engine, Linux to its shell, the recorder with exact counts, and a
 # lossless ivshmem channel read by hvtrace record; every inner guest has
 # one vCPU. The outer guest keeps its 4 CPUs
