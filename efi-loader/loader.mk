@@ -1,9 +1,15 @@
 # hvtrace.efi: a GNU-EFI application (PE subsystem 10) embedding hv.bin.
+# Frame pointers kept: the next stage starts under the loader's frames, and
+# a backtrace walker there (an assertion handler's) follows RBP through
+# them to the firmware's, as when the firmware starts it directly; with
+# RBP a general register the chain led into the loader's data (issue 25,
+# t_fidel frame_chain_ends_cleanly).
 EFI_INC := /usr/include/efi
 EFI_LIB := /usr/lib
 EFI_CFLAGS := -std=gnu11 -O2 -I$(EFI_INC) -I$(EFI_INC)/x86_64 -fpic -ffreestanding \
 	-fno-stack-protector -fno-stack-check -fshort-wchar -mno-red-zone \
 	-maccumulate-outgoing-args -mgeneral-regs-only -DEFI_FUNCTION_WRAPPER \
+	-fno-omit-frame-pointer \
 	-Wall -Wextra -Werror -Wno-unused-parameter -Ihv -Iinclude -Iefi-loader -MMD -MP
 EFI_LDFLAGS := -nostdlib -shared -Bsymbolic -znocombreloc -L$(EFI_LIB) -T$(EFI_LIB)/elf_x86_64_efi.lds
 EFI_CRT0 := $(EFI_LIB)/crt0-efi-x86_64.o

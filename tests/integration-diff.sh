@@ -113,6 +113,7 @@ t_diff_triple() { diff_program t_triple; }
 t_diff_cr0_nw() { diff_program t_triple nw; }
 t_diff_debug() { diff_program t_debug; }
 t_diff_unusual() { diff_program t_unusual; }
+t_diff_fidel() { diff_program t_fidel; }
 
-ALL="t_diff_basic t_diff_triple t_diff_cr0_nw t_diff_debug t_diff_unusual"
+ALL="t_diff_basic t_diff_triple t_diff_cr0_nw t_diff_debug t_diff_unusual t_diff_fidel"
 runner_main integration-diff "$ALL" "$@"

@@ -38,6 +38,7 @@ enum hv_event_kind {
 	HV_EV_IRQ_WINDOW,	/* the guest can take an external interrupt now */
 	HV_EV_NMI,		/* an NMI: the guest's, or a kick (dispatch/mp.c) */
 	HV_EV_INIT,		/* an INIT signal reached this processor (SVM intercept, VMX exit) */
+	HV_EV_IRET,		/* IRET, intercepted before it runs while an NMI is blocked (SVM; trace/nmi.c) */
 	HV_EV_UNHANDLED,	/* an exit the backend does not know */
 	HV_EV_COUNT
 };
@@ -185,6 +186,13 @@ struct hv_arch_ops {
 	 * mode for the guest's halt to end (dispatch/irq.c). */
 	u32 (*take_pending)(struct vcpu *v, u8 *vector);
 	void (*inject_nmi)(struct vcpu *v);
+	/* IRET exits as HV_EV_IRET before it runs (true) or not; NULL where
+	 * the processor keeps the guest's NMI blocking itself (VMX) */
+	void (*set_iret_intercept)(struct vcpu *v, bool on);
+	/* An event goes in at the next entry already: one injected, or one
+	 * whose delivery this exit cut short and the backend injects again
+	 * after core. NULL: never asked (set_iret_intercept NULL). */
+	bool (*event_pending)(struct vcpu *v);
 	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
 	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */
 	u64 (*get_msr)(struct vcpu *v, u32 msr);

@@ -43,6 +43,7 @@ static const char *const event_name[HV_EV_COUNT] = {
 	[HV_EV_IRQ_WINDOW] = "interrupt window",
 	[HV_EV_NMI] = "NMI",
 	[HV_EV_INIT] = "INIT",
+	[HV_EV_IRET] = "IRET",
 	[HV_EV_UNHANDLED] = "unhandled exit",
 };
 
@@ -205,6 +206,9 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		return;
 	case HV_EV_INIT:
 		mp_init_self(v);
+		return;
+	case HV_EV_IRET:
+		trace_on_iret(v);	/* it runs at the next entry */
 		return;
 	case HV_EV_VIRT_INSN:
 		/* as on a CPU without SVM/VMX (APM Vol. 3 VMRUN etc., SDM Vol. 3 31.3) */

@@ -193,6 +193,7 @@ void mp_before_entry(struct vcpu *v)
 		if (s & MP_INIT) {
 			hv.ops->reset_to_init(v);
 			irq_drop_held(v);
+			trace_nmi_reset(v);
 			if (__atomic_compare_exchange_n(&v->mp_state, &s, (s & ~MP_INIT) | MP_WAIT_SIPI, false,
 							__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 				v->inits++;

@@ -119,6 +119,7 @@ SIMPLE(exit_init, HV_EV_INIT)
 SIMPLE(exit_vintr, HV_EV_IRQ_WINDOW)
 SIMPLE(exit_hlt, HV_EV_HLT)
 SIMPLE(exit_rdpmc, HV_EV_RDPMC)
+SIMPLE(exit_iret, HV_EV_IRET)
 #undef SIMPLE
 
 static const svm_exit_fn svm_exit_handlers[] = {
@@ -128,6 +129,7 @@ static const svm_exit_fn svm_exit_handlers[] = {
 	[SVM_EXIT_VINTR] = exit_vintr,
 	[SVM_EXIT_HLT] = exit_hlt,
 	[SVM_EXIT_CPUID] = exit_cpuid,
+	[SVM_EXIT_IRET] = exit_iret,
 	[SVM_EXIT_RDPMC] = exit_rdpmc,
 	[SVM_EXIT_INVD] = exit_invd,
 	/* WBINVD too: QEMU 7.2's TCG checks the WBINVD intercept for an INVD

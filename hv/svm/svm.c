@@ -518,6 +518,25 @@ static void svm_inject_nmi(struct vcpu *v)
 	((struct svm_vcpu *)v->arch)->vmcb->control.event_inj = X86_NMI | EVENTINJ_TYPE_NMI | EVENTINJ_V;
 }
 
+/* APM 15.9: the IRET intercept exits before the IRET runs (trace/nmi.c
+ * ends the guest's NMI blocking after it) */
+static void svm_set_iret_intercept(struct vcpu *v, bool on)
+{
+	struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
+	if (on)
+		c->intercept_misc3 |= INTERCEPT3_IRET;
+	else
+		c->intercept_misc3 &= ~INTERCEPT3_IRET;
+}
+
+/* EVENTINJ holds an event, or EXITINTINFO one svm_handle_exit() injects
+ * again after core (APM 15.7.2) */
+static bool svm_event_pending(struct vcpu *v)
+{
+	const struct vmcb_control *c = &((struct svm_vcpu *)v->arch)->vmcb->control;
+	return (c->event_inj & EVENTINJ_V) || (c->exit_int_info & EVENTINJ_V);
+}
+
 /* The guest never sees SVME (it runs on a CPU "without SVM") but VMRUN
  * requires it in the guest's EFER (APM 15.5.1). */
 static u64 svm_get_efer(struct vcpu *v)
@@ -608,6 +627,8 @@ const struct hv_arch_ops svm_ops = {
 	.set_hlt_intercept = svm_set_hlt_intercept,
 	.take_pending = svm_take_pending,
 	.inject_nmi = svm_inject_nmi,
+	.set_iret_intercept = svm_set_iret_intercept,
+	.event_pending = svm_event_pending,
 	.get_msr = svm_get_msr,
 	.set_base_msr = svm_set_base_msr,
 	.intercept_msr_read = svm_intercept_msr_read,

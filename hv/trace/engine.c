@@ -60,12 +60,9 @@ static void engine_stop(struct vcpu *v)
 	lbr_engine_stop(v);
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
-		hv.ops->set_exception_intercepts(v, 0);
 		/* the watcher's stay intercepted (dispatch/irq.c) */
 		hv.ops->set_intr_intercept(v, rec_ctl_watcher(v));
 		hv.ops->set_dr(v, 6, t->guest_dr6);
-		if (t->nmi_pending)	/* the guest may still block it: best effort */
-			hv.ops->inject_nmi(v);
 	}
 	t->engine = HVTRACE_ENGINE_OFF;
 	t->step.valid = false;
@@ -73,7 +70,14 @@ static void engine_stop(struct vcpu *v)
 	t->cond.valid = false;
 	t->chain.n = 0;
 	t->tf_forced = false;
-	t->nmi_blocked = t->nmi_pending = false;
+	/* an NMI blocked or waiting stays so: trace/nmi.c keeps it idle */
+	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
+}
+
+u32 trace_idle_exceptions(struct vcpu *v)
+{
+	const struct trace_vcpu *t = v->trace;
+	return (t->bp.armed && t->bp.kind == BP_TRIGGER) || t->nmi_step ? 1u << X86_DB : 0;
 }
 
 /* While the recorder waits for its start address and the engine is off,
@@ -85,11 +89,11 @@ static void trigger_update(struct vcpu *v)
 	u64 addr = rec_trigger_addr();
 	bool armed = bp->armed && bp->kind == BP_TRIGGER;
 	if (addr && !armed) {
-		hv.ops->set_exception_intercepts(v, 1u << X86_DB);
 		bp_arm(v, BP_TRIGGER, addr, 0, 0);
+		hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
 	} else if (!addr && armed) {
 		bp_disarm(v);
-		hv.ops->set_exception_intercepts(v, 0);
+		hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
 	}
 }
 
@@ -186,6 +190,7 @@ void trace_update(struct vcpu *v)
 	if (want && t->engine != HVTRACE_ENGINE_OFF)
 		engine_set(v, which);
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {
+		nmi_step_cancel(v);	/* the engine steps that IRET itself */
 		t->guest_tf = v->rflags & RFLAGS_TF;
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;
@@ -277,6 +282,7 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
 	t->exit_rip = v->rip;	/* an emulated instruction's eventing IP (trace_insn_emulated) */
+	nmi_exit_begin(v);
 	if (t->pmu.global_ctrl)
 		pmu_sync(v);	/* the TSC-counted events' wraps, late (docs/pmu.md) */
 	if (t->engine == HVTRACE_ENGINE_OFF)
@@ -602,7 +608,7 @@ void step_completed(struct vcpu *v)
 		trace_emit(v, s->lin, to, s->cpl, HVTRACE_REC_EXCEPTION, HVTRACE_AUX_SOFT);
 		return;
 	case DEC_BR_IRET:
-		t->nmi_blocked = false;	/* SDM Vol. 3 6.7.1 */
+		nmi_iret_done(v);	/* SDM Vol. 3 6.7.1 */
 		trace_irq_iret(v, to);
 		/* fall through */
 	case DEC_BR_SYSRET:
@@ -671,6 +677,7 @@ void trace_before_entry(struct vcpu *v)
 		t->update_due = false;
 		trace_update(v);
 	}
+	nmi_before_entry(v);
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	/* an exit that did not pass trace_exit_begin (one a backend handled

@@ -40,6 +40,16 @@ void lbr_engine_exit(struct vcpu *v);
 /* follow.c: events followed into the guest's handlers */
 void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);
 void nmi_deliver(struct vcpu *v);
+/* trace/nmi.c: the blocking's hooks at every exit and entry, the IRET's
+ * single step while idle and its #DB, an IRET the engine stepped */
+void nmi_exit_begin(struct vcpu *v);
+void nmi_before_entry(struct vcpu *v);
+bool nmi_step_db(struct vcpu *v, const struct hv_event *ev);
+void nmi_step_cancel(struct vcpu *v);
+void nmi_iret_done(struct vcpu *v);
+/* The exceptions intercepted while the engine is off: #DB for the start
+ * trigger's breakpoint or an NMI's IRET step, nothing otherwise */
+u32 trace_idle_exceptions(struct vcpu *v);
 void trace_irq_iret(struct vcpu *v, u64 to);
 void inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
 bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes, u64 lin,

@@ -53,7 +53,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
-		return trigger_hit(v, ev);
+		return nmi_step_db(v, ev) || trigger_hit(v, ev);
 	t->trace_exits++;
 
 	u64 causes = 0;
@@ -200,32 +200,6 @@ void trace_irq_injected(struct vcpu *v, u8 vector)
 void trace_irq_iret(struct vcpu *v, u64 to)
 {
 	pace_iret(&v->trace->pace, v->trace->branches, to, mode_sp(v));
-}
-
-void nmi_deliver(struct vcpu *v)
-{
-	v->trace->nmi_blocked = true;
-	hv.ops->inject_nmi(v);
-	follow_event(v, X86_NMI, HVTRACE_REC_INTERRUPT, X86_NMI | HVTRACE_AUX_NMI);
-}
-
-/* An NMI, intercepted while tracing, recorded like an external interrupt
- * to the guest's vector-2 handler (SDM Vol. 3 6.7). NMIs stay blocked from
- * its delivery to the next IRET (6.7.1): one that comes meanwhile waits
- * for that IRET, which the engines always step (SVM injects regardless of
- * the guest's blocking; VMX without virtual NMIs blocks NMIs itself). */
-bool trace_on_nmi(struct vcpu *v)
-{
-	struct trace_vcpu *t = v->trace;
-	if (t->engine == HVTRACE_ENGINE_OFF)
-		return false;
-	t->trace_exits++;
-	t->step.valid = false;
-	if (t->nmi_blocked)
-		t->nmi_pending = true;
-	else
-		nmi_deliver(v);
-	return true;
 }
 
 /* A fault the hypervisor raises for an instruction it emulates (#GP for

@@ -140,8 +140,15 @@ struct trace_vcpu {
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
 	bool update_due;	/* trace_update() before the next entry (a PMI froze the counters) */
 	u64 exit_rip;		/* RIP at this exit's start */
+	/* NMI blocking (trace/nmi.c) */
 	bool nmi_blocked;	/* an NMI we delivered has not reached its IRET yet */
 	bool nmi_pending;	/* an NMI that came while nmi_blocked */
+	bool nmi_iret_on;	/* the backend's IRET intercept is on (idle) */
+	bool nmi_awaiting;	/* that IRET, at nmi_iret_rip, has exited and runs next */
+	bool nmi_step;		/* ... single-stepped: TF forced, #DB intercepted */
+	bool nmi_step_tf;	/* the guest's own TF then */
+	u64 nmi_step_dr6;	/* the guest's DR6 then */
+	u64 nmi_iret_rip;
 	struct step_state step;
 	struct handler_bp bp;
 	struct pending_branch pending;
@@ -191,6 +198,8 @@ void trace_irq_halted(struct vcpu *v);
 void trace_irq_injected(struct vcpu *v, u8 vector);
 void trace_count_exit(struct vcpu *v);
 bool trace_on_nmi(struct vcpu *v);					/* true: handled */
+void trace_on_iret(struct vcpu *v);	/* the backend's IRET intercept exited */
+void trace_nmi_reset(struct vcpu *v);	/* INIT: no NMI blocked or pending */
 void trace_on_dr_access(struct vcpu *v, const struct hv_event *ev);
 void trace_entry_sync(struct vcpu *v);	/* first thing before the guest runs */
 void trace_before_entry(struct vcpu *v);	/* last thing before the guest runs */
