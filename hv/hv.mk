@@ -2,7 +2,7 @@
 # Objects per directory and per backend (Kbuild's obj-y idea).
 # Layers, each using only those below it (scripts/check-layers.sh):
 # backends (svm, vmx) -> dispatch -> trace -> base -> arch/x86.
-hv-dispatch-y := dispatch/entry.o dispatch/mp.o dispatch/icr.o dispatch/irq.o dispatch/event.o dispatch/cpuid.o dispatch/msr.o \
+hv-dispatch-y := dispatch/entry.o dispatch/mp.o dispatch/icr.o dispatch/irq.o dispatch/event.o dispatch/cpuid.o dispatch/msr.o dispatch/mtrr.o \
 	dispatch/hypercall.o dispatch/hc_check.o dispatch/pcihide.o dispatch/image.o
 hv-base-y := base/exc.o base/gmem.o base/mm.o base/memmap.o base/pgbuild.o base/integrity.o \
 	base/log.o base/lib.o base/fmt.o base/status.o base/pcicfg.o base/lapic.o base/insn.o base/rootexc.o base/hv.o

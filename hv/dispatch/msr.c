@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "dispatch/msr.h"
 #include "dispatch/mp.h"
+#include "dispatch/mtrr.h"
 #include "base/lapic.h"
 #include "arch/x86/apic.h"
 #include "base/vcpu.h"
@@ -149,105 +150,36 @@ static bool apic_base_write(struct vcpu *v, u64 val)
 }
 
 /* --- MTRRs ----------------------------------------------------------------
- * The guest may program them (an OS copies the boot processor's to the
- * others, a driver adds a write-combining range) except where the result
- * would leave any byte of the hypervisor's reserve other than write-back:
- * uncached or write-combined memory under the hypervisor's data breaks
- * what it assumes of ordering, and disabling the MTRRs makes all of it
- * uncached. Such a write is refused with #GP (a real processor would take
- * it; the guest is told, not silently ignored). Where the firmware left the
- * reserve other than write-back, the guest can make it no better or worse
- * than that: its writes pass. SDM Vol. 3 12.11. */
+ * Virtual, one set per vCPU, loaded from its processor's at its first
+ * access (dispatch/mtrr.c says why); a processor without MTRRs #GPs them
+ * all, as the hardware would. */
 
-struct mtrr_state {
-	u64 def;
-	u32 vcnt;
-	u64 base[16], mask[16];
-};
+static struct vmtrr vmtrrs[HV_MAX_CPUS];
 
-static bool mtrr_read_state(struct mtrr_state *m)
+static struct vmtrr *vmtrr_of(const struct vcpu *v)
 {
-	u64 cap;
-	if (rdmsr_safe(MSR_IA32_MTRRCAP, &cap) || rdmsr_safe(MSR_IA32_MTRR_DEF_TYPE, &m->def))
-		return false;
-	m->vcnt = MIN(MTRRCAP_VCNT(cap), 16u);
-	for (u32 i = 0; i < m->vcnt; i++)
-		if (rdmsr_safe(MSR_IA32_MTRR_PHYSBASE0 + 2 * i, &m->base[i]) ||
-		    rdmsr_safe(MSR_IA32_MTRR_PHYSBASE0 + 2 * i + 1, &m->mask[i]))
-			return false;
-	return true;
-}
-
-/* Does variable range i cover any of [lo, hi] (any of it: true), or all
- * of it (*all)? A non-contiguous mask (undefined by the SDM) counts as
- * covering some and not all. */
-static bool mtrr_var_covers(const struct mtrr_state *m, u32 i, u64 lo, u64 hi, bool *all)
-{
-	u64 addr_bits = (hv.boot.phys_limit - 1) & ~(PAGE_SIZE - 1);
-	u64 mask = m->mask[i] & addr_bits, start = m->base[i] & mask;
-	u64 size = (~mask & addr_bits) + PAGE_SIZE;
-	*all = false;
-	if (size & (size - 1))
-		return true;
-	u64 end = start + size - 1;
-	*all = start <= lo && end >= hi;
-	return start <= hi && end >= lo;
-}
-
-/* The reserve stays write-back under these MTRRs: they are enabled, no
- * valid variable range of another type touches it, and either the default
- * type is write-back or one write-back range covers all of it. The reserve
- * is above the first MiB, where the fixed ranges do not reach. */
-static bool mtrr_reserve_wb(const struct mtrr_state *m)
-{
-	u64 lo = hv.boot.reserve_pa, hi = lo + hv.boot.reserve_size - 1;
-	bool covered = (m->def & MTRR_TYPE_MASK) == MTRR_TYPE_WB;
-	if (!(m->def & MTRR_DEF_TYPE_E))
-		return false;
-	for (u32 i = 0; i < m->vcnt; i++) {
-		bool all;
-		if (!(m->mask[i] & MTRR_PHYSMASK_VALID) || !mtrr_var_covers(m, i, lo, hi, &all))
-			continue;
-		if ((m->base[i] & MTRR_TYPE_MASK) != MTRR_TYPE_WB)
-			return false;
-		covered |= all;
+	struct vmtrr *m = &vmtrrs[v->id];
+	if (m->loaded)
+		return m;
+	m->loaded = true;
+	if (rdmsr_safe(MSR_IA32_MTRRCAP, &m->cap)) {
+		m->cap = 0;
+		return m;	/* no MTRRs: mtrr_read/write say #GP */
 	}
-	return covered;
+	for (u32 i = 0;; i++) {
+		s64 msr = mtrr_msr_at(m->cap, i);
+		u64 val;
+		if (msr < 0)
+			break;
+		if (rdmsr_safe((u32)msr, &val) == 0)
+			mtrr_load(m, (u32)msr, val);
+	}
+	return m;
 }
 
-/* 1: written, 0: refused (#GP). */
-static bool mtrr_write(u32 msr, u64 val)
+static u32 phys_bits(void)
 {
-	struct mtrr_state m;
-	if (!mtrr_read_state(&m))
-		return false;
-	bool wb_before = mtrr_reserve_wb(&m);
-	u32 i = (msr - MSR_IA32_MTRR_PHYSBASE0) / 2;
-	if (msr == MSR_IA32_MTRR_DEF_TYPE)
-		m.def = val;
-	else if (msr >= MSR_IA32_MTRR_PHYSBASE0 && i < 16) {
-		if (i >= m.vcnt)
-			return false;	/* no such MSR on this processor */
-		if (msr & 1)
-			m.mask[i] = val;
-		else
-			m.base[i] = val;
-	}
-	if (wb_before && !mtrr_reserve_wb(&m)) {
-		LOG_WARN("the guest's MTRR write %x <- %016lx would make the hypervisor's memory "
-			 "other than write-back: refused (#GP)", msr, val);
-		return false;
-	}
-	return wrmsr_safe(msr, val) == 0;
-}
-
-static bool is_mtrr(u32 msr)
-{
-	return (msr >= MSR_IA32_MTRR_PHYSBASE0 && msr < MSR_IA32_MTRR_PHYSBASE0 + 32) ||
-	       msr == MSR_IA32_MTRR_FIX64K_00000 ||
-	       (msr >= MSR_IA32_MTRR_FIX16K_80000 && msr <= MSR_IA32_MTRR_FIX16K_A0000) ||
-	       (msr >= MSR_IA32_MTRR_FIX4K_C0000 && msr <= MSR_IA32_MTRR_FIX4K_F8000) ||
-	       msr == MSR_IA32_MTRR_DEF_TYPE;
+	return hv.boot.phys_limit ? (u32)__builtin_ctzll(hv.boot.phys_limit) : 52;
 }
 
 /* AMD's memory-decoding MSRs (TOP_MEM, TOP_MEM2, the IORRs, SYSCFG, the
@@ -294,7 +226,9 @@ bool msr_read(struct vcpu *v, u32 msr, u64 *val)
 	case MSR_IA32_XSS:
 		return hw_read(msr, val);	/* #GP where there is none */
 	}
-	if (is_mtrr(msr) || is_frozen(msr))
+	if (mtrr_is_mtrr(msr))
+		return mtrr_read(vmtrr_of(v), msr, val);
+	if (is_frozen(msr))
 		return hw_read(msr, val);
 	/* VM_CR, VM_HSAVE_PA, IGNNE, SMM_CTL, IA32_VMX_*: #GP as on a CPU
 	 * without SVM or VMX; Intel PT, SMM_MONITOR_CTL: as on a CPU without
@@ -344,8 +278,8 @@ bool msr_write(struct vcpu *v, u32 msr, u64 val)
 		 * itself never uses XSAVES) */
 		return !(val & XSS_LBR) && wrmsr_safe(msr, val) == 0;
 	}
-	if (is_mtrr(msr))
-		return mtrr_write(msr, val);
+	if (mtrr_is_mtrr(msr))
+		return mtrr_write(vmtrr_of(v), msr, val, phys_bits());
 	if (is_frozen(msr)) {
 		u64 cur;
 		if (!hw_read(msr, &cur))
