@@ -558,17 +558,10 @@ static void step_count(struct vcpu *v, const struct step_state *s, u8 kind, u32 
 	pmu_retired(v, occ, s->cpl, s->lin);
 }
 
-void step_completed(struct vcpu *v)
+/* A stepped instruction `s` that completed at `to` (linear) */
+static void step_complete_one(struct vcpu *v, const struct step_state *s, u64 to)
 {
 	struct trace_vcpu *t = v->trace;
-	struct step_state *s = &t->step;
-	u64 to = gmem_linear_rip(v);
-
-	if (!s->valid || s->dec != DEC_OK) {
-		s->valid = false;
-		return;
-	}
-	s->valid = false;
 	u32 type;
 	u8 kind = rec_kind_of(&s->insn, &type);
 	step_count(v, s, kind, type, to);
@@ -624,6 +617,54 @@ void step_completed(struct vcpu *v)
 	}
 }
 
+/* MOV SS, POP SS, and STI that sets IF: interrupts, and on some
+ * processors the single-step trap, wait for the end of the next
+ * instruction (SDM Vol. 3 6.8.3; QEMU's TCG holds the trap after STI too) */
+static bool shadows_next(const struct step_state *s)
+{
+	const struct dec_insn *in = &s->insn;
+	return (is_legacy_op(in, 0, 0x8e) && ((in->modrm >> 3) & 7) == 2) ||
+	       (is_legacy_op(in, 0, 0x17) && s->mode != DEC_MODE_64) ||
+	       (is_legacy_op(in, 0, 0xfb) && !(s->rflags & RFLAGS_IF));
+}
+
+/*
+ * The step's trap came. After an instruction that shadows the next one
+ * (shadows_next) and did not end where it would have alone, the
+ * processor held the trap over the next instruction as well: both ran,
+ * the first falling through and the second, decoded here, ending at
+ * `to`. A second that jumps to itself cannot be told from the first
+ * alone (where the trap was not held): it is taken as the first alone.
+ */
+void step_completed(struct vcpu *v)
+{
+	struct trace_vcpu *t = v->trace;
+	struct step_state *s = &t->step;
+	u64 to = gmem_linear_rip(v);
+
+	if (!s->valid || s->dec != DEC_OK) {
+		s->valid = false;
+		return;
+	}
+	s->valid = false;
+	u64 next = s->lin + s->insn.len;
+	if (!shadows_next(s) || to == next) {
+		step_complete_one(v, s, to);
+		return;
+	}
+	struct step_state second = *s;
+	u8 bytes[15];
+	second.lin = next;
+	second.rip = s->rip + s->insn.len;
+	if (is_legacy_op(&s->insn, 0, 0xfb))
+		second.rflags |= RFLAGS_IF;
+	second.dec = gmem_decode(v, second.lin, second.rip, s->mode, bytes, &second.insn);
+	step_complete_one(v, s, next);
+	if (second.dec == DEC_OK)
+		step_complete_one(v, &second, to);
+	hv.ops->end_interrupt_shadow(v);	/* the shadowed instruction ran */
+}
+
 /* Whether the stepped instruction `s` transferred control (BTF: SDM Vol. 3
  * 18.4.3 "Single-Stepping on Branches"): a taken conditional, any other
  * branch kind, not a not-taken INTO. */
@@ -649,6 +690,32 @@ bool step_branched(const struct step_state *s)
 /* --- events ----------------------------------------------------------------- */
 
 /* --- before the guest runs again --------------------------------------------- */
+
+/*
+ * STI that sets IF, about to be stepped, is done here instead: QEMU's TCG
+ * holds the trap after it over the next instruction (its interrupt
+ * shadow), which then ran with the engine's TF, and an INT n, PUSHF or
+ * SYSCALL there saved that TF where the guest finds it (issue 25: a
+ * guest's STI; INT n; CLI took a #DB after its handler's IRET). SDM Vol. 2B
+ * STI: IF := 1 at CPL <= IOPL (and in real mode), the shadow over the
+ * next instruction, RF cleared as after any instruction. Left to the
+ * processor (stepped): virtual-8086 mode and CPL > IOPL (#GP or VIF), the
+ * guest's own TF (its trap after STI) and any breakpoint the guest has
+ * enabled (its instruction breakpoint on the STI fires first).
+ */
+static bool sti_emulate(struct vcpu *v, const struct step_state *s)
+{
+	u64 f = v->rflags;
+	bool pe = hv.ops->get_cr(v, 0) & CR0_PE;
+	if (!is_legacy_op(&s->insn, 0, 0xfb) || (f & (RFLAGS_IF | RFLAGS_TF | RFLAGS_VM)) ||
+	    (pe && (u64)s->cpl > ((f >> 12) & 3)) || (guest_dr_read(v, 7) & 0xff))
+		return false;
+	v->rflags = (f | RFLAGS_IF) & ~RFLAGS_RF;
+	v->rip += s->insn.len;
+	hv.ops->set_sti_shadow(v);
+	pmu_retired(v, PMU_OCC_INSN, s->cpl, s->lin);
+	return true;
+}
 
 static void step_arm(struct vcpu *v, struct step_state *s)
 {
@@ -695,6 +762,8 @@ void trace_before_entry(struct vcpu *v)
 	if (t->engine == HVTRACE_ENGINE_LBR)
 		return;	/* the LBRs record; nothing to step or plan */
 
+	bool sti_done = false;
+again:
 	s->rip = v->rip;
 	s->mode = gmem_code_mode(v, &base);
 	s->lin = base + v->rip;
@@ -748,6 +817,10 @@ void trace_before_entry(struct vcpu *v)
 	 * linear address against EIP alone and, when they differ, stops with
 	 * its internal debug exception (a crash without a gdbstub). So is
 	 * everything while the guest single-steps on branches (BTF and TF). */
+	if (!sti_done && s->dec == DEC_OK && sti_emulate(v, s)) {
+		sti_done = true;
+		goto again;
+	}
 	bool btf_step = (t->ds.debugctl & DEBUGCTL_BTF) && (v->rflags & RFLAGS_TF);
 	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK || base || btf_step) {
 		step_arm(v, s);

@@ -8,7 +8,9 @@
  *  - NMI blocking: an NMI handler that sends itself a second NMI gets it
  *    only after its IRET (SDM Vol. 3 6.7.1; APM Vol. 2 8.2.1).
  *  - INT n in an STI shadow, its handler returning by IRET: no #DB, TF
- *    clear after (the reference engine's single step must not leak).
+ *    clear after (the reference engine's single step must not leak),
+ *    also through a trap gate and under the firmware's timer; PUSHF
+ *    after STI stores the guest's TF.
  *  - A self-IPI with interrupts enabled, and one a lowered TPR lets in,
  *    arrive before the next few instructions (SDM Vol. 3 11.5 / 11.8.3.1:
  *    a deliverable interrupt is taken at the next instruction boundary).
@@ -210,10 +212,57 @@ static void int_in_sti_shadow(const char *name, bool with_ipi)
 	       fi_db_count, fi_db_rip, after);
 }
 
+/* The same many times with the firmware's timer let in (task priority
+ * 0), so its interrupts come anywhere in the sequence; and through a trap
+ * gate (IF stays set in the handler). */
+static void int_in_sti_shadow_under_timer(bool trap_gate)
+{
+	fi_db_count = fi_soft_count = 0;
+	fi_db_rip = 0;
+	uint64_t f = irq_save(), after = 0, cr8;
+	struct gate saved[2] = { handle_exception(FI_SOFT, fi_soft_handler),
+				 handle_exception(X86_DB, fi_db_handler) };
+	if (trap_gate)
+		idt_base()[FI_SOFT].type |= 1;	/* 0xE -> 0xF: trap gate */
+	asm volatile("mov %%cr8, %0; mov %1, %%cr8" : "=&r"(cr8) : "r"(0ull));
+	for (unsigned i = 0; i < 3000; i++)
+		asm volatile("cli\n\t"
+			     "sti\n\t"
+			     "int $0x21\n\t"
+			     "cli\n\t"
+			     "nop\n\t"
+			     "sti\n\t"
+			     "pushfq\n\t"
+			     "popq %0\n\t"
+			     "orq %0, %1"
+			     : "=&r"(after), "+r"(fi_db_rip)::"memory");
+	asm volatile("cli; mov %0, %%cr8" ::"r"(cr8));
+	gate_restore(FI_SOFT, saved[0]);
+	gate_restore(X86_DB, saved[1]);
+	irq_restore(f);
+	report(fi_soft_count == 3000 && fi_db_count == 0 && !(fi_db_rip & RFLAGS_TF),
+	       trap_gate ? "int_trap_gate_in_sti_shadow_under_timer" : "int_in_sti_shadow_under_timer",
+	       "%lu INT n, %lu #DB, RFLAGS seen %lx", fi_soft_count, fi_db_count, fi_db_rip);
+}
+
+/* STI; PUSHF, many times: the image PUSHF stores has the guest's TF
+ * (clear), not a single step's */
+static void sti_pushf(void)
+{
+	uint64_t f = irq_save(), img = 0, seen = 0;
+	for (unsigned i = 0; i < 100; i++)
+		asm volatile("cli; sti; pushfq; popq %0; orq %0, %1; cli" : "=&r"(img), "+r"(seen)::"memory");
+	irq_restore(f);
+	report(!(seen & RFLAGS_TF), "sti_pushf_image_without_tf", "RFLAGS images %lx", seen);
+}
+
 static void test_int_in_sti_shadow(void)
 {
+	sti_pushf();
 	int_in_sti_shadow("int_in_sti_shadow_no_single_step", false);
 	int_in_sti_shadow("int_in_sti_shadow_with_interrupt_no_single_step", true);
+	int_in_sti_shadow_under_timer(false);
+	int_in_sti_shadow_under_timer(true);
 }
 
 static void send_self_ipi(void)
