@@ -178,6 +178,58 @@ bool mp_apic_npf(struct vcpu *v, const struct hv_event *ev)
 	return true;
 }
 
+/*
+ * What an INIT does to the local APIC (SDM Vol. 3 11.4.7.3: as power-up,
+ * but the APIC ID and IA32_APIC_BASE stay; APM Vol. 2 16.3.2): the IRR
+ * and ISR emptied, the LVT entries masked, the timer stopped, the task
+ * priority 0, the logical destination cleared, the APIC software-disabled.
+ * The hypervisor takes the INIT itself (the processor never sees one), so
+ * it does this on the processor's own APIC: the local sources masked
+ * first, then what the IRR holds accepted in root mode (the APIC enabled,
+ * priority 0: take_pending) and EOIed, then every in-service bit EOIed (an
+ * EOI ends the highest, 11.8.5). Without it Linux found interrupts of the
+ * processor's previous life pending at bring-up ("APIC: Stale IRR") and
+ * took them as spurious ("No irq handler for 2.32"). An interrupt that
+ * arrives meanwhile is dropped, as one sent to a processor waiting for its
+ * SIPI is; a level-triggered one in service gets its EOI (the hardware's
+ * INIT sends none, and its I/O APIC entry would stay busy).
+ */
+static void apic_init_reset(struct vcpu *v)
+{
+	static const u32 lvt[] = { APIC_LVTT, APIC_LVTPC, APIC_LVT_LINT0, APIC_LVT_LINT1, APIC_LVT_ERROR };
+	if (!lapic_enabled())
+		return;		/* disabled in IA32_APIC_BASE: its registers are not there */
+	bool x2 = lapic_x2apic_mode();
+	for (u32 i = 0; i < ARRAY_SIZE(lvt); i++)
+		lapic_write(lvt[i], LVT_MASKED);
+	lapic_write(APIC_TMICT, 0);
+	lapic_write(APIC_TPR, 0);
+	lapic_write(APIC_SVR, lapic_read(APIC_SVR) | APIC_SVR_ENABLE);
+	for (u32 n = 0; hv.ops->take_pending && n < 256; n++) {
+		u8 vector = 0;
+		if (hv.ops->take_pending(v, &vector) & HV_PENDING_NMI)
+			mp_take_kick(v);	/* a kick is spent; a guest's NMI is dropped */
+		if (!vector)
+			break;
+		lapic_write(APIC_EOI, 0);
+	}
+	for (u32 n = 0; n < 256; n++) {
+		u32 any = 0;
+		for (u32 r = 0; r < 8; r++)
+			any |= lapic_read(APIC_ISR0 + 0x10 * r);
+		if (!any)
+			break;
+		lapic_write(APIC_EOI, 0);
+	}
+	lapic_write(APIC_ESR, 0);
+	lapic_write(APIC_TDCR, 0);
+	if (!x2) {
+		lapic_write(APIC_DFR, ~0u);
+		lapic_write(APIC_LDR, 0);
+	}
+	lapic_write(APIC_SVR, APIC_SVR_RESET);
+}
+
 void mp_wait_init(struct vcpu *v)
 {
 	while (!(__atomic_load_n(&v->mp_state, __ATOMIC_SEQ_CST) & MP_INIT))
@@ -193,6 +245,7 @@ void mp_before_entry(struct vcpu *v)
 		if (s & MP_INIT) {
 			hv.ops->reset_to_init(v);
 			irq_drop_held(v);
+			apic_init_reset(v);
 			trace_nmi_reset(v);
 			if (__atomic_compare_exchange_n(&v->mp_state, &s, (s & ~MP_INIT) | MP_WAIT_SIPI, false,
 							__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {

@@ -692,33 +692,65 @@ bool step_branched(const struct step_state *s)
 /* --- before the guest runs again --------------------------------------------- */
 
 /*
- * STI that sets IF, about to be stepped, is done here instead: QEMU's TCG
- * holds the trap after it over the next instruction (its interrupt
- * shadow), which then ran with the engine's TF, and an INT n, PUSHF or
- * SYSCALL there saved that TF where the guest finds it (issue 25: a
- * guest's STI; INT n; CLI took a #DB after its handler's IRET). SDM Vol. 2B
- * STI: IF := 1 at CPL <= IOPL (and in real mode), the shadow over the
- * next instruction, RF cleared as after any instruction. Left to the
- * processor (stepped): virtual-8086 mode and CPL > IOPL (#GP or VIF), the
- * guest's own TF (its trap after STI) and any breakpoint the guest has
- * enabled (its instruction breakpoint on the STI fires first).
+ * The step of an instruction that shadows the next (shadows_next): QEMU's
+ * TCG holds its trap until the next instruction has run too, under the
+ * engine's TF (an exit between them would end the shadow: QEMU 7.2 does
+ * not load it back from the VMCB at VMRUN, fixed upstream in 2024). When
+ * that next one is INT n, INT3, INTO, INT1 or SYSCALL, it saves the TF
+ * (in its frame, in R11) and the trap never comes before its handler: its
+ * handler is followed too (the breakpoint there), and step_shadowed_reached
+ * puts the guest's TF back where it was saved (issue 25: a guest's STI;
+ * INT n; CLI took a #DB after the handler's IRET). Where the processor
+ * traps after the first alone (hardware), the breakpoint stays for the
+ * second, followed as ever.
  */
-static bool sti_emulate(struct vcpu *v, const struct step_state *s)
+static void step_follow_shadowed(struct vcpu *v, struct step_state *s)
 {
-	u64 f = v->rflags;
-	bool pe = hv.ops->get_cr(v, 0) & CR0_PE;
-	if (!is_legacy_op(&s->insn, 0, 0xfb) || (f & (RFLAGS_IF | RFLAGS_TF | RFLAGS_VM)) ||
-	    (pe && (u64)s->cpl > ((f >> 12) & 3)) || (guest_dr_read(v, 7) & 0xff))
-		return false;
-	v->rflags = (f | RFLAGS_IF) & ~RFLAGS_RF;
-	v->rip += s->insn.len;
-	hv.ops->set_sti_shadow(v);
-	pmu_retired(v, PMU_OCC_INSN, s->cpl, s->lin);
-	return true;
+	struct trace_vcpu *t = v->trace;
+	u8 b[15];
+	struct dec_insn in;
+	u64 lin = s->lin + s->insn.len;
+	if (!shadows_next(s) || gmem_decode(v, lin, s->rip + s->insn.len, s->mode, b, &in) != DEC_OK)
+		return;
+	if (follow_soft_int(v, &in, b, lin, s->cpl))
+		t->step_pair = STEP_PAIR_FRAME;
+	else if (is_legacy_op(&in, 1, 0x05) && follow_syscall(v, &in, s->mode, lin, s->cpl))
+		t->step_pair = STEP_PAIR_R11;
+}
+
+/* The handler step_follow_shadowed followed is reached with the step's
+ * trap still held: the shadowing instruction completed (nothing to
+ * record), and the TF saved by the one after it becomes the guest's. */
+void step_shadowed_reached(struct vcpu *v)
+{
+	struct trace_vcpu *t = v->trace;
+	struct step_state *s = &t->step;
+	u8 pair = t->step_pair;
+	t->step_pair = STEP_PAIR_NONE;
+	if (!pair || !t->was_stepping || !s->valid || s->dec != DEC_OK)
+		return;
+	s->valid = false;
+	step_count(v, s, HVTRACE_REC_BRANCH, 0, s->lin + s->insn.len);
+	u64 tf = t->guest_tf ? RFLAGS_TF : 0;
+	if (pair == STEP_PAIR_R11) {
+		v->gpr[GPR_R11] = (v->gpr[GPR_R11] & ~RFLAGS_TF) | tf;
+		return;
+	}
+	/* the frame the handler starts on: RIP, CS, RFLAGS (SDM Vol. 3 6.14.2,
+	 * 6.12.1), slots of 8 bytes in 64-bit mode, of 2 in real mode, else 4 */
+	u64 base;
+	enum dec_mode mode = gmem_code_mode(v, &base);
+	unsigned w = mode == DEC_MODE_64 ? 8 : !(hv.ops->get_cr(v, 0) & CR0_PE) ? 2 : 4;
+	u64 at = stack_top(v, mode) + 2 * w, img = 0;
+	if (gmem_read_linear(v, at, &img, w) == w) {
+		img = (img & ~RFLAGS_TF) | tf;
+		gmem_write_linear(v, at, &img, w);
+	}
 }
 
 static void step_arm(struct vcpu *v, struct step_state *s)
 {
+	v->trace->step_pair = STEP_PAIR_NONE;
 	s->valid = true;
 	v->rflags |= RFLAGS_TF;
 	v->trace->tf_forced = true;
@@ -762,8 +794,6 @@ void trace_before_entry(struct vcpu *v)
 	if (t->engine == HVTRACE_ENGINE_LBR)
 		return;	/* the LBRs record; nothing to step or plan */
 
-	bool sti_done = false;
-again:
 	s->rip = v->rip;
 	s->mode = gmem_code_mode(v, &base);
 	s->lin = base + v->rip;
@@ -817,13 +847,10 @@ again:
 	 * linear address against EIP alone and, when they differ, stops with
 	 * its internal debug exception (a crash without a gdbstub). So is
 	 * everything while the guest single-steps on branches (BTF and TF). */
-	if (!sti_done && s->dec == DEC_OK && sti_emulate(v, s)) {
-		sti_done = true;
-		goto again;
-	}
 	bool btf_step = (t->ds.debugctl & DEBUGCTL_BTF) && (v->rflags & RFLAGS_TF);
 	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK || base || btf_step) {
 		step_arm(v, s);
+		step_follow_shadowed(v, s);
 		return;
 	}
 

@@ -16,6 +16,9 @@
 /* engine.c */
 bool trigger_hit(struct vcpu *v, const struct hv_event *ev);
 void step_completed(struct vcpu *v);
+/* step_follow_shadowed's pairs: where the second saved the step's TF */
+enum { STEP_PAIR_NONE, STEP_PAIR_FRAME, STEP_PAIR_R11 };
+void step_shadowed_reached(struct vcpu *v);
 bool step_branched(const struct step_state *s);
 
 /* dr.c: the engine's breakpoint (DR3, and DR2 for a second stop) and the

@@ -80,8 +80,10 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 					guest_bits &= ~(1ull << i);
 		}
 		if (ours) {
-			if (t->bp.kind == BP_HANDLER)
+			if (t->bp.kind == BP_HANDLER) {
+				step_shadowed_reached(v);
 				handler_reached(v);
+			}
 			bp_disarm(v);
 		}
 		if (causes & DR6_BS) {

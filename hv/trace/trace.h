@@ -140,6 +140,7 @@ struct trace_vcpu {
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
 	bool update_due;	/* trace_update() before the next entry (a PMI froze the counters) */
 	u64 exit_rip;		/* RIP at this exit's start */
+	u8 step_pair;		/* STEP_PAIR_*: the stepped instruction's successor followed too (engine.c) */
 	/* NMI blocking (trace/nmi.c) */
 	bool nmi_blocked;	/* an NMI we delivered has not reached its IRET yet */
 	bool nmi_pending;	/* an NMI that came while nmi_blocked */

@@ -862,6 +862,20 @@ static void vmx_set_hlt_intercept(struct vcpu *v, bool on)
 	vmx_set_proc_ctl(PROC_HLT_EXITING, on);
 }
 
+/* Root mode takes what is pending through the host's IDT in a short
+ * window of IF (hv/arch/x86/exc.S records the vector; the caller EOIs).
+ * An NMI needs no window in VMX root mode: the run loop hands the one the
+ * host's IDT took to core (h->nmi_pending), so none is reported here. */
+static u32 vmx_take_pending(struct vcpu *v, u8 *vector)
+{
+	struct host_cpu *h = host_cpu_this();
+	(void)v;
+	h->irq_vector = 0;
+	asm volatile("sti; nop; nop; nop; nop; cli" ::: "memory");
+	*vector = (u8)h->irq_vector;
+	return h->irq_vector ? HV_PENDING_IRQ : 0;
+}
+
 static void vmx_inject_nmi(struct vcpu *v)
 {
 	(void)v;
@@ -983,6 +997,7 @@ const struct hv_arch_ops vmx_ops = {
 	.set_irq_window = vmx_set_irq_window,
 	.set_hlt_intercept = vmx_set_hlt_intercept,
 	.inject_nmi = vmx_inject_nmi,
+	.take_pending = vmx_take_pending,
 	.get_msr = vmx_get_msr,
 	.intercept_msr_read = vmx_intercept_msr_read,
 	.set_sti_shadow = vmx_set_sti_shadow,

@@ -8,12 +8,24 @@
 
 #define APIC_ID		0x020
 #define APIC_ID_XAPIC_MASK 0xff000000u	/* the xAPIC ID, as ICR_HI's destination wants it */
+#define APIC_TPR	0x080
 #define APIC_EOI	0x0b0
+#define APIC_LDR	0x0d0	/* x2APIC: read-only */
+#define APIC_DFR	0x0e0	/* xAPIC only */
+#define APIC_SVR	0x0f0
+#define APIC_ISR0	0x100	/* ISR bits 0-31; ISR1-7 at 0x110 ... 0x170 */
+#define APIC_ESR	0x280
 #define APIC_ICR_LO	0x300
 #define APIC_ICR_HI	0x310
 #define APIC_LVTT	0x320
 #define APIC_LVTPC	0x340
 #define APIC_LVT_LINT0	0x350
+#define APIC_LVT_LINT1	0x360
+#define APIC_LVT_ERROR	0x370
+#define APIC_TMICT	0x380	/* timer initial count */
+#define APIC_TDCR	0x3e0	/* timer divide configuration */
+#define APIC_SVR_ENABLE	(1u << 8)
+#define APIC_SVR_RESET	0xffu	/* 11.9: software-disabled, spurious vector 0xff */
 #define X2APIC_MSR(reg)	(0x800u + ((reg) >> 4))
 #define X2APIC_MSR_FIRST 0x800u
 #define X2APIC_MSR_LAST	 0x8ffu
