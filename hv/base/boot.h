@@ -20,7 +20,7 @@
 #define HV_MAX_CPUS		64
 
 #ifndef __ASSEMBLER__
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "base/memmap.h"
 
 /* The hypervisor runs at this address in its own page tables (-mcmodel=kernel:

@@ -4,7 +4,7 @@
  * never MMIO). */
 #ifndef HV_BASE_GMEM_H
 #define HV_BASE_GMEM_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
 #include "arch/x86/paging.h"
 struct vcpu;

@@ -5,7 +5,7 @@
 #ifndef HV_BASE_VCPU_H
 #define HV_BASE_VCPU_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/vectors.h"
 #include "arch/x86/desc.h"
 #include "base/boot.h"
