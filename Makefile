@@ -89,7 +89,7 @@ test-perf: all $(GUEST_IMAGES) $(PERF_IMAGES)
 	@tests/integration-perf.sh
 
 # hvtrace under Linux's real KVM with nested SVM, inside QEMU TCG
-# (tests/integration-nested.sh, README); not in make test: the emulated
+# (tests/integration-nested.sh, docs/testing.md "Under KVM"); not in make test: the emulated
 # nested machine itself fails now and then (docs/testing.md item 7)
 test-nested: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
