@@ -1,5 +1,5 @@
 # hvtrace: top-level build. `make` builds everything (warnings are errors);
-# `make test` runs every test tier; `make demo` boots Linux under hvtrace;
+# `make test` runs every test tier; `make demo` boots Linux under hvtrace and traces it;
 # `make bench` measures. See README.md.
 BUILD ?= build
 CC ?= cc
@@ -28,7 +28,7 @@ help:
 	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU TCG; not in make test)"
 	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel, then Debian's (over an hour)"
-	@echo "make demo        boot Debian's Linux under hvtrace in QEMU"
+	@echo "make demo        boot Debian's Linux under hvtrace in QEMU, trace it from start_kernel, show the report"
 	@echo "make bench       benchmarks, results in bench/results/"
 	@echo "make deps        install the Debian packages needed (as root)"
 	@echo "HVTRACE_ACCEL=tcg|kvm|auto selects QEMU's accelerator (default auto)"
@@ -89,7 +89,7 @@ test-perf: all $(GUEST_IMAGES) $(PERF_IMAGES)
 	@tests/integration-perf.sh
 
 # hvtrace under Linux's real KVM with nested SVM, inside QEMU TCG
-# (tests/integration-nested.sh, README); not in make test: the emulated
+# (tests/integration-nested.sh, docs/testing.md "Under KVM"); not in make test: the emulated
 # nested machine itself fails now and then (docs/testing.md item 7)
 test-nested: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order

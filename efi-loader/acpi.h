@@ -3,7 +3,7 @@
 #ifndef HVTRACE_EFI_ACPI_H
 #define HVTRACE_EFI_ACPI_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 struct acpi_sdt_hdr { /* ACPI 6.x Table 5-29 */
 	char sig[4];

@@ -4,7 +4,7 @@
 #ifndef HVTRACE_LOADER_CONFIG_H
 #define HVTRACE_LOADER_CONFIG_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "base/boot.h"
 
 #define CFG_PATH_MAX	256

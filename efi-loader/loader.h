@@ -2,7 +2,7 @@
 #ifndef HVTRACE_LOADER_H
 #define HVTRACE_LOADER_H
 #include <stdarg.h>
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 /* The processors ACPI's MADT lists: enabled ones, and the others
  * (disabled, or hot-pluggable later); 0, or -1 for a malformed table. */

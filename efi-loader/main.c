@@ -119,8 +119,15 @@ static u64 measure_tsc_hz(void)
 }
 
 /* Guest RAM as the firmware describes it: the ranges the hypervisor may
- * touch on the guest's behalf (hypercall buffers, page-table walks). */
-static bool collect_ram(struct hv_memmap *ram)
+ * touch on the guest's behalf (hypercall buffers, page-table walks). And
+ * where the hypervisor may read the guest's code to decode an exiting
+ * instruction: that RAM and the firmware's EfiReservedMemoryType, where
+ * edk2's MpInitLib parks the application processors at ExitBootServices
+ * (its AP loop allocated as reserved memory so that the OS leaves it
+ * alone: UEFI 2.10 7.2, EfiReservedMemoryType "not usable"); that loop
+ * writes CR0, EFER and CR4, intercepted exits whose length and operands
+ * the hypervisor reads from the code (no NRIP save under QEMU's TCG). */
+static bool collect_ram(struct hv_memmap *ram, struct hv_memmap *code)
 {
 	UINTN entries, key, dsize;
 	UINT32 dver;
@@ -132,6 +139,8 @@ static bool collect_ram(struct hv_memmap *ram)
 		EFI_MEMORY_DESCRIPTOR *d = (void *)((u8 *)map + i * dsize);
 		if (efi_type_is_ram(d->Type))
 			ok &= memmap_add(ram, d->PhysicalStart, d->NumberOfPages * PAGE_SIZE);
+		if (efi_type_is_ram(d->Type) || d->Type == EfiReservedMemoryType)
+			ok &= memmap_add(code, d->PhysicalStart, d->NumberOfPages * PAGE_SIZE);
 	}
 	FreePool(map);
 	return ok;
@@ -219,7 +228,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	 * the guest) only when a recorder is configured and may use one */
 	if ((cfg->rec.flight.size || cfg->rec.stream.size) && cfg->rec.channel != REC_CHAN_RAM)
 		pci_find_ivshmem(&bp->ivshmem);
-	if (!collect_ram(&bp->ram)) {
+	if (!collect_ram(&bp->ram, &bp->code)) {
 		say("the firmware's memory map has more than %u RAM ranges", HV_MAX_RANGES);
 		ret = HV_ERR_BAD_BOOT;
 		goto fail;

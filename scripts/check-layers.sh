@@ -3,8 +3,7 @@
 #
 #   svm, vmx (backends)  ->  dispatch  ->  trace  ->  base  ->  arch/x86
 #
-# plus include/hvtrace (the shared ABI) from anywhere, and base/types.h
-# (the basic types every layer speaks) from arch too. Backends do not
+# plus include/hvtrace (the shared ABI) from anywhere. Backends do not
 # include each other. With OBJ_DIR (the built objects), the same rule for
 # symbols: no object uses a function or variable defined in a layer above
 # its own, but for two calls made through a table on purpose: the
@@ -37,7 +36,6 @@ while IFS= read -r f; do
 		dir=${inc%%/*}
 		[ "$dir" = "$inc" ] && continue		# same directory
 		[ "$dir" = hvtrace ] && continue	# the ABI
-		[ "$inc" = base/types.h ] && continue
 		to=$(level "$dir")
 		if [ "$to" -lt 0 ]; then
 			echo "$f: includes \"$inc\", which is in no layer"

@@ -12,7 +12,7 @@
 #
 # Default: one boot of each thing issue 11 names but the SMP guest and the
 # reference engine, 7-23 minutes here by the machine (with one test run
-# again). --all (make test-nested; not in make test, README says why) adds
+# again). --all (make test-nested; not in make test, docs/testing.md "Under KVM" says why) adds
 # the rest below.
 # TEST... picks tests by the runners' own names instead.
 #

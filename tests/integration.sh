@@ -556,7 +556,33 @@ t_linux_broken_config() {
 	finish linux-broken-config
 }
 
-ALL="t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
+# `make demo` end to end (scripts/demo.sh, issue #26): Linux boots under
+# hvtrace on two processors, then again traced from start_kernel, drained
+# by `hvtrace record` with none lost, reported with the kernel's symbols
+# and exported for Perfetto; the demo's own checks fail it otherwise. And
+# a healthy boot warns of nothing: no `hvtrace: warning` in either serial
+# log, but for mtrr_write's refusal of Linux's MTRR update, which issue
+# #25 makes succeed (then its exception here goes).
+t_demo() {
+	local out=$RUNS/demo
+	rm -rf "$out"
+	mkdir -p "$out"
+	SECONDS=0
+	timeout $((300 * SCALE)) env DEMO_OUT="$out/files" DEMO_RECORDS=100000 scripts/demo.sh >"$out/demo.out" 2>&1
+	RC=$?
+	LOG=$out/demo.out ELAPSED=$SECONDS
+	[ $RC = 0 ] || [ $RC = 124 ] || REASONS="$REASONS; exit $RC: $(grep -a -m1 '^demo: FAILED' "$LOG")"
+	expect '^demo: traced Linux from start_kernel: 100000 records, none lost'
+	expect '^ +1  start_kernel$'
+	expect "^demo: start_kernel's own calls in the trace: .*setup_arch"
+	expect '^demo: Perfetto file: .*/boot.json +\(open it at ui.perfetto.dev\)$'
+	local w
+	w=$(cat "$out"/files/serial-*.log 2>/dev/null | tr -d '\r' | grep -a 'hvtrace: warning' | grep -v 'mtrr_write: ' | head -1)
+	[ -z "$w" ] || REASONS="$REASONS; a warning on a healthy boot: $w"
+	finish demo
+}
+
+ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_bootvmlinux t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

@@ -20,7 +20,7 @@
 #define HV_MAX_CPUS		64
 
 #ifndef __ASSEMBLER__
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "base/memmap.h"
 
 /* The hypervisor runs at this address in its own page tables (-mcmodel=kernel:
@@ -146,6 +146,7 @@ struct hv_boot {
 	u32 trace_pace;		/* branches between external interrupts while tracing; 0: no pacing */
 	struct hv_rec_cfg rec;	/* the recorder */
 	struct hv_memmap ram;	/* guest RAM from the firmware's map, sorted */
+	struct hv_memmap code;	/* ram and the firmware's reserved memory: code the guest may run */
 	struct hv_boot_ivshmem ivshmem;
 	u64 apic_pa;		/* the local APIC's page, where the firmware left it */
 	u32 nr_cpus;		/* enabled processors, all taken (cpus[0] boots) */
@@ -156,7 +157,7 @@ struct hv_boot {
  * their status; HV_OP_ENTER returns only on failure. */
 int hv_entry(const struct hv_boot *bp, u64 op);
 
-#define HV_BOOT_PAGES 2
+#define HV_BOOT_PAGES 3
 _Static_assert(sizeof(struct hv_boot) <= HV_BOOT_PAGES * 4096, "hv_boot fits its pages");
 
 #endif /* __ASSEMBLER__ */

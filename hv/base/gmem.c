@@ -189,8 +189,15 @@ static bool translate_read(struct vcpu *v, u64 gva, u64 *gpa)
 	return true;
 }
 
-static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, bool write)
+/* A write, a read, or a fetch of the guest's code, which may also come
+ * from the firmware's reserved memory (hv.guest_code: the AP loop edk2
+ * parks processors in; efi-loader/main.c collect_ram). The page tables
+ * walked are guest RAM in every case, as their A/D bits are written. */
+enum copy_kind { COPY_READ, COPY_WRITE, COPY_FETCH };
+
+static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, enum copy_kind kind)
 {
+	bool write = kind == COPY_WRITE;
 	size_t done = 0;
 	if (write)
 		read_tlb_flush(v);
@@ -198,7 +205,13 @@ static size_t copy_linear(struct vcpu *v, u64 gva, void *buf, size_t len, bool w
 		u64 gpa, chunk = MIN(len - done, PAGE_SIZE - ((gva + done) & (PAGE_SIZE - 1)));
 		void *p;
 		bool ok = write ? translate(v, gva + done, true, &gpa) : translate_read(v, gva + done, &gpa);
-		if (!ok || !(p = gpa_ptr(gpa, chunk)))
+		if (!ok)
+			break;
+		if (kind == COPY_FETCH)
+			p = memmap_contains(&hv.guest_code, gpa, chunk) ? guest_pa_ptr(gpa) : NULL;
+		else
+			p = gpa_ptr(gpa, chunk);
+		if (!p)
 			break;
 		if (write)
 			memcpy(p, (const u8 *)buf + done, chunk);
@@ -231,13 +244,18 @@ u64 gmem_linear_rip(struct vcpu *v)
 int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
 		struct dec_insn *in)
 {
-	size_t n = gmem_read_linear(v, lin, bytes, 15);
+	size_t n = gmem_fetch_linear(v, lin, bytes, 15);
 	return dec_decode(bytes, n, mode, rip, in);
 }
 
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 {
-	return copy_linear(v, gva, buf, len, false);
+	return copy_linear(v, gva, buf, len, COPY_READ);
+}
+
+size_t gmem_fetch_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
+{
+	return copy_linear(v, gva, buf, len, COPY_FETCH);
 }
 
 bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
@@ -256,7 +274,7 @@ bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
 		if (!translate(v, a < gva ? gva : a, true, &gpa) || !gpa_ptr(gpa, 1))
 			return false;
 	}
-	return copy_linear(v, gva, (void *)buf, len, true) == len;
+	return copy_linear(v, gva, (void *)buf, len, COPY_WRITE) == len;
 }
 
 /*

@@ -1,10 +1,10 @@
 /* Access to guest memory on the guest's behalf: guest-linear to
  * guest-physical translation through the guest's own page tables, and
  * copies that only ever touch guest RAM (never the hypervisor's ranges,
- * never MMIO). */
+ * never MMIO; code is also fetched from the firmware's reserved memory). */
 #ifndef HV_BASE_GMEM_H
 #define HV_BASE_GMEM_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
 #include "arch/x86/paging.h"
 struct vcpu;
@@ -13,6 +13,9 @@ bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
 bool gmem_read_phys(u64 gpa, void *buf, size_t len);
 /* Copies up to len bytes at guest-linear gva; returns how many could be read. */
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
+/* The same for the guest's code at gva, which may also lie in the
+ * firmware's reserved memory (hv.guest_code): instruction bytes only. */
+size_t gmem_fetch_linear(struct vcpu *v, u64 gva, void *buf, size_t len);
 /* Writes all len bytes or none (every page present, writable, guest RAM);
  * sets accessed/dirty bits as the processor does. */
 bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len);

@@ -19,14 +19,14 @@ void hv_skip_insn(struct vcpu *v, const struct hv_event *ev, u8 base_len)
 		if (gmem_decode(v, base + v->rip, v->rip, mode, b, &insn) == DEC_OK) {
 			len = insn.len;
 		} else {
-			/* code outside the RAM the firmware's map names (OVMF
-			 * parks application processors in reserved memory), or
-			 * changed under us: assume the bare opcode, as
-			 * unprefixed code has it. Said once, then at debug. */
+			/* code outside the RAM and reserved memory the
+			 * firmware's map names (MMIO, say), or changed under
+			 * us: assume the bare opcode, as unprefixed code has
+			 * it. Said once, then at debug. */
 			static bool said;
 			if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 				LOG_WARN("vcpu %u: cannot read the exiting instruction at %lx (outside guest "
-					 "RAM?): taken as %u bytes (said once)", v->id, v->rip, base_len);
+					 "memory?): taken as %u bytes (said once)", v->id, v->rip, base_len);
 			else
 				LOG_DEBUG("vcpu %u: exiting instruction at %lx taken as %u bytes", v->id,
 					  v->rip, base_len);

@@ -2,7 +2,7 @@
  * be exactly what the loader placed, whatever the guest did. */
 #ifndef HV_BASE_INTEGRITY_H
 #define HV_BASE_INTEGRITY_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 void integrity_init(void);
 bool integrity_ok(void);
 /* True for a host-linear address in the hypervisor's image header, code

@@ -2,7 +2,7 @@
  * (base/lapic.c). Root mode. */
 #ifndef HV_BASE_LAPIC_H
 #define HV_BASE_LAPIC_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 /* The APIC is enabled (IA32_APIC_BASE.EN as the hardware has it). */
 bool lapic_enabled(void);
 u32 lapic_read(u32 reg);

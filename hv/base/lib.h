@@ -4,7 +4,7 @@
 #define HV_BASE_LIB_H
 
 #include <stdarg.h>
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 void *memset(void *d, int c, size_t n);
 void *memcpy(void *d, const void *s, size_t n);

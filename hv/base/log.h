@@ -3,7 +3,7 @@
 #ifndef HV_BASE_LOG_H
 #define HV_BASE_LOG_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 enum log_level { LOG_LEVEL_ERR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 

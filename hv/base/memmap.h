@@ -4,7 +4,7 @@
 #ifndef HV_BASE_MEMMAP_H
 #define HV_BASE_MEMMAP_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 #define HV_MAX_RANGES 200
 

@@ -3,7 +3,7 @@
 #ifndef HV_BASE_MM_H
 #define HV_BASE_MM_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 void mm_init(u64 reserve_pa, u64 reserve_size, u64 heap_pa);
 void *mm_alloc_pages(u64 n, u64 *pa);	/* zeroed, physically contiguous; NULL when out */

@@ -7,7 +7,7 @@
 #ifndef HV_BASE_PCICFG_H
 #define HV_BASE_PCICFG_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 #define PCI_CONFIG_ADDRESS	0xcf8
 #define PCI_RESET_CONTROL	0xcf9

@@ -6,7 +6,7 @@
 #ifndef HV_BASE_PGBUILD_H
 #define HV_BASE_PGBUILD_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 struct pg_alloc {
 	/* returns a zeroed 4 KiB page: *pa gets its physical address */

@@ -1,6 +1,6 @@
 /* Human-readable start-up status codes (shared by the hypervisor's log and
  * the loader's console message). */
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 const char *hv_status_str(int st)
 {

@@ -5,7 +5,7 @@
 #ifndef HV_BASE_VCPU_H
 #define HV_BASE_VCPU_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/vectors.h"
 #include "arch/x86/desc.h"
 #include "base/boot.h"
@@ -237,6 +237,7 @@ struct hv {
 	u32 caps;
 	struct hv_boot boot;		/* copy of the loader's parameters */
 	struct hv_memmap guest_ram;	/* RAM the guest may point us at */
+	struct hv_memmap guest_code;	/* where its code may be read: guest_ram and firmware-reserved */
 	struct hv_memmap hidden;	/* the hypervisor's own ranges */
 	u64 ro_checksum;		/* text+rodata at start */
 	u32 nr_vcpus;			/* every enabled processor, from HV_OP_INIT */

@@ -2,7 +2,7 @@
  * the held and owed interrupts (dispatch/irq.c, trace/pace.c). */
 #ifndef HV_BASE_VECSET_H
 #define HV_BASE_VECSET_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 /* The highest vector in the set; -1: none */
 static inline int vecset_highest(const u64 set[4])

@@ -100,6 +100,11 @@ static int hv_init(const struct hv_boot *bp)
 	st = pcihide_init(&bp->ivshmem);	/* more of hv.hidden, before the nested tables */
 	if (st)
 		return st;
+	/* the guest's code may be read wherever the guest may run it, never
+	 * in the hypervisor's ranges */
+	hv.guest_code = bp->code;
+	for (u32 i = 0; i < hv.hidden.nr; i++)
+		memmap_remove(&hv.guest_code, hv.hidden.r[i].base, hv.hidden.r[i].size);
 
 	for (u32 i = 0; i < bp->nr_cpus; i++) {
 		struct vcpu *v = mm_alloc_pages(1, NULL);

@@ -88,7 +88,7 @@ static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 bool hc_foreign_at_rip(struct vcpu *v)
 {
 	u8 b[3];
-	return hv.hc_foreign && gmem_read_linear(v, gmem_linear_rip(v), b, sizeof(b)) == sizeof(b) &&
+	return hv.hc_foreign && gmem_fetch_linear(v, gmem_linear_rip(v), b, sizeof(b)) == sizeof(b) &&
 	       b[0] == 0x0f && b[1] == 0x01 && b[2] == hv.hc_foreign;
 }
 

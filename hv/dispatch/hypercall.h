@@ -2,7 +2,7 @@
 #ifndef HV_DISPATCH_HYPERCALL_H
 #define HV_DISPATCH_HYPERCALL_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "base/memmap.h"
 
 struct hc_args {

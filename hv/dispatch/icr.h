@@ -2,7 +2,7 @@
  * (tests/unit/test_icr.c). SDM Vol. 3 11.6.1 (xAPIC) and 11.12.9 (x2APIC). */
 #ifndef HV_DISPATCH_ICR_H
 #define HV_DISPATCH_ICR_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 enum icr_target_result {
 	ICR_TARGETS_OK = 0,		/* *mask names every target */

@@ -1,7 +1,7 @@
 /* MSR policy for intercepted MSRs (see msr.c). false: the guest gets #GP(0). */
 #ifndef HV_DISPATCH_MSR_H
 #define HV_DISPATCH_MSR_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 struct vcpu;
 bool msr_read(struct vcpu *v, u32 msr, u64 *val);
 bool msr_write(struct vcpu *v, u32 msr, u64 val);

@@ -4,7 +4,7 @@
 #ifndef HV_DISPATCH_PCIHIDE_H
 #define HV_DISPATCH_PCIHIDE_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 struct vcpu;
 struct hv_event;

@@ -157,8 +157,9 @@ static void svm_cr_run_once(struct svm_vcpu *sv, int n)
 	sv->cr_run_once |= INTERCEPT_CR_WRITE(n);
 }
 
-/* unreadable code (outside the RAM the firmware's map names) or changed
- * under us: runs unchecked, said once per register */
+/* unreadable code (outside the RAM and reserved memory the firmware's
+ * map names: MMIO, say) or changed under us: runs unchecked, said once
+ * per register */
 static void svm_cr_unreadable(struct vcpu *v, struct svm_vcpu *sv, int n)
 {
 	static u32 said;
@@ -221,7 +222,7 @@ static void svm_mov_to_cr0(struct vcpu *v, struct svm_vcpu *sv, struct hv_event 
 
 	if (!hv_decode_mov_crdr(v, &m)) {
 		u8 op[2];
-		if (gmem_read_linear(v, gmem_linear_rip(v), op, 2) == 2 && op[0] == 0x0f &&
+		if (gmem_fetch_linear(v, gmem_linear_rip(v), op, 2) == 2 && op[0] == 0x0f &&
 		    (op[1] == 0x06 || op[1] == 0x01)) {
 			svm_cr_run_once(sv, 0);	/* CLTS, LMSW */
 			return;

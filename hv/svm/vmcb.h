@@ -3,7 +3,7 @@
 #ifndef HV_SVM_VMCB_H
 #define HV_SVM_VMCB_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 /* Table B-1: intercept vector 3 (offset 0x0C) */
 #define INTERCEPT3_INTR		BIT(0)

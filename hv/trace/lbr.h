@@ -6,7 +6,7 @@
  * simulated stack and MSR file): the MSR accessors are the caller's. */
 #ifndef HV_TRACE_LBR_H
 #define HV_TRACE_LBR_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
 
 #define LBR_DEPTH_MAX	64	/* CPUID.1CH:EAX[7:0], bit 7: depth 64 */

@@ -2,7 +2,7 @@
  * decisions (trace/pace.c, host-tested by tests/unit/test_pace.c). */
 #ifndef HV_TRACE_PACE_H
 #define HV_TRACE_PACE_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 /* A handler that has not returned after this many times the pace is taken
  * as done (the guest switched to other work from inside it). */

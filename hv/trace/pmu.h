@@ -6,7 +6,7 @@
  * are trace/ds.c's. docs/pmu.md. */
 #ifndef HV_TRACE_PMU_H
 #define HV_TRACE_PMU_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 #define PMU_VERSION	2
 #define PMU_NR_GP	4	/* IA32_PMC0-3, IA32_PERFEVTSEL0-3 */

@@ -5,7 +5,7 @@
 #ifndef HV_TRACE_REC_H
 #define HV_TRACE_REC_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 struct vcpu;
 struct hvtrace_ring;

@@ -4,7 +4,7 @@
 #ifndef HV_TRACE_TRACE_H
 #define HV_TRACE_TRACE_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
 #include "base/gmem.h"
 #include "trace/rec.h"

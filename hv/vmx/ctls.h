@@ -3,7 +3,7 @@
 #ifndef HV_VMX_CTLS_H
 #define HV_VMX_CTLS_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 /* One 32-bit VM-execution, VM-exit or VM-entry control word. */
 struct vmx_ctl_word {

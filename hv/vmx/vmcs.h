@@ -5,7 +5,7 @@
 #ifndef HV_VMX_VMCS_H
 #define HV_VMX_VMCS_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 /*
  * Field encodings (25.11.2): bit 0 access type (1 = high half of a 64-bit

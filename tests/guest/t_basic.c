@@ -62,8 +62,8 @@ static void test_vmx_insns(void)
 
 
 /* CR4.VMXE is reserved on a CPU without VMX: reads 0, setting it is #GP;
- * IA32_FEATURE_CONTROL reads as locked with VMX off (README); the VMX
- * capability MSRs do not exist. */
+ * IA32_FEATURE_CONTROL reads as locked with VMX off (docs/status.md "What
+ * the guest sees"); the VMX capability MSRs do not exist. */
 static void test_vmx_hidden(void)
 {
 	uint64_t cr4 = read_cr4(), v;

@@ -3,7 +3,7 @@
 #ifndef HV_X86_CPU_H
 #define HV_X86_CPU_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/dr.h"
 
 /* The hypercall instructions: 0F 01 and this ModRM byte (SDM Vol. 2B

@@ -20,7 +20,7 @@
 #define HOST_RFLAGS_IF_BIT	9
 
 #ifndef __ASSEMBLER__
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/paging.h"
 
 struct tss64 {

@@ -5,7 +5,7 @@
  * with these too). */
 #ifndef HV_X86_DS_H
 #define HV_X86_DS_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 /* Figure "IA-32e Mode DS Save Area" */
 struct ds_area64 {

@@ -2,7 +2,7 @@
  * (firmware's) descriptor tables and jump back into the loader natively. */
 #ifndef HV_X86_RESUME_H
 #define HV_X86_RESUME_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 struct native_state {
 	u64 gdtr_base;		/* 0x00 */

@@ -1,7 +1,7 @@
 /* Basic types for freestanding hypervisor code; also compiled on the host
  * for the unit tests of pure logic. */
-#ifndef HV_BASE_TYPES_H
-#define HV_BASE_TYPES_H
+#ifndef HV_ARCH_X86_TYPES_H
+#define HV_ARCH_X86_TYPES_H
 
 #include <stdint.h>
 #include <stddef.h>
