@@ -561,8 +561,7 @@ t_linux_broken_config() {
 # by `hvtrace record` with none lost, reported with the kernel's symbols
 # and exported for Perfetto; the demo's own checks fail it otherwise. And
 # a healthy boot warns of nothing: no `hvtrace: warning` in either serial
-# log, but for mtrr_write's refusal of Linux's MTRR update, which issue
-# #25 makes succeed (then its exception here goes).
+# log.
 t_demo() {
 	local out=$RUNS/demo
 	rm -rf "$out"
@@ -577,7 +576,7 @@ t_demo() {
 	expect "^demo: start_kernel's own calls in the trace: .*setup_arch"
 	expect '^demo: Perfetto file: .*/boot.json +\(open it at ui.perfetto.dev\)$'
 	local w
-	w=$(cat "$out"/files/serial-*.log 2>/dev/null | tr -d '\r' | grep -a 'hvtrace: warning' | grep -v 'mtrr_write: ' | head -1)
+	w=$(cat "$out"/files/serial-*.log 2>/dev/null | tr -d '\r' | grep -a 'hvtrace: warning' | head -1)
 	[ -z "$w" ] || REASONS="$REASONS; a warning on a healthy boot: $w"
 	finish demo
 }

@@ -2,7 +2,7 @@
  * (tests/unit/test_mtrr.c). */
 #ifndef HV_DISPATCH_MTRR_H
 #define HV_DISPATCH_MTRR_H
-#include "base/types.h"
+#include "arch/x86/types.h"
 
 #define MTRR_VAR_MAX	16	/* variable pairs kept (IA32_MTRRCAP.VCNT is 8 bits; 16 is the MSR range) */
 #define MTRR_FIXED_N	11	/* FIX64K_00000, FIX16K_80000/A0000, FIX4K_C0000..F8000 */
