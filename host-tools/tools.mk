@@ -54,6 +54,7 @@ $(HT_GEN): host-tools/tests/gen_hostile.c $(HT_LIB) $(HT_HDRS)
 test-host-tools: $(HT_TEST) $(HT_ASAN_BIN) $(HT_BIN) $(HT_GEN)
 	@fail=0; $(HT_TEST) || fail=1; \
 	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/cli.sh || fail=1; \
+	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/export.sh || fail=1; \
 	HVTRACE=$(HT_BIN) GEN=$(HT_GEN) host-tools/tests/hostile.sh || fail=1; exit $$fail
 
 # libFuzzer harnesses, FUZZ_SECONDS each (not part of make test).

@@ -8,7 +8,7 @@
  * "from => to"); a PERF_RECORD_SAMPLE per branch, interrupt and exception
  * record (IP = from, ADDR = to, TIME, CPU = the vCPU, TID); a kernel MMAP
  * ([kernel.kallsyms]) over the addresses the guest ran at CPL 0; a COMM per
- * vCPU; PERF_RECORD_LOST for LOST records. The header's build-id table
+ * vCPU; PERF_RECORD_LOST_SAMPLES for LOST records. The header's build-id table
  * gives the kernel a build-id of its own (a hash of the symbols), so perf
  * never resolves the guest's addresses with the host's /proc/kallsyms; the
  * guest's symbols go beside the file in kallsyms form, for
@@ -249,10 +249,9 @@ static void put_events(struct perf_out *p, const struct hvt_file *f, const struc
 		if (!export_keeps(f, i, eo))
 			continue;
 		if (r->kind == HVTRACE_REC_LOST) {
-			struct {
-				uint64_t id, lost;
-			} lost = { 0, r->from };
-			put_record(p, PERF_RECORD_LOST, 0, &lost, sizeof(lost), NULL, r->vcpu);
+			uint64_t lost = r->from;	/* perf's "Total Lost Samples" */
+
+			put_record(p, PERF_RECORD_LOST_SAMPLES, 0, &lost, sizeof(lost), NULL, r->vcpu);
 			st->lost += r->from;
 			continue;
 		}

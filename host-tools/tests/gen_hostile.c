@@ -10,6 +10,10 @@
  *                               page a header that claims the memory up to
  *                               the real channel (at the end): valid ones,
  *                               and ones that fail only on a ring
+ *   gen_hostile deep OUT [MB]   one vCPU calling ever deeper, never
+ *                               returning: the call stacks of `report
+ *                               --calls` and `export --uftrace` grow with
+ *                               every record
  * For `report`/`export` over many vCPUs, `hvtrace synth file --vcpus 65536`.
  */
 #include <stdlib.h>
@@ -21,7 +25,7 @@
 
 static int usage(void)
 {
-	fputs("usage: gen_hostile hot|forged|loads OUT [MB]\n", stderr);
+	fputs("usage: gen_hostile hot|forged|loads|deep OUT [MB]\n", stderr);
 	return 2;
 }
 
@@ -99,6 +103,34 @@ static int gen_hot(const char *out, uint64_t bytes)
 			fprintf(stderr, "gen_hostile: the pairs do not collide\n");
 			return 1;
 		}
+	return hvt_fwriter_finish(&w, 0, &err) ? 1 : 0;
+}
+
+static int gen_deep(const char *out, uint64_t bytes)
+{
+	uint64_t n = bytes / sizeof(struct hvtrace_rec), done = 0;
+	struct hvtrace_rec buf[1024];
+	struct hvt_fwriter w;
+	struct hvt_err err;
+
+	if (hvt_fwriter_open(&w, out, 0, 1000000000, 1, 0, &err)) {
+		fprintf(stderr, "gen_hostile: %s\n", err.msg);
+		return 1;
+	}
+	while (done < n) {
+		unsigned k;
+
+		for (k = 0; k < 1024 && done < n; k++, done++)
+			buf[k] = (struct hvtrace_rec){ .tsc = 1000 + done,
+						       .from = hvt_synth_func_addr((unsigned)(done % 5)) + 8,
+						       .to = hvt_synth_func_addr((unsigned)((done + 1) % 5)),
+						       .kind = HVTRACE_REC_BRANCH, .aux = HVTRACE_BR_CALL };
+		if (hvt_fwriter_put(&w, buf, k, &err)) {
+			hvt_fwriter_abort(&w);
+			fprintf(stderr, "gen_hostile: %s\n", err.msg);
+			return 1;
+		}
+	}
 	return hvt_fwriter_finish(&w, 0, &err) ? 1 : 0;
 }
 
@@ -190,5 +222,7 @@ int main(int argc, char **argv)
 		return gen_forged(argv[2], mb << 20);
 	if (!strcmp(argv[1], "loads"))
 		return gen_loads(argv[2], mb << 20);
+	if (!strcmp(argv[1], "deep"))
+		return gen_deep(argv[2], mb << 20);
 	return usage();
 }
