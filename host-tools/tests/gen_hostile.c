@@ -69,44 +69,8 @@ static uint64_t from_for(uint64_t to, uint64_t h)
 	return (pre ^ (to + K2) * K3) * inverse_odd(K1);
 }
 
-static int gen_hot(const char *out, uint64_t bytes)
-{
-	uint64_t n = bytes / sizeof(struct hvtrace_rec), i, done = 0;
-	struct hvtrace_rec buf[1024];
-	struct hvt_fwriter w;
-	struct hvt_err err;
-
-	if (hvt_fwriter_open(&w, out, 0, 1000000000, 1, 0, &err)) {
-		fprintf(stderr, "gen_hostile: %s\n", err.msg);
-		return 1;
-	}
-	while (done < n) {
-		unsigned k;
-
-		for (k = 0; k < 1024 && done < n; k++, done++) {
-			uint64_t to = HVT_SYNTH_TEXT + done * 16;
-
-			buf[k] = (struct hvtrace_rec){ .tsc = 1000 + done, .from = from_for(to, 0x5eed),
-						       .to = to, .kind = HVTRACE_REC_BRANCH,
-						       .aux = HVTRACE_BR_JMP };
-		}
-		if (hvt_fwriter_put(&w, buf, k, &err)) {
-			hvt_fwriter_abort(&w);
-			fprintf(stderr, "gen_hostile: %s\n", err.msg);
-			return 1;
-		}
-	}
-	for (i = 0; i < 4; i++)	/* the generator checks its own collisions */
-		if (((buf[i].from * K1 ^ (buf[i].to + K2) * K3) ^
-		     ((buf[i].from * K1 ^ (buf[i].to + K2) * K3) >> 29)) != 0x5eed) {
-			hvt_fwriter_abort(&w);
-			fprintf(stderr, "gen_hostile: the pairs do not collide\n");
-			return 1;
-		}
-	return hvt_fwriter_finish(&w, 0, &err) ? 1 : 0;
-}
-
-static int gen_deep(const char *out, uint64_t bytes)
+/* A trace file of bytes / 32 records, record i made by rec(i). */
+static int gen_file(const char *out, uint64_t bytes, void (*rec)(uint64_t i, struct hvtrace_rec *r))
 {
 	uint64_t n = bytes / sizeof(struct hvtrace_rec), done = 0;
 	struct hvtrace_rec buf[1024];
@@ -121,10 +85,7 @@ static int gen_deep(const char *out, uint64_t bytes)
 		unsigned k;
 
 		for (k = 0; k < 1024 && done < n; k++, done++)
-			buf[k] = (struct hvtrace_rec){ .tsc = 1000 + done,
-						       .from = hvt_synth_func_addr((unsigned)(done % 5)) + 8,
-						       .to = hvt_synth_func_addr((unsigned)((done + 1) % 5)),
-						       .kind = HVTRACE_REC_BRANCH, .aux = HVTRACE_BR_CALL };
+			rec(done, &buf[k]);
 		if (hvt_fwriter_put(&w, buf, k, &err)) {
 			hvt_fwriter_abort(&w);
 			fprintf(stderr, "gen_hostile: %s\n", err.msg);
@@ -132,6 +93,42 @@ static int gen_deep(const char *out, uint64_t bytes)
 		}
 	}
 	return hvt_fwriter_finish(&w, 0, &err) ? 1 : 0;
+}
+
+static void hot_rec(uint64_t i, struct hvtrace_rec *r)
+{
+	uint64_t to = HVT_SYNTH_TEXT + i * 16;
+
+	*r = (struct hvtrace_rec){ .tsc = 1000 + i, .from = from_for(to, 0x5eed), .to = to,
+				   .kind = HVTRACE_REC_BRANCH, .aux = HVTRACE_BR_JMP };
+}
+
+static int gen_hot(const char *out, uint64_t bytes)
+{
+	struct hvtrace_rec r;
+	uint64_t i;
+
+	for (i = 0; i < 4; i++) {	/* the generator checks its own collisions */
+		hot_rec(i, &r);
+		if (((r.from * K1 ^ (r.to + K2) * K3) ^ ((r.from * K1 ^ (r.to + K2) * K3) >> 29)) != 0x5eed) {
+			fprintf(stderr, "gen_hostile: the pairs do not collide\n");
+			return 1;
+		}
+	}
+	return gen_file(out, bytes, hot_rec);
+}
+
+/* Every record a CALL from one synthetic function into the next. */
+static void deep_rec(uint64_t i, struct hvtrace_rec *r)
+{
+	*r = (struct hvtrace_rec){ .tsc = 1000 + i, .from = hvt_synth_func_addr((unsigned)(i % 5)) + 8,
+				   .to = hvt_synth_func_addr((unsigned)((i + 1) % 5)),
+				   .kind = HVTRACE_REC_BRANCH, .aux = HVTRACE_BR_CALL };
+}
+
+static int gen_deep(const char *out, uint64_t bytes)
+{
+	return gen_file(out, bytes, deep_rec);
 }
 
 /* A valid one-ring channel of 2 pages at mem + pa, its phys_base set. */
