@@ -205,7 +205,7 @@ static const char export_help[] =
 	"              instant events. About 30-40 MB per million records.\n"
 	"  --perf OUT.data  a perf.data for Linux's perf: a branch sample per branch,\n"
 	"              interrupt and exception (ip = from, addr = to, cpu = vCPU, tid =\n"
-	"              vCPU + 1), LOST records as perf's lost events. With symbols, also\n"
+	"              vCPU + 1), LOST records as perf's lost samples. With symbols, also\n"
 	"              OUT.data.kallsyms, for perf's --kallsyms:\n"
 	"                perf script -i OUT.data --kallsyms OUT.data.kallsyms \\\n"
 	"                    -F cpu,time,ip,sym,addr\n"

@@ -18,6 +18,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -85,6 +86,7 @@ struct perf_out {
 	const char *path;
 	uint64_t tsc0, tsc_hz;
 	int failed;
+	int regular;	/* out is a regular file (removed when writing fails) */
 };
 
 static void put(struct perf_out *p, const void *buf, size_t len)
@@ -345,6 +347,7 @@ int export_perf(const char *out, const char *kallsyms, const struct hvt_file *f,
 	} };
 	struct perf_out p = { .path = out, .tsc_hz = f->hdr.tsc_hz };
 	struct by_vcpu b;
+	struct stat sb;
 	uint64_t i;
 	long end;
 
@@ -365,6 +368,7 @@ int export_perf(const char *out, const char *kallsyms, const struct hvt_file *f,
 		by_vcpu_free(&b);
 		return -1;
 	}
+	p.regular = !fstat(fileno(p.o), &sb) && S_ISREG(sb.st_mode);
 	errno = 0;
 	fh.attrs = (struct perf_file_section){ sizeof(fh), sizeof(fa) };
 	fh.data.offset = sizeof(fh) + sizeof(fa);
@@ -384,6 +388,8 @@ int export_perf(const char *out, const char *kallsyms, const struct hvt_file *f,
 	by_vcpu_free(&b);
 	if ((fclose(p.o) && !p.failed) || p.failed) {
 		hvt_seterr(err, "%s: write failed: %s", out, strerror(p.failed ? p.failed : errno));
+		if (p.regular)	/* no half file for perf to misread (never a device) */
+			remove(out);
 		return -1;
 	}
 	return 0;
