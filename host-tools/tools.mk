@@ -7,8 +7,8 @@ HT_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 HT_LIBS := -lelf -lz
 
 HT_LIB_SRCS := $(addprefix host-tools/lib/,rec.c chan.c ctl.c dump.c producer.c file.c sym.c)
-# report.c and print.c are the part of the command the fuzzers link too
-HT_OUT_SRCS := $(addprefix host-tools/src/,report.c print.c)
+# report.c, print.c and the exporters are the part of the command the fuzzers link too
+HT_OUT_SRCS := $(addprefix host-tools/src/,report.c print.c export_perf.c export_uftrace.c)
 HT_CLI_SRCS := $(addprefix host-tools/src/,hvtrace.c cmd_chan.c cmd_file.c synth.c) $(HT_OUT_SRCS)
 HT_HDRS := host-tools/lib/libhvtrace.h host-tools/src/cli.h include/hvtrace/abi.h \
 	include/hvtrace/record.h
@@ -54,6 +54,7 @@ $(HT_GEN): host-tools/tests/gen_hostile.c $(HT_LIB) $(HT_HDRS)
 test-host-tools: $(HT_TEST) $(HT_ASAN_BIN) $(HT_BIN) $(HT_GEN)
 	@fail=0; $(HT_TEST) || fail=1; \
 	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/cli.sh || fail=1; \
+	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/export.sh || fail=1; \
 	HVTRACE=$(HT_BIN) GEN=$(HT_GEN) host-tools/tests/hostile.sh || fail=1; exit $$fail
 
 # libFuzzer harnesses, FUZZ_SECONDS each (not part of make test).

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer: `report` (calls, hot pairs, last records) and `export` over
- * whatever trace file the reader accepts, with a small symbol map, the
- * output thrown away. Bounded time per input is the point as much as
- * memory safety: crafted files once made these quadratic. */
+/* libFuzzer: `report` (calls, hot pairs, last records) and `export`
+ * (Perfetto JSON, perf.data, a uftrace directory) over whatever trace file
+ * the reader accepts, with a small symbol map, the output thrown away (the
+ * files into a scratch directory emptied after each input). Bounded time
+ * per input is the point as much as memory safety: crafted files once made
+ * these quadratic. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libhvtrace.h"
 #include "cli.h"
@@ -15,6 +19,49 @@ static const char map[] =
 	"ffffffff81000100 T do_one\n"
 	"ffffffff81000200 t helper\n"
 	"0000000000401000 T main\n";
+
+static char scratch[] = "/tmp/fuzz_report-XXXXXX";
+static char perf_out[sizeof(scratch) + 16], perf_ks[sizeof(scratch) + 24], uft_dir[sizeof(scratch) + 16];
+
+/* Removes the files of dir (no subdirectories are made). */
+static void empty_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[256];
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+}
+
+static void remove_scratch(void)
+{
+	empty_dir(uft_dir);
+	rmdir(uft_dir);
+	empty_dir(scratch);
+	rmdir(scratch);
+}
+
+static void export_others(const struct hvt_file *f, const struct hvt_syms *s)
+{
+	struct export_opts eo = EXPORT_ALL, win = { 3, 40, 0, UINT64_MAX, 1 };
+	struct export_stats st;
+	struct hvt_err err;
+
+	export_perf(perf_out, perf_ks, f, s, &eo, &st, &err);
+	export_perf(perf_out, NULL, f, NULL, &win, &st, &err);
+	export_uftrace(uft_dir, "fuzz", f, s, &eo, &st, &err);
+	empty_dir(uft_dir);
+	rmdir(uft_dir);
+	export_uftrace(uft_dir, "fuzz", f, NULL, &win, &st, &err);
+	empty_dir(uft_dir);
+	rmdir(uft_dir);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
@@ -29,8 +76,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		if (hvt_syms_parse_map(&syms, map, sizeof(map) - 1, &err))
 			abort();
 		null = fopen("/dev/null", "w");
-		if (!null)
+		if (!null || !mkdtemp(scratch))
 			abort();
+		snprintf(perf_out, sizeof(perf_out), "%s/perf.data", scratch);
+		snprintf(perf_ks, sizeof(perf_ks), "%s/perf.data.kallsyms", scratch);
+		snprintf(uft_dir, sizeof(uft_dir), "%s/uftrace", scratch);
+		atexit(remove_scratch);
 		have_syms = 1;
 	}
 	buf = malloc(len ? len : 1);	/* aligned, as the mmap the tool reads */
@@ -46,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		struct export_opts eo = EXPORT_ALL, win = { 3, 40, 0, UINT64_MAX, 1 };
 		export_write(null, &f, &syms, "fuzz", &eo);
 		export_write(null, &f, NULL, "fuzz", &win);
+		export_others(&f, &syms);
 	}
 	free(buf);
 	return 0;

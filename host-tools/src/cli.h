@@ -70,6 +70,52 @@ struct export_opts {
 int export_write(FILE *out, const struct hvt_file *f, const struct hvt_syms *s, const char *source,
 		 const struct export_opts *eo);
 
+/* What report and the exporters share (report.c). */
+int is_call(const struct hvtrace_rec *r);	/* call, call_ind, far_call */
+int is_ret(const struct hvtrace_rec *r);	/* ret, far_ret */
+int has_addrs(const struct hvtrace_rec *r);	/* a code address on both ends */
+/* The function name alone (no offset), or 0xaddr in buf. */
+const char *func_name(const struct hvt_syms *s, uint64_t a, char *buf, size_t len);
+/* The records of each vCPU, in file order: vCPU v's indices are
+ * idx[first[v] .. first[v + 1]), for v < nv (the highest vCPU kept + 1).
+ * Only vCPU `only` when it is >= 0, only the window eo when not NULL;
+ * -1: out of memory. One pass whatever the number of vCPUs. */
+struct by_vcpu {
+	uint64_t *first;	/* nv + 1 */
+	uint64_t *idx;
+	uint32_t nv;
+};
+int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t only, const struct export_opts *eo);
+void by_vcpu_free(struct by_vcpu *b);
+/* Record i is in export's window and of its vCPU. */
+int export_keeps(const struct hvt_file *f, uint64_t i, const struct export_opts *eo);
+/* The call history of `report --calls` as events (calls_walk in report.c
+ * says when they come): the function entered (its address as the record
+ * gives it) at a depth, and the depth a return leaves. */
+struct calls_ops {
+	void (*enter)(void *ctx, const struct hvtrace_rec *r, uint64_t func, uint64_t depth);
+	void (*leave)(void *ctx, const struct hvtrace_rec *r, uint64_t depth);	/* may be NULL */
+};
+void calls_walk(const struct hvt_file *f, const struct hvt_syms *s, const uint64_t *idx,
+		uint64_t n_idx, const struct calls_ops *ops, void *ctx);
+
+/* export_perf.c: a perf.data (PERF_RECORD_SAMPLE per branch, a kernel
+ * MMAP, a COMM per vCPU) at path `out`; with symbols, also their text in
+ * /proc/kallsyms form at `kallsyms` for perf's --kallsyms. 0, or -1 with
+ * the cause in err. */
+struct export_stats {
+	uint64_t samples, lost, tasks, entries;
+};
+int export_perf(const char *out, const char *kallsyms, const struct hvt_file *f,
+		const struct hvt_syms *s, const struct export_opts *eo, struct export_stats *st,
+		struct hvt_err *err);
+/* export_uftrace.c: a uftrace (0.13) data directory at `dir` (created;
+ * it must not exist or be empty): a task per vCPU with the call history's
+ * entries and exits. 0, or -1 with the cause in err. */
+int export_uftrace(const char *dir, const char *source, const struct hvt_file *f,
+		   const struct hvt_syms *s, const struct export_opts *eo, struct export_stats *st,
+		   struct hvt_err *err);
+
 int cmd_status(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);

@@ -196,19 +196,30 @@ int cmd_report(int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char export_help[] =
-	"usage: hvtrace export FILE --perfetto OUT.json [--symbols SYMFILE] [--from P] [--to P]\n"
-	"                      [--vcpu N]\n"
-	"Writes Chrome trace-event JSON (opens in ui.perfetto.dev): one thread per vCPU\n"
-	"(tid = vcpu), a slice per call (B at CALL, E at RET, named by symbol),\n"
-	"interrupts, exceptions, markers and lost records as instant events.\n"
-	"Timestamps in microseconds from the first record (TSC / tsc_hz); with\n"
-	"tsc_hz 0 the raw TSC ticks stand in for microseconds (noted in the file).\n"
+	"usage: hvtrace export FILE (--perfetto OUT.json | --perf OUT.data | --uftrace DIR)\n"
+	"                      [--symbols SYMFILE] [--from P] [--to P] [--vcpu N]\n"
+	"Writes the trace for another tool (one format a run):\n"
+	"  --perfetto OUT.json  Chrome trace-event JSON (ui.perfetto.dev): one thread per\n"
+	"              vCPU (tid = vcpu), a slice per call (B at CALL, E at RET, named by\n"
+	"              symbol), interrupts, exceptions, markers and lost records as\n"
+	"              instant events. About 30-40 MB per million records.\n"
+	"  --perf OUT.data  a perf.data for Linux's perf: a branch sample per branch,\n"
+	"              interrupt and exception (ip = from, addr = to, cpu = vCPU, tid =\n"
+	"              vCPU + 1), LOST records as perf's lost samples. With symbols, also\n"
+	"              OUT.data.kallsyms, for perf's --kallsyms:\n"
+	"                perf script -i OUT.data --kallsyms OUT.data.kallsyms \\\n"
+	"                    -F cpu,time,ip,sym,addr\n"
+	"  --uftrace DIR  a uftrace data directory (DIR new or empty): the call history\n"
+	"              of report --calls, a task per vCPU (tid = vCPU + 1):\n"
+	"                uftrace replay -d DIR\n"
+	"Timestamps from the first record (TSC / tsc_hz); with tsc_hz 0 the raw TSC\n"
+	"ticks stand in for microseconds (perfetto) or nanoseconds (perf, uftrace).\n"
 	"Symbols: --symbols SYMFILE, else FILE.map beside the trace when there is one.\n"
 	"  --from P, --to P  only records from P (inclusive) to P (exclusive): a record\n"
 	"              index in dump's timeline, or a time from the first record (1.5s,\n"
 	"              200ms, 30us; --to a time is inclusive)\n"
 	"  --vcpu N    only vCPU N\n"
-	"About 30-40 MB of JSON per million records (docs/host-tools.md).\n";
+	"Details, and which perf and uftrace commands read the output: docs/host-tools.md.\n";
 
 int parse_point(const char *s, uint64_t *v, int *is_time)
 {
@@ -231,15 +242,48 @@ int parse_point(const char *s, uint64_t *v, int *is_time)
 	return 0;
 }
 
+/* --perf and --uftrace, over the checked file. */
+static int export_other(const char *file, const char *perf, const char *uftrace, const struct hvt_file *f,
+			const struct hvt_syms *s, const struct export_opts *eo)
+{
+	struct export_stats st;
+	struct hvt_err err;
+	char ks[4096];
+
+	if (!f->hdr.tsc_hz)
+		warn(file, "tsc_hz is 0: timestamps are raw TSC ticks shown as nanoseconds");
+	if (perf) {
+		if ((size_t)snprintf(ks, sizeof(ks), "%s.kallsyms", perf) >= sizeof(ks))
+			return usage_error("export", "--perf: path too long");
+		if (export_perf(perf, s ? ks : NULL, f, s, eo, &st, &err))
+			return fail("export", "%s", err.msg);
+		fprintf(stderr, "hvtrace export: %llu samples, %llu vCPUs%s -> %s",
+			(unsigned long long)st.samples, (unsigned long long)st.tasks,
+			st.lost ? ", lost records" : "", perf);
+		if (s)
+			fprintf(stderr, " (symbols: perf ... --kallsyms %s)\n", ks);
+		else
+			fprintf(stderr, " (no symbols: addresses stay raw)\n");
+		return 0;
+	}
+	if (export_uftrace(uftrace, file, f, s, eo, &st, &err))
+		return fail("export", "%s", err.msg);
+	fprintf(stderr, "hvtrace export: %llu function entries, %llu vCPUs as tasks -> %s (uftrace replay -d %s)\n",
+		(unsigned long long)st.entries, (unsigned long long)st.tasks, uftrace, uftrace);
+	return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "perfetto", required_argument, NULL, 'p' }, { "symbols", required_argument, NULL, 's' },
 		{ "from", required_argument, NULL, 'f' },     { "to", required_argument, NULL, 't' },
 		{ "vcpu", required_argument, NULL, 'v' },     { "help", no_argument, NULL, OPT_HELP },
+		{ "perf", required_argument, NULL, 'P' },     { "uftrace", required_argument, NULL, 'u' },
 		{ 0 },
 	};
 	const char *file = NULL, *symfile = NULL, *out = NULL, *from = NULL, *to = NULL;
+	const char *perf = NULL, *uftrace = NULL;
 	char mapbuf[4096];
 	struct export_opts eo = EXPORT_ALL;
 	struct hvt_syms syms;
@@ -252,6 +296,8 @@ int cmd_export(int argc, char **argv)
 	while ((opt = next_opt(argc, argv, "export", ":h", lo, &rc)) != -1) {
 		switch (opt) {
 		case 'p': out = optarg; break;
+		case 'P': perf = optarg; break;
+		case 'u': uftrace = optarg; break;
 		case 's': symfile = optarg; break;
 		case 'f':
 			from = optarg;
@@ -275,8 +321,8 @@ int cmd_export(int argc, char **argv)
 	if ((rc = one_file(argc, argv, "export", &file)))
 		return rc;
 	symfile = default_symbols(file, symfile, mapbuf, sizeof(mapbuf));
-	if (!out)
-		return usage_error("export", "--perfetto OUT.json is required");
+	if (!!out + !!perf + !!uftrace != 1)
+		return usage_error("export", "give one of --perfetto OUT.json, --perf OUT.data and --uftrace DIR");
 	if (from && to && from_time == to_time && to_v < from_v)
 		return usage_error("export", "--to %s comes before --from %s", to, from);
 	if (symfile && (rc = load_symbols(&syms, symfile)))
@@ -302,9 +348,13 @@ int cmd_export(int argc, char **argv)
 		else if (to)
 			eo.to_idx = to_v;
 	}
+	if (perf || uftrace) {
+		rc = export_other(file, perf, uftrace, &f, symfile ? &syms : NULL, &eo);
+		goto out_file;
+	}
 	o = fopen(out, "w");
 	if (!o) {
-		rc = fail(out, "cannot write: fopen failed");
+		rc = fail(out, "cannot write: %s", strerror(errno));
 		goto out_file;
 	}
 	if (!f.hdr.tsc_hz)

@@ -13,28 +13,28 @@
 
 #include "cli.h"
 
-static int is_call(const struct hvtrace_rec *r)
+int is_call(const struct hvtrace_rec *r)
 {
 	return (r->kind == HVTRACE_REC_BRANCH || r->kind == HVTRACE_REC_FAR) &&
 	       (r->aux == HVTRACE_BR_CALL || r->aux == HVTRACE_BR_CALL_IND ||
 		r->aux == HVTRACE_BR_FAR_CALL);
 }
 
-static int is_ret(const struct hvtrace_rec *r)
+int is_ret(const struct hvtrace_rec *r)
 {
 	return (r->kind == HVTRACE_REC_BRANCH || r->kind == HVTRACE_REC_FAR) &&
 	       (r->aux == HVTRACE_BR_RET || r->aux == HVTRACE_BR_FAR_RET);
 }
 
 /* Records with a code address on both ends. */
-static int has_addrs(const struct hvtrace_rec *r)
+int has_addrs(const struct hvtrace_rec *r)
 {
 	return r->kind == HVTRACE_REC_BRANCH || r->kind == HVTRACE_REC_FAR ||
 	       r->kind == HVTRACE_REC_INTERRUPT || r->kind == HVTRACE_REC_EXCEPTION;
 }
 
 /* The function name alone (no offset), or 0xaddr. */
-static const char *func_name(const struct hvt_syms *s, uint64_t a, char *buf, size_t len)
+const char *func_name(const struct hvt_syms *s, uint64_t a, char *buf, size_t len)
 {
 	uint64_t off;
 	const struct hvt_sym *sym = s ? hvt_syms_lookup(s, a, &off) : NULL;
@@ -45,27 +45,34 @@ static const char *func_name(const struct hvt_syms *s, uint64_t a, char *buf, si
 	return buf;
 }
 
-/* The records of each vCPU, in file order: vCPU v's indices are
- * idx[first[v] .. first[v + 1]), for v < nv (the highest vCPU seen + 1). */
-struct by_vcpu {
-	uint64_t *first;	/* nv + 1 */
-	uint64_t *idx;
-	uint32_t nv;
-};
-
-static void by_vcpu_free(struct by_vcpu *b)
+void by_vcpu_free(struct by_vcpu *b)
 {
 	free(b->first);
 	free(b->idx);
 }
 
-/* Only vCPU `only` when it is >= 0. */
-static int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t only)
+static int in_window(const struct hvt_file *f, uint64_t k, const struct export_opts *eo)
+{
+	return k >= eo->from_idx && k < eo->to_idx && f->recs[k].tsc >= eo->from_tsc &&
+	       f->recs[k].tsc <= eo->to_tsc;
+}
+
+static int by_vcpu_keeps(const struct hvt_file *f, uint64_t i, int64_t only, const struct export_opts *eo)
+{
+	return (only < 0 || f->recs[i].vcpu == only) && (!eo || in_window(f, i, eo));
+}
+
+int export_keeps(const struct hvt_file *f, uint64_t i, const struct export_opts *eo)
+{
+	return by_vcpu_keeps(f, i, eo->vcpu, eo);
+}
+
+int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t only, const struct export_opts *eo)
 {
 	uint64_t i, *next;
 
 	for (i = 0, b->nv = 0; i < f->nr; i++)
-		if (f->recs[i].vcpu >= b->nv && (only < 0 || f->recs[i].vcpu == only))
+		if (f->recs[i].vcpu >= b->nv && by_vcpu_keeps(f, i, only, eo))
 			b->nv = f->recs[i].vcpu + 1u;
 	b->first = calloc(b->nv + 1, sizeof(*b->first));
 	b->idx = malloc((f->nr ? f->nr : 1) * sizeof(*b->idx));
@@ -76,14 +83,14 @@ static int by_vcpu_build(struct by_vcpu *b, const struct hvt_file *f, int64_t on
 		return -1;
 	}
 	for (i = 0; i < f->nr; i++)
-		if (only < 0 || f->recs[i].vcpu == only)
+		if (by_vcpu_keeps(f, i, only, eo))
 			b->first[f->recs[i].vcpu + 1]++;
 	for (i = 0; i < b->nv; i++) {
 		b->first[i + 1] += b->first[i];
 		next[i] = b->first[i];
 	}
 	for (i = 0; i < f->nr; i++)
-		if (only < 0 || f->recs[i].vcpu == only)
+		if (by_vcpu_keeps(f, i, only, eo))
 			b->idx[next[f->recs[i].vcpu]++] = i;
 	free(next);
 	return 0;
@@ -146,28 +153,29 @@ static enum helper helper_at(const struct hvt_syms *s, uint64_t a)
 	return HELPER_NONE;
 }
 
-static void print_callee(FILE *o, unsigned *n, uint64_t depth, const char *name)
-{
-	unsigned ind = depth < INDENT_MAX ? (unsigned)depth : INDENT_MAX;
-	fprintf(o, "%6u  %*s%s\n", ++*n, (int)(2 * ind), "", name);
-}
-
-static void report_calls(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
-			 const struct by_vcpu *b, uint32_t v)
+/* Walks vCPU v's records as a call history: enter() for the function the
+ * trace starts in (depth 0) and for each function a CALL enters (depth >=
+ * 1), leave() when a RET leaves depth d (never below 0: returns past the
+ * trace's start are ignored). A CALL into a retpoline raises the depth at
+ * once and enters its real callee at the thunk's RET, so a leave() can come
+ * for a depth whose enter() never came (a thunk that did not return):
+ * callers that pair them keep their own stack. */
+void calls_walk(const struct hvt_file *f, const struct hvt_syms *s, const uint64_t *idx,
+		uint64_t n_idx, const struct calls_ops *ops, void *ctx)
 {
 	uint64_t i, depth = 0;
-	unsigned n = 0;
+	int started = 0;
 	int thunk_call = 0;	/* a CALL went into a retpoline: its RET names the callee */
 	enum helper returning = HELPER_NONE;	/* who jumped to the return thunk */
-	char buf[32];
 
-	fprintf(o, "vcpu %u function-call history:\n", v);
-	for (i = b->first[v]; i < b->first[v + 1]; i++) {
-		const struct hvtrace_rec *r = &f->recs[b->idx[i]];
+	for (i = 0; i < n_idx; i++) {
+		const struct hvtrace_rec *r = &f->recs[idx[i]];
 		enum helper from_helper;
 
-		if (!n && has_addrs(r))
-			fprintf(o, "%6u  %s\n", ++n, func_name(s, r->from, buf, sizeof(buf)));
+		if (!started && has_addrs(r)) {
+			started = 1;
+			ops->enter(ctx, r, r->from, 0);
+		}
 		if (!is_call(r) && !is_ret(r)) {
 			if (r->kind == HVTRACE_REC_BRANCH && helper_at(s, r->to) == HELPER_RETURN_THUNK)
 				returning = helper_at(s, r->from);
@@ -186,7 +194,7 @@ static void report_calls(FILE *o, const struct hvt_file *f, const struct hvt_sym
 			 * the callee of the CALL that entered the thunk (a JMP
 			 * into one, a tail call, adds no level) */
 			if (is_ret(r) && thunk_call)
-				print_callee(o, &n, depth, func_name(s, r->to, buf, sizeof(buf)));
+				ops->enter(ctx, r, r->to, depth);
 			if (is_ret(r))
 				thunk_call = 0;
 			continue;
@@ -204,11 +212,39 @@ static void report_calls(FILE *o, const struct hvt_file *f, const struct hvt_sym
 				break;
 			}
 			depth++;
-			print_callee(o, &n, depth, func_name(s, r->to, buf, sizeof(buf)));
+			ops->enter(ctx, r, r->to, depth);
 		} else if (depth) {
+			if (ops->leave)
+				ops->leave(ctx, r, depth);
 			depth--;
 		}
 	}
+}
+
+struct calls_print {
+	FILE *o;
+	const struct hvt_syms *s;
+	unsigned n;
+};
+
+static void print_callee(void *ctx, const struct hvtrace_rec *r, uint64_t func, uint64_t depth)
+{
+	struct calls_print *p = ctx;
+	unsigned ind = depth < INDENT_MAX ? (unsigned)depth : INDENT_MAX;
+	char buf[32];
+
+	(void)r;
+	fprintf(p->o, "%6u  %*s%s\n", ++p->n, (int)(2 * ind), "", func_name(p->s, func, buf, sizeof(buf)));
+}
+
+static void report_calls(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
+			 const struct by_vcpu *b, uint32_t v)
+{
+	static const struct calls_ops ops = { .enter = print_callee };
+	struct calls_print p = { o, s, 0 };
+
+	fprintf(o, "vcpu %u function-call history:\n", v);
+	calls_walk(f, s, b->idx + b->first[v], b->first[v + 1] - b->first[v], &ops, &p);
 }
 
 struct pair {
@@ -388,7 +424,7 @@ int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 	struct by_vcpu b;
 	uint32_t v;
 
-	if (by_vcpu_build(&b, f, opt->vcpu))
+	if (by_vcpu_build(&b, f, opt->vcpu, NULL))
 		return -1;
 	report_freeze(o, f, s, &b, opt->last ? opt->last : 20);
 	if (opt->has_where) {
@@ -413,12 +449,6 @@ int report_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 }
 
 /* ---------------------------------------------------------------- */
-
-static int in_window(const struct hvt_file *f, uint64_t k, const struct export_opts *eo)
-{
-	return k >= eo->from_idx && k < eo->to_idx && f->recs[k].tsc >= eo->from_tsc &&
-	       f->recs[k].tsc <= eo->to_tsc;
-}
 
 static void export_vcpu(FILE *o, const struct hvt_file *f, const struct hvt_syms *s,
 			const struct by_vcpu *b, uint32_t v, uint64_t tsc0, double scale,
@@ -487,7 +517,7 @@ int export_write(FILE *o, const struct hvt_file *f, const struct hvt_syms *s, co
 	struct by_vcpu b;
 	uint32_t v;
 
-	if (by_vcpu_build(&b, f, eo->vcpu))
+	if (by_vcpu_build(&b, f, eo->vcpu, NULL))
 		return -1;
 	/* times from the window's first record */
 	for (i = 0; i < f->nr; i++)

@@ -10,6 +10,10 @@
  *                               page a header that claims the memory up to
  *                               the real channel (at the end): valid ones,
  *                               and ones that fail only on a ring
+ *   gen_hostile deep OUT [MB]   one vCPU calling ever deeper, never
+ *                               returning: the call stacks of `report
+ *                               --calls` and `export --uftrace` grow with
+ *                               every record
  * For `report`/`export` over many vCPUs, `hvtrace synth file --vcpus 65536`.
  */
 #include <stdlib.h>
@@ -21,7 +25,7 @@
 
 static int usage(void)
 {
-	fputs("usage: gen_hostile hot|forged|loads OUT [MB]\n", stderr);
+	fputs("usage: gen_hostile hot|forged|loads|deep OUT [MB]\n", stderr);
 	return 2;
 }
 
@@ -65,9 +69,10 @@ static uint64_t from_for(uint64_t to, uint64_t h)
 	return (pre ^ (to + K2) * K3) * inverse_odd(K1);
 }
 
-static int gen_hot(const char *out, uint64_t bytes)
+/* A trace file of bytes / 32 records, record i made by rec(i). */
+static int gen_file(const char *out, uint64_t bytes, void (*rec)(uint64_t i, struct hvtrace_rec *r))
 {
-	uint64_t n = bytes / sizeof(struct hvtrace_rec), i, done = 0;
+	uint64_t n = bytes / sizeof(struct hvtrace_rec), done = 0;
 	struct hvtrace_rec buf[1024];
 	struct hvt_fwriter w;
 	struct hvt_err err;
@@ -79,27 +84,51 @@ static int gen_hot(const char *out, uint64_t bytes)
 	while (done < n) {
 		unsigned k;
 
-		for (k = 0; k < 1024 && done < n; k++, done++) {
-			uint64_t to = HVT_SYNTH_TEXT + done * 16;
-
-			buf[k] = (struct hvtrace_rec){ .tsc = 1000 + done, .from = from_for(to, 0x5eed),
-						       .to = to, .kind = HVTRACE_REC_BRANCH,
-						       .aux = HVTRACE_BR_JMP };
-		}
+		for (k = 0; k < 1024 && done < n; k++, done++)
+			rec(done, &buf[k]);
 		if (hvt_fwriter_put(&w, buf, k, &err)) {
 			hvt_fwriter_abort(&w);
 			fprintf(stderr, "gen_hostile: %s\n", err.msg);
 			return 1;
 		}
 	}
-	for (i = 0; i < 4; i++)	/* the generator checks its own collisions */
-		if (((buf[i].from * K1 ^ (buf[i].to + K2) * K3) ^
-		     ((buf[i].from * K1 ^ (buf[i].to + K2) * K3) >> 29)) != 0x5eed) {
-			hvt_fwriter_abort(&w);
+	return hvt_fwriter_finish(&w, 0, &err) ? 1 : 0;
+}
+
+static void hot_rec(uint64_t i, struct hvtrace_rec *r)
+{
+	uint64_t to = HVT_SYNTH_TEXT + i * 16;
+
+	*r = (struct hvtrace_rec){ .tsc = 1000 + i, .from = from_for(to, 0x5eed), .to = to,
+				   .kind = HVTRACE_REC_BRANCH, .aux = HVTRACE_BR_JMP };
+}
+
+static int gen_hot(const char *out, uint64_t bytes)
+{
+	struct hvtrace_rec r;
+	uint64_t i;
+
+	for (i = 0; i < 4; i++) {	/* the generator checks its own collisions */
+		hot_rec(i, &r);
+		if (((r.from * K1 ^ (r.to + K2) * K3) ^ ((r.from * K1 ^ (r.to + K2) * K3) >> 29)) != 0x5eed) {
 			fprintf(stderr, "gen_hostile: the pairs do not collide\n");
 			return 1;
 		}
-	return hvt_fwriter_finish(&w, 0, &err) ? 1 : 0;
+	}
+	return gen_file(out, bytes, hot_rec);
+}
+
+/* Every record a CALL from one synthetic function into the next. */
+static void deep_rec(uint64_t i, struct hvtrace_rec *r)
+{
+	*r = (struct hvtrace_rec){ .tsc = 1000 + i, .from = hvt_synth_func_addr((unsigned)(i % 5)) + 8,
+				   .to = hvt_synth_func_addr((unsigned)((i + 1) % 5)),
+				   .kind = HVTRACE_REC_BRANCH, .aux = HVTRACE_BR_CALL };
+}
+
+static int gen_deep(const char *out, uint64_t bytes)
+{
+	return gen_file(out, bytes, deep_rec);
 }
 
 /* A valid one-ring channel of 2 pages at mem + pa, its phys_base set. */
@@ -190,5 +219,7 @@ int main(int argc, char **argv)
 		return gen_forged(argv[2], mb << 20);
 	if (!strcmp(argv[1], "loads"))
 		return gen_loads(argv[2], mb << 20);
+	if (!strcmp(argv[1], "deep"))
+		return gen_deep(argv[2], mb << 20);
 	return usage();
 }

@@ -2,7 +2,8 @@
 # Crafted inputs of about 10 MB that once stalled the host tools for many
 # seconds to minutes: branch pairs colliding in the hash `report --hot`
 # used, a trace over 65,536 vCPUs (report and export scanned it once per
-# vCPU), a raw dump with a valid forged header on every page below the real
+# vCPU; the perf and uftrace exports over it too), calls nested 327,680
+# deep (report --calls, export --uftrace), a raw dump with a valid forged header on every page below the real
 # one, an ELF core of 4096 PT_LOADs with a header on every page. Each run
 # must finish within HOSTILE_LIMIT_MS (2000), measured on the optimized
 # build (HVTRACE=build/host-tools/hvtrace; sanitizers would measure
@@ -17,7 +18,8 @@ for x in "$H" "$G"; do
 	[ -x "$x" ] || { echo "hostile.sh: $x not built" >&2; echo "hostile: 0 passed, 1 failed"; exit 1; }
 done
 T=$(mktemp -d /tmp/hvt-hostile-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+U=
+trap 'rm -rf "$T"; [ -n "$U" ] && [ "$U" != "$T" ] && rm -rf "$U"' EXIT
 . host-tools/tests/lib.sh
 # timed RC DESC CMD...: runs CMD (output in $T/out, $T/err), expects exit RC
 # within LIMIT ms
@@ -55,6 +57,25 @@ timed 0 "report --last over 65536 vCPUs" "$H" report "$T/vcpus.hvt" --symbols "$
 check "last: the last vCPU's records" has "$T/out" "^vcpu 65535 last 5 records:$"
 timed 0 "export over 65536 vCPUs" "$H" export "$T/vcpus.hvt" --perfetto "$T/vcpus.json"
 check "export: a thread per vCPU" test "$(grep -c '"thread_name"' "$T/vcpus.json")" = 65536
+
+timed 0 "export --perf over 65536 vCPUs" "$H" export "$T/vcpus.hvt" --perf "$T/vcpus.data"
+check "export --perf: every record a sample" has "$T/err" "^hvtrace export: 327680 samples, 65536 vCPUs "
+# uftrace's format has a file per task: creating 65,536 files on the
+# project machine's disk takes 0.4-2.7 s by itself, varying with the other
+# users of the disk, so the directory goes to tmpfs (0.6-0.7 s in all)
+U=$T
+[ -d /dev/shm ] && [ -w /dev/shm ] && U=$(mktemp -d /dev/shm/hvt-hostile-XXXXXX)
+timed 0 "export --uftrace over 65536 vCPUs" "$H" export "$T/vcpus.hvt" --uftrace "$U/vcpus.uft" --symbols "$T/map"
+check "export --uftrace: a task file per vCPU" test "$(ls "$U/vcpus.uft" | grep -c '\.dat$')" = 65536
+rm -rf "$U/vcpus.uft"
+
+# calls 327,680 deep, never returning: the call stacks grow with the file
+"$G" deep "$T/deep.hvt" 10
+timed 0 "report --calls 327680 calls deep" "$H" report "$T/deep.hvt" --symbols "$T/map" --calls
+check "deep: every call listed" test "$(wc -l <"$T/out")" = 327682
+timed 0 "export --uftrace 327680 calls deep" "$H" export "$T/deep.hvt" --uftrace "$T/deep.uft" --symbols "$T/map"
+check "deep: entries deeper than uftrace's 1024 left out (1024 entries and exits)" \
+	test "$(stat -c %s "$T/deep.uft/1.dat")" = $((2 * 1024 * 16))
 
 # a raw dump: 2558 forged headers below the real one at 10 MiB - 8 KiB
 "$G" forged "$T/forged.raw" 10
