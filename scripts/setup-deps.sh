@@ -6,7 +6,7 @@ set -eu
 
 PKGS="build-essential gnu-efi qemu-system-x86 ovmf busybox-static mtools dosfstools \
 cpio libzydis-dev libelf-dev libdw-dev bochs bochsbios vgabios bochs-term \
-python3 clang libclang-rt-14-dev flex bison bc linux-perf uftrace"
+python3 clang libclang-rt-14-dev flex bison bc linux-perf uftrace tmux"
 
 missing=""
 for p in $PKGS; do

@@ -195,12 +195,11 @@ for tid in (1, 2):	# the tid, or the pid when they are equal
 ' "$T/two.chrome.json"
 uftrace info -d "$T/two.uft" >"$T/out" 2>&1
 check "uftrace info: two tasks" has "$T/out" "^# task list +: 1\(guest\), 2\(guest\)$"
-if command -v tmux >/dev/null; then
-	tmux new-session -d -s "$TMUX_S" -x 120 -y 30 "uftrace tui -d $T/two.uft"
-	for _ in $(seq 50); do tmux capture-pane -p -t "$TMUX_S" >"$T/tui" 2>/dev/null; grep -q "(8) f1" "$T/tui" && break; sleep 0.1; done
-	check "uftrace tui: starts, shows the graph" has "$T/tui" "\(2\) main"
-	tmux send-keys -t "$TMUX_S" q
-fi
+# tmux is one of setup-deps.sh's packages: the TUI is always checked
+tmux new-session -d -s "$TMUX_S" -x 120 -y 30 "uftrace tui -d $T/two.uft"
+for _ in $(seq 50); do tmux capture-pane -p -t "$TMUX_S" >"$T/tui" 2>/dev/null; grep -q "(8) f1" "$T/tui" && break; sleep 0.1; done
+check "uftrace tui: starts, shows the graph" has "$T/tui" "\(2\) main"
+tmux send-keys -t "$TMUX_S" q
 run 0 "export --uftrace without symbols" "$H" export "$T/two.hvt" --uftrace "$T/raw.uft"
 uftrace replay -d "$T/raw.uft" --tid 1 >"$T/out" 2>&1
 check "uftrace replay without symbols: the low 48 bits of addresses" has "$T/out" "\|   <ffff81001000>\(\) \{$"
