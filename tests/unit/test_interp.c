@@ -384,7 +384,7 @@ static int lea_target(struct seq *q, int u, struct ib *b)
 static void gen_unit(struct seq *q, int u)
 {
 	struct ib *b = add(q, u);
-	int w, k = (int)rnd(40);
+	int w, k = (int)rnd(41);
 	uint8_t o;
 
 	switch (k) {
@@ -544,6 +544,7 @@ static void gen_unit(struct seq *q, int u)
 			set_imm(b, 1);
 		} else if (o == 2) {
 			op2(b, rnd(2) ? 0xbc : 0xbd);
+			b->pf3 = rnd(2);	/* TZCNT/LZCNT */
 			set_reg_field(b, pick_reg(b, w, true));
 			set_rm(b, w, false, 1);
 		} else {
@@ -682,6 +683,65 @@ static void gen_unit(struct seq *q, int u)
 			b->rex = 0;
 		op1(b, 0xff);
 		b->modrm = (uint8_t)((b->modrm & 0xc7) | (rnd(2) ? 2 : 4) << 3);
+		break;
+	}
+	case 34: {					/* MOV r, imm; XOR rDX / CBW..CQO; DIV/IDIV r or [m] */
+		int r;
+		bool sign = rnd(2), mem = rnd(2);
+		w = 1 << rnd(4);
+		do
+			r = (int)rnd(16);
+		while (reserved(r) || r == RAX || r == RDX || (w == 1 && r >= 4));
+		/* the divisor: positive (so no most-negative / -1), not zero */
+		op1(b, (uint8_t)((w == 1 ? 0xb0 : 0xb8) + (r & 7)));
+		if (r & 8)
+			b->rex |= 0x41;
+		if (w == 2)
+			b->p66 = true;
+		if (w == 8)
+			b->rex |= 0x48;
+		set_imm(b, w == 8 ? 8 : w);
+		b->imm[w - 1] &= 0x7f;
+		b->imm[0] |= 1;
+		if (w == 8)
+			memset(b->imm + 4, 0, 4);
+		struct ib *m = NULL;
+		if (mem) {
+			m = add(q, u);
+			op1(m, w == 1 ? 0x88 : 0x89);
+			m->p66 = w == 2;
+			m->rex = w == 8 ? 0x48 : 0;
+			set_rm_mem(m);
+			set_reg_field(m, r);
+		}
+		b = add(q, u);
+		if (sign) {			/* CBW (66 98) for bytes, else CWD/CDQ/CQO */
+			op1(b, w == 1 ? 0x98 : 0x99);
+			b->p66 = w <= 2;
+			b->rex = w == 8 ? 0x48 : 0;
+		} else {			/* XOR AH, AH or XOR rDX, rDX */
+			op1(b, w == 1 ? 0x30 : 0x31);
+			b->p66 = w == 2;
+			b->rex = w == 8 ? 0x48 : 0;
+			b->has_modrm = true;
+			b->modrm = w == 1 ? 0xe4 : 0xd2;
+		}
+		b = add(q, u);
+		op1(b, w == 1 ? 0xf6 : 0xf7);
+		b->p66 = w == 2;
+		b->rex = w == 8 ? 0x48 : 0;
+		b->modrm = (uint8_t)((sign ? 7 : 6) << 3);
+		if (mem) {
+			uint8_t rex = b->rex;
+			bool p66 = b->p66;
+			*b = *m;
+			op1(b, w == 1 ? 0xf6 : 0xf7);
+			b->rex = (uint8_t)((m->rex & 0x43) | rex);
+			b->p66 = p66;
+			b->modrm = (uint8_t)((b->modrm & 0xc7) | (sign ? 7 : 6) << 3);
+		} else {
+			set_rm_reg(b, r);
+		}
 		break;
 	}
 	case 33:					/* LEAVE, once a sequence (RBP is then garbage) */
@@ -1108,7 +1168,26 @@ static void directed(void)
 	CHECK(DSTEP(&c, &r, 0xf0, 0x01, 0x08) == INTERP_LEAVE_PREFIX, "LOCK ADD: left");
 	CHECK(DSTEP(&c, &r, 0x87, 0x08) == INTERP_LEAVE_OPCODE, "XCHG with memory: left");
 	CHECK(DSTEP(&c, &r, 0x0f, 0x31) == INTERP_LEAVE_OPCODE && r.map == 1 && r.opcode == 0x31, "RDTSC: left");
-	CHECK(DSTEP(&c, &r, 0xf7, 0xf1) == INTERP_LEAVE_OPCODE && r.modrm_reg == 6, "DIV: left, /6 counted");
+	/* DIV/IDIV only where they cannot raise #DE */
+	c.gpr[RAX] = 100;
+	c.gpr[RDX] = 0;
+	c.gpr[RCX] = 0;
+	CHECK(DSTEP(&c, &r, 0xf7, 0xf1) == INTERP_LEAVE_OPCODE && r.modrm_reg == 6, "DIV by 0: left, /6 counted");
+	c.gpr[RCX] = 7;
+	c.gpr[RDX] = 7;
+	CHECK(DSTEP(&c, &r, 0xf7, 0xf1) == INTERP_LEAVE_OPCODE, "DIV whose quotient overflows: left");
+	c.gpr[RDX] = 6;
+	unsigned __int128 dividend = (unsigned __int128)6 << 64 | 100;
+	CHECK(DSTEP(&c, &r, 0x48, 0xf7, 0xf1) == 0 && c.gpr[RAX] == (uint64_t)(dividend / 7) &&
+	      c.gpr[RDX] == (uint64_t)(dividend % 7), "DIV RCX: RDX:RAX / 7");
+	c.gpr[RAX] = 1ull << 63;
+	c.gpr[RDX] = ~0ull;
+	c.gpr[RCX] = ~0ull;
+	CHECK(DSTEP(&c, &r, 0x48, 0xf7, 0xf9) == INTERP_LEAVE_OPCODE, "IDIV of the most negative by -1: left");
+	c.gpr[RAX] = 5;
+	c.gpr[RDX] = 1;
+	c.gpr[RCX] = 2;
+	CHECK(DSTEP(&c, &r, 0x48, 0xf7, 0xf9) == INTERP_LEAVE_OPCODE, "IDIV whose dividend is not a sign-extended RAX: left");
 	CHECK(DSTEP(&c, &r, 0x66, 0xc3) == INTERP_LEAVE_PREFIX, "66 RET: left (Intel and AMD differ)");
 	c.cet = true;
 	CHECK(DSTEP(&c, &r, 0xc3) == INTERP_LEAVE_CET, "RET with CET: left");

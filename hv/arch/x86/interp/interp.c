@@ -260,6 +260,50 @@ static bool group2(struct step *s, unsigned w, enum interp_shift form, u8 count)
 	return rm_write(s, w, interp_native_shift(form, s->mod != 3, s->grp, w, a, count, &s->n.rflags));
 }
 
+/* MUL/IMUL/DIV/IDIV's results: AX for byte operands, else rAX and rDX */
+static void set_ax_dx(struct step *s, unsigned w, u64 ax, u64 dx)
+{
+	if (w == 1) {
+		reg_set(s, RAX, 2, ax);
+		return;
+	}
+	reg_set(s, RAX, w, ax);
+	reg_set(s, RDX, w, dx);
+}
+
+/* DIV/IDIV r/m (F6/F7 /6 /7, SDM Vol. 2A): run natively, so only when it cannot raise #DE
+ * (that would be the hypervisor's): unsigned, when the dividend's high half is below the
+ * divisor; signed, when the dividend is its low half sign-extended (after CBW/CWD/CDQ/CQO,
+ * the usual case) and not the most negative value divided by -1. Other signed divisions
+ * are left, faulting or not. */
+static bool divide(struct step *s, unsigned w)
+{
+	u64 ax = s->n.gpr[RAX], dx = s->n.gpr[RDX], src, lo, hi;
+	if (!rm_read(s, w, &src))
+		return false;
+	if (w == 1) {
+		lo = ax & 0xff;
+		hi = (ax >> 8) & 0xff;
+	} else {
+		lo = ax & mask_of(w);
+		hi = dx & mask_of(w);
+	}
+	if (src == 0)
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (s->grp == 6) {
+		if (hi >= src)
+			return leave(s, INTERP_LEAVE_OPCODE);
+	} else {
+		u64 sign_fill = (lo >> (w * 8 - 1)) ? mask_of(w) : 0;
+		u64 min = 1ull << (w * 8 - 1);
+		if (hi != sign_fill || (lo == min && src == mask_of(w)))
+			return leave(s, INTERP_LEAVE_OPCODE);
+	}
+	interp_native_div(s->grp == 7, w, &ax, &dx, src, &s->n.rflags);
+	set_ax_dx(s, w, ax, dx);
+	return true;
+}
+
 /* 00-3D, 80-83: ADD OR ADC SBB AND SUB XOR CMP, destination r/m or reg */
 static bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bool has_imm, bool to_acc)
 {
@@ -361,13 +405,14 @@ static bool exec_0f(struct step *s)
 			reg_set(s, s->rm, w, r);
 		return true;
 	}
-	case 0xbc: case 0xbd: {	/* BSF/BSR (F3: TZCNT/LZCNT, left by the prefix rule) */
+	case 0xbc: case 0xbd: {	/* BSF/BSR; F3: TZCNT/LZCNT (or BSF/BSR where the processor lacks them) */
 		u64 old = s->n.gpr[s->reg];
+		enum interp_op bop = s->pf3 ? (op == 0xbc ? IOP_TZCNT : IOP_LZCNT) : (op == 0xbc ? IOP_BSF : IOP_BSR);
 		if (!rm_read(s, w, &b))
 			return false;
-		/* with a zero source the destination is "undefined" (Intel) or unchanged (AMD):
-		 * the whole register as the processor leaves it, not a zero-extended guess */
-		r = interp_native_alu(op == 0xbc ? IOP_BSF : IOP_BSR, w, old, b, &s->n.rflags);
+		/* with a zero source BSF/BSR leave the destination "undefined" (Intel) or unchanged
+		 * (AMD): the whole register as the processor leaves it, not a zero-extended guess */
+		r = interp_native_alu(bop, w, old, b, &s->n.rflags);
 		if (b == 0 && w >= 4)
 			s->n.gpr[s->reg] = r;
 		else
@@ -552,16 +597,13 @@ static bool exec_1b(struct step *s)
 			if (!rm_read(s, w, &b))
 				return false;
 			interp_native_mul(s->grp == 5, w, &ax, &dx, b, &s->n.rflags);
-			if (w == 1) {
-				reg_set(s, RAX, 2, ax);
-			} else {
-				reg_set(s, RAX, w, ax);
-				reg_set(s, RDX, w, dx);
-			}
+			set_ax_dx(s, w, ax, dx);
 			return true;
 		}
+		case 6: case 7:
+			return divide(s, w);
 		}
-		return leave(s, INTERP_LEAVE_OPCODE);	/* DIV/IDIV (#DE) */
+		return leave(s, INTERP_LEAVE_OPCODE);	/* F6/F7 /1: an undocumented TEST */
 	case 0xfe: case 0xff:	/* groups 4 and 5 */
 		switch (s->grp) {
 		case 0: case 1:
@@ -650,10 +692,10 @@ int interp_step(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *
 
 	if (s.in.encoding != DEC_ENC_LEGACY || s.in.lock || s.in.rep) {
 		s.leave = INTERP_LEAVE_PREFIX;
-	} else if (s.pf2 || (s.pf3 && !(s.in.map == 1 && s.in.opcode == 0x1e) &&
+	} else if (s.pf2 || (s.pf3 && !(s.in.map == 1 && (s.in.opcode == 0x1e || s.in.opcode == 0xbc || s.in.opcode == 0xbd)) &&
 			     !(s.in.map == 0 && (s.in.opcode == 0xc3 || s.in.opcode == 0x90)))) {
-		/* F2/F3 select other instructions (TZCNT, LZCNT, POPCNT...) or are hints we do not
-		 * model; the ones kept: ENDBR, PAUSE (left below) and "rep ret" */
+		/* F2/F3 select other instructions (POPCNT, string forms...) or are hints we do not
+		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE (left below) and "rep ret" */
 		s.leave = INTERP_LEAVE_PREFIX;
 	} else if (s.in.map == 0) {
 		exec_1b(&s);

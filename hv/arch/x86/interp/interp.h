@@ -117,6 +117,9 @@ enum interp_op {
 	IOP_IMUL2,		/* a = a * b (signed, truncated) */
 	IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC,	/* register forms: b = the bit offset */
 	IOP_BSF, IOP_BSR,	/* a = the destination's old value (kept when b is 0), b = the source */
+	/* F3 0F BC/BD: BSF/BSR on processors without BMI1/LZCNT, which run them as such (so the
+	 * destination's old value goes in as for BSF/BSR) */
+	IOP_TZCNT, IOP_LZCNT,
 	IOP_NOPS
 };
 /* a op b at width w (1, 2, 4, 8 bytes); *flags in and out. Returns the result (for CMP, TEST
@@ -130,5 +133,8 @@ u64 interp_native_shift(enum interp_shift form, bool mem, unsigned grp, unsigned
 bool interp_native_selftest(void);
 /* MUL/IMUL with one operand (F6/F7 /4 /5): *ax (and *dx) in and out as the SDM's tables. */
 void interp_native_mul(bool sign, unsigned w, u64 *ax, u64 *dx, u64 src, u64 *flags);
+/* DIV/IDIV (F6/F7 /6 /7), the same registers. The caller has made sure it cannot raise #DE:
+ * here it would be the hypervisor's. */
+void interp_native_div(bool sign, unsigned w, u64 *ax, u64 *dx, u64 src, u64 *flags);
 
 #endif

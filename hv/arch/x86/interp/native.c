@@ -87,38 +87,57 @@ u64 interp_native_alu(enum interp_op op, unsigned w, u64 a, u64 b, u64 *flags)
 	case IOP_BTC: WIDE_WIDTHS(ALU2, "btc"); break;
 	case IOP_BSF: WIDE_WIDTHS(ALU2, "bsf"); break;
 	case IOP_BSR: WIDE_WIDTHS(ALU2, "bsr"); break;
+	case IOP_TZCNT: WIDE_WIDTHS(ALU2, "tzcnt"); break;
+	case IOP_LZCNT: WIDE_WIDTHS(ALU2, "lzcnt"); break;
 	default:
 		break;
 	}
 	*flags = (*flags & ~INTERP_ARITH_FLAGS) | (fo & INTERP_ARITH_FLAGS);
 	if (op == IOP_CMP || op == IOP_TEST || op == IOP_BT)
 		return a0;
-	if (op == IOP_BSF || op == IOP_BSR)
+	if (op == IOP_BSF || op == IOP_BSR || op == IOP_TZCNT || op == IOP_LZCNT)
 		return a;	/* the whole register: see the core's BSF/BSR */
 	return a & width_mask(w);
 }
 
-/* SDM Vol. 2A MUL / IMUL (one operand): AL*src -> AX; AX*src -> DX:AX; EAX -> EDX:EAX; RAX -> RDX:RAX */
+/* SDM Vol. 2A MUL / IMUL (one operand): AL*src -> AX; AX*src -> DX:AX; EAX -> EDX:EAX; RAX -> RDX:RAX.
+ * DIV / IDIV: AX / src -> AL, AH; DX:AX -> AX, DX; ... */
+#define MULDIV(insn, sfx, mod)						\
+	__asm__ volatile(FLAGS_IN insn sfx " %" mod "[b]" FLAGS_OUT	\
+			 : "+a"(a), "+d"(d), [fout] "=&r"(fo)			\
+			 : [b] "r"(b), [fin] "r"(fi), [keep] "i"(KEEP_HOST)	\
+			 : "cc", "memory")
+
 void interp_native_mul(bool sign, unsigned w, u64 *ax, u64 *dx, u64 src, u64 *flags)
 {
 	u64 fi = *flags & INTERP_ARITH_FLAGS, fo = fi;
 	u64 a = *ax, d = *dx, b = src;
 
-#define MUL1(insn, sfx, mod)						\
-	__asm__ volatile(FLAGS_IN insn sfx " %" mod "[b]" FLAGS_OUT	\
-			 : "+a"(a), "+d"(d), [fout] "=&r"(fo)			\
-			 : [b] "r"(b), [fin] "r"(fi), [keep] "i"(KEEP_HOST)	\
-			 : "cc", "memory")
 	if (sign) {
-		ALL_WIDTHS(MUL1, "imul");
+		ALL_WIDTHS(MULDIV, "imul");
 	} else {
-		ALL_WIDTHS(MUL1, "mul");
+		ALL_WIDTHS(MULDIV, "mul");
 	}
-#undef MUL1
 	*ax = a;
 	*dx = d;
 	*flags = (*flags & ~INTERP_ARITH_FLAGS) | (fo & INTERP_ARITH_FLAGS);
 }
+
+void interp_native_div(bool sign, unsigned w, u64 *ax, u64 *dx, u64 src, u64 *flags)
+{
+	u64 fi = *flags & INTERP_ARITH_FLAGS, fo = fi;
+	u64 a = *ax, d = *dx, b = src;
+
+	if (sign) {
+		ALL_WIDTHS(MULDIV, "idiv");
+	} else {
+		ALL_WIDTHS(MULDIV, "div");
+	}
+	*ax = a;
+	*dx = d;
+	*flags = (*flags & ~INTERP_ARITH_FLAGS) | (fo & INTERP_ARITH_FLAGS);
+}
+#undef MULDIV
 
 /* Group 2 (SDM Vol. 2B SAL/SAR/SHL/SHR, RCL/RCR/ROL/ROR). The forms do NOT make the same
  * undefined flags: on the Intel Xeon the unit test ran on, ROR r32, 14 leaves OF as it was,
