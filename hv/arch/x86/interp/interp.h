@@ -74,7 +74,7 @@ enum interp_leave {
 /* The outcome of one step. */
 struct interp_result {
 	enum interp_leave leave;	/* NONE: executed and committed; else nothing changed */
-	/* the instruction: for executed ones and for leaves from INVALID on (coverage) */
+	/* the instruction, once decoded: for executed ones and for leaves from OPCODE on (coverage) */
 	u8 len;
 	u8 map;			/* 0: one-byte, 1: 0F, 2: 0F 38, 3: 0F 3A (dec_insn.map) */
 	u8 opcode;
