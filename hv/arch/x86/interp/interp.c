@@ -22,7 +22,7 @@ struct step {
 	/* ModRM, REX applied */
 	unsigned mod, reg, rm;
 	unsigned grp;			/* ModRM.reg without REX.R: the group member */
-	/* the memory operand's linear address (mod != 3), and its offset before a segment base */
+	/* the memory operand (mod != 3): its offset (what LEA yields) and its linear address */
 	u64 ea, lin;
 	/* the one write, made last */
 	bool wpend;
@@ -94,9 +94,9 @@ static bool leave(struct step *s, enum interp_leave why)
 	return false;
 }
 
-/* Checks the processor makes before touching memory, in the order that decides which fault
- * the processor would raise does not matter here: any failure leaves. SDM Vol. 3 6.15 (#AC:
- * CR0.AM, RFLAGS.AC, CPL 3). */
+/* The checks the core itself makes before an access (the callback makes the paging ones); any
+ * failure leaves, so their order, which decides the processor's fault, does not matter here:
+ * canonical (#GP/#SS, SDM Vol. 3 6.15) and alignment (#AC: CR0.AM, RFLAGS.AC, CPL 3). */
 static bool mem_check(struct step *s, u64 lin, unsigned len)
 {
 	if (!range_canonical(lin, len))
