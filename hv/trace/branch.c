@@ -3,6 +3,7 @@
  * operand), before it runs. Used by the fast engine to plan its stops and
  * host-tested on its own (tests/unit/test_branch.c). Root mode. */
 #include "hvtrace/abi.h"
+#include "arch/x86/cond.h"
 #include "arch/x86/paging.h"
 #include "base/gmem.h"
 #include "trace/branch.h"
@@ -27,12 +28,10 @@ u8 rec_kind_of(const struct dec_insn *in, u32 *type)
 
 /* --- branch semantics ---------------------------------------------------- */
 
-/* SDM Vol. 2A Jcc / Table B-1: condition codes; LOOPcc and JrCXZ. */
+/* SDM Vol. 2A Jcc / Table B-1: condition codes (arch/x86/cond.h); LOOPcc and JrCXZ. */
 bool branch_taken(const struct dec_insn *insn, u64 rflags, u64 rcx)
 {
-	u64 f = rflags;
-	bool cf = f & RFLAGS_CF, pf = f & RFLAGS_PF, zf = f & RFLAGS_ZF, sf = f & RFLAGS_SF,
-	     of = f & RFLAGS_OF;
+	bool zf = rflags & RFLAGS_ZF;
 	u8 op = insn->opcode;
 
 	if (insn->branch == DEC_BR_LOOP) {
@@ -46,18 +45,7 @@ bool branch_taken(const struct dec_insn *insn, u64 rflags, u64 rcx)
 		}
 		return false;
 	}
-	bool c;
-	switch ((op & 0xf) >> 1) {
-	case 0: c = of; break;
-	case 1: c = cf; break;
-	case 2: c = zf; break;
-	case 3: c = cf || zf; break;
-	case 4: c = sf; break;
-	case 5: c = pf; break;
-	case 6: c = sf != of; break;
-	default: c = zf || sf != of; break;
-	}
-	return (op & 1) ? !c : c;
+	return x86_cond(op, rflags);
 }
 
 bool is_legacy_op(const struct dec_insn *insn, u8 map, u8 op)

@@ -68,6 +68,7 @@
 #define RFLAGS_CF	(1ull << 0)
 #define RFLAGS_FIXED1	(1ull << 1)	/* reads as 1 */
 #define RFLAGS_PF	(1ull << 2)
+#define RFLAGS_AF	(1ull << 4)
 #define RFLAGS_ZF	(1ull << 6)
 #define RFLAGS_SF	(1ull << 7)
 #define RFLAGS_TF	(1ull << 8)
@@ -76,6 +77,7 @@
 #define RFLAGS_OF	(1ull << 11)
 #define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_VM	(1ull << 17)
+#define RFLAGS_AC	(1ull << 18)
 
 /* A linear address is canonical when bits 63:width-1 are all equal
  * (width 48, or 57 with CR4.LA57; SDM Vol. 1 3.3.7.1, APM Vol. 2 5.3.1). */

@@ -1,0 +1,736 @@
+/* hv/arch/x86/interp/interp.c — the interpreter's pure core: one 64-bit-mode instruction at a
+ * time on a register file (struct interp_cpu) and a memory interface over linear addresses,
+ * all or nothing. Whatever it does not model exactly it leaves to the processor, changing
+ * nothing. Freestanding; host-tested against the processor by tests/unit/test_interp.c. */
+#include "arch/x86/interp/interp.h"
+#include "arch/x86/cond.h"
+#include "arch/x86/paging.h"
+
+enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI };
+
+/* One step's working state: a copy of the register file the instruction changes, committed to
+ * the caller's only when every read, computation and the one write have succeeded. */
+struct step {
+	struct interp_cpu n;		/* the new state */
+	const struct interp_cpu *old;
+	const struct interp_mem_ops *mem;
+	void *ctx;
+	struct dec_insn in;
+	u8 bytes[15];
+	u64 next;			/* RIP of the next instruction */
+	bool p66, pf2, pf3;		/* prefixes as written (the decoder only reports REP for strings) */
+	/* ModRM, REX applied */
+	unsigned mod, reg, rm;
+	unsigned grp;			/* ModRM.reg without REX.R: the group member */
+	/* the memory operand (mod != 3): its offset (what LEA yields) and its linear address */
+	u64 ea, lin;
+	/* the one write, made last */
+	bool wpend;
+	u64 wlin, wval;
+	unsigned wlen;
+	/* a control transfer */
+	bool branched;
+	enum interp_leave leave;
+};
+
+static u64 mask_of(unsigned w)
+{
+	return w >= 8 ? ~0ull : (1ull << (w * 8)) - 1;
+}
+
+static u64 sext(u64 v, unsigned w)
+{
+	unsigned sh = 64 - w * 8;
+	return w >= 8 ? v : (u64)((s64)(v << sh) >> sh);
+}
+
+/* SDM Vol. 1 3.3.7.1: 48-bit canonical. With 5-level paging (57 bits) this calls some
+ * canonical addresses non-canonical, which only leaves them to the processor. */
+static bool canonical(u64 a)
+{
+	return ADDR_CANONICAL(a, 48);
+}
+
+static bool range_canonical(u64 a, unsigned len)
+{
+	return canonical(a) && canonical(a + len - 1);
+}
+
+/* --- registers --------------------------------------------------------------------------- */
+
+/* SDM Vol. 1 3.4.1.1: without any REX prefix, byte registers 4-7 are AH CH DH BH */
+static u64 reg_get(const struct step *s, unsigned r, unsigned w)
+{
+	if (w == 1 && !s->in.rex && r >= 4 && r < 8)
+		return (s->n.gpr[r - 4] >> 8) & 0xff;
+	return s->n.gpr[r] & mask_of(w);
+}
+
+/* 32-bit results zero-extend into the whole register; 8- and 16-bit ones merge (SDM Vol. 1
+ * 3.4.1.1) */
+static void reg_set(struct step *s, unsigned r, unsigned w, u64 v)
+{
+	u64 *g;
+	if (w == 1 && !s->in.rex && r >= 4 && r < 8) {
+		g = &s->n.gpr[r - 4];
+		*g = (*g & ~0xff00ull) | (v & 0xff) << 8;
+		return;
+	}
+	g = &s->n.gpr[r];
+	if (w == 4)
+		*g = v & 0xffffffffull;
+	else if (w == 8)
+		*g = v;
+	else
+		*g = (*g & ~mask_of(w)) | (v & mask_of(w));
+}
+
+/* --- memory ------------------------------------------------------------------------------ */
+
+static bool leave(struct step *s, enum interp_leave why)
+{
+	if (!s->leave)
+		s->leave = why;
+	return false;
+}
+
+/* The checks the core itself makes before an access (the callback makes the paging ones); any
+ * failure leaves, so their order, which decides the processor's fault, does not matter here:
+ * canonical (#GP/#SS, SDM Vol. 3 6.15) and alignment (#AC: CR0.AM, RFLAGS.AC, CPL 3). */
+static bool mem_check(struct step *s, u64 lin, unsigned len)
+{
+	if (!range_canonical(lin, len))
+		return leave(s, INTERP_LEAVE_CANONICAL);
+	if (s->old->cr0_am && s->old->cpl == 3 && (s->old->rflags & RFLAGS_AC) && (lin & (len - 1)))
+		return leave(s, INTERP_LEAVE_ALIGN);
+	return true;
+}
+
+static bool mem_read(struct step *s, u64 lin, unsigned len, u64 *v)
+{
+	u64 x = 0;
+	if (!mem_check(s, lin, len))
+		return false;
+	if (s->mem->read(s->ctx, lin, &x, len) != INTERP_MEM_OK)
+		return leave(s, INTERP_LEAVE_MEMORY);
+	*v = x & mask_of(len);
+	return true;
+}
+
+/* Queues the instruction's one write; interp_step makes it after everything else. */
+static bool mem_write(struct step *s, u64 lin, unsigned len, u64 v)
+{
+	if (s->wpend)
+		return leave(s, INTERP_LEAVE_OPCODE);	/* two writes: not modelled */
+	if (!mem_check(s, lin, len))
+		return false;
+	s->wpend = true;
+	s->wlin = lin;
+	s->wlen = len;
+	s->wval = v;
+	return true;
+}
+
+/* SDM Vol. 2A 2.2.1: the effective address in 64-bit mode (ModRM, SIB, RIP-relative), then
+ * FS/GS's base if one overrides; other segments' bases are treated as 0 (Vol. 3 3.2.4). */
+static void modrm_address(struct step *s)
+{
+	const struct dec_insn *in = &s->in;
+	u64 ea;
+	if (in->rip_relative) {
+		ea = s->next + (u64)(s64)in->disp;
+	} else if (in->has_sib) {
+		unsigned base = (in->sib & 7) | (in->rex & 1) << 3;
+		unsigned index = ((in->sib >> 3) & 7) | (in->rex & 2) << 2;
+		ea = (u64)(s64)in->disp;
+		if (!((in->sib & 7) == 5 && s->mod == 0))
+			ea += s->n.gpr[base];
+		if (index != RSP)
+			ea += s->n.gpr[index] << (in->sib >> 6);
+	} else {
+		ea = s->n.gpr[s->rm] + (u64)(s64)in->disp;
+	}
+	if (in->addrsize == 4)
+		ea &= 0xffffffffull;
+	s->ea = ea;
+	s->lin = ea + (in->seg == 0x64 ? s->n.fs_base : in->seg == 0x65 ? s->n.gs_base : 0);
+}
+
+/* The r/m operand of width w: a register or memory */
+static bool rm_read(struct step *s, unsigned w, u64 *v)
+{
+	if (s->mod == 3) {
+		*v = reg_get(s, s->rm, w);
+		return true;
+	}
+	return mem_read(s, s->lin, w, v);
+}
+
+static bool rm_write(struct step *s, unsigned w, u64 v)
+{
+	if (s->mod == 3) {
+		reg_set(s, s->rm, w, v);
+		return true;
+	}
+	return mem_write(s, s->lin, w, v);
+}
+
+/* The stack: RSP itself in 64-bit mode (SS's base is 0, Vol. 3 3.4.4), 8 bytes a push or pop
+ * (the 66 forms are left) */
+static bool push(struct step *s, u64 v)
+{
+	u64 sp = s->n.gpr[RSP] - 8;
+	if (!mem_write(s, sp, 8, v))
+		return false;
+	s->n.gpr[RSP] = sp;
+	return true;
+}
+
+static bool pop(struct step *s, u64 *v)
+{
+	if (!mem_read(s, s->n.gpr[RSP], 8, v))
+		return false;
+	s->n.gpr[RSP] += 8;
+	return true;
+}
+
+/* --- immediates and conditions ----------------------------------------------------------- */
+
+/* The first immediate, sign-extended from its size (the SDM's imm8/imm16/imm32 forms) */
+static u64 imm(const struct step *s)
+{
+	u64 v = 0;
+	for (unsigned i = 0; i < s->in.imm_size && i < 8; i++)
+		v |= (u64)s->bytes[s->in.imm_offset + i] << (i * 8);
+	return s->in.imm_size >= 8 ? v : sext(v, s->in.imm_size);
+}
+
+static bool alu(struct step *s, enum interp_op op, unsigned w, u64 a, u64 b, u64 *r)
+{
+	*r = interp_native_alu(op, w, a, b, &s->n.rflags);
+	return true;
+}
+
+/* --- control transfers ------------------------------------------------------------------- */
+
+static bool jump(struct step *s, u64 to)
+{
+	/* Vol. 2A JMP/CALL/RET: a non-canonical target raises #GP (Intel: at the branch; AMD:
+	 * at the target). Either way not ours. */
+	if (!canonical(to))
+		return leave(s, INTERP_LEAVE_TARGET);
+	s->n.rip = to;
+	s->branched = true;
+	return true;
+}
+
+static bool branch_prefix_ok(struct step *s)
+{
+	/* 66 on a near branch: Intel ignores it in 64-bit mode, AMD makes it a 16-bit transfer
+	 * (docs/decoder.md); F2 is MPX's BND prefix. Left to the processor. */
+	if (s->p66 || s->pf2)
+		return leave(s, INTERP_LEAVE_PREFIX);
+	if (s->old->cet && s->in.branch != DEC_BR_JCC && s->in.branch != DEC_BR_JMP && s->in.branch != DEC_BR_LOOP)
+		return leave(s, INTERP_LEAVE_CET);
+	return true;
+}
+
+/* Jcc rel8 / rel32 */
+static bool jcc(struct step *s)
+{
+	if (!branch_prefix_ok(s))
+		return false;
+	return x86_cond(s->in.opcode, s->n.rflags) ? jump(s, s->in.target) : true;
+}
+
+/* --- the instructions -------------------------------------------------------------------- */
+
+/* Group 2 (C0 C1 D0-D3): shifts and rotates, run in the guest's own form (native.c). A memory
+ * destination whose masked count is 0 is left: whether the processor then writes (and sets
+ * D) is not documented. */
+static bool group2(struct step *s, unsigned w, enum interp_shift form, u8 count)
+{
+	u64 a;
+	if (s->grp == 6)
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (s->mod != 3 && (count & (w == 8 ? 0x3f : 0x1f)) == 0)
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (!rm_read(s, w, &a))
+		return false;
+	return rm_write(s, w, interp_native_shift(form, s->mod != 3, s->grp, w, a, count, &s->n.rflags));
+}
+
+/* MUL/IMUL/DIV/IDIV's results: AX for byte operands, else rAX and rDX */
+static void set_ax_dx(struct step *s, unsigned w, u64 ax, u64 dx)
+{
+	if (w == 1) {
+		reg_set(s, RAX, 2, ax);
+		return;
+	}
+	reg_set(s, RAX, w, ax);
+	reg_set(s, RDX, w, dx);
+}
+
+/* DIV/IDIV r/m (F6/F7 /6 /7, SDM Vol. 2A): run natively, so only when it cannot raise #DE
+ * (that would be the hypervisor's): unsigned, when the dividend's high half is below the
+ * divisor; signed, when the dividend is its low half sign-extended (after CBW/CWD/CDQ/CQO,
+ * the usual case) and not the most negative value divided by -1. Other signed divisions
+ * are left, faulting or not. */
+static bool divide(struct step *s, unsigned w)
+{
+	u64 ax = s->n.gpr[RAX], dx = s->n.gpr[RDX], src, lo, hi;
+	if (!rm_read(s, w, &src))
+		return false;
+	if (w == 1) {
+		lo = ax & 0xff;
+		hi = (ax >> 8) & 0xff;
+	} else {
+		lo = ax & mask_of(w);
+		hi = dx & mask_of(w);
+	}
+	if (src == 0)
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (s->grp == 6) {
+		if (hi >= src)
+			return leave(s, INTERP_LEAVE_OPCODE);
+	} else {
+		u64 sign_fill = (lo >> (w * 8 - 1)) ? mask_of(w) : 0;
+		u64 min = 1ull << (w * 8 - 1);
+		if (hi != sign_fill || (lo == min && src == mask_of(w)))
+			return leave(s, INTERP_LEAVE_OPCODE);
+	}
+	interp_native_div(s->grp == 7, w, &ax, &dx, src, &s->n.rflags);
+	set_ax_dx(s, w, ax, dx);
+	return true;
+}
+
+/* 00-3D, 80-83: ADD OR ADC SBB AND SUB XOR CMP, destination r/m or reg */
+static bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bool has_imm, bool to_acc)
+{
+	u64 a, b, r;
+	if (to_acc) {
+		a = reg_get(s, RAX, w);
+		b = imm(s) & mask_of(w);
+		alu(s, op, w, a, b, &r);
+		if (op != IOP_CMP && op != IOP_TEST)
+			reg_set(s, RAX, w, r);
+		return true;
+	}
+	if (has_imm) {
+		b = imm(s) & mask_of(w);
+		if (!rm_read(s, w, &a))
+			return false;
+	} else if (to_reg) {
+		a = reg_get(s, s->reg, w);
+		if (!rm_read(s, w, &b))
+			return false;
+	} else {
+		b = reg_get(s, s->reg, w);
+		if (!rm_read(s, w, &a))
+			return false;
+	}
+	alu(s, op, w, a, b, &r);
+	if (op == IOP_CMP || op == IOP_TEST)
+		return true;
+	if (to_reg) {
+		reg_set(s, s->reg, w, r);
+		return true;
+	}
+	return rm_write(s, w, r);
+}
+
+static bool exec_0f(struct step *s)
+{
+	u8 op = s->in.opcode;
+	unsigned w = s->in.opsize;
+	u64 a, b, r;
+
+	if (op >= 0x80 && op <= 0x8f)		/* Jcc rel32 */
+		return jcc(s);
+	if (op >= 0x40 && op <= 0x4f) {		/* CMOVcc: the source is read whatever the condition */
+		if (!rm_read(s, w, &b))
+			return false;
+		/* Vol. 2A CMOVcc: in 64-bit mode a 32-bit CMOV zero-extends even when false */
+		reg_set(s, s->reg, w, x86_cond(op, s->n.rflags) ? b : reg_get(s, s->reg, w));
+		return true;
+	}
+	if (op >= 0x90 && op <= 0x9f)		/* SETcc r/m8 */
+		return rm_write(s, 1, x86_cond(op, s->n.rflags));
+	if (op >= 0xc8 && op <= 0xcf) {		/* BSWAP: the 16-bit form is undefined */
+		unsigned rr = (op & 7) | (s->in.rex & 1) << 3;
+		if (w == 2)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		a = reg_get(s, rr, w);
+		r = __builtin_bswap64(a);
+		reg_set(s, rr, w, w == 4 ? r >> 32 : r);
+		return true;
+	}
+	switch (op) {
+	case 0x1e:	/* F3 0F 1E FA/FB: ENDBR64/ENDBR32, NOPs without CET (Vol. 2A ENDBR64) */
+		if (s->pf3 && s->mod == 3 && (s->in.modrm == 0xfa || s->in.modrm == 0xfb) && !s->old->cet)
+			return true;
+		return leave(s, INTERP_LEAVE_OPCODE);
+	case 0x1f:	/* NOP r/m: no memory access (Vol. 2B NOP) */
+		if (s->grp == 0)
+			return true;
+		return leave(s, INTERP_LEAVE_OPCODE);
+	case 0xaf:	/* IMUL Gv, Ev */
+		return rm_read(s, w, &b) && alu(s, IOP_IMUL2, w, reg_get(s, s->reg, w), b, &r) &&
+		       (reg_set(s, s->reg, w, r), true);
+	case 0xb6: case 0xb7:	/* MOVZX Gv, Eb/Ew */
+		if (!rm_read(s, op == 0xb6 ? 1 : 2, &b))
+			return false;
+		reg_set(s, s->reg, w, b);
+		return true;
+	case 0xbe: case 0xbf:	/* MOVSX */
+		if (!rm_read(s, op == 0xbe ? 1 : 2, &b))
+			return false;
+		reg_set(s, s->reg, w, sext(b, op == 0xbe ? 1 : 2));
+		return true;
+	case 0xa3: case 0xab: case 0xb3: case 0xbb: {	/* BT/BTS/BTR/BTC Ev, Gv: register forms only */
+		static const enum interp_op bop[4] = { IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC };
+		if (s->mod != 3)	/* bit-string addressing beyond the operand: not modelled */
+			return leave(s, INTERP_LEAVE_OPCODE);
+		alu(s, bop[(op >> 3) & 3], w, reg_get(s, s->rm, w), reg_get(s, s->reg, w), &r);
+		if (op != 0xa3)
+			reg_set(s, s->rm, w, r);
+		return true;
+	}
+	case 0xba: {		/* group 8: BT/BTS/BTR/BTC Ev, Ib */
+		static const enum interp_op bop[4] = { IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC };
+		if (s->grp < 4 || s->mod != 3)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		alu(s, bop[s->grp - 4], w, reg_get(s, s->rm, w), imm(s) & 0xff, &r);
+		if (s->grp != 4)
+			reg_set(s, s->rm, w, r);
+		return true;
+	}
+	case 0xbc: case 0xbd: {	/* BSF/BSR; F3: TZCNT/LZCNT (or BSF/BSR where the processor lacks them) */
+		u64 old = s->n.gpr[s->reg];
+		enum interp_op bop = s->pf3 ? (op == 0xbc ? IOP_TZCNT : IOP_LZCNT) : (op == 0xbc ? IOP_BSF : IOP_BSR);
+		if (!rm_read(s, w, &b))
+			return false;
+		/* with a zero source BSF/BSR leave the destination "undefined" (Intel) or unchanged
+		 * (AMD): the whole register as the processor leaves it, not a zero-extended guess */
+		r = interp_native_alu(bop, w, old, b, &s->n.rflags);
+		if (b == 0 && w >= 4)
+			s->n.gpr[s->reg] = r;
+		else
+			reg_set(s, s->reg, w, r);
+		return true;
+	}
+	}
+	return leave(s, INTERP_LEAVE_OPCODE);
+}
+
+static bool exec_1b(struct step *s)
+{
+	u8 op = s->in.opcode;
+	unsigned w = (op & 1) ? s->in.opsize : 1;	/* the byte forms have the low bit clear */
+	u64 a, b, r;
+
+	if (op < 0x40 && (op & 7) < 6) {	/* ADD ... CMP, six forms each */
+		enum interp_op aop = (enum interp_op)(op >> 3);
+		switch (op & 7) {
+		case 0: case 1: return arith(s, aop, w, false, false, false);
+		case 2: case 3: return arith(s, aop, w, true, false, false);
+		default: return arith(s, aop, w, false, true, true);
+		}
+	}
+	if (op >= 0x50 && op <= 0x57) {		/* PUSH r64 */
+		if (s->p66)
+			return leave(s, INTERP_LEAVE_PREFIX);
+		return push(s, s->n.gpr[(op & 7) | (s->in.rex & 1) << 3]);
+	}
+	if (op >= 0x58 && op <= 0x5f) {		/* POP r64 */
+		if (s->p66)
+			return leave(s, INTERP_LEAVE_PREFIX);
+		if (!pop(s, &a))
+			return false;
+		s->n.gpr[(op & 7) | (s->in.rex & 1) << 3] = a;
+		return true;
+	}
+	if (op >= 0x70 && op <= 0x7f)		/* Jcc rel8 */
+		return jcc(s);
+	if (op >= 0x91 && op <= 0x97) {		/* XCHG rAX, r */
+		unsigned rr = (op & 7) | (s->in.rex & 1) << 3;
+		w = s->in.opsize;
+		a = reg_get(s, RAX, w);
+		b = reg_get(s, rr, w);
+		reg_set(s, RAX, w, b);
+		reg_set(s, rr, w, a);
+		return true;
+	}
+	if (op >= 0xb0 && op <= 0xbf) {		/* MOV r, imm (B8+ with REX.W: imm64) */
+		unsigned rr = (op & 7) | (s->in.rex & 1) << 3;
+		w = op < 0xb8 ? 1 : s->in.opsize;
+		reg_set(s, rr, w, imm(s));
+		return true;
+	}
+	switch (op) {
+	case 0x63:		/* MOVSXD Gv, Ed (the 16-bit form is left) */
+		if (w == 2)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		if (!rm_read(s, 4, &b))
+			return false;
+		reg_set(s, s->reg, w, sext(b, 4));
+		return true;
+	case 0x68: case 0x6a:	/* PUSH imm (sign-extended to 64 bits) */
+		if (s->p66)
+			return leave(s, INTERP_LEAVE_PREFIX);
+		return push(s, imm(s));
+	case 0x69: case 0x6b:	/* IMUL Gv, Ev, imm */
+		return rm_read(s, s->in.opsize, &b) &&
+		       alu(s, IOP_IMUL2, s->in.opsize, b, imm(s) & mask_of(s->in.opsize), &r) &&
+		       (reg_set(s, s->reg, s->in.opsize, r), true);
+	case 0x80: case 0x81: case 0x83:	/* group 1: imm8, imm, sign-extended imm8 */
+		return arith(s, (enum interp_op)s->grp, w, false, true, false);
+	case 0x84: case 0x85:
+		return arith(s, IOP_TEST, w, false, false, false);
+	case 0x86: case 0x87:	/* XCHG with memory is implicitly LOCKed (Vol. 2B XCHG): left */
+		if (s->mod != 3)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		a = reg_get(s, s->reg, w);
+		b = reg_get(s, s->rm, w);
+		reg_set(s, s->reg, w, b);
+		reg_set(s, s->rm, w, a);
+		return true;
+	case 0x88: case 0x89:	/* MOV Ev, Gv */
+		return rm_write(s, w, reg_get(s, s->reg, w));
+	case 0x8a: case 0x8b:	/* MOV Gv, Ev */
+		if (!rm_read(s, w, &b))
+			return false;
+		reg_set(s, s->reg, w, b);
+		return true;
+	case 0x8d:		/* LEA: the offset, no segment base, no access */
+		if (s->mod == 3)
+			return leave(s, INTERP_LEAVE_INVALID);
+		reg_set(s, s->reg, s->in.opsize, s->ea);
+		return true;
+	case 0x90:		/* NOP (REX.B: XCHG r8, rAX above would be 0x90 with B; F3: PAUSE) */
+		if (s->pf3)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		if (s->in.rex & 1) {
+			w = s->in.opsize;
+			a = reg_get(s, RAX, w);
+			b = reg_get(s, 8, w);
+			reg_set(s, RAX, w, b);
+			reg_set(s, 8, w, a);
+		}
+		return true;
+	case 0x98:		/* CBW/CWDE/CDQE */
+		w = s->in.opsize;
+		reg_set(s, RAX, w, sext(reg_get(s, RAX, w / 2), w / 2));
+		return true;
+	case 0x99:		/* CWD/CDQ/CQO */
+		w = s->in.opsize;
+		reg_set(s, RDX, w, (reg_get(s, RAX, w) >> (w * 8 - 1)) ? ~0ull : 0);
+		return true;
+	case 0xa8: case 0xa9:	/* TEST AL/rAX, imm */
+		return arith(s, IOP_TEST, w, false, true, true);
+	case 0xc0: case 0xc1:
+		return group2(s, w, INTERP_SHIFT_IMM, (u8)imm(s));
+	case 0xd0: case 0xd1:
+		return group2(s, w, INTERP_SHIFT_1, 1);
+	case 0xd2: case 0xd3:
+		return group2(s, w, INTERP_SHIFT_CL, (u8)s->n.gpr[RCX]);
+	case 0xc2: case 0xc3:	/* RET / RET imm16 (F3 C3, "rep ret", is a RET) */
+		if (!branch_prefix_ok(s) || !pop(s, &a))
+			return false;
+		if (op == 0xc2)
+			s->n.gpr[RSP] += imm(s) & 0xffff;
+		return jump(s, a);
+	case 0xc6: case 0xc7:	/* MOV Ev, imm (/0 only: C6 F8 / C7 F8 are XABORT / XBEGIN) */
+		if (s->grp != 0)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		return rm_write(s, w, imm(s));
+	case 0xc9:		/* LEAVE: RSP = RBP, POP RBP */
+		if (s->p66)
+			return leave(s, INTERP_LEAVE_PREFIX);
+		if (!mem_read(s, s->n.gpr[RBP], 8, &a))
+			return false;
+		s->n.gpr[RSP] = s->n.gpr[RBP] + 8;
+		s->n.gpr[RBP] = a;
+		return true;
+	case 0xe0: case 0xe1: case 0xe2: {	/* LOOPNE, LOOPE, LOOP: RCX only (67: left) */
+		bool t;
+		if (s->in.addrsize != 8)
+			return leave(s, INTERP_LEAVE_PREFIX);
+		if (!branch_prefix_ok(s))
+			return false;
+		s->n.gpr[RCX]--;	/* no flags change (Vol. 2A LOOP/LOOPcc) */
+		t = s->n.gpr[RCX] != 0;
+		if (op == 0xe1)
+			t = t && (s->n.rflags & RFLAGS_ZF);
+		else if (op == 0xe0)
+			t = t && !(s->n.rflags & RFLAGS_ZF);
+		return t ? jump(s, s->in.target) : true;
+	}
+	case 0xe3:		/* JRCXZ / JECXZ (67) */
+		if (!branch_prefix_ok(s))
+			return false;
+		if ((s->n.gpr[RCX] & mask_of(s->in.addrsize)) == 0)
+			return jump(s, s->in.target);
+		return true;
+	case 0xe8:		/* CALL rel32 */
+		if (!branch_prefix_ok(s) || !push(s, s->next))
+			return false;
+		return jump(s, s->in.target);
+	case 0xe9: case 0xeb:	/* JMP rel */
+		if (!branch_prefix_ok(s))
+			return false;
+		return jump(s, s->in.target);
+	case 0xf5: s->n.rflags ^= RFLAGS_CF; return true;	/* CMC */
+	case 0xf8: s->n.rflags &= ~RFLAGS_CF; return true;	/* CLC */
+	case 0xf9: s->n.rflags |= RFLAGS_CF; return true;	/* STC */
+	case 0xfc: s->n.rflags &= ~RFLAGS_DF; return true;	/* CLD */
+	case 0xfd: s->n.rflags |= RFLAGS_DF; return true;	/* STD */
+	case 0xf6: case 0xf7:	/* group 3 */
+		switch (s->grp) {
+		case 0:		/* TEST r/m, imm (/1 is an undocumented alias: left) */
+			return arith(s, IOP_TEST, w, false, true, false);
+		case 2: case 3:
+			return rm_read(s, w, &a) && alu(s, s->grp == 2 ? IOP_NOT : IOP_NEG, w, a, 0, &r) &&
+			       rm_write(s, w, r);
+		case 4: case 5: {
+			u64 ax = s->n.gpr[RAX], dx = s->n.gpr[RDX];
+			if (!rm_read(s, w, &b))
+				return false;
+			interp_native_mul(s->grp == 5, w, &ax, &dx, b, &s->n.rflags);
+			set_ax_dx(s, w, ax, dx);
+			return true;
+		}
+		case 6: case 7:
+			return divide(s, w);
+		}
+		return leave(s, INTERP_LEAVE_OPCODE);	/* F6/F7 /1: an undocumented TEST */
+	case 0xfe: case 0xff:	/* groups 4 and 5 */
+		switch (s->grp) {
+		case 0: case 1:
+			return rm_read(s, w, &a) && alu(s, s->grp ? IOP_DEC : IOP_INC, w, a, 0, &r) &&
+			       rm_write(s, w, r);
+		}
+		if (op == 0xfe)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		switch (s->grp) {
+		case 2:		/* CALL r/m64: the target is read before the push */
+			if (!branch_prefix_ok(s) || !rm_read(s, 8, &a) || !push(s, s->next))
+				return false;
+			return jump(s, a);
+		case 4:		/* JMP r/m64 */
+			if (!branch_prefix_ok(s) || !rm_read(s, 8, &a))
+				return false;
+			return jump(s, a);
+		case 6:		/* PUSH r/m64 */
+			if (s->p66)
+				return leave(s, INTERP_LEAVE_PREFIX);
+			return rm_read(s, 8, &a) && push(s, a);
+		}
+		return leave(s, INTERP_LEAVE_OPCODE);	/* far CALL/JMP */
+	}
+	return leave(s, INTERP_LEAVE_OPCODE);
+}
+
+/* Prefix bytes as written (the decoder has already checked their order and count) */
+static void scan_prefixes(struct step *s)
+{
+	for (unsigned i = 0; i < s->in.nprefixes; i++) {
+		switch (s->bytes[i]) {
+		case 0x66: s->p66 = true; break;
+		case 0xf2: s->pf2 = true; s->pf3 = false; break;
+		case 0xf3: s->pf3 = true; s->pf2 = false; break;
+		}
+	}
+}
+
+int interp_step(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, struct interp_result *out)
+{
+	struct step s;
+	unsigned got;
+	u64 from = cpu->rip;
+
+	__builtin_memset(out, 0, sizeof(*out));
+	__builtin_memset(&s, 0, sizeof(s));
+	s.n = *cpu;
+	s.old = cpu;
+	s.mem = mem;
+	s.ctx = ctx;
+	if (cpu->mode != DEC_MODE_64)
+		return out->leave = INTERP_LEAVE_MODE;
+	/* a single-step trap after the instruction (SDM Vol. 3 18.3.1.4) is the processor's */
+	if (cpu->rflags & RFLAGS_TF)
+		return out->leave = INTERP_LEAVE_TRAP;
+	if (!canonical(cpu->rip))
+		return out->leave = INTERP_LEAVE_FETCH;
+	got = mem->fetch(ctx, cpu->rip, s.bytes, sizeof(s.bytes));
+	if (got > sizeof(s.bytes))
+		got = 0;
+	switch (dec_decode(s.bytes, got, DEC_MODE_64, cpu->rip, &s.in)) {
+	case DEC_OK:
+		break;
+	case DEC_INVALID:
+		return out->leave = INTERP_LEAVE_INVALID;
+	default:
+		return out->leave = INTERP_LEAVE_FETCH;
+	}
+	out->len = s.in.len;
+	out->map = s.in.map;
+	out->opcode = s.in.opcode;
+	out->encoding = s.in.encoding;
+	out->branch = s.in.branch;
+	s.next = cpu->rip + s.in.len;
+	if (s.in.has_modrm) {
+		s.mod = s.in.modrm >> 6;
+		s.reg = ((s.in.modrm >> 3) & 7) | (s.in.rex & 4) << 1;
+		s.rm = (s.in.modrm & 7) | (s.in.rex & 1) << 3;
+		s.grp = (s.in.modrm >> 3) & 7;
+		out->modrm_reg = (u8)s.grp;
+		if (s.mod != 3)
+			modrm_address(&s);
+	}
+	scan_prefixes(&s);
+
+	if (s.in.encoding != DEC_ENC_LEGACY || s.in.lock || s.in.rep) {
+		s.leave = INTERP_LEAVE_PREFIX;
+	} else if (s.pf2 || (s.pf3 && !(s.in.map == 1 && (s.in.opcode == 0x1e || s.in.opcode == 0xbc || s.in.opcode == 0xbd)) &&
+			     !(s.in.map == 0 && (s.in.opcode == 0xc3 || s.in.opcode == 0x90)))) {
+		/* F2/F3 select other instructions (POPCNT, string forms...) or are hints we do not
+		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE (left below) and "rep ret" */
+		s.leave = INTERP_LEAVE_PREFIX;
+	} else if (s.in.map == 0) {
+		exec_1b(&s);
+	} else if (s.in.map == 1) {
+		exec_0f(&s);
+	} else {
+		s.leave = INTERP_LEAVE_OPCODE;
+	}
+	if (s.leave)
+		return out->leave = s.leave;
+
+	if (!s.branched)
+		s.n.rip = s.next;
+	/* the write, last: the callback makes all of it or none */
+	if (s.wpend && mem->write(ctx, s.wlin, &s.wval, s.wlen) != INTERP_MEM_OK)
+		return out->leave = INTERP_LEAVE_MEMORY;
+	/* RF is cleared when an instruction completes (SDM Vol. 3 18.3.1.1) */
+	s.n.rflags &= ~RFLAGS_RF;
+	*cpu = s.n;
+	if (s.in.branch != DEC_BR_NONE) {
+		out->taken = s.branched;
+		out->from = from;
+		out->to = cpu->rip;
+	}
+	return 0;
+}
+
+const char *interp_leave_name(enum interp_leave why)
+{
+	static const char *const names[INTERP_LEAVE_NREASONS] = {
+		[INTERP_LEAVE_NONE] = "none", [INTERP_LEAVE_MODE] = "mode", [INTERP_LEAVE_FETCH] = "fetch",
+		[INTERP_LEAVE_INVALID] = "invalid", [INTERP_LEAVE_OPCODE] = "opcode",
+		[INTERP_LEAVE_PREFIX] = "prefix", [INTERP_LEAVE_MEMORY] = "memory",
+		[INTERP_LEAVE_CANONICAL] = "canonical", [INTERP_LEAVE_ALIGN] = "align",
+		[INTERP_LEAVE_TARGET] = "target", [INTERP_LEAVE_TRAP] = "trap", [INTERP_LEAVE_CET] = "cet",
+	};
+	return (unsigned)why < INTERP_LEAVE_NREASONS ? names[why] : "?";
+}

@@ -1,0 +1,1282 @@
+/* The interpreter's pure core (hv/arch/x86/interp/) against the host processor: random
+ * instruction sequences over the supported opcodes and operand forms, and windows of Debian's
+ * kernel text (function prologues and epilogues), run natively on the host from a trampoline
+ * that loads every GPR and the arithmetic flags, and through interp_step() on the same state;
+ * GPRs, RFLAGS (CF PF AF ZF SF OF DF), RIP and the sandbox memory must be equal.
+ *
+ *   test_interp [--cases N] [--seed S] [--kernel VMLINUX] [--kernel-windows N] [--verbose]
+ *
+ * Memory: one mapping at a fixed low address (so 32-bit addressing, 67h, reaches it too):
+ * the code page, then an 8 KiB sandbox that every memory operand of a random sequence lands
+ * in (RBX, RSP, RBP and R12 are reserved as bases and index, never a destination, but for the
+ * stack instructions' own effects). Branches only go forward, to an instruction boundary of
+ * the sequence or its end. */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <asm/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "unit.h"
+#include "arch/x86/interp/interp.h"
+#include "arch/x86/paging.h"
+
+enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
+
+#define REGION_ADDR	0x40000000ull
+#define REGION_SIZE	0x10000ull
+#define CODE		(REGION_ADDR)
+#define CODE_SIZE	0x1000ull
+#define SANDBOX		(REGION_ADDR + 0x2000)
+#define SANDBOX_SIZE	0x2000ull
+#define DATA_MID	(SANDBOX + 0x800)	/* RBX */
+#define STACK_TOP	(SANDBOX + 0x1800)	/* RSP */
+#define FRAME		(SANDBOX + 0x1900)	/* RBP */
+#define GS_BASE		0x100ull
+#define FLAGS_CMP	(INTERP_ARITH_FLAGS | RFLAGS_DF)
+
+/* --- the native side ----------------------------------------------------------------------- */
+
+struct nstate {
+	uint64_t gpr[16];
+	uint64_t rflags;
+};
+_Static_assert(sizeof(struct nstate) == 136, "the trampoline's offsets");
+
+void native_run(struct nstate *s, uint64_t code);
+void native_exit(void);
+/* native_run: saves the host's callee-saved registers and stack, loads the arithmetic flags and
+ * DF, then every GPR (RSP included, RDI last) and jumps to the code; the code ends with a JMP to
+ * native_exit, which stores everything back (flags before anything could change them), clears
+ * DF and returns on the host's stack. */
+__asm__(".text\n"
+	".globl native_run\n"
+	"native_run:\n"
+	"push %rbx\n push %rbp\n push %r12\n push %r13\n push %r14\n push %r15\n"
+	"mov %rsp, nat_host_rsp(%rip)\n"
+	"mov %rdi, nat_state(%rip)\n"
+	"mov %rsi, nat_code(%rip)\n"
+	"mov 128(%rdi), %rax\n"
+	"and $0xcd5, %rax\n"
+	"pushfq\n"
+	"andq $-0xcd6, (%rsp)\n"
+	"or %rax, (%rsp)\n"
+	"popfq\n"
+	"mov 8(%rdi), %rcx\n mov 16(%rdi), %rdx\n mov 24(%rdi), %rbx\n"
+	"mov 40(%rdi), %rbp\n mov 48(%rdi), %rsi\n"
+	"mov 64(%rdi), %r8\n mov 72(%rdi), %r9\n mov 80(%rdi), %r10\n mov 88(%rdi), %r11\n"
+	"mov 96(%rdi), %r12\n mov 104(%rdi), %r13\n mov 112(%rdi), %r14\n mov 120(%rdi), %r15\n"
+	"mov 32(%rdi), %rsp\n"
+	"mov 0(%rdi), %rax\n"
+	"mov 56(%rdi), %rdi\n"
+	"jmp *nat_code(%rip)\n"
+	".globl native_exit\n"
+	"native_exit:\n"
+	"mov %rax, nat_rax(%rip)\n"
+	"mov nat_state(%rip), %rax\n"
+	"mov %rcx, 8(%rax)\n mov %rdx, 16(%rax)\n mov %rbx, 24(%rax)\n mov %rsp, 32(%rax)\n"
+	"mov %rbp, 40(%rax)\n mov %rsi, 48(%rax)\n mov %rdi, 56(%rax)\n"
+	"mov %r8, 64(%rax)\n mov %r9, 72(%rax)\n mov %r10, 80(%rax)\n mov %r11, 88(%rax)\n"
+	"mov %r12, 96(%rax)\n mov %r13, 104(%rax)\n mov %r14, 112(%rax)\n mov %r15, 120(%rax)\n"
+	"mov nat_rax(%rip), %rcx\n mov %rcx, 0(%rax)\n"
+	"mov nat_host_rsp(%rip), %rsp\n"
+	"pushfq\n pop %rcx\n mov %rcx, 128(%rax)\n"
+	"cld\n"
+	"pop %r15\n pop %r14\n pop %r13\n pop %r12\n pop %rbp\n pop %rbx\n"
+	"ret\n"
+	".data\n"
+	".balign 8\n"
+	"nat_host_rsp: .quad 0\n nat_state: .quad 0\n nat_code: .quad 0\n nat_rax: .quad 0\n"
+	".text\n");
+
+static uint8_t *region;
+static volatile sig_atomic_t in_native;
+static void crash(int sig)
+{
+	static const char msg[] = "test_interp: the native run crashed (a sequence left its sandbox)\n";
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(2);
+}
+
+/* --- the interpreter's side: memory callbacks over the same addresses ---------------------------- */
+
+static int mem_read(void *ctx, uint64_t lin, void *buf, unsigned len)
+{
+	(void)ctx;
+	if (lin < SANDBOX || lin > SANDBOX + SANDBOX_SIZE - len)
+		return INTERP_MEM_LEAVE;
+	memcpy(buf, (void *)lin, len);
+	return INTERP_MEM_OK;
+}
+static int mem_write(void *ctx, uint64_t lin, const void *buf, unsigned len)
+{
+	(void)ctx;
+	if (lin < SANDBOX || lin > SANDBOX + SANDBOX_SIZE - len)
+		return INTERP_MEM_LEAVE;
+	memcpy((void *)lin, buf, len);
+	return INTERP_MEM_OK;
+}
+static unsigned mem_fetch(void *ctx, uint64_t lin, uint8_t *buf, unsigned max)
+{
+	(void)ctx;
+	if (lin < CODE || lin >= CODE + CODE_SIZE)
+		return 0;
+	uint64_t room = CODE + CODE_SIZE - lin;
+	unsigned n = room < max ? (unsigned)room : max;
+	memcpy(buf, (void *)lin, n);
+	return n;
+}
+static const struct interp_mem_ops ops = { .read = mem_read, .write = mem_write, .fetch = mem_fetch };
+
+/* --- random instruction sequences ------------------------------------------------------------- */
+
+static uint64_t rnd(uint64_t n)
+{
+	return unit_rand() % n;
+}
+
+/* one instruction being built: [seg][66][67][REX] opcode ModRM SIB disp imm */
+struct ib {
+	uint8_t seg;
+	bool p66, p67, pf3;
+	uint8_t rex;		/* 0x40 | WRXB, or 0 for none */
+	uint8_t op[3];
+	int nop;
+	bool has_modrm, has_sib;
+	uint8_t modrm, sib;
+	int disp_size;
+	int32_t disp;
+	int rip_kind;		/* 0: none, 1: data address rip_to, 2: the start of unit rip_unit */
+	uint64_t rip_to;
+	int rip_unit;
+	uint8_t imm[8];
+	int nimm;
+	int rel_size, rel_unit;	/* a relative branch to the start of unit rel_unit */
+};
+
+#define MAX_INSNS 48
+struct seq {
+	struct ib in[MAX_INSNS];
+	int unit_of[MAX_INSNS];
+	int first[MAX_INSNS + 1];	/* each unit's first instruction */
+	int n, nunits;
+	uint64_t addr[MAX_INSNS + 1];
+	uint64_t end;
+	bool leave_used;
+};
+
+static bool reserved(int r)
+{
+	return r == RSP || r == RBX || r == RBP || r == R12;
+}
+static int real_reg(int enc, int w, bool rex)
+{
+	return (w == 1 && !rex && enc >= 4 && enc < 8) ? enc - 4 : enc;
+}
+/* a register number for an operand of width w; dest: not a reserved one */
+static int pick_reg(struct ib *b, int w, bool dest)
+{
+	for (;;) {
+		int r = b->rex ? (int)rnd(16) : (int)rnd(8);
+		if (dest && reserved(real_reg(r, w, b->rex)))
+			continue;
+		return r;
+	}
+}
+static void set_reg_field(struct ib *b, int r)
+{
+	b->modrm = (uint8_t)((b->modrm & ~0x38) | (r & 7) << 3);
+	if (r & 8)
+		b->rex |= 0x44;
+}
+static void set_rm_reg(struct ib *b, int r)
+{
+	b->has_modrm = true;
+	b->modrm = (uint8_t)((b->modrm & 0x38) | 0xc0 | (r & 7));
+	if (r & 8)
+		b->rex |= 0x41;
+}
+/* a memory operand in the sandbox: [RBX+disp], [RBX/RSP + R12*s + disp], [R12*s + abs32],
+ * [abs32], RIP-relative; sometimes GS:, an ignored segment, or 32-bit addressing */
+static void set_rm_mem(struct ib *b)
+{
+	int k = (int)rnd(10);
+	int mod = (int)rnd(3);
+	b->has_modrm = true;
+	b->modrm &= 0x38;
+	if (k == 0) {
+		mod = 0;
+		b->modrm |= 0x05;
+		b->disp_size = 4;
+		b->rip_kind = 1;
+		b->rip_to = DATA_MID - 0x200 + rnd(0x400);
+	} else if (k < 4) {
+		b->modrm |= (uint8_t)(mod << 6 | RBX);
+	} else {
+		int base = k < 6 ? RBX : k < 8 ? RSP : 5;
+		bool index = rnd(2);
+		b->has_sib = true;
+		if (base == 5)
+			mod = 0;
+		b->modrm |= (uint8_t)(mod << 6 | 4);
+		b->sib = (uint8_t)(rnd(4) << 6 | (index ? (R12 & 7) : 4) << 3 | base);
+		if (index)
+			b->rex |= 0x42;
+		if (base == 5) {
+			b->disp_size = 4;
+			b->disp = (int32_t)(DATA_MID - 0x200 + rnd(0x400));
+		}
+	}
+	if (k != 0 && (!b->has_sib || (b->sib & 7) != 5)) {
+		if (mod == 1) {
+			b->disp_size = 1;
+			b->disp = (int8_t)rnd(256);
+		} else if (mod == 2) {
+			b->disp_size = 4;
+			b->disp = (int32_t)rnd(0x400) - 0x200;
+		}
+	}
+	switch (rnd(16)) {
+	case 0: b->seg = 0x65; break;		/* GS: base GS_BASE */
+	case 1: b->seg = 0x2e; break;		/* CS/DS/ES/SS: ignored in 64-bit mode */
+	case 2: b->seg = 0x36; break;
+	case 3: b->seg = 0x3e; break;
+	case 4: b->seg = 0x26; break;
+	}
+	if (!rnd(8))
+		b->p67 = true;	/* everything is below 4 GiB */
+}
+/* any memory-form ModRM/SIB/displacement, for the instructions that do not access memory
+ * (LEA, NOP r/m) */
+static void set_rm_any(struct ib *b)
+{
+	int mod = (int)rnd(3);
+	b->has_modrm = true;
+	b->modrm = (uint8_t)((b->modrm & 0x38) | mod << 6 | rnd(8));
+	b->has_sib = (b->modrm & 7) == 4;
+	b->sib = b->has_sib ? (uint8_t)rnd(256) : 0;
+	b->rex |= (uint8_t)(rnd(4) ? 0 : 0x40 | rnd(4));	/* X, B */
+	b->rip_kind = 0;
+	b->disp_size = mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	if (mod == 0 && ((b->modrm & 7) == 5 || (b->has_sib && (b->sib & 7) == 5)))
+		b->disp_size = 4;
+	b->disp = b->disp_size == 1 ? (int8_t)unit_rand() : (int32_t)unit_rand();
+	b->p67 = !rnd(8);
+}
+
+/* the r/m operand: register (dest: not reserved) or memory; mem: 0 register only, 1 either,
+ * 2 memory only */
+static void set_rm(struct ib *b, int w, bool dest, int mem)
+{
+	if (mem == 2 || (mem == 1 && rnd(2)))
+		set_rm_mem(b);
+	else
+		set_rm_reg(b, pick_reg(b, w, dest));
+}
+static void set_imm(struct ib *b, int n)
+{
+	uint64_t v = unit_rand();
+	if (rnd(4) == 0)
+		v = rnd(2) ? rnd(64) : -rnd(64);
+	b->nimm = n;
+	memcpy(b->imm, &v, 8);
+}
+/* the operand size of a v-sized instruction: 66 (2), none (4), REX.W (8) */
+static int set_vsize(struct ib *b, bool allow16)
+{
+	int k = (int)rnd(allow16 ? 3 : 2);
+	if (k == 2) {
+		b->p66 = true;
+		return 2;
+	}
+	if (k == 1) {
+		b->rex |= 0x48;
+		return 8;
+	}
+	return 4;
+}
+/* byte operands: REX (0x40) or not, which decides SPL..DIL vs AH..BH */
+static void maybe_rex(struct ib *b)
+{
+	if (rnd(2))
+		b->rex |= 0x40;
+}
+static void op1(struct ib *b, uint8_t o) { b->op[0] = o; b->nop = 1; }
+static void op2(struct ib *b, uint8_t o) { b->op[0] = 0x0f; b->op[1] = o; b->nop = 2; }
+
+static int ib_encode(const struct ib *b, uint8_t *out, uint64_t at, const struct seq *q)
+{
+	int n = 0;
+	if (b->seg)
+		out[n++] = b->seg;
+	if (b->p66)
+		out[n++] = 0x66;
+	if (b->p67)
+		out[n++] = 0x67;
+	if (b->pf3)
+		out[n++] = 0xf3;
+	if (b->rex)
+		out[n++] = b->rex;
+	for (int i = 0; i < b->nop; i++)
+		out[n++] = b->op[i];
+	if (b->has_modrm)
+		out[n++] = b->modrm;
+	if (b->has_sib)
+		out[n++] = b->sib;
+	int disp_at = n;
+	n += b->disp_size;
+	int rel_at = n;
+	n += b->rel_size;
+	memcpy(out + n, b->imm, b->nimm);
+	n += b->nimm;
+	int64_t d = b->disp;
+	if (b->rip_kind == 1)
+		d = (int64_t)(b->rip_to - (at + n));
+	else if (b->rip_kind == 2)
+		d = (int64_t)(q->addr[q->first[b->rip_unit]] - (at + n));
+	memcpy(out + disp_at, &d, b->disp_size);
+	if (b->rel_size) {
+		int64_t r = (int64_t)(q->addr[q->first[b->rel_unit]] - (at + n));
+		memcpy(out + rel_at, &r, b->rel_size);
+	}
+	return n;
+}
+
+static struct ib *add(struct seq *q, int unit)
+{
+	struct ib *b = &q->in[q->n];
+	memset(b, 0, sizeof(*b));
+	q->unit_of[q->n++] = unit;
+	return b;
+}
+/* a forward target: the unit after this one, or one or two further, or the end */
+static int fwd(struct seq *q, int unit)
+{
+	int to = unit + 1 + (int)rnd(3);
+	return to < q->nunits ? to : q->nunits;
+}
+
+/* LEA r64, [RIP + a forward unit's address], r not reserved: the indirect transfers' target */
+static int lea_target(struct seq *q, int u, struct ib *b)
+{
+	int r;
+	do
+		r = (int)rnd(16);
+	while (reserved(r));
+	op1(b, 0x8d);
+	b->rex = 0x48;
+	set_reg_field(b, r);
+	b->has_modrm = true;
+	b->modrm = (uint8_t)((b->modrm & 0x38) | 5);
+	b->disp_size = 4;
+	b->rip_kind = 2;
+	b->rip_unit = fwd(q, u);
+	return r;
+}
+
+/* One unit: an instruction or a short idiom (the indirect transfers need an address) */
+static void gen_unit(struct seq *q, int u)
+{
+	struct ib *b = add(q, u);
+	int w, k = (int)rnd(41);
+	uint8_t o;
+
+	switch (k) {
+	case 0: case 1: case 2: case 3: case 4: case 5:	/* ALU rows 00-3D */
+		o = (uint8_t)(rnd(8) << 3 | rnd(6));
+		op1(b, o);
+		if ((o & 7) >= 4) {
+			w = (o & 7) == 4 ? 1 : set_vsize(b, true);
+			set_imm(b, w == 1 ? 1 : w == 2 ? 2 : 4);
+			break;
+		}
+		w = (o & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+		if (o & 2) {	/* Gv, Ev: the register is the destination (not for CMP) */
+			set_reg_field(b, pick_reg(b, w, (o >> 3) != 7));
+			set_rm(b, w, false, 1);
+		} else {
+			set_rm(b, w, (o >> 3) != 7, 1);
+			set_reg_field(b, pick_reg(b, w, false));
+		}
+		break;
+	case 6: case 7: case 8:				/* group 1: 80 81 83 */
+		o = (uint8_t[]){ 0x80, 0x81, 0x83 }[rnd(3)];
+		op1(b, o);
+		w = o == 0x80 ? (maybe_rex(b), 1) : set_vsize(b, true);
+		b->modrm = (uint8_t)(rnd(8) << 3);
+		set_rm(b, w, (b->modrm >> 3) != 7, 1);
+		set_imm(b, o == 0x81 ? (w == 2 ? 2 : 4) : 1);
+		break;
+	case 9:						/* TEST: 84 85 A8 A9 F6/F7 /0 */
+		o = (uint8_t[]){ 0x84, 0x85, 0xa8, 0xa9, 0xf6, 0xf7 }[rnd(6)];
+		op1(b, o);
+		w = (o & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+		if (o == 0xa8 || o == 0xa9) {
+			set_imm(b, w == 1 ? 1 : w == 2 ? 2 : 4);
+		} else if (o >= 0xf6) {
+			set_rm(b, w, false, 1);
+			set_imm(b, w == 1 ? 1 : w == 2 ? 2 : 4);
+		} else {
+			set_rm(b, w, false, 1);
+			set_reg_field(b, pick_reg(b, w, false));
+		}
+		break;
+	case 10: case 11:				/* MOV 88 89 8A 8B C6 C7 B0-BF */
+		o = (uint8_t[]){ 0x88, 0x89, 0x8a, 0x8b, 0xc6, 0xc7, 0xb0, 0xb8 }[rnd(8)];
+		w = (o == 0x88 || o == 0x8a || o == 0xc6 || o == 0xb0) ? (maybe_rex(b), 1) : set_vsize(b, true);
+		if (o >= 0xb0 && o <= 0xbf) {
+			int r = pick_reg(b, w, true);
+			op1(b, (uint8_t)(o + (r & 7)));
+			if (r & 8)
+				b->rex |= 0x41;
+			set_imm(b, w == 8 ? 8 : w);
+		} else if (o >= 0xc6) {
+			op1(b, o);
+			set_rm(b, w, true, 1);
+			set_imm(b, w == 1 ? 1 : w == 2 ? 2 : 4);
+		} else {
+			op1(b, o);
+			if (o & 2) {
+				set_reg_field(b, pick_reg(b, w, true));
+				set_rm(b, w, false, 1);
+			} else {
+				set_rm(b, w, true, 1);
+				set_reg_field(b, pick_reg(b, w, false));
+			}
+		}
+		break;
+	case 12:					/* LEA, MOVSXD, MOVZX, MOVSX */
+		o = (uint8_t)rnd(6);
+		if (o == 0) {
+			op1(b, 0x8d);
+			w = set_vsize(b, true);
+			if (rnd(4))
+				set_rm_mem(b);
+			else
+				set_rm_any(b);	/* LEA does not access memory */
+		} else if (o == 1) {
+			op1(b, 0x63);
+			w = set_vsize(b, false);
+			set_rm(b, 4, false, 1);
+		} else {
+			static const uint8_t xo[4] = { 0xb6, 0xb7, 0xbe, 0xbf };
+			op2(b, xo[o - 2]);
+			w = set_vsize(b, (xo[o - 2] & 1) == 0);
+			if (xo[o - 2] & 1) {
+				set_rm(b, 2, false, 1);
+			} else {
+				if (!b->rex && rnd(2))
+					b->rex = 0x40;
+				set_rm(b, 1, false, 1);
+			}
+		}
+		set_reg_field(b, pick_reg(b, w, true));
+		break;
+	case 13: case 14:				/* group 2: C0 C1 D0 D1 D2 D3 */
+		o = (uint8_t[]){ 0xc0, 0xc1, 0xd0, 0xd1, 0xd2, 0xd3 }[rnd(6)];
+		op1(b, o);
+		w = (o & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+		do
+			b->modrm = (uint8_t)(rnd(8) << 3);
+		while (b->modrm == 6 << 3);
+		/* a memory destination with CL: the count could be 0, which the core leaves */
+		set_rm(b, w, true, o >= 0xd2 ? 0 : 1);
+		if (o <= 0xc1) {
+			set_imm(b, 1);
+			if (b->modrm >> 6 != 3 && (b->imm[0] & (w == 8 ? 0x3f : 0x1f)) == 0)
+				b->imm[0] |= 1;
+		}
+		break;
+	case 15: case 16:				/* group 3: NOT NEG MUL IMUL */
+		op1(b, rnd(2) ? 0xf6 : 0xf7);
+		w = (b->op[0] & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+		b->modrm = (uint8_t)((2 + rnd(4)) << 3);
+		set_rm(b, w, true, 1);
+		break;
+	case 17:					/* INC/DEC: FE FF /0 /1 */
+		op1(b, rnd(2) ? 0xfe : 0xff);
+		w = (b->op[0] & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+		b->modrm = (uint8_t)(rnd(2) << 3);
+		set_rm(b, w, true, 1);
+		break;
+	case 18:					/* IMUL 0F AF, 69, 6B */
+		o = (uint8_t)rnd(3);
+		if (o == 0)
+			op2(b, 0xaf);
+		else
+			op1(b, o == 1 ? 0x69 : 0x6b);
+		w = set_vsize(b, true);
+		set_reg_field(b, pick_reg(b, w, true));
+		set_rm(b, w, false, 1);
+		if (o)
+			set_imm(b, o == 2 ? 1 : w == 2 ? 2 : 4);
+		break;
+	case 19:					/* CMOVcc, SETcc */
+		if (rnd(2)) {
+			op2(b, (uint8_t)(0x40 + rnd(16)));
+			w = set_vsize(b, true);
+			set_reg_field(b, pick_reg(b, w, true));
+			set_rm(b, w, false, 1);
+		} else {
+			op2(b, (uint8_t)(0x90 + rnd(16)));
+			maybe_rex(b);
+			b->modrm = (uint8_t)(rnd(8) << 3);	/* ModRM.reg is ignored */
+			set_rm(b, 1, true, 1);
+		}
+		break;
+	case 20:					/* BT* r,r and r,imm; BSF/BSR; BSWAP */
+		o = (uint8_t)rnd(4);
+		w = set_vsize(b, o != 3);
+		if (o == 0) {
+			op2(b, (uint8_t[]){ 0xa3, 0xab, 0xb3, 0xbb }[rnd(4)]);
+			set_rm(b, w, true, 0);
+			set_reg_field(b, pick_reg(b, w, false));
+		} else if (o == 1) {
+			op2(b, 0xba);
+			b->modrm = (uint8_t)((4 + rnd(4)) << 3);
+			set_rm(b, w, true, 0);
+			set_imm(b, 1);
+		} else if (o == 2) {
+			op2(b, rnd(2) ? 0xbc : 0xbd);
+			b->pf3 = rnd(2);	/* TZCNT/LZCNT */
+			set_reg_field(b, pick_reg(b, w, true));
+			set_rm(b, w, false, 1);
+		} else {
+			int r = pick_reg(b, w, true);
+			op2(b, (uint8_t)(0xc8 + (r & 7)));
+			if (r & 8)
+				b->rex |= 0x41;
+		}
+		break;
+	case 21:					/* XCHG r,r (86 87 91-97, 90 with REX.B) */
+		if (rnd(2)) {
+			op1(b, rnd(2) ? 0x86 : 0x87);
+			w = (b->op[0] & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+			set_rm(b, w, true, 0);
+			set_reg_field(b, pick_reg(b, w, true));
+		} else {
+			int r;
+			w = set_vsize(b, true);
+			do
+				r = (int)rnd(16);
+			while (reserved(r) || r == 0);
+			op1(b, (uint8_t)(0x90 + (r & 7)));
+			if (r & 8)
+				b->rex |= 0x41;
+		}
+		break;
+	case 22:					/* CBW..CQO, flag ops, NOPs */
+		o = (uint8_t)rnd(10);
+		if (o < 2) {
+			op1(b, o ? 0x99 : 0x98);
+			set_vsize(b, true);
+		} else if (o < 7) {
+			op1(b, (uint8_t[]){ 0xf5, 0xf8, 0xf9, 0xfc, 0xfd }[o - 2]);
+		} else if (o == 7) {
+			op1(b, 0x90);
+		} else if (o == 8) {			/* 0F 1F /0: any address, never accessed */
+			op2(b, 0x1f);
+			if (rnd(2))
+				b->p66 = true;
+			set_rm_any(b);
+		} else {				/* ENDBR64 */
+			b->pf3 = true;
+			op2(b, 0x1e);
+			b->has_modrm = true;
+			b->modrm = 0xfa;
+		}
+		break;
+	case 23: case 24:				/* PUSH/POP r, PUSH imm, PUSH r/m */
+		o = (uint8_t)rnd(5);
+		if (o == 0) {
+			int r = (int)rnd(16);
+			op1(b, (uint8_t)(0x50 + (r & 7)));
+			if (r & 8)
+				b->rex = 0x41;
+		} else if (o == 1) {
+			int r;
+			do
+				r = (int)rnd(16);
+			while (reserved(r));
+			op1(b, (uint8_t)(0x58 + (r & 7)));
+			if (r & 8)
+				b->rex = 0x41;
+		} else if (o == 2) {
+			op1(b, 0x68);
+			set_imm(b, 4);
+		} else if (o == 3) {
+			op1(b, 0x6a);
+			set_imm(b, 1);
+		} else {
+			op1(b, 0xff);
+			b->modrm = 6 << 3;
+			set_rm(b, 8, false, 1);
+		}
+		break;
+	case 25: case 26: case 27:			/* Jcc rel8 / rel32 */
+		if (rnd(2)) {
+			op1(b, (uint8_t)(0x70 + rnd(16)));
+			b->rel_size = 1;
+		} else {
+			op2(b, (uint8_t)(0x80 + rnd(16)));
+			b->rel_size = 4;
+		}
+		if (!rnd(8))
+			b->seg = rnd(2) ? 0x2e : 0x3e;	/* branch hints */
+		b->rel_unit = fwd(q, u);
+		break;
+	case 28:					/* JMP rel8 / rel32, CALL rel32 */
+		o = (uint8_t)rnd(3);
+		op1(b, (uint8_t[]){ 0xeb, 0xe9, 0xe8 }[o]);
+		b->rel_size = o ? 4 : 1;
+		b->rel_unit = fwd(q, u);
+		break;
+	case 29:					/* LOOP, LOOPE, LOOPNE, JRCXZ (67: JECXZ) */
+		o = (uint8_t)rnd(4);
+		op1(b, (uint8_t)(0xe0 + o));
+		if (o == 3 && rnd(2))
+			b->p67 = true;
+		b->rel_size = 1;
+		b->rel_unit = fwd(q, u);
+		break;
+	case 30: case 31: {				/* LEA r,[rip+T]; JMP r / CALL r / PUSH r; RET */
+		int r = lea_target(q, u, b);
+		o = (uint8_t)rnd(4);
+		b = add(q, u);
+		if (o < 2) {
+			op1(b, 0xff);
+			b->modrm = (uint8_t)((o ? 2 : 4) << 3);
+			set_rm_reg(b, r);
+		} else {
+			op1(b, (uint8_t)(0x50 + (r & 7)));
+			if (r & 8)
+				b->rex = 0x41;
+			b = add(q, u);
+			if (o == 2) {
+				op1(b, 0xc3);
+			} else {
+				op1(b, 0xc2);
+				b->nimm = 2;
+				b->imm[0] = (uint8_t)(rnd(4) * 8);
+			}
+		}
+		break;
+	}
+	case 32: {					/* LEA r,[rip+T]; MOV [m], r; JMP/CALL [m] */
+		int r = lea_target(q, u, b);
+		struct ib *m = add(q, u);
+		op1(m, 0x89);
+		m->rex = 0x48;
+		set_rm_mem(m);
+		m->p67 = false;
+		set_reg_field(m, r);
+		b = add(q, u);
+		*b = *m;
+		b->rex &= ~0x0c;	/* no W, no R needed */
+		if (b->rex == 0x40)
+			b->rex = 0;
+		op1(b, 0xff);
+		b->modrm = (uint8_t)((b->modrm & 0xc7) | (rnd(2) ? 2 : 4) << 3);
+		break;
+	}
+	case 34: {					/* MOV r, imm; XOR rDX / CBW..CQO; DIV/IDIV r or [m] */
+		int r;
+		bool sign = rnd(2), mem = rnd(2);
+		w = 1 << rnd(4);
+		do
+			r = (int)rnd(16);
+		while (reserved(r) || r == RAX || r == RDX || (w == 1 && r >= 4));
+		/* the divisor: positive (so no most-negative / -1), not zero */
+		op1(b, (uint8_t)((w == 1 ? 0xb0 : 0xb8) + (r & 7)));
+		if (r & 8)
+			b->rex |= 0x41;
+		if (w == 2)
+			b->p66 = true;
+		if (w == 8)
+			b->rex |= 0x48;
+		set_imm(b, w == 8 ? 8 : w);
+		b->imm[w - 1] &= 0x7f;
+		b->imm[0] |= 1;
+		if (w == 8)
+			memset(b->imm + 4, 0, 4);
+		struct ib *m = NULL;
+		if (mem) {
+			m = add(q, u);
+			op1(m, w == 1 ? 0x88 : 0x89);
+			m->p66 = w == 2;
+			m->rex = w == 8 ? 0x48 : 0;
+			set_rm_mem(m);
+			set_reg_field(m, r);
+		}
+		b = add(q, u);
+		if (sign) {			/* CBW (66 98) for bytes, else CWD/CDQ/CQO */
+			op1(b, w == 1 ? 0x98 : 0x99);
+			b->p66 = w <= 2;
+			b->rex = w == 8 ? 0x48 : 0;
+		} else {			/* XOR AH, AH or XOR rDX, rDX */
+			op1(b, w == 1 ? 0x30 : 0x31);
+			b->p66 = w == 2;
+			b->rex = w == 8 ? 0x48 : 0;
+			b->has_modrm = true;
+			b->modrm = w == 1 ? 0xe4 : 0xd2;
+		}
+		b = add(q, u);
+		op1(b, w == 1 ? 0xf6 : 0xf7);
+		b->p66 = w == 2;
+		b->rex = w == 8 ? 0x48 : 0;
+		b->modrm = (uint8_t)((sign ? 7 : 6) << 3);
+		if (mem) {
+			uint8_t rex = b->rex;
+			bool p66 = b->p66;
+			*b = *m;
+			op1(b, w == 1 ? 0xf6 : 0xf7);
+			b->rex = (uint8_t)((m->rex & 0x43) | rex);
+			b->p66 = p66;
+			b->modrm = (uint8_t)((b->modrm & 0xc7) | (sign ? 7 : 6) << 3);
+		} else {
+			set_rm_reg(b, r);
+		}
+		break;
+	}
+	case 33:					/* LEAVE, once a sequence (RBP is then garbage) */
+		if (q->leave_used) {
+			op1(b, 0x90);
+			break;
+		}
+		q->leave_used = true;
+		op1(b, 0xc9);
+		break;
+	default:					/* more ALU, the most common */
+		o = (uint8_t)(rnd(8) << 3 | (1 + 2 * rnd(2)));
+		op1(b, o);
+		w = set_vsize(b, true);
+		set_reg_field(b, pick_reg(b, w, true));
+		set_rm_reg(b, pick_reg(b, w, (o & 2) == 0));
+		break;
+	}
+}
+
+static void gen_seq(struct seq *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->nunits = 1 + (int)rnd(12);
+	for (int u = 0; u < q->nunits; u++) {
+		q->first[u] = q->n;
+		gen_unit(q, u);
+	}
+	q->first[q->nunits] = q->n;
+	/* addresses: encodings have their final lengths already (displacement sizes are fixed) */
+	uint8_t tmp[32];
+	uint64_t at = CODE;
+	for (int i = 0; i < q->n; i++) {
+		q->addr[i] = at;
+		at += (uint64_t)ib_encode(&q->in[i], tmp, at, q);
+	}
+	q->addr[q->n] = at;
+	q->end = at;
+}
+
+/* writes the code page: the instructions, then JMP [RIP+0] to native_exit */
+static uint64_t write_code(const uint8_t *bytes, size_t len)
+{
+	uint8_t *p = (uint8_t *)CODE;
+	memmove(p, bytes, len);
+	static const uint8_t jmp[6] = { 0xff, 0x25, 0, 0, 0, 0 };
+	uint64_t to = (uint64_t)(uintptr_t)native_exit;
+	memcpy(p + len, jmp, 6);
+	memcpy(p + len + 6, &to, 8);
+	return CODE + len;
+}
+
+/* --- one case: interpreter, then the processor, then compare ----------------------------------- */
+
+static uint8_t mem_init[SANDBOX_SIZE], mem_interp[SANDBOX_SIZE];
+static unsigned long long n_cases, n_insns, n_branches, n_taken, n_fail, n_skipped;
+static unsigned long long leave_count[INTERP_LEAVE_NREASONS];
+static bool verbose;
+
+#define NKEYS 4096
+static struct { uint32_t key; unsigned long long n; } left_ops[NKEYS];
+static void count_left(const struct interp_result *r)
+{
+	uint32_t k = interp_opkey(r);
+	for (unsigned i = 0; i < NKEYS; i++) {
+		unsigned j = (k * 2654435761u + i) % NKEYS;
+		if (!left_ops[j].n || left_ops[j].key == k) {
+			left_ops[j].key = k;
+			left_ops[j].n++;
+			return;
+		}
+	}
+}
+
+static void dump_state(const char *what, const uint64_t *g, uint64_t flags, uint64_t rip)
+{
+	static const char *const names[16] = { "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+					       "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+	fprintf(stderr, "  %s: rip %#llx rflags %#llx\n   ", what, (unsigned long long)rip, (unsigned long long)flags);
+	for (int i = 0; i < 16; i++)
+		fprintf(stderr, " %s=%#llx%s", names[i], (unsigned long long)g[i], i % 4 == 3 ? "\n   " : "");
+	fputc('\n', stderr);
+}
+
+static void dump_code(uint64_t end)
+{
+	uint64_t at = CODE;
+	fprintf(stderr, "  code (at %#llx):\n", (unsigned long long)CODE);
+	while (at < end) {
+		struct dec_insn in;
+		const uint8_t *p = (const uint8_t *)at;
+		if (dec_decode(p, (size_t)(end - at), DEC_MODE_64, at, &in) != DEC_OK)
+			in.len = 1;
+		fprintf(stderr, "    %#llx:", (unsigned long long)at);
+		for (int i = 0; i < in.len; i++)
+			fprintf(stderr, " %02x", p[i]);
+		fputc('\n', stderr);
+		at += in.len;
+	}
+}
+
+/* Runs the code now on the code page from `init` through the interpreter and natively.
+ * stop_ok: a leave is not a failure but cuts the case short (kernel windows: the prefix the
+ * interpreter executed is compared). Returns false on a mismatch. */
+static bool run_case(uint64_t end, const struct interp_cpu *init, bool stop_ok)
+{
+	struct interp_cpu c = *init;
+	struct interp_result r;
+	int steps = 0;
+
+	memcpy(mem_init, (void *)SANDBOX, SANDBOX_SIZE);
+	while (c.rip != end) {
+		if (c.rip < CODE || c.rip > end || ++steps > 4 * MAX_INSNS) {
+			fprintf(stderr, "FAIL interp: RIP %#llx outside the sequence\n", (unsigned long long)c.rip);
+			dump_code(end);
+			return false;
+		}
+		if (interp_step(&c, &ops, NULL, &r)) {
+			leave_count[r.leave]++;
+			/* the opcodes the core does not do (not the sandbox's bounds) */
+			if (r.leave == INTERP_LEAVE_INVALID || r.leave == INTERP_LEAVE_OPCODE ||
+			    r.leave == INTERP_LEAVE_PREFIX)
+				count_left(&r);
+			if (!stop_ok) {
+				fprintf(stderr, "FAIL interp left (%s) at %#llx, opcode map %u %02x /%u\n",
+					interp_leave_name(r.leave), (unsigned long long)c.rip, r.map, r.opcode,
+					r.modrm_reg);
+				dump_code(end);
+				dump_state("at", c.gpr, c.rflags, c.rip);
+				return false;
+			}
+			if (c.rip == CODE) {
+				n_skipped++;
+				memcpy((void *)SANDBOX, mem_init, SANDBOX_SIZE);
+				return true;
+			}
+			/* compare the prefix executed: end the code where the interpreter stopped */
+			end = write_code((const uint8_t *)CODE, (size_t)(c.rip - CODE));
+			break;
+		}
+		n_insns++;
+		if (r.branch != DEC_BR_NONE) {
+			n_branches++;
+			n_taken += r.taken;
+			if (r.to != c.rip) {
+				fprintf(stderr, "FAIL interp: branch result to %#llx, RIP %#llx\n",
+					(unsigned long long)r.to, (unsigned long long)c.rip);
+				return false;
+			}
+		}
+	}
+	memcpy(mem_interp, (void *)SANDBOX, SANDBOX_SIZE);
+	memcpy((void *)SANDBOX, mem_init, SANDBOX_SIZE);
+
+	struct nstate ns;
+	memcpy(ns.gpr, init->gpr, sizeof(ns.gpr));
+	ns.rflags = init->rflags;
+	in_native = 1;
+	native_run(&ns, init->rip);
+	in_native = 0;
+	n_cases++;
+
+	bool ok = !memcmp(ns.gpr, c.gpr, sizeof(ns.gpr)) && !((ns.rflags ^ c.rflags) & FLAGS_CMP) &&
+		  !memcmp(mem_interp, (void *)SANDBOX, SANDBOX_SIZE);
+	if (!ok) {
+		n_fail++;
+		if (n_fail <= 5) {
+			fprintf(stderr, "FAIL mismatch (case %llu):\n", n_cases);
+			dump_code(end);
+			dump_state("before", init->gpr, init->rflags, init->rip);
+			dump_state("processor", ns.gpr, ns.rflags, end);
+			dump_state("interpreter", c.gpr, c.rflags, c.rip);
+			for (unsigned i = 0, shown = 0; i < SANDBOX_SIZE && shown < 8; i++) {
+				uint8_t nat = ((uint8_t *)SANDBOX)[i];
+				if (nat != mem_interp[i]) {
+					fprintf(stderr, "  memory %#llx: processor %02x interpreter %02x (was %02x)\n",
+						(unsigned long long)(SANDBOX + i), nat, mem_interp[i], mem_init[i]);
+					shown++;
+				}
+			}
+		}
+	}
+	return ok;
+}
+
+static uint64_t rand_value(void)
+{
+	switch (rnd(8)) {
+	case 0: return 0;
+	case 1: return ~0ull;
+	case 2: return rnd(64);
+	case 3: return 1ull << rnd(64);
+	case 4: return (uint64_t)(int64_t)(int32_t)unit_rand();
+	case 5: return 0x80ull << (8 * rnd(8));
+	default: return unit_rand();
+	}
+}
+
+static void init_cpu(struct interp_cpu *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (int i = 0; i < 16; i++)
+		c->gpr[i] = rand_value();
+	c->gpr[RBX] = DATA_MID;
+	c->gpr[RSP] = STACK_TOP - (rnd(8) ? 0 : rnd(8));
+	c->gpr[RBP] = FRAME;
+	c->gpr[R12] = rnd(32);
+	c->rflags = 0x202 | (unit_rand() & INTERP_ARITH_FLAGS) | (rnd(8) ? 0 : RFLAGS_DF);
+	c->gs_base = GS_BASE;
+	c->mode = DEC_MODE_64;
+	c->rip = CODE;
+}
+
+static void fill_sandbox(bool pointers)
+{
+	uint64_t *m = (uint64_t *)SANDBOX;
+	for (unsigned i = 0; i < SANDBOX_SIZE / 8; i++)
+		m[i] = pointers && rnd(8) ? DATA_MID - 0x400 + (rnd(0x800) & ~7ull) : unit_rand();
+}
+
+static void random_cases(unsigned long long count)
+{
+	static struct seq q;
+	uint8_t code[MAX_INSNS * 16];
+	for (unsigned long long i = 0; i < count; i++) {
+		struct interp_cpu c;
+		size_t len = 0;
+		gen_seq(&q);
+		for (int k = 0; k < q.n; k++)
+			len += (size_t)ib_encode(&q.in[k], code + len, q.addr[k], &q);
+		uint64_t end = write_code(code, len);
+		if (end != q.end) {
+			fprintf(stderr, "FAIL generator: lengths changed\n");
+			n_fail++;
+			return;
+		}
+		init_cpu(&c);
+		if (!rnd(64))
+			fill_sandbox(false);
+		if (!run_case(end, &c, false) && n_fail > 5)
+			return;
+	}
+}
+
+/* --- Debian's kernel: prologues (from each ENDBR64) and epilogues (before each RET) ------------ */
+
+static void kernel_cases(const char *path, unsigned long long max_windows)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		printf("interp: no kernel at %s: kernel windows skipped\n", path);
+		return;
+	}
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *img = malloc((size_t)size);
+	if (!img || fread(img, 1, (size_t)size, f) != (size_t)size) {
+		fclose(f);
+		free(img);
+		CHECK(0, "reading %s", path);
+		return;
+	}
+	fclose(f);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+	const char *shstr = (const char *)img + sh[eh->e_shstrndx].sh_offset;
+	const uint8_t *text = NULL;
+	size_t tlen = 0;
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (!strcmp(shstr + sh[i].sh_name, ".text")) {
+			text = img + sh[i].sh_offset;
+			tlen = sh[i].sh_size;
+		}
+	if (!text) {
+		CHECK(0, "no .text in %s", path);
+		free(img);
+		return;
+	}
+	/* a linear sweep (the decoder's own test does the same): window starts */
+	enum { WIN = 10 };
+	size_t *starts = malloc(sizeof(size_t) * (tlen / 64 + 16));
+	size_t nstarts = 0;
+	size_t ring[WIN] = { 0 };
+	unsigned long long nins = 0;
+	unsigned pad = 0;
+	for (size_t at = 0; at < tlen;) {
+		struct dec_insn in;
+		if (dec_decode(text + at, tlen - at, DEC_MODE_64, at, &in) != DEC_OK) {
+			at++;
+			continue;
+		}
+		ring[nins % WIN] = at;
+		nins++;
+		/* a function's first instruction: after its padding (NOPs or INT3s: Debian's
+		 * kernel has no ENDBR64 but 16 bytes of call-depth padding) or an ENDBR64 */
+		bool padding = in.len == 1 && (text[at] == 0x90 || text[at] == 0xcc);
+		bool endbr = in.len == 4 && !memcmp(text + at, "\xf3\x0f\x1e\xfa", 4);
+		bool prologue = (pad >= 4 && !padding) || endbr;
+		/* the end of a block: a RET, or the JMP rel32 to the return thunk (retpolines)
+		 * or any other */
+		bool epilogue = (in.branch == DEC_BR_RET || text[at] == 0xe9) && nins > WIN;
+		pad = padding ? pad + 1 : 0;
+		if ((prologue || epilogue) && nstarts < tlen / 64 + 16)
+			starts[nstarts++] = prologue ? at : ring[nins % WIN];
+		at += in.len;
+	}
+	unsigned long long done = 0, step = MAX(1ull, nstarts / MAX(1ull, max_windows));
+	unsigned long long before = n_cases, skipped_before = n_skipped, insns_before = n_insns;
+	for (size_t s = 0; s < nstarts && done < max_windows; s += step, done++) {
+		/* the window: instructions up to the first transfer or RIP-relative / FS / GS one */
+		size_t at = starts[s], len = 0;
+		for (int k = 0; k < 12 && at + len < tlen; k++) {
+			struct dec_insn in;
+			if (dec_decode(text + at + len, tlen - at - len, DEC_MODE_64, 0, &in) != DEC_OK ||
+			    in.branch != DEC_BR_NONE || in.rip_relative || in.seg == 0x64 || in.seg == 0x65)
+				break;
+			len += in.len;
+		}
+		if (!len)
+			continue;
+		struct interp_cpu c;
+		uint64_t end = write_code(text + at, len);
+		init_cpu(&c);
+		for (int i = 0; i < 16; i++)
+			if (i != RSP && (i == RBP || rnd(8)))
+				c.gpr[i] = DATA_MID - 0x400 + (rnd(0x800) & ~7ull);
+		fill_sandbox(true);
+		if (!run_case(end, &c, true) && n_fail > 5)
+			break;
+	}
+	printf("interp: kernel %s: %zu windows found (function starts after padding or ENDBR64; blocks before a RET or JMP rel32), %llu run: "
+	       "%llu compared (%llu instructions), %llu left at their first instruction\n",
+	       path, nstarts, done, n_cases - before, n_insns - insns_before, n_skipped - skipped_before);
+	free(starts);
+	free(img);
+}
+
+/* --- directed checks the random sequences cannot make natively --------------------------------- */
+
+static uint8_t dmem[64];
+static int d_read(void *ctx, uint64_t lin, void *buf, unsigned len)
+{
+	(void)ctx;
+	if (lin < 0x1000 || lin > 0x1000 + sizeof(dmem) - len)
+		return INTERP_MEM_LEAVE;
+	memcpy(buf, dmem + (lin - 0x1000), len);
+	return INTERP_MEM_OK;
+}
+static int d_write_fail(void *ctx, uint64_t lin, const void *buf, unsigned len)
+{
+	(void)ctx, (void)lin, (void)buf, (void)len;
+	return INTERP_MEM_LEAVE;
+}
+static const uint8_t *d_code;
+static unsigned d_len;
+static unsigned d_fetch(void *ctx, uint64_t lin, uint8_t *buf, unsigned max)
+{
+	(void)ctx;
+	if (lin != 0x400000)
+		return 0;
+	unsigned n = MIN(max, d_len);
+	memcpy(buf, d_code, n);
+	return n;
+}
+static const struct interp_mem_ops dops = { .read = d_read, .write = d_write_fail, .fetch = d_fetch };
+
+static int dstep(struct interp_cpu *c, const uint8_t *code, unsigned len, struct interp_result *r)
+{
+	d_code = code;
+	d_len = len;
+	c->rip = 0x400000;
+	c->mode = DEC_MODE_64;
+	return interp_step(c, &dops, NULL, r);
+}
+#define DSTEP(c, r, ...) ({ static const uint8_t _b[] = { __VA_ARGS__ }; dstep(c, _b, sizeof(_b), r); })
+
+static void directed(void)
+{
+	struct interp_cpu c, before;
+	struct interp_result r;
+
+	/* a failing write changes nothing: add [rax], rcx; push; call */
+	memset(&c, 0, sizeof(c));
+	c.gpr[RAX] = 0x1000;
+	c.gpr[RSP] = 0x1020;
+	c.rflags = 0x2;
+	c.mode = DEC_MODE_64;
+	c.rip = 0x400000;
+	before = c;
+	CHECK(DSTEP(&c, &r, 0x48, 0x01, 0x08) == INTERP_LEAVE_MEMORY && !memcmp(&c, &before, sizeof(c)),
+	      "ADD [RAX], RCX with a failing write: nothing changes");
+	CHECK(DSTEP(&c, &r, 0xe8, 0, 0, 0, 0) == INTERP_LEAVE_MEMORY && !memcmp(&c, &before, sizeof(c)),
+	      "CALL with a failing push: RSP unchanged");
+	CHECK(DSTEP(&c, &r, 0x5b) == 0 && c.gpr[RSP] == 0x1028 && c.rip == 0x400001, "POP RBX: a read only");
+	/* FS and GS bases; other segments ignored */
+	memset(&c, 0, sizeof(c));
+	memset(dmem, 0, sizeof(dmem));
+	dmem[0x10] = 0x5a;
+	c.fs_base = 0x1000;
+	c.gs_base = 0x800;
+	c.gpr[RAX] = 0x10;
+	CHECK(DSTEP(&c, &r, 0x64, 0x8a, 0x08) == 0 && (c.gpr[RCX] & 0xff) == 0x5a, "MOV CL, FS:[RAX]");
+	c.gpr[RAX] = 0x810;
+	CHECK(DSTEP(&c, &r, 0x65, 0x8a, 0x10) == 0 && (c.gpr[RDX] & 0xff) == 0x5a, "MOV DL, GS:[RAX]");
+	c.gpr[RAX] = 0x1010;
+	CHECK(DSTEP(&c, &r, 0x26, 0x8a, 0x18) == 0 && (c.gpr[RBX] & 0xff) == 0x5a, "MOV BL, ES:[RAX]: no base");
+	/* canonical addresses, branch targets; alignment checking; TF; LOCK; CET */
+	c.gpr[RAX] = 0x0000800000000000ull;
+	CHECK(DSTEP(&c, &r, 0x8b, 0x08) == INTERP_LEAVE_CANONICAL, "MOV from a non-canonical address");
+	CHECK(DSTEP(&c, &r, 0xff, 0xe0) == INTERP_LEAVE_TARGET, "JMP RAX to a non-canonical address");
+	c.gpr[RAX] = 0x1001;
+	c.cpl = 3;
+	c.cr0_am = true;
+	c.rflags = 0x2 | RFLAGS_AC;
+	CHECK(DSTEP(&c, &r, 0x8b, 0x08) == INTERP_LEAVE_ALIGN, "misaligned with CR0.AM, AC, CPL 3: #AC");
+	c.cpl = 0;
+	CHECK(DSTEP(&c, &r, 0x8b, 0x08) == 0, "misaligned at CPL 0: no #AC");
+	c.rflags = 0x2 | RFLAGS_TF;
+	CHECK(DSTEP(&c, &r, 0x90) == INTERP_LEAVE_TRAP, "TF: left");
+	c.rflags = 0x2 | RFLAGS_RF;
+	CHECK(DSTEP(&c, &r, 0x90) == 0 && !(c.rflags & RFLAGS_RF), "RF cleared by a completed instruction");
+	c.gpr[RAX] = 0x1000;
+	CHECK(DSTEP(&c, &r, 0xf0, 0x01, 0x08) == INTERP_LEAVE_PREFIX, "LOCK ADD: left");
+	CHECK(DSTEP(&c, &r, 0x87, 0x08) == INTERP_LEAVE_OPCODE, "XCHG with memory: left");
+	CHECK(DSTEP(&c, &r, 0x0f, 0x31) == INTERP_LEAVE_OPCODE && r.map == 1 && r.opcode == 0x31, "RDTSC: left");
+	/* DIV/IDIV only where they cannot raise #DE */
+	c.gpr[RAX] = 100;
+	c.gpr[RDX] = 0;
+	c.gpr[RCX] = 0;
+	CHECK(DSTEP(&c, &r, 0xf7, 0xf1) == INTERP_LEAVE_OPCODE && r.modrm_reg == 6, "DIV by 0: left, /6 counted");
+	c.gpr[RCX] = 7;
+	c.gpr[RDX] = 7;
+	CHECK(DSTEP(&c, &r, 0xf7, 0xf1) == INTERP_LEAVE_OPCODE, "DIV whose quotient overflows: left");
+	c.gpr[RDX] = 6;
+	unsigned __int128 dividend = (unsigned __int128)6 << 64 | 100;
+	CHECK(DSTEP(&c, &r, 0x48, 0xf7, 0xf1) == 0 && c.gpr[RAX] == (uint64_t)(dividend / 7) &&
+	      c.gpr[RDX] == (uint64_t)(dividend % 7), "DIV RCX: RDX:RAX / 7");
+	c.gpr[RAX] = 1ull << 63;
+	c.gpr[RDX] = ~0ull;
+	c.gpr[RCX] = ~0ull;
+	CHECK(DSTEP(&c, &r, 0x48, 0xf7, 0xf9) == INTERP_LEAVE_OPCODE, "IDIV of the most negative by -1: left");
+	c.gpr[RAX] = 5;
+	c.gpr[RDX] = 1;
+	c.gpr[RCX] = 2;
+	CHECK(DSTEP(&c, &r, 0x48, 0xf7, 0xf9) == INTERP_LEAVE_OPCODE, "IDIV whose dividend is not a sign-extended RAX: left");
+	CHECK(DSTEP(&c, &r, 0x66, 0xc3) == INTERP_LEAVE_PREFIX, "66 RET: left (Intel and AMD differ)");
+	c.cet = true;
+	CHECK(DSTEP(&c, &r, 0xc3) == INTERP_LEAVE_CET, "RET with CET: left");
+	CHECK(DSTEP(&c, &r, 0xf3, 0x0f, 0x1e, 0xfa) == INTERP_LEAVE_OPCODE, "ENDBR64 with CET: left");
+	c.cet = false;
+	CHECK(DSTEP(&c, &r, 0x0f) == INTERP_LEAVE_FETCH, "truncated: left");
+	c.mode = DEC_MODE_32;
+	d_code = (const uint8_t *)"\x90";
+	d_len = 1;
+	CHECK(interp_step(&c, &dops, NULL, &r) == INTERP_LEAVE_MODE, "32-bit code: left");
+	/* the branch record */
+	memset(&c, 0, sizeof(c));
+	c.rflags = 0x2 | RFLAGS_ZF;
+	CHECK(DSTEP(&c, &r, 0x74, 0x10) == 0 && r.branch == DEC_BR_JCC && r.taken && r.from == 0x400000 &&
+	      r.to == 0x400012 && c.rip == 0x400012, "JZ taken: from, to");
+	c.rflags = 0x2;
+	CHECK(DSTEP(&c, &r, 0x74, 0x10) == 0 && !r.taken && r.to == 0x400002, "JZ not taken");
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long cases = 1000000, kwin = 1000000;
+	const char *kernel = "build/cache/linux/vmlinux";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--cases") && i + 1 < argc)
+			cases = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			unit_rng = strtoull(argv[++i], NULL, 0) | 1;
+		else if (!strcmp(argv[i], "--kernel") && i + 1 < argc)
+			kernel = argv[++i];
+		else if (!strcmp(argv[i], "--kernel-windows") && i + 1 < argc)
+			kwin = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--verbose"))
+			verbose = true;
+	}
+	const char *env = getenv("INTERP_CASES");
+	if (env)
+		cases = strtoull(env, NULL, 0);
+
+	region = mmap((void *)REGION_ADDR, REGION_SIZE, PROT_READ | PROT_WRITE | PROT_EXEC,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (region != (uint8_t *)REGION_ADDR) {
+		CHECK(0, "mmap at %#llx", REGION_ADDR);
+		return unit_done("interp");
+	}
+	if (syscall(SYS_arch_prctl, ARCH_SET_GS, GS_BASE)) {
+		CHECK(0, "arch_prctl(ARCH_SET_GS)");
+		return unit_done("interp");
+	}
+	static uint8_t altstack[65536];
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
+	sigaltstack(&ss, NULL);
+	struct sigaction sa = { .sa_handler = crash, .sa_flags = SA_ONSTACK };
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
+
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(interp_native_selftest(), "the stub table's layout");
+	directed();
+	fill_sandbox(false);
+	random_cases(cases);
+	unsigned long long rc = n_cases, ri = n_insns;
+	CHECK(n_fail == 0, "%llu random sequences differ from the processor", n_fail);
+	kernel_cases(kernel, kwin);
+	CHECK(n_fail == 0, "%llu sequences differ from the processor", n_fail);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("interp: %llu random sequences (%llu instructions, %llu branches, %llu taken) and %llu kernel "
+	       "windows (%llu instructions) against the processor in %.1f s, %llu differ\n",
+	       rc, ri, n_branches, n_taken, n_cases - rc, n_insns - ri, secs, n_fail);
+	if (verbose) {
+		for (int i = 1; i < INTERP_LEAVE_NREASONS; i++)
+			if (leave_count[i])
+				printf("interp: left (%s): %llu\n", interp_leave_name((enum interp_leave)i), leave_count[i]);
+		/* the opcodes most often left, kernel windows (a small selection sort) */
+		for (int top = 0; top < 25; top++) {
+			unsigned best = NKEYS;
+			for (unsigned i = 0; i < NKEYS; i++)
+				if (left_ops[i].n && (best == NKEYS || left_ops[i].n > left_ops[best].n))
+					best = i;
+			if (best == NKEYS)
+				break;
+			uint32_t k = left_ops[best].key;
+			printf("interp: left %6llu x  enc %u map %u opcode %02x /%u\n", left_ops[best].n, k >> 20,
+			       (k >> 16) & 0xf, (k >> 8) & 0xff, k & 0xff);
+			left_ops[best].n = 0;
+		}
+	}
+	return unit_done("interp");
+}
