@@ -4,7 +4,7 @@
 #ifndef HV_X86_COND_H
 #define HV_X86_COND_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/paging.h"
 
 /* cc: the low four bits of the opcode (70+cc, 0F 80+cc, 0F 90+cc, 0F 40+cc) */

@@ -6,7 +6,7 @@
 #ifndef HV_X86_INTERP_H
 #define HV_X86_INTERP_H
 
-#include "base/types.h"
+#include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
 
 /* Guest register file, index = x86 register number (RAX 0 ... R15 15), as base/vcpu.h's gpr[]. */
