@@ -362,8 +362,8 @@ static void test_mtrrs(void)
 	for (unsigned i = 0; i < vcnt && free_pair == vcnt; i++)
 		if (!(rdmsr(MSR_IA32_MTRR_PHYSBASE0 + 2 * i + 1) & MTRR_PHYSMASK_VALID))
 			free_pair = i;
-	report(wrmsr_fault(MSR_IA32_MTRR_DEF_TYPE, 0) < 0 && rdmsr_fault(MSR_IA32_MTRR_DEF_TYPE, &v) < 0 && v == 0,
-	       "mtrr_disable_taken", "read %lx", v);
+	int w0 = wrmsr_fault(MSR_IA32_MTRR_DEF_TYPE, 0), r0 = rdmsr_fault(MSR_IA32_MTRR_DEF_TYPE, &v);
+	report(w0 < 0 && r0 < 0 && v == 0, "mtrr_disable_taken", "write %d, read %d: %lx", w0, r0, v);
 	report(integrity_ok(), "mtrr_disabled_hypervisor_whole", NULL);
 	report(wrmsr_fault(MSR_IA32_MTRR_DEF_TYPE, def) < 0 && rdmsr(MSR_IA32_MTRR_DEF_TYPE) == def,
 	       "mtrr_def_type_restored", NULL);
