@@ -785,7 +785,7 @@ void trace_before_entry(struct vcpu *v)
 	hv.ops->set_dr(v, 6, DR6_CLEAN);
 	if (t->bp.armed && t->bp.kind == BP_HANDLER)
 		return; /* an event is being delivered: no stepping, no planning */
-	if (t->nmi_pending && !t->nmi_blocked) {
+	if (t->nmi_pending && !t->nmi_blocked && nmi_can_inject(v)) {
 		t->nmi_pending = false;	/* the NMI that waited for an IRET */
 		nmi_deliver(v);
 		return;

@@ -46,6 +46,8 @@ void nmi_deliver(struct vcpu *v);
 /* trace/nmi.c: the blocking's hooks at every exit and entry, the IRET's
  * single step while idle and its #DB, an IRET the engine stepped */
 void nmi_exit_begin(struct vcpu *v);
+/* no event goes in at the next entry (else a kick brings the exit after it) */
+bool nmi_can_inject(struct vcpu *v);
 void nmi_before_entry(struct vcpu *v);
 bool nmi_step_db(struct vcpu *v, const struct hv_event *ev);
 void nmi_step_cancel(struct vcpu *v);

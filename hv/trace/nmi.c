@@ -33,7 +33,7 @@
 /* An event (a fault, an interrupt being delivered again) already goes in
  * at the next entry: the NMI waits for the exit after it, which a kick
  * (an NMI to this processor, intercepted) makes come at once. */
-static bool nmi_can_inject(struct vcpu *v)
+bool nmi_can_inject(struct vcpu *v)
 {
 	if (!hv.ops->event_pending || !hv.ops->event_pending(v))
 		return true;
