@@ -323,6 +323,7 @@ void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err)
 void hv_prepare_entry(struct vcpu *v)
 {
 	mp_before_entry(v);	/* INIT and SIPI: may wait here for a SIPI */
+	mp_take_nmi_ipi(v);
 	rec_ctl_poll(v);	/* a host request, before this vCPU re-reads the recorder */
 	trace_entry_sync(v);
 	irq_deliver(v);		/* a held external interrupt, when it may go */

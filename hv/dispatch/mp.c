@@ -66,9 +66,53 @@ void mp_init_self(struct vcpu *v)
 	send_init(v, v);
 }
 
+/*
+ * An NMI IPI (delivery mode NMI, SDM Vol. 3 11.6.1) to vCPUs named by
+ * physical destination or shorthand, where the hypervisor's kick is an NMI
+ * too (SVM): delivered by the hypervisor, never as a physical NMI. Two
+ * NMIs pending at one processor are one (an NMI is a latch), so a guest's
+ * NMI arriving with a kick, or with the kick that follows every injected
+ * interrupt under QEMU's TCG (svm_tcg_injection_quirk), was taken for
+ * the kick and lost: traced, t_fidel's NMI handler waited for ever for
+ * the NMI it had sent itself. To itself it goes now, after the write that
+ * sent it (hv_guest_nmi, with the blocking trace/nmi.c keeps); to another
+ * vCPU it is latched in that vCPU's nmi_ipi and the vCPU kicked, and it
+ * goes in at that vCPU's next entry (mp_take_nmi_ipi). Logical destination
+ * mode and unknown IDs go to the APIC as written.
+ */
+static bool nmi_ipi(struct vcpu *v, u32 lo, u32 dest, bool x2apic)
+{
+	u32 ids[HV_MAX_CPUS];
+	u64 mask;
+	if (hv.caps & HV_CAP_KICK_POLL)
+		return false;	/* no kick NMIs: the guest's reach it as sent */
+	for (u32 i = 0; i < hv.nr_vcpus; i++)
+		ids[i] = hv.vcpus[i]->apic_id;
+	if (icr_targets(lo, dest, x2apic, v->id, ids, hv.nr_vcpus, &mask) != ICR_TARGETS_OK)
+		return false;
+	for (u32 i = 0; i < hv.nr_vcpus; i++) {
+		struct vcpu *w = hv.vcpus[i];
+		if (!(mask & (1ull << i)) || w == v)
+			continue;
+		__atomic_store_n(&w->nmi_ipi, 1, __ATOMIC_SEQ_CST);
+		hv_kick(w);
+	}
+	if (mask & (1ull << v->id))
+		hv_guest_nmi(v);
+	return true;
+}
+
+void mp_take_nmi_ipi(struct vcpu *v)
+{
+	if (__atomic_load_n(&v->nmi_ipi, __ATOMIC_RELAXED) && __atomic_exchange_n(&v->nmi_ipi, 0, __ATOMIC_SEQ_CST))
+		hv_guest_nmi(v);
+}
+
 bool mp_icr_write(struct vcpu *v, u32 lo, u32 dest, bool x2apic)
 {
 	u32 dm = lo & ICR_DM_MASK;
+	if (dm == ICR_DM_NMI && nmi_ipi(v, lo, dest, x2apic))
+		return true;
 	if (dm != ICR_DM_INIT && dm != ICR_DM_STARTUP) {
 		/* x2APIC: the value is the guest's, the #GP for a bad one too */
 		if (x2apic)
@@ -247,6 +291,7 @@ void mp_before_entry(struct vcpu *v)
 			irq_drop_held(v);
 			apic_init_reset(v);
 			trace_nmi_reset(v);
+			__atomic_store_n(&v->nmi_ipi, 0, __ATOMIC_SEQ_CST);	/* a sent NMI: INIT wins */
 			if (__atomic_compare_exchange_n(&v->mp_state, &s, (s & ~MP_INIT) | MP_WAIT_SIPI, false,
 							__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 				v->inits++;

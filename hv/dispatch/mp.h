@@ -11,6 +11,9 @@ bool mp_apic_npf(struct vcpu *v, const struct hv_event *ev);
 bool mp_icr_write(struct vcpu *v, u32 lo, u32 dest, bool x2apic);
 /* An INIT the processor itself received (SVM's INIT intercept). */
 void mp_init_self(struct vcpu *v);
+/* Before every guest entry: an NMI another vCPU sent this one by IPI
+ * (latched in v->nmi_ipi, SVM) goes to the guest. */
+void mp_take_nmi_ipi(struct vcpu *v);
 /* An NMI exit: true when it was the hypervisor's kick (not the guest's). */
 bool mp_take_kick(struct vcpu *v);
 /* The vCPU is in the shutdown state: returns once an INIT reached it. */

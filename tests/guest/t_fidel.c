@@ -31,6 +31,10 @@
  * end of its current block (a handful of instructions). Pacing would hold
  * it for trace.pace branches (10,000 by default). */
 #define FI_PROMPT	64
+/* STI; INT n; CLI under the timer: enough rounds for its ticks to land
+ * anywhere in them (about 1 ms of guest time each traced), few enough for
+ * the differential tier's 40 s bound with the firmware traced too */
+#define FI_LOOPS	1000
 
 volatile uint64_t fi_nmi_count __attribute__((visibility("hidden")));
 volatile uint64_t fi_nmi_depth __attribute__((visibility("hidden")));
@@ -56,8 +60,9 @@ extern char fi_ipi_handler[] __attribute__((visibility("hidden")));
  * The NMI handler: counted, its nesting depth kept. The first one sends
  * this processor a second NMI (physical destination, its own APIC ID: the
  * self shorthand is for fixed interrupts only, SDM Vol. 3 Table 11-3),
- * then waits, bounded, long enough for that NMI to arrive if nothing
- * blocked it; fi_nmi_inside counts NMIs that came inside the wait.
+ * then waits, bounded (30,000 rounds: the NMI it sent arrives within a
+ * few instructions when nothing blocks it), long enough for that NMI to
+ * arrive if nothing blocked it; fi_nmi_inside counts NMIs that came inside the wait.
  * #DB: counted with the RIP it trapped at, TF cleared in the frame so a
  * leaked single step stops after one. The soft interrupt and the IPI:
  * counted (the IPI EOId through fi_eoi_addr, 0 for x2APIC's MSR).
@@ -88,7 +93,7 @@ asm(".pushsection .text\n"
     "	movq fi_icr_lo_addr(%rip), %rcx\n"
     "	movl fi_icr_lo(%rip), %eax\n"
     "	movl %eax, (%rcx)\n"
-    "3:	movl $200000, %ecx\n"
+    "3:	movl $30000, %ecx\n"
     "5:	cmpq $1, fi_nmi_count(%rip)\n"
     "	je 6f\n"
     "	incq fi_nmi_inside(%rip)\n"
@@ -225,7 +230,7 @@ static void int_in_sti_shadow_under_timer(bool trap_gate)
 	if (trap_gate)
 		idt_base()[FI_SOFT].type |= 1;	/* 0xE -> 0xF: trap gate */
 	asm volatile("mov %%cr8, %0; mov %1, %%cr8" : "=&r"(cr8) : "r"(0ull));
-	for (unsigned i = 0; i < 3000; i++)
+	for (unsigned i = 0; i < FI_LOOPS; i++)
 		asm volatile("cli\n\t"
 			     "sti\n\t"
 			     "int $0x21\n\t"
@@ -240,7 +245,7 @@ static void int_in_sti_shadow_under_timer(bool trap_gate)
 	gate_restore(FI_SOFT, saved[0]);
 	gate_restore(X86_DB, saved[1]);
 	irq_restore(f);
-	report(fi_soft_count == 3000 && fi_db_count == 0 && !(fi_db_rip & RFLAGS_TF),
+	report(fi_soft_count == FI_LOOPS && fi_db_count == 0 && !(fi_db_rip & RFLAGS_TF),
 	       trap_gate ? "int_trap_gate_in_sti_shadow_under_timer" : "int_in_sti_shadow_under_timer",
 	       "%lu INT n, %lu #DB, RFLAGS seen %lx", fi_soft_count, fi_db_count, fi_db_rip);
 }
