@@ -539,6 +539,11 @@ static void handle_xfer(struct hvt_gdb *g, const char *p)
 		free(doc);
 		return;
 	}
+	if (!strcmp(object, "exec-file")) {	/* the annex: a process id, there is one */
+		if (!g->t->exec_file)
+			return reply_err(g, 0x02, "no symbol file (hvtrace gdb --symbols)");
+		return reply_slice(g, g->t->exec_file, strlen(g->t->exec_file), off, len);
+	}
 	if (!strcmp(object, "btrace-conf")) {
 		char doc[256], bts[64] = "";
 		int k;
@@ -663,8 +668,8 @@ static void handle_query(struct hvt_gdb *g, const char *p)
 	if (starts(p, "qSupported")) {
 		g->err_text = strstr(p, "error-message+") != NULL;
 		reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;"
-			 "qXfer:btrace:read+;qXfer:btrace-conf:read+;Qbtrace:bts+;Qbtrace:off+;Qbtrace:pt-",
-		      HVT_GDB_PKT_MAX);
+			 "qXfer:btrace:read+;qXfer:btrace-conf:read+;Qbtrace:bts+;Qbtrace:off+;Qbtrace:pt-%s",
+		      HVT_GDB_PKT_MAX, g->t->exec_file ? ";qXfer:exec-file:read+" : "");
 	} else if (!strcmp(p, "qAttached")) {
 		reply(g, "1");	/* detaching leaves the target as it is */
 	} else if (!strcmp(p, "qC")) {

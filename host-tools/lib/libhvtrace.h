@@ -238,6 +238,8 @@ struct hvt_gdb_target {
 	int trace_live;			/* the recorder still traced when the dump was taken:
 					 * the newest block runs to the vCPU's RIP */
 	uint64_t bts_size;		/* bytes of a flight ring (btrace-conf) */
+	const char *exec_file;		/* a host path GDB loads symbols from
+					 * (qXfer:exec-file:read), or NULL */
 };
 
 struct hvt_gdb;
@@ -403,6 +405,9 @@ const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, u
 const struct hvt_sym *hvt_syms_find(const struct hvt_syms *s, const char *name);
 /* "name+0xoff", or "0xaddr" when unknown. */
 const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, size_t len);
+/* An ELF of the symbols alone (a .text without contents, a .symtab), for
+ * GDB, which reads no text map. 0, or -1 with err. */
+int hvt_syms_write_elf(const struct hvt_syms *s, const char *path, struct hvt_err *err);
 void hvt_syms_free(struct hvt_syms *s);
 
 /* The kernel symbols `hvtrace-agent symbols` printed into a console log:

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -42,7 +43,10 @@ static const char gdb_help[] =
 	"                     port, printed); one connection, then the command exits\n"
 	"  --vcpu N           the thread selected at first (default: the vCPU that\n"
 	"                     reached a trace.freeze address, else vCPU 0)\n"
-	"  --symbols SYMFILE  names the functions in the start-up summary\n";
+	"  --symbols SYMFILE  the guest kernel's symbols: an ELF (vmlinux) or a text map\n"
+	"                     (System.map, kallsyms, hvtrace symbols); gdb loads them\n"
+	"                     when it connects without a file of its own (a text map as\n"
+	"                     an ELF of its symbols alone, written to a temporary file)\n";
 
 enum { O_DUMP = 256, O_AT, O_LISTEN, O_VCPU, O_SYMBOLS };
 
@@ -179,6 +183,55 @@ static void summary(const struct gdb_state *s, const struct hvt_syms *syms)
 			(unsigned long long)s->th[v].nr);
 }
 
+/* A temporary symbol file, removed when the command ends, by a signal too. */
+static char tmp_syms[4096];
+
+static void on_signal(int sig)
+{
+	if (tmp_syms[0])
+		unlink(tmp_syms);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The file GDB loads symbols from: an ELF as it is (its absolute path), a
+ * text map written as an ELF of its symbols (*tmp set: remove it after). */
+static int exec_file_for(const char *symfile, const struct hvt_syms *syms, char *path, size_t len, int *tmp)
+{
+	struct hvt_err err;
+	char magic[4] = "";
+	FILE *f = fopen(symfile, "rb");
+	int fd;
+
+	if (f) {
+		if (fread(magic, 1, 4, f) != 4)
+			magic[0] = 0;
+		fclose(f);
+	}
+	if (!memcmp(magic, "\177ELF", 4)) {
+		if (!realpath(symfile, path))
+			return fail(symfile, "%s", strerror(errno));
+		return 0;
+	}
+	snprintf(path, len, "%s/hvtrace-gdb-syms-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return fail(path, "%s", strerror(errno));
+	close(fd);
+	*tmp = 1;
+	snprintf(tmp_syms, sizeof(tmp_syms), "%s", path);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	if (hvt_syms_write_elf(syms, path, &err)) {
+		unlink(path);
+		*tmp = 0;
+		return fail("symbols", "%s", err.msg);
+	}
+	fprintf(stderr, "hvtrace gdb: %zu symbols of %s as an ELF for gdb: %s\n", syms->n, symfile, path);
+	return 0;
+}
+
 /* [HOST:]PORT, numeric only: nothing is looked up. */
 static int listen_on(const char *spec, char *shown, size_t len)
 {
@@ -287,8 +340,8 @@ int cmd_gdb(int argc, char **argv)
 	struct gdb_state s;
 	struct hvt_syms syms = { 0 };
 	uint64_t vcpu = UINT64_MAX;
-	char where[128];
-	int opt, rc = 0, lfd;
+	char where[128], exec_file[4096] = "";
+	int opt, rc = 0, lfd, tmp = 0;
 
 	memset(&s, 0, sizeof(s));
 	optind = 1;
@@ -312,6 +365,10 @@ int cmd_gdb(int argc, char **argv)
 		return usage_error("gdb", "--dump FILE is required (the live mode is not built yet)");
 	if (symfile && load_symbols(&syms, symfile))
 		return EXIT_DATA;
+	if (symfile && exec_file_for(symfile, &syms, exec_file, sizeof(exec_file), &tmp)) {
+		hvt_syms_free(&syms);
+		return EXIT_DATA;
+	}
 	rc = open_target(&s, dump, at);
 	if (!rc && vcpu != UINT64_MAX) {
 		if (vcpu >= s.ncpus)
@@ -320,6 +377,8 @@ int cmd_gdb(int argc, char **argv)
 		else
 			s.t.first = (size_t)vcpu;
 	}
+	if (exec_file[0])
+		s.t.exec_file = exec_file;
 	if (!rc) {
 		summary(&s, symfile ? &syms : NULL);
 		lfd = listen_on(listen, where, sizeof(where));
@@ -334,5 +393,7 @@ int cmd_gdb(int argc, char **argv)
 	close_target(&s);
 	if (symfile)
 		hvt_syms_free(&syms);
+	if (tmp)
+		unlink(exec_file);
 	return rc;
 }

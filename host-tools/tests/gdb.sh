@@ -59,12 +59,15 @@ server_done() {
 	check "$1: the server ended cleanly (exit $rc)" test "$rc" = 0
 }
 
-# gdbrun OUT GDB-COMMANDS...: gdb in batch mode against the server on $port
+# gdbrun OUT GDB-COMMANDS...: gdb in batch mode against the server on
+# $port, given the test program's symbols (NOFILE=1: none, gdb loads what
+# the server offers)
 gdbrun() {
-	local out=$1 a=()
+	local out=$1 a=() pre=()
 	shift
 	for c in "$@"; do a+=(-ex "$c"); done
-	timeout 60 gdb -batch -nx -ex 'set pagination off' -ex 'set confirm off' -ex "file $T/prog.sym" \
+	[ -n "${NOFILE:-}" ] || pre=(-ex "file $T/prog.sym")
+	timeout 60 gdb -batch -nx -ex 'set pagination off' -ex 'set confirm off' "${pre[@]}" \
 		-ex "target remote 127.0.0.1:$port" "${a[@]}" >"$out" 2>&1
 }
 
@@ -200,6 +203,23 @@ serve "$T/core" && {
 	check "thread 2: no records, an empty history" has "$g" "^No trace\.$"
 	check "record stop" has "$g" "^Process record is stopped"
 }
+
+# ---------------------------------------------------------------- symbols from the server
+# gdb given no file: the server's --symbols, a text map (written as an ELF
+# of its symbols) or an ELF as it is
+nm "$T/prog.sym" >"$T/prog.map"
+for form in sym map; do
+	serve "$T/core" --symbols "$T/prog.$form" && {
+		NOFILE=1 gdbrun "$T/g4" 'record btrace bts' \
+			'record function-call-history' 'x/i $pc' 'detach'
+		server_done "symbols ($form)"
+		check "symbols ($form): gdb read the server's symbol file" has "$T/g4" "^Reading symbols from (/tmp/hvtrace-gdb-syms-|$T/prog.sym)"
+		check "symbols ($form): named in the history" has "$T/g4" "^5	crash$"
+		check "symbols ($form): x/i names the place" has "$T/g4" '^=> 0xffffffff81000029 <crash\+1>:\s+ud2$'
+	}
+done
+tmpf=$(sed -nE 's/.*as an ELF for gdb: (.*)$/\1/p' "$T/srv.err")
+check "symbols: the temporary ELF removed" test -n "$tmpf" -a ! -e "$tmpf"
 
 # ---------------------------------------------------------------- read-only
 serve "$T/core" && {
