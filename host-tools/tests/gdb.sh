@@ -175,10 +175,11 @@ serve "$T/core" && {
 
 # ---------------------------------------------------------------- the branch history
 serve "$T/core" && {
-	gdbrun "$T/g2" 'record function-call-history' 'record btrace bts' 'info record' \
+	gdbrun "$T/g2" 'record function-call-history' 'record btrace pt' 'record btrace bts' 'info record' \
 		'record function-call-history' 'record function-call-history /ci 1,5' \
 		'record instruction-history 1,12' 'thread 2' 'record function-call-history' 'thread 1' \
-		'record stop' 'record function-call-history' 'detach'
+		'reverse-stepi' 'reverse-stepi' 'x/i $pc' 'info registers rax' 'record goto begin' \
+		'record goto end' 'record stop' 'record function-call-history' 'detach'
 	server_done "btrace"
 	g=$T/g2
 	check "no history before record btrace" has "$g" "No (recording|record target) is currently active|No recording is currently active"
@@ -201,6 +202,12 @@ serve "$T/core" && {
 	check "instruction-history: crash's first instruction, last" has "$g" \
 		'^12	   0xffffffff81000028 <crash\+0>:	nop$'
 	check "thread 2: no records, an empty history" has "$g" "^No trace\.$"
+	check "record btrace pt: refused (bts only)" has "$g" "^Target does not support branch tracing\.$"
+	check "reverse-stepi: back into crash's first instruction" has "$g" '^0xffffffff81000028 in crash \(\)$'
+	check "reverse-stepi: back to the call" has "$g" '^=> 0xffffffff81000011 <main_loop\+17>:\s+call +0xffffffff81000028 <crash>$'
+	check "replaying: other registers unavailable" has "$g" '^rax +<unavailable>$'
+	check "record goto begin: the history's first instruction" has "$g" '^#0  0xffffffff81000018 in helper \(\)$'
+	check "record goto end: back at the dump's RIP" has "$g" '^#0  0xffffffff81000029 in crash \(\)$'
 	check "record stop" has "$g" "^Process record is stopped"
 }
 
