@@ -416,8 +416,9 @@ static int is_flow(const struct hvtrace_rec *r)
 	}
 }
 
-/* Records lost just before r: what came before it is not one path with
- * what follows. */
+/* Where the history restarts: records lost just before r (a LOST record,
+ * a gap marker) or tracing (re)started; what came before is not one path
+ * with what follows. */
 static int is_gap(const struct hvtrace_rec *r)
 {
 	return r->kind == HVTRACE_REC_LOST ||
