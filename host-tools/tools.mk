@@ -6,10 +6,10 @@ HT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iinclude -Ihost-tools/lib 
 HT_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 HT_LIBS := -lelf -lz
 
-HT_LIB_SRCS := $(addprefix host-tools/lib/,rec.c chan.c ctl.c dump.c producer.c file.c sym.c)
+HT_LIB_SRCS := $(addprefix host-tools/lib/,rec.c chan.c ctl.c dump.c guest.c gdbrsp.c producer.c file.c sym.c)
 # report.c, print.c and the exporters are the part of the command the fuzzers link too
 HT_OUT_SRCS := $(addprefix host-tools/src/,report.c print.c export_perf.c export_uftrace.c)
-HT_CLI_SRCS := $(addprefix host-tools/src/,hvtrace.c cmd_chan.c cmd_file.c synth.c) $(HT_OUT_SRCS)
+HT_CLI_SRCS := $(addprefix host-tools/src/,hvtrace.c cmd_chan.c cmd_file.c cmd_gdb.c synth.c) $(HT_OUT_SRCS)
 HT_HDRS := host-tools/lib/libhvtrace.h host-tools/src/cli.h include/hvtrace/abi.h \
 	include/hvtrace/record.h
 
@@ -55,12 +55,13 @@ test-host-tools: $(HT_TEST) $(HT_ASAN_BIN) $(HT_BIN) $(HT_GEN)
 	@fail=0; $(HT_TEST) || fail=1; \
 	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/cli.sh || fail=1; \
 	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/export.sh || fail=1; \
+	HVTRACE=$(HT_ASAN_BIN) host-tools/tests/gdb.sh || fail=1; \
 	HVTRACE=$(HT_BIN) GEN=$(HT_GEN) host-tools/tests/hostile.sh || fail=1; exit $$fail
 
 # libFuzzer harnesses, FUZZ_SECONDS each (not part of make test).
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
-HT_FUZZ_TARGETS := chan dump file sym report
+HT_FUZZ_TARGETS := chan dump file sym report gdb
 HT_FUZZ_BINS := $(addprefix $(HT_DIR)/fuzz/fuzz_,$(HT_FUZZ_TARGETS))
 
 $(HT_DIR)/fuzz/fuzz_%: host-tools/fuzz/fuzz_%.c $(HT_LIB_SRCS) $(HT_OUT_SRCS) $(HT_HDRS)

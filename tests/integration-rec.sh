@@ -1017,6 +1017,22 @@ t_linux_rec_smp() {
 	finish $name
 }
 
+# panic_prep NAME: the kernel's symbols ($SYMBOLS; without them NAME
+# finishes failed and this returns 1), a boot volume with Linux ($ESP), and
+# the addresses of write_sysrq_trigger ($WST) and panic ($PAN)
+panic_prep() {
+	if ! kernel_symbols; then
+		LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0
+		REASONS="; no kernel symbols from /proc/kallsyms (see $LOG)"
+		finish $1
+		return 1
+	fi
+	WST=$(awk '$3 == "write_sysrq_trigger" { print $1 }' "$SYMBOLS")
+	PAN=$(awk '$3 == "panic" { print $1 }' "$SYMBOLS")
+	ESP=$(esp $1)
+	add_linux "$ESP"
+}
+
 # A kernel developer's panic: Debian's kernel with panic=0 panics through
 # sysrq c from the test initramfs and then hangs in its panic loop, which
 # overwrote a plain flight recorder within seconds. trace.freeze at panic
@@ -1026,16 +1042,8 @@ t_linux_rec_smp() {
 # /proc/sysrq-trigger.
 t_linux_rec_panic_freeze() {
 	local name=linux-rec-panic-freeze
-	if ! kernel_symbols; then
-		LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0
-		REASONS="; no kernel symbols from /proc/kallsyms (see $LOG)"
-		finish $name
-		return 0
-	fi
-	local wst=$(awk '$3 == "write_sysrq_trigger" { print $1 }' "$SYMBOLS")
-	local pan=$(awk '$3 == "panic" { print $1 }' "$SYMBOLS")
-	local d=$(esp $name)
-	add_linux "$d"
+	panic_prep $name || return 0
+	local wst=$WST pan=$PAN d=$ESP
 	local ram=$RUNS/$name/ram.img snap=$RUNS/$name/snap.trace
 	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr panic=0 hvtrace.crash" \
 		'flight.size = 4M' "trace.start = 0x$wst" "trace.freeze = 0x$pan+2000" 'channel = ram'
@@ -1069,6 +1077,84 @@ t_linux_rec_panic_freeze() {
 	finish $name
 }
 
+# GDB post mortem: the panic of linux-rec-panic-freeze (trace.freeze at
+# panic) on two vCPUs, the machine's memory and CPUs taken 10 s into the
+# panic loop by QEMU's own dump-guest-memory; `hvtrace gdb` serves the core
+# to Debian's gdb, which gets the kernel's symbols from it (--symbols: the
+# kallsyms map, as an ELF). Checked: a thread per vCPU, the panicking one
+# (the trace.freeze trigger's) selected first, in panic's delay loop (the
+# other stopped by it), `bt` and `x/i $pc` on it named in the kernel,
+# memory through its page tables (linux_banner), and `record btrace bts`
+# with the function-call history holding sysrq_handle_crash, then panic
+# under it.
+t_linux_gdb_panic() {
+	local name=linux-gdb-panic
+	panic_prep $name || return 0
+	local wst=$WST pan=$PAN d=$ESP
+	# the kernel's banner string in .rodata (the map holds text symbols only)
+	local banner=$(python3 - "$BUILD/cache/linux/vmlinux" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+shoff, = struct.unpack_from("<Q", b, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3a)
+sh = [struct.unpack_from("<IIQQQQIIQQ", b, shoff + i * shentsize) for i in range(shnum)]
+names = sh[shstrndx][4]
+for s in sh:
+    name = b[names + s[0]:b.index(b"\0", names + s[0])]
+    if name == b".rodata":
+        k = b.find(b"Linux version ", s[4], s[4] + s[5])
+        if k >= 0:
+            print("%x" % (s[3] + k - s[4]))
+PY
+)
+	local core=$RUNS/$name/guest.core port=$((20000 + RANDOM % 20000)) out=$RUNS/$name/gdb.txt
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr panic=0 hvtrace.crash" \
+		'flight.size = 256K' "trace.start = 0x$wst" "trace.freeze = 0x$pan+2000" 'channel = ram'
+	rm -f "$core"
+	run $name 300 --smp 2 --cpu-flags -hypervisor --until 'Kernel panic - not syncing' \
+		--then "sleep 10; tests/lib/hmp.sh $port 120 dump-guest-memory $core" -- \
+		-monitor tcp:127.0.0.1:$port,server=on,wait=off
+	expect 'recorder: flight recorder frozen \(trace.freeze address\)'
+	expect 'Kernel panic - not syncing: sysrq triggered crash'
+	reject 'hvtrace: error'
+	if [ "$(head -c 4 "$core" 2>/dev/null | tail -c 3)" != ELF ]; then
+		REASONS="$REASONS; no ELF core from dump-guest-memory ($core)"
+	else
+		local srv=$RUNS/$name/server.txt gport= i pid
+		timeout 300 "$HVTRACE" gdb --dump "$core" --symbols "$SYMBOLS" --listen 127.0.0.1:0 2>"$srv" &
+		pid=$!
+		for i in $(seq 100); do
+			gport=$(sed -nE 's/^hvtrace gdb: listening on 127\.0\.0\.1:([0-9]+) .*/\1/p' "$srv")
+			[ -n "$gport" ] && break
+			sleep 0.1
+		done
+		timeout 240 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
+			-ex 'info threads' -ex 'bt 6' -ex 'x/i $pc' -ex "x/s 0x$banner" -ex 'record btrace bts' \
+			-ex 'info record' -ex 'set record function-call-history-size unlimited' \
+			-ex 'record function-call-history /c 1' -ex 'detach' >"$out" 2>&1
+		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		local v=$(awk '$3 == "marker" && $4 == "trigger" { print $2 }' <("$HVTRACE" snapshot --dump "$core" -o "$RUNS/$name/snap.trace" >/dev/null 2>&1 &&
+			"$HVTRACE" dump "$RUNS/$name/snap.trace"))
+		# in gdb's output ($out): want ERE WHY
+		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+		want "^\\* $((v + 1)) +Thread $((v + 1)) \"vCPU $v\" \(vCPU $v \(QEMU CPU $v\)\) 0xffffffff[0-9a-f]+ in (delay_tsc|__const_udelay|panic) \(\)$" \
+			"the panicking vCPU ('$v', the trigger's) is not selected first, in panic's delay loop"
+		want '^  [12] +Thread [12] "vCPU [01]" .* in [a-z_]' "info threads does not list the other vCPU"
+		want '^#0  0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' "bt does not name frame 0 in the kernel"
+		want '^=> 0xffffffff[0-9a-f]+ <[a-z_][a-z0-9_.]*\+[0-9]+>:' "x/i \$pc shows no kernel instruction"
+		want "^0x$banner( <[^>]*>)?:\\s+\"Linux version " "linux_banner not read through the page tables"
+		want '^Recorded [0-9]+ instructions in [0-9]+ functions' "record btrace recorded nothing"
+		# the sysrq handler, then panic one level under it
+		awk -F'\t' '/^[0-9]+\t/ { n = $2; d = match(n, /[^ ]/); sub(/^ +/, "", n);
+			if (n == "sysrq_handle_crash") { sd = d; seen = 1; next }
+			if (seen && n == "panic" && d > sd) { ok = 1; exit } }
+			END { exit !ok }' "$out" ||
+			REASONS="$REASONS; the call history lacks sysrq_handle_crash -> panic ($out)"
+	fi
+	rm -f "$core"
+	finish $name
+}
+
 ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle"
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic"
 runner_main integration-rec "$ALL" "$@"

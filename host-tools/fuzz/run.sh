@@ -10,12 +10,16 @@ H=${HVTRACE:-build/host-tools/hvtrace}
 secs=${FUZZ_SECONDS:-60}
 seeds=$dir/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{chan,dump,file,sym,report}
+mkdir -p "$seeds"/{chan,dump,file,sym,report,gdb}
 # seeds: a channel, dumps (raw, ELF), trace files, symbol maps, a tiny ELF
 "$H" synth chan -o "$seeds/chan/two-rings" --vcpus 2 --ring 0:overwrite:8:20 --ring 1:lossless:4:3 --state frozen --freeze reset
 "$H" synth chan -o "$seeds/chan/three" --vcpus 3 --ring 0:overwrite:2:1 --ring 2:lossless:2:5 --ring 1:overwrite:4:0
 "$H" synth chan -o "$seeds/dump/raw" --dump raw --at 0x2000 --decoy --ring 0:overwrite:4:9
 "$H" synth chan -o "$seeds/dump/elf" --dump elf --at 0x2000 --ring 0:overwrite:4:9
+printf 'main:\n\tcall f\nf:\tret\n' >"$seeds/prog.S"
+cc -c -o "$seeds/prog.o" "$seeds/prog.S" && ld -Ttext=0xffffffff81000000 -e main -o "$seeds/prog" "$seeds/prog.o" &&
+	"$H" synth gdb -o "$seeds/dump/gdb-core" --code "$seeds/prog" --branch 0xffffffff81000000:0xffffffff81000005:call
+rm -f "$seeds/prog.S" "$seeds/prog.o" "$seeds/prog"
 "$H" synth file -o "$seeds/file/done" --records 12 --vcpus 2 --tsc-hz 1000
 "$H" synth file -o "$seeds/file/partial" --records 3 --partial
 cp "$seeds/file/done" "$seeds/file/partial" "$seeds/report/"	# report and export read trace files
@@ -24,6 +28,25 @@ printf 'int f(void){return 1;}\nvoid _start(void){f();for(;;);}\n' >"$seeds/tiny
 cc -O1 -nostdlib -static -s -Wl,--strip-debug -o "$seeds/sym/elf-stripped" "$seeds/tiny.c" 2>/dev/null
 cc -O1 -nostdlib -static -o "$seeds/sym/elf" "$seeds/tiny.c" 2>/dev/null
 rm -f "$seeds/tiny.c"
+# GDB sessions: the packets gdb sends for threads, registers, memory, btrace
+python3 - "$seeds/gdb" <<'PY'
+import sys
+def frame(b):
+    return b"$" + b + b"#%02x" % (sum(b) % 256)
+sessions = {
+    "connect": [b"qSupported:multiprocess+;swbreak+;xmlRegisters=i386", b"vMustReplyEmpty",
+                b"QStartNoAckMode", b"Hg0", b"qXfer:features:read:target.xml:0,ffb", b"qTStatus", b"?",
+                b"qfThreadInfo", b"qsThreadInfo", b"qAttached", b"Hc-1", b"qC", b"g", b"D"],
+    "threads": [b"qXfer:threads:read::0,1000", b"qThreadExtraInfo,2", b"T2", b"Hg2", b"p10", b"p3d",
+                b"mffffffff81000000,40", b"m7000,10", b"qRcmd,70687973203078373030302031363030"],
+    "btrace": [b"Hg1", b"Qbtrace:bts", b"qXfer:btrace-conf:read::0,1000", b"qXfer:btrace:read:delta:0,1000",
+               b"qXfer:btrace:read:new:0,1000", b"qXfer:btrace:read:all:0,40", b"Qbtrace:off"],
+    "refused": [b"c", b"s", b"vCont;c", b"Z0,ffffffff81000000,1", b"Mffffffff81000000,1:00",
+                b"X0,1:}\x03", b"G00", b"P0=00", b"k"],
+}
+for name, pkts in sessions.items():
+    open(sys.argv[1] + "/" + name, "wb").write(b"+".join(frame(p) for p in pkts))
+PY
 
 crashed=""
 for t in "$@"; do

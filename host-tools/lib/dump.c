@@ -205,7 +205,9 @@ static int check_header(const struct hvt_dump *d, uint64_t pa, struct hvtrace_ch
 	return 0;
 }
 
-static int scan(struct hvt_dump *d, struct hvt_err *err)
+/* Finds the candidates; 0 even when there is none (d->nr_cand 0, the
+ * reason in *none), -1 only when memory runs out. */
+static int scan(struct hvt_dump *d, struct hvt_err *none, struct hvt_err *err)
 {
 	struct hvtrace_chan *hdr = malloc(sizeof(*hdr));
 	size_t i, cap = 0, rejected = 0;
@@ -250,16 +252,18 @@ static int scan(struct hvt_dump *d, struct hvt_err *err)
 	if (d->nr_cand)
 		return 0;
 	if (!rejected)
-		hvt_seterr(err, "dump: no channel (no 4 KiB-aligned page starts with HVTRCHN1)");
+		hvt_seterr(none, "dump: no channel (no 4 KiB-aligned page starts with HVTRCHN1)");
 	else
-		hvt_seterr(err, "dump: %zu candidate page%s rejected, the last: %s", rejected,
+		hvt_seterr(none, "dump: %zu candidate page%s rejected, the last: %s", rejected,
 			   rejected == 1 ? "" : "s", last.msg);
-	return -1;
+	return 0;
 }
 
-int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err)
+static int dump_open(struct hvt_dump *d, const void *buf, size_t len, int need_chan, struct hvt_err *err)
 {
 	memset(d, 0, sizeof(*d));
+	d->buf = buf;
+	d->len = len;
 	if (len >= 8 && !memcmp(buf, "KDUMP   ", 8)) {
 		hvt_seterr(err, "dump: kdump-compressed format is not supported "
 				"(use dump-guest-memory without -z/-l/-s, or pmemsave)");
@@ -279,26 +283,56 @@ int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hv
 		d->region[0] = (struct hvt_dump_region){ .paddr = 0, .len = len, .run_end = len, .data = buf };
 		d->nr_region = 1;
 	}
-	if (!scan(d, err))
+	if (!scan(d, &d->no_chan, err) && (d->nr_cand || !need_chan))
 		return 0;
+	if (!d->nr_cand)
+		*err = d->no_chan;
 bad:
 	hvt_dump_close(d);
 	return -1;
 }
 
-int hvt_dump_open(struct hvt_dump *d, const char *path, struct hvt_err *err)
+int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err)
+{
+	return dump_open(d, buf, len, 1, err);
+}
+
+int hvt_dump_open_any_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err)
+{
+	return dump_open(d, buf, len, 0, err);
+}
+
+static int open_file(struct hvt_dump *d, const char *path, int need_chan, struct hvt_err *err)
 {
 	size_t len;
 	void *map = hvt_map_file(path, 0, 1, &len, err);
 
 	if (!map)
 		return -1;
-	if (hvt_dump_open_mem(d, map, len, err)) {
+	if (dump_open(d, map, len, need_chan, err)) {
 		munmap(map, len);
 		return -1;
 	}
 	d->map = map;
 	d->map_len = len;
+	return 0;
+}
+
+int hvt_dump_open(struct hvt_dump *d, const char *path, struct hvt_err *err)
+{
+	return open_file(d, path, 1, err);
+}
+
+int hvt_dump_open_any(struct hvt_dump *d, const char *path, struct hvt_err *err)
+{
+	return open_file(d, path, 0, err);
+}
+
+int hvt_dump_read_phys(const struct hvt_dump *d, uint64_t pa, void *out, uint64_t len)
+{
+	if (!covered(d, pa, len))
+		return -1;
+	read_phys(d, pa, out, len);
 	return 0;
 }
 

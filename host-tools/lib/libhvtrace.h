@@ -115,19 +115,60 @@ struct hvt_dump {
 	const char *format;		/* "raw" or "elf" */
 	struct hvt_dump_cand *cand;	/* by address */
 	size_t nr_cand;
+	struct hvt_err no_chan;		/* nr_cand 0 (hvt_dump_open_any): why */
 	/* private */
 	struct hvt_dump_region *region;	/* by address */
 	size_t nr_region;
+	const void *buf;		/* the whole dump */
+	size_t len;
 	void *map;
 	size_t map_len;
 };
 
 int hvt_dump_open(struct hvt_dump *d, const char *path, struct hvt_err *err);
 int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err);
+/* The same, but a dump without a valid channel header opens too (nr_cand
+ * 0, the reason in no_chan): its memory and CPUs are still worth reading. */
+int hvt_dump_open_any(struct hvt_dump *d, const char *path, struct hvt_err *err);
+int hvt_dump_open_any_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err);
+/* Copies [pa, pa + len) of guest-physical memory; -1 when the dump does
+ * not hold all of it. */
+int hvt_dump_read_phys(const struct hvt_dump *d, uint64_t pa, void *out, uint64_t len);
 /* Copies out the channel whose header is at guest-physical pa (one of the
  * candidates) and validates the copy; ch stays valid after hvt_dump_close. */
 int hvt_dump_chan(const struct hvt_dump *d, uint64_t pa, struct hvt_chan *ch, struct hvt_err *err);
 void hvt_dump_close(struct hvt_dump *d);
+
+/* The CPUs of an ELF core from dump-guest-memory (guest.c): registers
+ * from each CPU's NT_PRSTATUS note and, when QEMU wrote it, its "QEMU"
+ * note (control registers, segment flags). Their order is QEMU's CPU
+ * order. */
+struct hvt_vcpu_regs {
+	uint32_t id;		/* NT_PRSTATUS pr_pid: QEMU's CPU index + 1 */
+	int has_sys;		/* the QEMU note: cr[], cs_flags */
+	int has_kgs;		/* ... and kernel_gs_base (newer QEMUs) */
+	uint64_t gpr[16];	/* GDB's order: rax rbx rcx rdx rsi rdi rbp rsp r8-r15 */
+	uint64_t rip, rflags;
+	uint32_t seg[6];	/* selectors: cs ss ds es fs gs */
+	uint32_t cs_flags;	/* the CS descriptor's high dword (L: bit 21) */
+	uint64_t fs_base, gs_base, kernel_gs_base;
+	uint64_t cr[5];		/* CR0-CR4 */
+};
+/* malloc'd array *out of *n CPUs; -1 with err for a raw image or a core
+ * without CPU notes. */
+int hvt_dump_cpus(const struct hvt_dump *d, struct hvt_vcpu_regs **out, size_t *n, struct hvt_err *err);
+/* The notes QEMU would write for these CPUs (tests): malloc'd, *len bytes. */
+void *hvt_cpu_notes(const struct hvt_vcpu_regs *c, unsigned n, size_t *len);
+/* A linear address of CPU c through its page tables in the dump (32-bit,
+ * PAE, 4- and 5-level paging, large pages; physical without paging):
+ * *pa, and *left bytes to the end of its page. -1: not mapped, or a table
+ * the dump lacks. */
+int hvt_vcpu_translate(const struct hvt_dump *d, const struct hvt_vcpu_regs *c, uint64_t la,
+		       uint64_t *pa, uint64_t *left);
+/* Reads len bytes at linear la: how many could be read from the start
+ * (up to the first unmapped page), or -1 when not even the first. */
+int64_t hvt_vcpu_read(const struct hvt_dump *d, const struct hvt_vcpu_regs *c, uint64_t la, void *out,
+		      uint64_t len);
 
 /* The live state fields (volatile reads). */
 uint32_t hvt_chan_state(const struct hvt_chan *ch);
@@ -169,6 +210,48 @@ uint64_t hvt_recs_filter(struct hvtrace_rec *r, uint64_t n, uint64_t *bad);
 
 /* Stable merge of records by TSC (ties keep their order). */
 int hvt_recs_sort_tsc(struct hvtrace_rec *r, uint64_t n);
+
+/* ---------------------------------------------------------------- */
+/* A GDB remote-serial-protocol server over a stopped, read-only target
+ * (gdbrsp.c): a thread per vCPU with its registers, memory by its linear
+ * addresses, its flight recorder as GDB's branch trace (btrace, BTS
+ * format). The connection is the caller's: it feeds the bytes it receives
+ * and gets the bytes to send through a callback. */
+#define HVT_GDB_PKT_MAX 0x4000	/* PacketSize: the longest packet taken or sent */
+
+struct hvt_gdb_thread {
+	const struct hvt_vcpu_regs *regs;
+	const struct hvtrace_rec *recs;	/* its flight recorder, oldest first (may be 0) */
+	uint64_t nr;
+	/* private */
+	char *btrace;			/* its btrace XML, made on first read */
+	size_t btrace_len;
+	int bts;			/* GDB turned branch tracing on (Qbtrace:bts) */
+	int sent;			/* since: 1 the trace sent, 2 then asked again */
+};
+
+struct hvt_gdb_target {
+	const struct hvt_dump *dump;	/* memory */
+	struct hvt_gdb_thread *th;
+	size_t nth;			/* >= 1 */
+	size_t first;			/* the thread selected at first (index) */
+	int trace_live;			/* the recorder still traced when the dump was taken:
+					 * the newest block runs to the vCPU's RIP */
+	uint64_t bts_size;		/* bytes of a flight ring (btrace-conf) */
+	const char *exec_file;		/* a host path GDB loads symbols from
+					 * (qXfer:exec-file:read), or NULL */
+};
+
+struct hvt_gdb;
+/* send(ctx, buf, len): 0, or -1 when the connection is gone. */
+typedef int (*hvt_gdb_send_fn)(void *ctx, const void *buf, size_t len);
+struct hvt_gdb *hvt_gdb_new(struct hvt_gdb_target *t, hvt_gdb_send_fn send, void *ctx);
+/* Takes received bytes: 0, 1 once the client detached or killed (the
+ * session is over), -1 when send failed. */
+int hvt_gdb_input(struct hvt_gdb *g, const void *buf, size_t len);
+/* Packets handled, and of them refused as malformed (for the tests). */
+void hvt_gdb_stats(const struct hvt_gdb *g, uint64_t *packets, uint64_t *malformed);
+void hvt_gdb_free(struct hvt_gdb *g);
 
 /* ---------------------------------------------------------------- */
 /* Host -> hypervisor control (record.h, docs/channel.md "Control"). */
@@ -252,6 +335,9 @@ struct hvt_elf_seg {
 	uint64_t paddr, len;
 };
 void *hvt_elf_core_segs(const uint8_t *mem, const struct hvt_elf_seg *seg, unsigned n, size_t *len);
+/* ... with a PT_NOTE of notes_len bytes first (hvt_cpu_notes) */
+void *hvt_elf_core_notes(const uint8_t *mem, const struct hvt_elf_seg *seg, unsigned n,
+			 const void *notes, size_t notes_len, size_t *len);
 
 /* ---------------------------------------------------------------- */
 /* Trace files. */
@@ -319,6 +405,9 @@ const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, u
 const struct hvt_sym *hvt_syms_find(const struct hvt_syms *s, const char *name);
 /* "name+0xoff", or "0xaddr" when unknown. */
 const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, size_t len);
+/* An ELF of the symbols alone (a .text without contents, a .symtab), for
+ * GDB, which reads no text map. 0, or -1 with err. */
+int hvt_syms_write_elf(const struct hvt_syms *s, const char *path, struct hvt_err *err);
 void hvt_syms_free(struct hvt_syms *s);
 
 /* The kernel symbols `hvtrace-agent symbols` printed into a console log:

@@ -266,17 +266,19 @@ void hvt_synth_rec(uint32_t vcpu, uint64_t i, unsigned nfuncs, struct hvtrace_re
 /* An ELF core as dump-guest-memory writes one: a PT_LOAD per segment, in
  * the order given, back to back from the first page after the program
  * headers (so at file offsets unlike their p_paddr). */
-void *hvt_elf_core_segs(const uint8_t *mem, const struct hvt_elf_seg *seg, unsigned n, size_t *len)
+void *hvt_elf_core_notes(const uint8_t *mem, const struct hvt_elf_seg *seg, unsigned n,
+			 const void *notes, size_t notes_len, size_t *len)
 {
-	uint64_t off = (sizeof(Elf64_Ehdr) + n * sizeof(Elf64_Phdr) + 0xfff) & ~0xfffull;
+	unsigned nph = n + (notes_len ? 1 : 0);
+	uint64_t off = (sizeof(Elf64_Ehdr) + nph * sizeof(Elf64_Phdr) + 0xfff) & ~0xfffull;
 	uint8_t *f;
 	Elf64_Ehdr *e;
 	Elf64_Phdr *ph;
 	unsigned i;
 
-	for (i = 0, *len = off; i < n; i++)
+	for (i = 0, *len = off + ((notes_len + 0xfff) & ~0xfffull); i < n; i++)
 		*len += seg[i].len;
-	f = n < PN_XNUM ? calloc(1, *len) : NULL;
+	f = nph < PN_XNUM ? calloc(1, *len) : NULL;
 	if (!f)
 		return NULL;
 	e = (Elf64_Ehdr *)f;
@@ -291,7 +293,13 @@ void *hvt_elf_core_segs(const uint8_t *mem, const struct hvt_elf_seg *seg, unsig
 	e->e_phoff = sizeof(*e);
 	e->e_ehsize = sizeof(*e);
 	e->e_phentsize = sizeof(*ph);
-	e->e_phnum = (uint16_t)n;
+	e->e_phnum = (uint16_t)nph;
+	if (notes_len) {	/* dump-guest-memory puts the notes first */
+		*ph++ = (Elf64_Phdr){ .p_type = PT_NOTE, .p_offset = off, .p_filesz = notes_len,
+				      .p_memsz = notes_len };
+		memcpy(f + off, notes, notes_len);
+		off += (notes_len + 0xfff) & ~0xfffull;
+	}
 	for (i = 0; i < n; i++) {
 		ph[i] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = off,
 				      .p_vaddr = 0xffff888000000000ull + seg[i].paddr,
@@ -301,6 +309,11 @@ void *hvt_elf_core_segs(const uint8_t *mem, const struct hvt_elf_seg *seg, unsig
 		off += seg[i].len;
 	}
 	return f;
+}
+
+void *hvt_elf_core_segs(const uint8_t *mem, const struct hvt_elf_seg *seg, unsigned n, size_t *len)
+{
+	return hvt_elf_core_notes(mem, seg, n, NULL, 0, len);
 }
 
 void *hvt_elf_core_image(const uint8_t *mem, uint64_t at, uint64_t end, size_t *len)

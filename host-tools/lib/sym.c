@@ -287,6 +287,101 @@ const char *hvt_syms_format(const struct hvt_syms *s, uint64_t addr, char *buf, 
 	return buf;
 }
 
+/* An ELF holding the symbols alone, for a debugger that reads no text
+ * map: a .text without contents (SHT_NOBITS) over their range, a .symtab
+ * of STT_FUNC symbols in it, each as long as the gap to the next when its
+ * size is unknown. Written by hand: the layout is five fixed parts
+ * (header, strings, symbols, section names, section headers). */
+int hvt_syms_write_elf(const struct hvt_syms *s, const char *path, struct hvt_err *err)
+{
+	static const char shstr[] = "\0.text\0.symtab\0.strtab\0.shstrtab";
+	uint64_t lo, hi, nxt, strsz = 1, off;
+	Elf64_Sym *sym = NULL;
+	char *str = NULL;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh[5];
+	FILE *f = NULL;
+	size_t i;
+	int rc = -1;
+
+	if (!s->n) {
+		hvt_seterr(err, "%s: no symbols to write", path);
+		return -1;
+	}
+	for (i = 0; i < s->n; i++)
+		strsz += strlen(s->v[i].name) + 1;
+	if (strsz > UINT32_MAX) {
+		hvt_seterr(err, "%s: names too long for an ELF string table", path);
+		return -1;
+	}
+	sym = calloc(s->n + 1, sizeof(*sym));
+	str = calloc(1, strsz);
+	if (!sym || !str) {
+		hvt_seterr(err, "%s: out of memory", path);
+		goto out;
+	}
+	lo = s->v[0].addr & ~0xfffull;
+	hi = s->v[s->n - 1].addr + (s->v[s->n - 1].size ? s->v[s->n - 1].size : 1);
+	for (i = s->n, nxt = 0; i--;) {	/* backwards: the next higher address (aliases share one) */
+		const struct hvt_sym *v = &s->v[i];
+
+		if (i + 1 < s->n && s->v[i + 1].addr > v->addr)
+			nxt = s->v[i + 1].addr;
+		sym[i + 1] = (Elf64_Sym){ .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = 1,
+					  .st_value = v->addr,
+					  .st_size = v->size ? v->size : nxt > v->addr ? nxt - v->addr : 0 };
+		if (v->addr + sym[i + 1].st_size > hi)
+			hi = v->addr + sym[i + 1].st_size;
+	}
+	for (i = 0, off = 1; i < s->n; i++) {
+		sym[i + 1].st_name = (uint32_t)off;
+		memcpy(str + off, s->v[i].name, strlen(s->v[i].name) + 1);
+		off += strlen(s->v[i].name) + 1;
+	}
+	eh = (Elf64_Ehdr){ .e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			   .e_ehsize = sizeof(eh), .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 5,
+			   .e_shstrndx = 4 };
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	off = sizeof(eh);
+	memset(sh, 0, sizeof(sh));
+	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_NOBITS, .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
+			      .sh_addr = lo, .sh_offset = off, .sh_size = hi - lo, .sh_addralign = 16 };
+	sh[3] = (Elf64_Shdr){ .sh_name = 15, .sh_type = SHT_STRTAB, .sh_offset = off, .sh_size = strsz,
+			      .sh_addralign = 1 };
+	off += (strsz + 7) & ~7ull;
+	sh[2] = (Elf64_Shdr){ .sh_name = 7, .sh_type = SHT_SYMTAB, .sh_offset = off,
+			      .sh_size = (s->n + 1) * sizeof(*sym), .sh_link = 3, .sh_info = 1,
+			      .sh_addralign = 8, .sh_entsize = sizeof(*sym) };
+	off += sh[2].sh_size;
+	sh[4] = (Elf64_Shdr){ .sh_name = 23, .sh_type = SHT_STRTAB, .sh_offset = off, .sh_size = sizeof(shstr),
+			      .sh_addralign = 1 };
+	off += (sizeof(shstr) + 7) & ~7ull;
+	eh.e_shoff = off;
+	f = fopen(path, "wb");
+	if (!f || fwrite(&eh, sizeof(eh), 1, f) != 1 || fwrite(str, 1, strsz, f) != strsz ||
+	    fwrite("\0\0\0\0\0\0\0", 1, ((strsz + 7) & ~7ull) - strsz, f) != ((strsz + 7) & ~7ull) - strsz ||
+	    fwrite(sym, sizeof(*sym), s->n + 1, f) != s->n + 1 ||
+	    fwrite(shstr, 1, sizeof(shstr), f) != sizeof(shstr) ||
+	    fwrite("\0\0\0\0\0\0\0", 1, ((sizeof(shstr) + 7) & ~7ull) - sizeof(shstr), f) !=
+		    ((sizeof(shstr) + 7) & ~7ull) - sizeof(shstr) ||
+	    fwrite(sh, sizeof(sh), 1, f) != 1) {
+		hvt_seterr(err, "%s: cannot write", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (f && fclose(f) && !rc) {
+		hvt_seterr(err, "%s: cannot write", path);
+		rc = -1;
+	}
+	free(sym);
+	free(str);
+	return rc;
+}
+
 void hvt_syms_free(struct hvt_syms *s)
 {
 	free(s->v);

@@ -32,6 +32,8 @@ int parse_name(const char *s, const char *(*name)(unsigned), unsigned n);
 /* --shm PATH or --dump FILE (exactly one); at: --at ADDR (dumps), or NULL. */
 int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump,
 		 const char *at);
+/* The valid channel headers of a dump, "--at ADDR: ..." on stderr (at most 32). */
+void list_dump_headers(const struct hvt_dump *d);
 /* A trace file with every record checked; warns about an unfinished one. */
 int open_trace(struct hvt_file *f, const char *path);
 int load_symbols(struct hvt_syms *s, const char *path);
@@ -125,5 +127,6 @@ int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_symbols(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_gdb(int argc, char **argv);
 
 #endif

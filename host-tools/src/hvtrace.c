@@ -37,6 +37,9 @@ static const char usage[] =
 	"                                                 for Perfetto, perf, uftrace\n"
 	"  symbols  LOG -o MAP                            the guest kernel's symbols that\n"
 	"                                                 hvtrace-agent symbols printed\n"
+	"  gdb      --dump FILE [--listen [HOST:]PORT]   a GDB server over a memory dump (post\n"
+	"                                                 mortem, read-only): vCPUs as threads,\n"
+	"                                                 the flight recorder as record btrace\n"
 	"\n"
 	"`hvtrace COMMAND --help` describes one. SYMFILE: an ELF with a symbol table,\n"
 	"or a System.map / /proc/kallsyms text map; without --symbols, FILE.map beside\n"
@@ -124,7 +127,7 @@ int parse_name(const char *s, const char *(*name)(unsigned), unsigned n)
  * one on every page. */
 #define LIST_MAX 32
 
-static void list_headers(const struct hvt_dump *d)
+void list_dump_headers(const struct hvt_dump *d)
 {
 	size_t i;
 
@@ -174,10 +177,10 @@ static int open_dump(struct hvt_chan *ch, const char *cmd, const char *path, con
 		rc = fail(path, "dump: %zu pages hold a valid channel header, and a guest can forge one "
 			  "in its RAM: choose with --at ADDR (the hypervisor logs its own as "
 			  "'recorder: channel at ADDR')", d.nr_cand);
-		list_headers(&d);
+		list_dump_headers(&d);
 	} else if (hvt_dump_chan(&d, at ? pa : d.cand[0].pa, ch, &err)) {
 		rc = fail(path, "%s", err.msg);
-		list_headers(&d);
+		list_dump_headers(&d);
 	}
 	hvt_dump_close(&d);
 	return rc;
@@ -242,7 +245,7 @@ static const struct {
 } cmds[] = {
 	{ "status", cmd_status }, { "record", cmd_record }, { "snapshot", cmd_snapshot },
 	{ "dump", cmd_dump },	  { "report", cmd_report }, { "export", cmd_export },
-	{ "symbols", cmd_symbols }, { "ctl", cmd_ctl },
+	{ "symbols", cmd_symbols }, { "ctl", cmd_ctl }, { "gdb", cmd_gdb },
 	{ "synth", cmd_synth },	/* hidden: synthetic channels and files for tests */
 };
 

@@ -6,6 +6,8 @@
  * lossless ring as the hypervisor would. Records come from hvt_synth_rec.
  */
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +28,14 @@ static const char synth_help[] =
 	"  hvtrace synth state --shm PATH --state S [--freeze R]\n"
 	"  hvtrace synth file -o FILE --records N [--vcpus V] [--funcs F] [--tsc-hz HZ]\n"
 	"        [--unfinished] [--partial]\n"
-	"  hvtrace synth sysmap -o FILE [--funcs N]\n";
+	"  hvtrace synth sysmap -o FILE [--funcs N]\n"
+	"  hvtrace synth gdb -o CORE --code PROG [--branch FROM:TO:TYPE]... [--rip ADDR]\n"
+	"        (an ELF core with 2 vCPUs, page tables, PROG's code, vCPU 0's records)\n";
 
 enum {
 	O_OUT = 'o', O_HELP = 'h', O_VCPUS = 256, O_RING, O_STATE, O_FREEZE, O_TSC_HZ, O_FUNCS,
 	O_DUMP, O_AT, O_DECOY, O_SHM, O_COUNT, O_WAIT_READER, O_PACE, O_BATCH, O_STOP, O_RECORDS,
-	O_UNFINISHED, O_PARTIAL, O_FORGE,
+	O_UNFINISHED, O_PARTIAL, O_FORGE, O_CODE, O_BRANCH, O_RIP,
 };
 
 static const struct option synth_opts[] = {
@@ -46,7 +50,8 @@ static const struct option synth_opts[] = {
 	{ "stop", no_argument, NULL, O_STOP },		{ "records", required_argument, NULL, O_RECORDS },
 	{ "unfinished", no_argument, NULL, O_UNFINISHED },
 	{ "partial", no_argument, NULL, O_PARTIAL },	{ "help", no_argument, NULL, O_HELP },
-	{ "forge", required_argument, NULL, O_FORGE },
+	{ "forge", required_argument, NULL, O_FORGE },	{ "code", required_argument, NULL, O_CODE },
+	{ "branch", required_argument, NULL, O_BRANCH }, { "rip", required_argument, NULL, O_RIP },
 	{ 0 },
 };
 
@@ -57,6 +62,10 @@ struct synth {
 	unsigned nr_rings;
 	uint64_t vcpus, tsc_hz, funcs, at, ring_index, count, wait_reader, pace_us, batch, records;
 	uint64_t forge;		/* a second, forged channel below the real one (0: none) */
+	const char *code;	/* gdb: the program whose code the dump holds */
+	struct hvtrace_rec branch[256];	/* gdb: vCPU 0's records */
+	unsigned nr_branch;
+	uint64_t rip;
 	int state, freeze, decoy, stop, unfinished, partial, have_ring_index;
 };
 
@@ -94,6 +103,24 @@ static int parse_ring(struct synth *s, char *arg)
 	return 0;
 }
 
+/* FROM:TO:TYPE, TYPE a branch type's name (call, ret, jmp, ...) */
+static int parse_branch(struct synth *s, char *arg)
+{
+	char *from = strtok(arg, ":"), *to = strtok(NULL, ":"), *type = strtok(NULL, ":");
+	struct hvtrace_rec *r = &s->branch[s->nr_branch];
+	int t;
+
+	if (s->nr_branch == sizeof(s->branch) / sizeof(s->branch[0]) || !type || strtok(NULL, ":") ||
+	    parse_u64(from, &r->from) || parse_u64(to, &r->to) ||
+	    (t = parse_name(type, hvt_branch_type_name, 32)) < 0)
+		return -1;
+	r->kind = t >= HVTRACE_BR_FAR_JMP && t != HVTRACE_BR_OTHER ? HVTRACE_REC_FAR : HVTRACE_REC_BRANCH;
+	r->aux = (uint32_t)t;
+	r->tsc = 1000 + 10 * s->nr_branch;
+	s->nr_branch++;
+	return 0;
+}
+
 static int get_opts(struct synth *s, int argc, char **argv)
 {
 	int opt;
@@ -119,6 +146,12 @@ static int get_opts(struct synth *s, int argc, char **argv)
 		case O_FUNCS: num = &s->funcs; break;
 		case O_AT: num = &s->at; break;
 		case O_FORGE: num = &s->forge; break;
+		case O_CODE: s->code = optarg; break;
+		case O_RIP: num = &s->rip; break;
+		case O_BRANCH:
+			if (parse_branch(s, optarg))
+				return usage_error("synth", "bad --branch '%s' (FROM:TO:TYPE)", optarg);
+			break;
 		case O_COUNT: num = &s->count; break;
 		case O_WAIT_READER: num = &s->wait_reader; break;
 		case O_PACE: num = &s->pace_us; break;
@@ -412,6 +445,147 @@ static int synth_sysmap(struct synth *s)
 	return fclose(f) ? fail(s->out, "cannot write") : 0;
 }
 
+
+/* synth gdb: the memory dump of a stopped two-vCPU guest for the GDB
+ * server's tests. Guest-physical layout: page tables at 0x1000-0x6fff,
+ * a data page at 0x7000, PROG's code at 0x100000, a 2 MiB data page at
+ * 0x200000, the channel at 0x400000. Linear: PROG's code at its link
+ * address in HVT_SYNTH_TEXT's 2 MiB (4 KiB pages), the data page at
+ * TEXT + 0x10000 (the stack too), the 2 MiB page at TEXT + 0x200000;
+ * TEXT + 0x400000 unmapped. vCPU 0 walks 4 levels (CR3 0x1000), vCPU 1
+ * five (CR4.LA57, CR3 0x6000) to the same tables. */
+#define G_CODE 0x100000ull
+#define G_BIG 0x200000ull
+#define G_CHAN 0x400000ull
+#define G_CODE_MAX 0x10000ull
+
+static int load_code(const char *path, uint8_t *mem)
+{
+	struct hvt_err err;
+	size_t len, nph, i;
+	uint8_t *buf = hvt_read_file(path, &len, &err);
+	Elf *e;
+	int rc = -1;
+
+	if (!buf)
+		return fail(path, "%s", err.msg);
+	elf_version(EV_CURRENT);
+	e = elf_memory((char *)buf, len);
+	if (!e || elf_getphdrnum(e, &nph)) {
+		free(buf);
+		return fail(path, "not an ELF program");
+	}
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		if (ph.p_vaddr < HVT_SYNTH_TEXT || ph.p_vaddr - HVT_SYNTH_TEXT + ph.p_filesz > G_CODE_MAX ||
+		    ph.p_offset > len || ph.p_filesz > len - ph.p_offset) {
+			rc = fail(path, "its code must lie in the 64 KiB at 0x%llx",
+				  (unsigned long long)HVT_SYNTH_TEXT);
+			goto out;
+		}
+		memcpy(mem + G_CODE + (ph.p_vaddr - HVT_SYNTH_TEXT), buf + ph.p_offset, ph.p_filesz);
+		rc = 0;
+	}
+	if (rc)
+		fail(path, "no executable PT_LOAD");
+out:
+	elf_end(e);
+	free(buf);
+	return rc ? EXIT_DATA : 0;
+}
+
+static void put64(uint8_t *mem, uint64_t pa, uint64_t v)
+{
+	memcpy(mem + pa, &v, 8);
+}
+
+static int synth_gdb(struct synth *s)
+{
+	struct hvt_ring_spec rs[2] = {
+		{ .vcpu = 0, .mode = HVTRACE_RING_OVERWRITE, .capacity = 256 },
+		{ .vcpu = 1, .mode = HVTRACE_RING_OVERWRITE, .capacity = 256 },
+	};
+	uint64_t size = hvt_chan_layout_size(rs, 2), end = G_CHAN + size, i;
+	struct hvt_vcpu_regs c[2];
+	struct hvt_elf_seg seg[2] = { { 0, G_BIG }, { G_BIG, end - G_BIG } };
+	struct hvt_producer *p = malloc(sizeof(*p));
+	struct hvt_err err;
+	uint8_t *mem = calloc(1, end);
+	void *notes = NULL, *core = NULL;
+	size_t notes_len, core_len;
+	int rc = EXIT_DATA;
+	unsigned k;
+
+	if (!s->out || !s->code) {
+		rc = usage_error("synth", "gdb needs -o CORE and --code PROG");
+		goto out;
+	}
+	if (!mem || !p) {
+		rc = fail("synth", "out of memory");
+		goto out;
+	}
+	if ((rc = load_code(s->code, mem)))
+		goto out;
+	/* PML4[511] -> PDPT; PDPT[510] -> PD; PD[8] -> PT (the code, the
+	 * data page), PD[9]: the 2 MiB page; PML5[511] -> PML4 */
+	put64(mem, 0x1000 + 511 * 8, 0x2000 | 3);
+	put64(mem, 0x2000 + 510 * 8, 0x3000 | 3);
+	put64(mem, 0x3000 + 8 * 8, 0x4000 | 3);
+	put64(mem, 0x3000 + 9 * 8, G_BIG | 0x83);
+	for (i = 0; i < G_CODE_MAX / 4096; i++)
+		put64(mem, 0x4000 + i * 8, (G_CODE + i * 4096) | 1);
+	put64(mem, 0x4000 + 16 * 8, 0x7000 | 3);
+	put64(mem, 0x6000 + 511 * 8, 0x1000 | 3);
+	for (i = 0; i < 4; i++) {
+		put64(mem, 0x7000 + i * 8, 0x1111111111111111ull * (i + 1));
+		put64(mem, G_BIG + 0x1000 + i * 8, 0xfeedface00000000ull + i);
+	}
+	memset(c, 0, sizeof(c));
+	for (k = 0; k < 2; k++) {
+		c[k].id = k + 1;
+		c[k].has_sys = c[k].has_kgs = 1;
+		for (i = 0; i < 16; i++)
+			c[k].gpr[i] = 0x100 * (k + 1) + i;
+		c[k].gpr[6] = 0;				/* rbp */
+		c[k].gpr[7] = HVT_SYNTH_TEXT + 0x10800;	/* rsp, in the data page */
+		c[k].rflags = 0x246;
+		c[k].seg[0] = 0x10, c[k].seg[1] = 0x18;
+		c[k].cs_flags = 1u << 21;			/* L: 64-bit code */
+		c[k].gs_base = 0xffff888000000000ull + 0x1000 * k;
+		c[k].kernel_gs_base = 0x7f0000000000ull + k;
+		c[k].cr[0] = 0x80050033;			/* PG WP NE ET MP PE */
+		c[k].cr[2] = 0xdead0000ull + k;
+		c[k].cr[3] = k ? 0x6000 : 0x1000;
+		c[k].cr[4] = k ? 0x10a0 : 0xa0;			/* PAE PGE (LA57) */
+	}
+	c[0].rip = s->rip ? s->rip : s->nr_branch ? s->branch[s->nr_branch - 1].to : HVT_SYNTH_TEXT;
+	c[1].rip = HVT_SYNTH_TEXT;
+	notes = hvt_cpu_notes(c, 2, &notes_len);
+	if (!notes || hvt_chan_layout(mem + G_CHAN, size, rs, 2, 2, 1000000000, &err)) {
+		rc = fail("synth", "%s", notes ? err.msg : "out of memory");
+		goto out;
+	}
+	hvt_producer_init(p, mem + G_CHAN);
+	for (k = 0; k < s->nr_branch; k++) {
+		s->branch[k].info = HVTRACE_INFO_MAKE(0, 0);
+		hvt_producer_put(p, 0, &s->branch[k]);
+	}
+	hvt_chan_set_state(mem + G_CHAN, HVTRACE_STATE_FROZEN, HVTRACE_FREEZE_HYPERCALL, 5000);
+	((struct hvtrace_chan *)(mem + G_CHAN))->phys_base = G_CHAN;
+	((struct hvtrace_chan *)(mem + G_CHAN))->where = HVTRACE_CHAN_RESERVED_RAM;
+	core = hvt_elf_core_notes(mem, seg, 2, notes, notes_len, &core_len);
+	rc = core ? write_file(s->out, core, core_len) : fail("synth", "out of memory");
+out:
+	free(core);
+	free(notes);
+	free(mem);
+	free(p);
+	return rc;
+}
+
 int cmd_synth(int argc, char **argv)
 {
 	struct synth s = { 0 };
@@ -434,5 +608,7 @@ int cmd_synth(int argc, char **argv)
 		return synth_file(&s);
 	if (!strcmp(argv[1], "sysmap"))
 		return synth_sysmap(&s);
+	if (!strcmp(argv[1], "gdb"))
+		return synth_gdb(&s);
 	return usage_error("synth", "unknown synth command '%s'", argv[1]);
 }

@@ -19,14 +19,6 @@ cleanup() {
 }
 trap cleanup EXIT
 . host-tools/tests/lib.sh
-# run RC DESC CMD...: runs CMD, output in $T/out and $T/err, expects exit RC
-run() {
-	local want=$1 d=$2 rc
-	shift 2
-	"$@" >"$T/out" 2>"$T/err"
-	rc=$?
-	if [ "$rc" = "$want" ]; then ok; else bad "$d: exit $rc, wanted $want; stderr: $(head -c 400 "$T/err")"; fi
-}
 # data records and the sum of LOST counts in a trace file
 tally() {
 	"$H" dump "$1" 2>/dev/null | awk '$3 == "lost" {l += $4; next} {d++} END {printf "%d %d\n", d, l}'

@@ -983,6 +983,87 @@ static void test_ctl(void)
 	free(buf);
 }
 
+/* The page walks of every paging mode over a raw dump of 64 KiB, and an
+ * ELF of symbols read back. */
+static void put_pte(uint8_t *m, uint64_t pa, uint64_t v, unsigned size)
+{
+	memcpy(m + pa, &v, size);
+}
+
+static void test_page_walks(void)
+{
+	static uint8_t mem[0x10000];
+	struct hvt_dump d;
+	struct hvt_err err;
+	struct hvt_vcpu_regs c = { .has_sys = 1 };
+	uint64_t pa, left, v = 0;
+	char path[] = "/tmp/hvt-unit-syms-XXXXXX";
+	static const char map[] = "ffffffff81000000 T a\nffffffff81000010 T b\nffffffff81000010 t b_alias\n"
+				  "ffffffff81000100 T c\n";
+	struct hvt_syms s, back;
+	const struct hvt_sym *sym;
+	uint64_t off;
+	int fd;
+
+	memset(mem, 0, sizeof(mem));
+	/* 32-bit paging: PD at 0x1000; PDE 1 -> PT at 0x2000 (PTE 3 -> 0x5000);
+	 * PDE 2: a 4 MiB page at 0x400000 (PSE) */
+	put_pte(mem, 0x1000 + 1 * 4, 0x2000 | 1, 4);
+	put_pte(mem, 0x2000 + 3 * 4, 0x5000 | 1, 4);
+	put_pte(mem, 0x1000 + 2 * 4, 0x400000 | 0x81, 4);
+	/* PAE: PDPT at 0x3000 (32-byte aligned); PDPTE 1 -> PD at 0x4000;
+	 * PDE 0 -> PT at 0x6000 (PTE 2 -> 0x7000); PDE 1: a 2 MiB page */
+	put_pte(mem, 0x3000 + 8, 0x4000 | 1, 8);
+	put_pte(mem, 0x4000, 0x6000 | 1, 8);
+	put_pte(mem, 0x6000 + 2 * 8, 0x8000000000007000ull | 1, 8);	/* NX ignored */
+	put_pte(mem, 0x4000 + 8, 0x200000 | 0x81, 8);
+	put_pte(mem, 0x5000 + 8, 0x1122334455667788ull, 8);
+	/* 4-level: PML4 0x8000, [0] -> PDPT 0x9000, [1]: a 1 GiB page at 1 GiB */
+	put_pte(mem, 0x8000, 0x9000 | 1, 8);
+	put_pte(mem, 0x9000 + 8, 0x40000000 | 0x81, 8);
+	CHECK(hvt_dump_open_any_mem(&d, mem, sizeof(mem), &err) == 0, "%s", err.msg);
+
+	c.cr[0] = 0x80000011, c.cr[3] = 0x1000, c.cr[4] = 0x10;	/* 32-bit, PSE */
+	CHECK(!hvt_vcpu_translate(&d, &c, 0x403008, &pa, &left) && pa == 0x5008 && left == 0xff8,
+	      "32-bit 4 KiB: 0x%llx", (unsigned long long)pa);
+	CHECK(hvt_vcpu_read(&d, &c, 0x403008, &v, 8) == 8 && v == 0x1122334455667788ull, "32-bit read");
+	CHECK(!hvt_vcpu_translate(&d, &c, 0x812345, &pa, &left) && pa == 0x412345, "32-bit 4 MiB: 0x%llx",
+	      (unsigned long long)pa);
+	CHECK(hvt_vcpu_translate(&d, &c, 0xc00000, &pa, &left), "32-bit: PDE 3 not present");
+	c.cr[4] = 0;
+	CHECK(hvt_vcpu_translate(&d, &c, 0x812345, &pa, &left), "32-bit: PS ignored without CR4.PSE");
+	c.cr[3] = 0x3000, c.cr[4] = 0x20;				/* PAE */
+	CHECK(!hvt_vcpu_translate(&d, &c, 0x40002010, &pa, &left) && pa == 0x7010, "PAE 4 KiB: 0x%llx",
+	      (unsigned long long)pa);
+	CHECK(!hvt_vcpu_translate(&d, &c, 0x40212345, &pa, &left) && pa == 0x212345, "PAE 2 MiB: 0x%llx",
+	      (unsigned long long)pa);
+	CHECK(hvt_vcpu_translate(&d, &c, 0x1000, &pa, &left), "PAE: PDPTE 0 not present");
+	c.cr[3] = 0x8000, c.cs_flags = 1u << 21;			/* long mode, 4 levels */
+	CHECK(!hvt_vcpu_translate(&d, &c, 0x40123456, &pa, &left) && pa == 0x40123456 &&
+	      left == 0x40000000 - 0x123456, "1 GiB page: 0x%llx", (unsigned long long)pa);
+	CHECK(hvt_vcpu_read(&d, &c, 0x40123456, &v, 8) < 0, "a page the dump lacks");
+	CHECK(hvt_vcpu_translate(&d, &c, 0x0000800000000000ull, &pa, &left), "non-canonical");
+	c.cr[0] = 0x11;						/* no paging */
+	CHECK(!hvt_vcpu_translate(&d, &c, 0x5008, &pa, &left) && pa == 0x5008, "no paging: physical");
+	hvt_dump_close(&d);
+
+	/* symbols written as an ELF read back the same, sizes from the gaps */
+	CHECK(hvt_syms_parse_map(&s, map, strlen(map), &err) == 0, "%s", err.msg);
+	fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp");
+	if (fd >= 0)
+		close(fd);
+	CHECK(hvt_syms_write_elf(&s, path, &err) == 0, "%s", err.msg);
+	CHECK(hvt_syms_load(&back, path, &err) == 0 && back.n == s.n && s.n >= 3, "%s %zu %zu", err.msg, back.n, s.n);
+	sym = hvt_syms_lookup(&back, 0xffffffff81000018ull, &off);
+	CHECK(sym && !strncmp(sym->name, "b", 1) && off == 8 && sym->size == 0xf0, "b+8, size 0xf0");
+	sym = hvt_syms_lookup(&back, 0xffffffff81000004ull, &off);
+	CHECK(sym && !strcmp(sym->name, "a") && sym->size == 0x10, "a, size 0x10");
+	hvt_syms_free(&back);
+	hvt_syms_free(&s);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -1004,6 +1085,7 @@ int main(void)
 	test_gap_marker();
 	test_corrupt_syms();
 	test_ctl();
+	test_page_walks();
 	{
 		char cmd[300];
 

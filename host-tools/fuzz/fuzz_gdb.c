@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer: the GDB server's packet framing and every packet handler,
+ * over a small dump made once (two vCPUs, 4-level page tables, a few
+ * branch records on vCPU 0). Replies must stay within the framed size. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "libhvtrace.h"
+
+#define MEM 0x10000
+#define TEXT 0xffffffff81000000ull
+
+static struct hvt_dump dump;
+static struct hvt_vcpu_regs cpu[2];
+static struct hvtrace_rec recs[4];
+static struct hvt_gdb_thread th[2];
+static struct hvt_gdb_target target;
+
+static void put64(uint8_t *m, uint64_t pa, uint64_t v)
+{
+	memcpy(m + pa, &v, 8);
+}
+
+static int setup(void)
+{
+	static uint8_t mem[MEM];
+	struct hvt_elf_seg seg = { 0, MEM };
+	struct hvt_err err;
+	size_t notes_len, len;
+	void *notes, *core;
+	unsigned i;
+
+	put64(mem, 0x1000 + 511 * 8, 0x2000 | 3);
+	put64(mem, 0x2000 + 510 * 8, 0x3000 | 3);
+	put64(mem, 0x3000 + 8 * 8, 0x4000 | 3);
+	put64(mem, 0x3000 + 9 * 8, 0x200000 | 0x83);	/* a 2 MiB page the dump lacks */
+	put64(mem, 0x4000, 0x8000 | 3);
+	memset(mem + 0x8000, 0x90, 0x1000);		/* nops */
+	for (i = 0; i < 2; i++) {
+		cpu[i] = (struct hvt_vcpu_regs){ .id = i + 1, .has_sys = 1, .rip = TEXT + 0x10 * i,
+						 .cs_flags = 1u << 21, .cr = { 0x80050033, 0, 0, 0x1000, 0xa0 } };
+		th[i].regs = &cpu[i];
+	}
+	for (i = 0; i < 4; i++)
+		recs[i] = (struct hvtrace_rec){ .tsc = i, .from = TEXT + 0x20 * i + 0x1f, .to = TEXT + 0x20 * (i + 1),
+						.kind = HVTRACE_REC_BRANCH, .aux = HVTRACE_BR_JMP };
+	th[0].recs = recs;
+	th[0].nr = 4;
+	notes = hvt_cpu_notes(cpu, 2, &notes_len);
+	core = notes ? hvt_elf_core_notes(mem, &seg, 1, notes, notes_len, &len) : NULL;
+	free(notes);
+	if (!core || hvt_dump_open_any_mem(&dump, core, len, &err))
+		abort();
+	target = (struct hvt_gdb_target){ .dump = &dump, .th = th, .nth = 2, .bts_size = 4096 };
+	return 0;
+}
+
+static int sink(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx;
+	(void)buf;
+	if (len > 2 * (HVT_GDB_PKT_MAX + 64) + 4)
+		abort();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	static int ready;
+	struct hvt_gdb *g;
+
+	if (!ready)
+		ready = !setup();
+	th[0].bts = th[1].bts = th[0].sent = th[1].sent = 0;
+	g = hvt_gdb_new(&target, sink, NULL);
+	if (!g)
+		return 0;
+	/* in two pieces: a packet may straddle reads */
+	if (hvt_gdb_input(g, data, len / 2) == 0)
+		hvt_gdb_input(g, data + len / 2, len - len / 2);
+	hvt_gdb_free(g);
+	return 0;
+}

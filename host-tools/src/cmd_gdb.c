@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hvtrace gdb --dump FILE: a GDB remote-protocol server over a memory dump
+ * of a guest that ran under hvtrace (post mortem, read-only). Opens the
+ * dump, its CPUs and its flight recorder, then serves one GDB connection
+ * on a TCP socket (127.0.0.1 unless told otherwise); the protocol is
+ * libhvtrace's (gdbrsp.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char gdb_help[] =
+	"usage: hvtrace gdb --dump FILE [--at ADDR] [--listen [HOST:]PORT] [--vcpu N]\n"
+	"                  [--symbols SYMFILE]\n"
+	"\n"
+	"A GDB server over a memory dump of a guest that ran under hvtrace (QEMU's\n"
+	"dump-guest-memory ELF core, without -z/-l/-s/--paging), post mortem and\n"
+	"read-only: in gdb, `target remote HOST:PORT`. Every vCPU is a thread with\n"
+	"the registers the dump holds (general registers, RIP, RFLAGS, selectors,\n"
+	"FS/GS bases, CR0-CR4); memory is read through the selected vCPU's page\n"
+	"tables (`monitor phys ADDR LEN` reads guest-physical memory); the flight\n"
+	"recorder's records of each vCPU are its branch trace: `record btrace bts`,\n"
+	"then `record function-call-history` and `record instruction-history`.\n"
+	"Writes, continue, step and breakpoints get an error: the target is a dump.\n"
+	"(The live mode, a running guest through the channel, is not built yet.)\n"
+	"\n"
+	"  --dump FILE        the ELF core (a raw pmemsave image has no registers)\n"
+	"  --at ADDR          the channel's guest-physical address, when the dump holds\n"
+	"                     more than one valid header (as for hvtrace status)\n"
+	"  --listen [H:]PORT  where to listen (default 127.0.0.1:1234; port 0: any free\n"
+	"                     port, printed); one connection, then the command exits\n"
+	"  --vcpu N           the thread selected at first (default: the vCPU that\n"
+	"                     reached a trace.freeze address, else vCPU 0)\n"
+	"  --symbols SYMFILE  the guest kernel's symbols: an ELF (vmlinux) or a text map\n"
+	"                     (System.map, kallsyms, hvtrace symbols); gdb loads them\n"
+	"                     when it connects without a file of its own (a text map as\n"
+	"                     an ELF of its symbols alone, written to a temporary file)\n";
+
+enum { O_DUMP = 256, O_AT, O_LISTEN, O_VCPU, O_SYMBOLS };
+
+static const struct option gdb_opts[] = {
+	{ "dump", required_argument, NULL, O_DUMP },	 { "at", required_argument, NULL, O_AT },
+	{ "listen", required_argument, NULL, O_LISTEN }, { "vcpu", required_argument, NULL, O_VCPU },
+	{ "symbols", required_argument, NULL, O_SYMBOLS }, { "help", no_argument, NULL, OPT_HELP },
+	{ 0 },
+};
+
+struct gdb_state {
+	struct hvt_dump dump;
+	struct hvt_vcpu_regs *cpus;
+	size_t ncpus;
+	struct hvt_chan ch;
+	int have_chan;
+	struct hvt_gdb_thread *th;
+	struct hvtrace_rec **recs;
+	struct hvt_gdb_target t;
+};
+
+/* Each vCPU's flight ring (records checked; those refused dropped). */
+static int load_history(struct gdb_state *s)
+{
+	unsigned r;
+	uint64_t cap = 0;
+
+	for (r = 0; r < s->ch.nr_rings; r++) {
+		const struct hvt_ring_desc *d = &s->ch.ring[r];
+		uint32_t v = d->vcpu;
+		struct hvt_err err;
+		uint64_t torn = 0, bad = 0;
+		int64_t n;
+
+		if (d->consumer != HVTRACE_CONSUMER_FLIGHT || v >= s->ncpus || s->recs[v])
+			continue;
+		s->recs[v] = malloc(d->capacity * sizeof(struct hvtrace_rec));
+		if (!s->recs[v])
+			return fail("gdb", "out of memory for vCPU %u's records", v);
+		n = hvt_ring_snapshot(&s->ch, r, 0, s->recs[v], &torn, &err);
+		if (n < 0) {
+			warn("gdb", "vCPU %u's flight recorder: %s", v, err.msg);
+			n = 0;
+		}
+		s->th[v].recs = s->recs[v];
+		s->th[v].nr = hvt_recs_filter(s->recs[v], (uint64_t)n, &bad);
+		if (bad)
+			warn("gdb", "vCPU %u: %llu records refused", v, (unsigned long long)bad);
+		if (d->capacity > cap)
+			cap = d->capacity;
+	}
+	s->t.bts_size = cap * sizeof(struct hvtrace_rec);
+	s->t.trace_live = hvt_chan_state(&s->ch) == HVTRACE_STATE_TRACING;
+	return 0;
+}
+
+/* The vCPU whose records hold the trigger marker of a trace.freeze address. */
+static size_t first_thread(const struct gdb_state *s)
+{
+	size_t v;
+	uint64_t i;
+
+	for (v = 0; v < s->ncpus; v++)
+		for (i = 0; i < s->th[v].nr; i++)
+			if (s->th[v].recs[i].kind == HVTRACE_REC_MARKER &&
+			    s->th[v].recs[i].aux == HVTRACE_MARK_TRIGGER)
+				return v;
+	return 0;
+}
+
+static int open_target(struct gdb_state *s, const char *path, const char *at)
+{
+	struct hvt_err err;
+	uint64_t pa = 0;
+	size_t v;
+
+	if (at && parse_u64(at, &pa))
+		return usage_error("gdb", "--at takes a guest-physical address, not '%s'", at);
+	if (hvt_dump_open_any(&s->dump, path, &err))
+		return fail(path, "%s", err.msg);
+	if (hvt_dump_cpus(&s->dump, &s->cpus, &s->ncpus, &err))
+		return fail(path, "%s", err.msg);
+	s->th = calloc(s->ncpus, sizeof(*s->th));
+	s->recs = calloc(s->ncpus, sizeof(*s->recs));
+	if (!s->th || !s->recs)
+		return fail("gdb", "out of memory");
+	for (v = 0; v < s->ncpus; v++)
+		s->th[v].regs = &s->cpus[v];
+	if (!s->dump.nr_cand) {
+		warn(path, "%s: no branch history (the vCPUs' registers and memory only)", s->dump.no_chan.msg);
+	} else if (!at && s->dump.nr_cand > 1) {
+		fail(path, "dump: %zu pages hold a valid channel header, and a guest can forge one in its "
+		     "RAM: choose with --at ADDR", s->dump.nr_cand);
+		list_dump_headers(&s->dump);
+		return EXIT_DATA;
+	} else if (hvt_dump_chan(&s->dump, at ? pa : s->dump.cand[0].pa, &s->ch, &err)) {
+		fail(path, "%s", err.msg);
+		list_dump_headers(&s->dump);
+		return EXIT_DATA;
+	} else {
+		s->have_chan = 1;
+		if (load_history(s))
+			return EXIT_DATA;
+	}
+	s->t = (struct hvt_gdb_target){ .dump = &s->dump, .th = s->th, .nth = s->ncpus,
+					.first = first_thread(s), .trace_live = s->t.trace_live,
+					.bts_size = s->t.bts_size };
+	return 0;
+}
+
+static void close_target(struct gdb_state *s)
+{
+	size_t v;
+
+	for (v = 0; s->recs && v < s->ncpus; v++)
+		free(s->recs[v]);
+	free(s->recs);
+	free(s->th);
+	free(s->cpus);
+	if (s->have_chan)
+		hvt_chan_close(&s->ch);
+	hvt_dump_close(&s->dump);
+}
+
+static void summary(const struct gdb_state *s, const struct hvt_syms *syms)
+{
+	size_t v;
+	char name[256];
+
+	for (v = 0; v < s->ncpus; v++)
+		fprintf(stderr, "hvtrace gdb: thread %zu: vCPU %zu, rip %s, %s%llu flight-recorder records\n",
+			v + 1, v, hvt_syms_format(syms, s->cpus[v].rip, name, sizeof(name)),
+			s->cpus[v].has_sys ? "" : "no control registers (no QEMU note), ",
+			(unsigned long long)s->th[v].nr);
+}
+
+/* A temporary symbol file, removed when the command ends, by a signal too. */
+static char tmp_syms[4096];
+
+static void on_signal(int sig)
+{
+	if (tmp_syms[0])
+		unlink(tmp_syms);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The file GDB loads symbols from: an ELF as it is (its absolute path), a
+ * text map written as an ELF of its symbols (*tmp set: remove it after). */
+static int exec_file_for(const char *symfile, const struct hvt_syms *syms, char *path, size_t len, int *tmp)
+{
+	struct hvt_err err;
+	char magic[4] = "";
+	FILE *f = fopen(symfile, "rb");
+	int fd;
+
+	if (f) {
+		if (fread(magic, 1, 4, f) != 4)
+			magic[0] = 0;
+		fclose(f);
+	}
+	if (!memcmp(magic, "\177ELF", 4)) {
+		if (!realpath(symfile, path))
+			return fail(symfile, "%s", strerror(errno));
+		return 0;
+	}
+	snprintf(path, len, "%s/hvtrace-gdb-syms-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return fail(path, "%s", strerror(errno));
+	close(fd);
+	*tmp = 1;
+	snprintf(tmp_syms, sizeof(tmp_syms), "%s", path);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	if (hvt_syms_write_elf(syms, path, &err)) {
+		unlink(path);
+		*tmp = 0;
+		return fail("symbols", "%s", err.msg);
+	}
+	fprintf(stderr, "hvtrace gdb: %zu symbols of %s as an ELF for gdb: %s\n", syms->n, symfile, path);
+	return 0;
+}
+
+/* [HOST:]PORT, numeric only: nothing is looked up. */
+static int listen_on(const char *spec, char *shown, size_t len)
+{
+	char host[64] = "127.0.0.1";
+	const char *colon = strrchr(spec, ':'), *port = colon ? colon + 1 : spec;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
+	struct addrinfo *ai;
+	struct sockaddr_storage sa;
+	socklen_t salen = sizeof(sa);
+	uint64_t p;
+	int fd, one = 1;
+
+	if (colon) {
+		size_t n = (size_t)(colon - spec);
+
+		if (n >= sizeof(host) || !n)
+			return -2;
+		memcpy(host, spec, n);
+		host[n] = 0;
+		if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+			memmove(host, host + 1, n - 2);
+			host[n - 2] = 0;
+		}
+	}
+	if (parse_u64(port, &p) || p > 65535 || getaddrinfo(host, port, &hints, &ai))
+		return -2;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen)) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		errno = e;
+		return -1;
+	}
+	freeaddrinfo(ai);
+	snprintf(shown, len, "%s:%u", host,
+		 ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+						: ((struct sockaddr_in *)&sa)->sin_port));
+	return fd;
+}
+
+static int send_all(void *ctx, const void *buf, size_t len)
+{
+	int fd = *(int *)ctx;
+	const char *b = buf;
+
+	while (len) {
+		ssize_t k = send(fd, b, len, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		b += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+static int serve(struct gdb_state *s, int lfd, const char *where)
+{
+	struct hvt_gdb *g;
+	uint64_t packets, malformed;
+	char buf[4096];
+	int fd, one = 1, rc = 0;
+
+	fprintf(stderr, "hvtrace gdb: listening on %s (in gdb: target remote %s)\n", where, where);
+	fd = accept(lfd, NULL, NULL);
+	close(lfd);
+	if (fd < 0)
+		return fail("gdb", "accept: %s", strerror(errno));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	g = hvt_gdb_new(&s->t, send_all, &fd);
+	if (!g) {
+		close(fd);
+		return fail("gdb", "out of memory");
+	}
+	for (;;) {
+		ssize_t k = recv(fd, buf, sizeof(buf), 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;	/* the client went away */
+		rc = hvt_gdb_input(g, buf, (size_t)k);
+		if (rc)
+			break;
+	}
+	hvt_gdb_stats(g, &packets, &malformed);
+	fprintf(stderr, "hvtrace gdb: %s: %llu packets, %llu malformed\n",
+		rc == 1 ? "detached" : "connection closed", (unsigned long long)packets,
+		(unsigned long long)malformed);
+	hvt_gdb_free(g);
+	close(fd);
+	return 0;
+}
+
+int cmd_gdb(int argc, char **argv)
+{
+	const char *dump = NULL, *at = NULL, *listen = "127.0.0.1:1234", *symfile = NULL;
+	struct gdb_state s;
+	struct hvt_syms syms = { 0 };
+	uint64_t vcpu = UINT64_MAX;
+	char where[128], exec_file[4096] = "";
+	int opt, rc = 0, lfd, tmp = 0;
+
+	memset(&s, 0, sizeof(s));
+	optind = 1;
+	while ((opt = next_opt(argc, argv, "gdb", ":h", gdb_opts, &rc)) != -1) {
+		switch (opt) {
+		case O_DUMP: dump = optarg; break;
+		case O_AT: at = optarg; break;
+		case O_LISTEN: listen = optarg; break;
+		case O_SYMBOLS: symfile = optarg; break;
+		case O_VCPU:
+			if (parse_u64(optarg, &vcpu) || vcpu > 0xffff)
+				return usage_error("gdb", "--vcpu takes a vCPU number, not '%s'", optarg);
+			break;
+		case OPT_HELP: fputs(gdb_help, stdout); return 0;
+		default: return rc;
+		}
+	}
+	if (optind < argc)
+		return usage_error("gdb", "unexpected argument '%s'", argv[optind]);
+	if (!dump)
+		return usage_error("gdb", "--dump FILE is required (the live mode is not built yet)");
+	if (symfile && load_symbols(&syms, symfile))
+		return EXIT_DATA;
+	if (symfile && exec_file_for(symfile, &syms, exec_file, sizeof(exec_file), &tmp)) {
+		hvt_syms_free(&syms);
+		return EXIT_DATA;
+	}
+	rc = open_target(&s, dump, at);
+	if (!rc && vcpu != UINT64_MAX) {
+		if (vcpu >= s.ncpus)
+			rc = usage_error("gdb", "--vcpu %llu: the dump has %zu vCPUs", (unsigned long long)vcpu,
+					 s.ncpus);
+		else
+			s.t.first = (size_t)vcpu;
+	}
+	if (exec_file[0])
+		s.t.exec_file = exec_file;
+	if (!rc) {
+		summary(&s, symfile ? &syms : NULL);
+		lfd = listen_on(listen, where, sizeof(where));
+		if (lfd == -2)
+			rc = usage_error("gdb", "--listen takes [HOST:]PORT with a numeric address, not '%s'",
+					 listen);
+		else if (lfd < 0)
+			rc = fail("gdb", "cannot listen on %s: %s", listen, strerror(errno));
+		else
+			rc = serve(&s, lfd, where);
+	}
+	close_target(&s);
+	if (symfile)
+		hvt_syms_free(&syms);
+	if (tmp)
+		unlink(exec_file);
+	return rc;
+}
