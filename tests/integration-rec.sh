@@ -1000,9 +1000,15 @@ t_linux_rec_smp() {
 					REASONS="$REASONS; vCPU $w's history does not begin in start_secondary ($calls)"
 			else
 				# traced from the SIPI: the trampoline (below 1 MiB), then
-				# the kernel's verify_cpu on the way to start_secondary
-				sed -n 2p "$calls" | grep -qE '^ +1  0x[0-9a-f]{1,5}$' ||
-					REASONS="$REASONS; vCPU $w's history does not begin in the SIPI trampoline ($calls)"
+				# the kernel's verify_cpu on the way to start_secondary.
+				# Before it the firmware's AP loop may show (OVMF parks
+				# the processors in its reserved memory, whose code the
+				# engine reads since issue 26: the loop's JMP each time
+				# the processor wakes from its HLT)
+				local l2=$(sed -n 2p "$calls") l3=$(sed -n 3p "$calls")
+				grep -qE '^ +1  0x[0-9a-f]{1,5}$' <<<"$l2" ||
+					{ grep -qE '^ +1  0x[0-9a-f]+$' <<<"$l2" && grep -qE '^ +2    0x[0-9a-f]{1,5}$' <<<"$l3"; } ||
+					REASONS="$REASONS; vCPU $w's history does not begin in the SIPI trampoline, or the firmware's AP loop then the trampoline ($calls)"
 				grep -qE '^ +[0-9]+ +verify_cpu$' "$calls" ||
 					REASONS="$REASONS; no verify_cpu in vCPU $w's start-up path ($calls)"
 			fi
