@@ -331,8 +331,10 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 			cfg->engine = HVTRACE_ENGINE_REFERENCE;
 		else if (streq(num, vlen, "lbr"))
 			cfg->engine = HVTRACE_ENGINE_LBR;
+		else if (streq(num, vlen, "interp"))
+			cfg->engine = HVTRACE_ENGINE_INTERP;
 		else
-			cfg_err(cfg, line, "engine: '%s' is not fast, reference or lbr", num);
+			cfg_err(cfg, line, "engine: '%s' is not fast, reference, lbr or interp", num);
 		return;
 	case K_FLIGHT_SIZE:
 		cfg_rec_size(cfg, line, name, num, &rec->flight.size);

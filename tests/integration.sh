@@ -235,6 +235,16 @@ bts_with_engine() {
 }
 t_svm_bts_reference() { bts_with_engine reference; finish svm-bts-reference; }
 t_svm_bts_fast() { bts_with_engine fast; finish svm-bts-fast; }
+# engine = interp (docs/branch-engine.md "The interpreting engine"): the
+# hypervisor ran t_bts's common instructions itself (the coverage line
+# says how many), and the records equal the reference engine's
+# (t_svm_bts_interp_agrees)
+t_svm_bts_interp() {
+	bts_with_engine interp
+	expect 'hvtrace: engine = interp: the hypervisor interprets'
+	expect 'GUEST-TEST: INFO: interp: [1-9][0-9]* instructions, [1-9][0-9]* branches interpreted'
+	finish svm-bts-interp
+}
 # engine = lbr where the processor has no architectural LBRs (QEMU's TCG,
 # AMD: none): the hypervisor says so once and the fast engine runs t_bts,
 # its decoded-block cache in use (docs/branch-engine.md "LBR batching")
@@ -289,6 +299,9 @@ t_svm_pmu_amd() {
 # Both engines produce identical record streams on the same program.
 t_svm_bts_engines_agree() {
 	engines_agree svm-bts-engines-agree svm-bts-reference svm-bts-fast
+}
+t_svm_bts_interp_agrees() {
+	engines_agree svm-bts-interp-agrees svm-bts-reference svm-bts-interp
 }
 
 # Neither SVM nor VMX (qemu64 without svm): the loader says which CPUID
@@ -581,7 +594,7 @@ t_demo() {
 	finish demo
 }
 
-ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_bootvmlinux t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

@@ -70,6 +70,10 @@ static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 		st.tsc[i] = *(const volatile u64 *)&w->prof.tsc[i];
 	st.blocks_reused = w->trace->blocks.hits;
 	st.blocks_decoded = w->trace->blocks.misses;
+	st.interp_insns = w->trace->interp.insns;
+	st.interp_branches = w->trace->interp.branches;
+	st.interp_left = w->trace->interp.left;
+	interp_top(&w->trace->interp, st.interp_top);
 	if (len < sizeof(st))
 		st.size = HVTRACE_VCPU_STATUS_SIZE_1_5;
 	memcpy(guest_pa_ptr(gpa), &st, st.size);

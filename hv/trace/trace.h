@@ -6,6 +6,7 @@
 
 #include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
+#include "arch/x86/interp/interp.h"
 #include "base/gmem.h"
 #include "trace/rec.h"
 #include "trace/pace.h"
@@ -127,6 +128,25 @@ struct lbr_engine {
 	u64 batches, guessed, undecoded, skipped;	/* lbr_batch_records's counts */
 };
 
+/* engine = interp's counts (trace/interp_engine.c), for vcpu_status and the bench: bursts run
+ * and declined (interp_allowed said no), instructions and taken branches interpreted,
+ * instructions left per reason and, for memory, per page-walk refusal (enum pgwalk_status), and
+ * bursts ended by the budget; the most often left opcodes (key: reason << 24 | interp_opkey)
+ * in a small table where the rarest of four probes gives way. */
+#define INTERP_TOP_BITS		5
+#define INTERP_TOP		(1u << INTERP_TOP_BITS)
+#define PGWALK_NREFUSED		8
+struct interp_stats {
+	u64 runs, declined, insns, branches, left, budget;
+	u64 logged_runs;	/* runs at the last interp_log */
+	u64 reasons[INTERP_LEAVE_NREASONS];
+	u64 refused[PGWALK_NREFUSED];
+	struct { u32 key; u32 pad; u64 count; } top[INTERP_TOP];
+};
+
+/* The two most often left, as vcpu_status reports them (HVTRACE_INTERP_TOP_KEY) */
+void interp_top(const struct interp_stats *st, u64 out[2]);
+
 struct trace_vcpu {
 	struct ds_state ds;
 	struct pmu_state pmu;	/* the virtual PMU (trace/pmu.c); GLOBAL_STATUS's bit 62 is the DS's */
@@ -160,6 +180,11 @@ struct trace_vcpu {
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
 	struct block_cache blocks;
 	struct lbr_engine lbr;
+	struct interp_stats interp;
+	/* this exit was a #DB (the engines' stop or step): the only exits after which engine =
+	 * interp runs. Any other may have raised an event the processor takes right after the
+	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */
+	bool interp_db_exit;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the
