@@ -47,6 +47,10 @@ static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 	st.size = sizeof(st);
 	st.vcpu = index;
 	st.engine = w->trace->engine;
+	/* interp.verify: the reference engine's steps run and record (the interpreter's results
+	 * are only compared), so the guest's exit counts are the reference engine's */
+	if (st.engine == HVTRACE_ENGINE_INTERP && hv.boot.interp_verify)
+		st.engine = HVTRACE_ENGINE_REFERENCE;
 	st.exits = w->exits;
 	st.trace_exits = w->trace->trace_exits;
 	st.branches = w->trace->branches;

@@ -44,6 +44,11 @@ void lbr_engine_exit(struct vcpu *v);
  * exactly) */
 void interp_run(struct vcpu *v);
 void interp_log(struct vcpu *v);
+/* interp.verify: interpret the instruction at RIP into a shadow before the reference engine
+ * steps it; at the step's end, or at another exit, compare */
+void interp_verify_prepare(struct vcpu *v);
+void interp_verify_check(struct vcpu *v);
+void interp_verify_exit(struct vcpu *v, const struct hv_event *ev);
 
 /* follow.c: events followed into the guest's handlers */
 void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);

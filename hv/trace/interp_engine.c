@@ -48,6 +48,7 @@ struct imem {
 	struct { u64 page; u8 *host; u8 acc; } tlb[IMEM_TLB];
 	u32 used, next;
 	int refused;		/* enum pgwalk_status of the last access refused */
+	struct interp_verify *shadow;	/* verify mode: the write is buffered there, not made */
 };
 
 static const u64 *imem_entry(void *ctx, u64 pa)
@@ -118,6 +119,14 @@ static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
 		q = imem_page(m, lin + len - 1, PGWALK_WRITE);
 	if (!p || !q)
 		return INTERP_MEM_LEAVE;
+	if (m->shadow) {
+		m->shadow->wrote = true;
+		m->shadow->wlin = lin;
+		m->shadow->wlen = (u8)len;
+		m->shadow->wval = 0;
+		memcpy(&m->shadow->wval, buf, len);
+		return INTERP_MEM_OK;
+	}
 	p += off;
 	if (!(lin & (len - 1))) {
 		switch (len) {
@@ -245,6 +254,31 @@ static bool irq_due(struct vcpu *v)
 	return false;
 }
 
+/* The core's register file from the vCPU's */
+static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp_cpu *c)
+{
+	struct hv_segment fs, gs;
+	hv.ops->get_seg(v, SEG_FS, &fs);
+	hv.ops->get_seg(v, SEG_GS, &gs);
+	memcpy(c->gpr, v->gpr, sizeof(c->gpr));
+	c->rip = v->rip;
+	c->rflags = v->rflags;
+	c->fs_base = fs.base;
+	c->gs_base = gs.base;
+	c->mode = DEC_MODE_64;
+	c->cpl = ctl->cpl;
+	c->cr0_am = ctl->cr0 & CR0_AM;
+	c->cet = false;	/* interp_allowed: CR4.CET is clear */
+}
+
+/* The interpreted state becomes the vCPU's (each committed instruction's state is whole) */
+static void sync_back(struct vcpu *v, const struct interp_cpu *c)
+{
+	memcpy(v->gpr, c->gpr, sizeof(c->gpr));
+	v->rip = c->rip;
+	v->rflags = c->rflags;
+}
+
 void interp_run(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
@@ -256,18 +290,7 @@ void interp_run(struct vcpu *v)
 	}
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
 	struct interp_cpu c;
-	struct hv_segment fs, gs;
-	hv.ops->get_seg(v, SEG_FS, &fs);
-	hv.ops->get_seg(v, SEG_GS, &gs);
-	memcpy(c.gpr, v->gpr, sizeof(c.gpr));
-	c.rip = v->rip;
-	c.rflags = v->rflags;
-	c.fs_base = fs.base;
-	c.gs_base = gs.base;
-	c.mode = DEC_MODE_64;
-	c.cpl = m.ctl.cpl;
-	c.cr0_am = m.ctl.cr0 & CR0_AM;
-	c.cet = false;	/* interp_allowed: CR4.CET is clear */
+	cpu_load(v, &m.ctl, &c);
 	bool tracing = rec_tracing();
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
 	u32 n = 0;
@@ -281,10 +304,8 @@ void interp_run(struct vcpu *v)
 			break;
 		}
 		n++;
-		memcpy(v->gpr, c.gpr, sizeof(c.gpr));
-		v->rip = c.rip;
-		v->rflags = c.rflags;
 		if (r.branch != DEC_BR_NONE && r.taken) {
+			sync_back(v, &c);	/* the record's consumers may look at the vCPU */
 			/* as the reference engine's step_complete_one: near transfers only here */
 			struct dec_insn in = { .branch = r.branch };
 			u32 type;
@@ -301,6 +322,7 @@ void interp_run(struct vcpu *v)
 			break;
 		}
 	}
+	sync_back(v, &c);
 	t->interp.insns += n;
 	prof_switch(v, was);
 }
@@ -311,6 +333,12 @@ void interp_run(struct vcpu *v)
 void interp_log(struct vcpu *v)
 {
 	struct interp_stats *st = &v->trace->interp;
+	struct interp_verify *f = &v->trace->verify;
+	if (f->checked - f->logged >= 1024 || (f->mismatches && f->checked != f->logged)) {
+		f->logged = f->checked;
+		LOG_INFO("interp.verify: vcpu %u: %lu instructions checked against the processor, %lu differ", v->id,
+			 f->checked, f->mismatches);
+	}
 	if (st->runs - st->logged_runs < 1024)
 		return;
 	st->logged_runs = st->runs;
@@ -318,14 +346,108 @@ void interp_log(struct vcpu *v)
 	u64 top[2];
 	interp_top(st, top);
 	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget), %lu instructions, %lu branches "
-		 "interpreted, %lu left: opcode %lu prefix %lu memory %lu fetch %lu mode %lu invalid %lu "
-		 "canonical %lu align %lu target %lu trap %lu cet %lu; memory refused: not-ram %lu not-present "
-		 "%lu reserved %lu rights %lu a/d %lu mode %lu; most left %x (%u), %x (%u)",
-		 v->id, st->runs, st->declined, st->budget, st->insns, st->branches, st->left,
-		 r[INTERP_LEAVE_OPCODE], r[INTERP_LEAVE_PREFIX], r[INTERP_LEAVE_MEMORY], r[INTERP_LEAVE_FETCH],
-		 r[INTERP_LEAVE_MODE], r[INTERP_LEAVE_INVALID], r[INTERP_LEAVE_CANONICAL], r[INTERP_LEAVE_ALIGN],
-		 r[INTERP_LEAVE_TARGET], r[INTERP_LEAVE_TRAP], r[INTERP_LEAVE_CET], w[PGWALK_NOT_RAM],
-		 w[PGWALK_NOT_PRESENT], w[PGWALK_RESERVED], w[PGWALK_RIGHTS], w[PGWALK_AD], w[PGWALK_MODE],
-		 HVTRACE_INTERP_TOP_KEY(top[0]), HVTRACE_INTERP_TOP_COUNT(top[0]), HVTRACE_INTERP_TOP_KEY(top[1]),
-		 HVTRACE_INTERP_TOP_COUNT(top[1]));
+		 "interpreted, %lu left", v->id, st->runs, st->declined, st->budget, st->insns, st->branches, st->left);
+	LOG_INFO("interp: vcpu %u left: opcode %lu prefix %lu memory %lu fetch %lu mode %lu invalid %lu canonical %lu "
+		 "align %lu target %lu trap %lu cet %lu", v->id, r[INTERP_LEAVE_OPCODE], r[INTERP_LEAVE_PREFIX],
+		 r[INTERP_LEAVE_MEMORY], r[INTERP_LEAVE_FETCH], r[INTERP_LEAVE_MODE], r[INTERP_LEAVE_INVALID],
+		 r[INTERP_LEAVE_CANONICAL], r[INTERP_LEAVE_ALIGN], r[INTERP_LEAVE_TARGET], r[INTERP_LEAVE_TRAP],
+		 r[INTERP_LEAVE_CET]);
+	LOG_INFO("interp: vcpu %u memory refused: not-ram %lu not-present %lu reserved %lu rights %lu a/d %lu mode %lu; "
+		 "most left %x (%u), %x (%u)", v->id, w[PGWALK_NOT_RAM], w[PGWALK_NOT_PRESENT], w[PGWALK_RESERVED],
+		 w[PGWALK_RIGHTS], w[PGWALK_AD], w[PGWALK_MODE], HVTRACE_INTERP_TOP_KEY(top[0]),
+		 HVTRACE_INTERP_TOP_COUNT(top[0]), HVTRACE_INTERP_TOP_KEY(top[1]), HVTRACE_INTERP_TOP_COUNT(top[1]));
+}
+
+/* --- verify mode (interp.verify = yes) ------------------------------------------------------
+ * Every instruction the reference engine steps is first interpreted into a shadow (registers
+ * copied, its one write buffered, nothing committed), then the processor runs it; at the
+ * step's trap the vCPU's registers, RIP, RFLAGS (but TF and RF, the engine's) and the bytes
+ * the shadow would have written must equal the shadow's. The records are the reference
+ * engine's. A difference is an error in the log, which every test rejects. */
+
+void interp_verify_prepare(struct vcpu *v)
+{
+	struct interp_verify *f = &v->trace->verify;
+	struct imem m = { .v = v, .shadow = f };
+	struct interp_result r;
+	f->valid = f->wrote = false;
+	ctl_read(v, &m.ctl);
+	if (!interp_allowed(v, &m.ctl))
+		return;
+	cpu_load(v, &m.ctl, &f->before);
+	f->want = f->before;
+	if (interp_step(&f->want, &imem_ops, &m, &r)) {
+		count_left(&v->trace->interp, &r);
+		return;
+	}
+	f->len = r.len;
+	m.shadow = NULL;
+	imem_fetch(&m, f->before.rip, f->bytes, r.len);
+	f->valid = true;
+}
+
+static void verify_report(struct vcpu *v, const char *what)
+{
+	struct interp_verify *f = &v->trace->verify;
+	char hex[3 * 15 + 1];
+	static const char digits[] = "0123456789abcdef";
+	for (u32 i = 0; i < f->len && i < 15; i++) {
+		hex[3 * i] = digits[f->bytes[i] >> 4];
+		hex[3 * i + 1] = digits[f->bytes[i] & 15];
+		hex[3 * i + 2] = ' ';
+	}
+	hex[3 * (f->len < 15 ? f->len : 15)] = 0;
+	f->mismatches++;
+	if (f->mismatches > 8)
+		return;	/* the first ones say it */
+	LOG_ERR("interp.verify: vcpu %u: %s at rip %lx: %s", v->id, what, f->before.rip, hex);
+	for (u32 i = 0; i < INTERP_NGPR; i++)
+		if (f->want.gpr[i] != v->gpr[i] || f->before.gpr[i] != f->want.gpr[i])
+			LOG_ERR("  gpr %u: before %lx, interpreter %lx, processor %lx", i, f->before.gpr[i],
+				f->want.gpr[i], v->gpr[i]);
+	LOG_ERR("  rip: interpreter %lx, processor %lx; rflags: before %lx, interpreter %lx, processor %lx",
+		f->want.rip, v->rip, f->before.rflags, f->want.rflags, v->rflags);
+}
+
+void interp_verify_check(struct vcpu *v)
+{
+	struct interp_verify *f = &v->trace->verify;
+	if (!f->valid)
+		return;
+	f->valid = false;
+	f->checked++;
+	const u64 mask = ~(RFLAGS_TF | RFLAGS_RF);
+	bool same = f->want.rip == v->rip && !((f->want.rflags ^ v->rflags) & mask);
+	for (u32 i = 0; i < INTERP_NGPR; i++)
+		same = same && f->want.gpr[i] == v->gpr[i];
+	if (!same) {
+		verify_report(v, "registers differ");
+		return;
+	}
+	if (f->wrote) {
+		struct imem m = { .v = v };
+		u64 got = 0;
+		ctl_read(v, &m.ctl);
+		if (imem_read(&m, f->wlin, &got, f->wlen) != INTERP_MEM_OK || got != f->wval) {
+			verify_report(v, "memory differs");
+			LOG_ERR("  write of %u bytes at %lx: interpreter %lx, processor %lx", f->wlen, f->wlin, f->wval,
+				got);
+		}
+	}
+}
+
+/* An exit other than the step's trap: an exception at the instruction the interpreter
+ * completed is a difference (the interpreter leaves whatever would fault); anything else (an
+ * interrupt before it ran) discards the shadow. */
+void interp_verify_exit(struct vcpu *v, const struct hv_event *ev)
+{
+	struct interp_verify *f = &v->trace->verify;
+	if (!f->valid || (ev->kind == HV_EV_EXCEPTION && ev->vector == X86_DB))
+		return;
+	if (ev->kind == HV_EV_EXCEPTION && v->rip == f->before.rip) {
+		char what[48];
+		hv_snprintf(what, sizeof(what), "the processor raised vector %u", ev->vector);
+		verify_report(v, what);
+	}
+	f->valid = false;
 }

@@ -144,6 +144,20 @@ struct interp_stats {
 	struct { u32 key; u32 pad; u64 count; } top[INTERP_TOP];
 };
 
+/* interp.verify = yes: the instruction interp_verify_prepare interpreted into a shadow (its
+ * one write buffered), which the reference engine's step then runs on the processor; the
+ * step's end compares (trace/interp_engine.c). */
+struct interp_verify {
+	bool valid;
+	bool wrote;
+	u8 len, wlen;
+	u8 bytes[15];
+	u64 wlin, wval;
+	struct interp_cpu before, want;
+	u64 checked, mismatches;
+	u64 logged;	/* checked at the last log line */
+};
+
 /* The two most often left, as vcpu_status reports them (HVTRACE_INTERP_TOP_KEY) */
 void interp_top(const struct interp_stats *st, u64 out[2]);
 
@@ -181,6 +195,7 @@ struct trace_vcpu {
 	struct block_cache blocks;
 	struct lbr_engine lbr;
 	struct interp_stats interp;
+	struct interp_verify verify;
 	/* this exit was a #DB (the engines' stop or step): the only exits after which engine =
 	 * interp runs. Any other may have raised an event the processor takes right after the
 	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */

@@ -135,7 +135,7 @@ struct hvtrace_vcpu_status {
 	uint32_t magic;		/* HVTRACE_VCPU_STATUS_MAGIC */
 	uint32_t size;		/* bytes written */
 	uint32_t vcpu;
-	uint32_t engine;	/* enum hvtrace_engine in use now */
+	uint32_t engine;	/* enum hvtrace_engine in use now (REFERENCE for interp with interp.verify) */
 	uint64_t exits;		/* all VM exits of this vCPU */
 	uint64_t trace_exits;	/* exits taken only for tracing */
 	uint64_t branches;	/* branch records the engine produced */
