@@ -219,6 +219,26 @@ t_svm_hostile() {
 	finish svm-hostile
 }
 
+# t_hostile's attacks with engine = interp: the interpreter leaves what
+# it must (the reserve, MMIO, a non-canonical address: interp_memory), the
+# traced sections behave as under the fast engine, the hypervisor intact
+t_svm_hostile_interp() {
+	local d=$(esp svm-hostile-interp)
+	add_guest "$d" t_hostile
+	printf 'next = \\EFI\\hvtrace\\t_hostile.efi\nengine = interp\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-hostile-interp 120
+	expect 'hvtrace: engine = interp'
+	expect 'GUEST-TEST: PASS: interp_hostile_memory'
+	expect 'GUEST-TEST: INFO: interp_memory: [1-9][0-9]* instructions interpreted, [1-9][0-9]* left'
+	expect 'GUEST-TEST: PASS: interp_hostile_memory_intact'
+	expect 'GUEST-TEST: PASS: breakpoints_on_hv_code_traced'
+	expect 'SUMMARY: t_hostile: [1-9][0-9]* passed, 0 failed'
+	reject 'GUEST-TEST: FAIL'
+	reject 'in the hypervisor at rip'
+	reject 'hvtrace: error'
+	finish svm-hostile-interp
+}
+
 # t_bts under one engine: ENGINE = reference | fast, in run NAME (default
 # svm-bts-ENGINE), with QEMU's CPU flags FLAGS when given; the caller
 # finishes
@@ -614,7 +634,7 @@ t_demo() {
 	finish demo
 }
 
-ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_interp_verify t_svm_workload_interp_verify t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_hostile_interp t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_interp_verify t_svm_workload_interp_verify t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_bootvmlinux t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note
