@@ -144,6 +144,20 @@ struct interp_stats {
 	struct { u32 key; u32 pad; u64 count; } top[INTERP_TOP];
 };
 
+/* engine = interp's decoded instructions, kept while their bytes stay (interp_engine.c
+ * imem_decode), direct-mapped by linear address */
+#define INTERP_DCACHE	256
+struct interp_dcache_entry {
+	u64 lin;
+	u8 len;			/* 0: empty */
+	u8 bytes[15];
+	struct dec_insn in;
+};
+struct interp_dcache {
+	struct interp_dcache_entry e[INTERP_DCACHE];
+	u64 hits;
+};
+
 /* interp.verify = yes: the instruction interp_verify_prepare interpreted into a shadow (its
  * one write buffered), which the reference engine's step then runs on the processor; the
  * step's end compares (trace/interp_engine.c). */
@@ -196,6 +210,7 @@ struct trace_vcpu {
 	struct lbr_engine lbr;
 	struct interp_stats interp;
 	struct interp_verify verify;
+	struct interp_dcache dcache;
 	/* this exit was a #DB (the engines' stop or step): the only exits after which engine =
 	 * interp runs. Any other may have raised an event the processor takes right after the
 	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */
