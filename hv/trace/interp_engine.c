@@ -170,8 +170,12 @@ static int imem_decode(void *ctx, u64 lin, u8 *bytes, struct dec_insn *in)
 	struct imem *m = ctx;
 	struct interp_dcache_entry *e = &m->v->trace->dcache.e[(lin ^ (lin >> 7)) % INTERP_DCACHE];
 	if (e->len && e->len <= 15 && e->lin == lin) {
+		/* compared in place when the instruction is within one page */
+		u64 off = lin & (PAGE_SIZE - 1);
+		const u8 *p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
 		u8 now[15];
-		if (imem_fetch(m, lin, now, e->len) == e->len && !memcmp(now, e->bytes, e->len)) {
+		if (p ? !memcmp(p + off, e->bytes, e->len)
+		      : imem_fetch(m, lin, now, e->len) == e->len && !memcmp(now, e->bytes, e->len)) {
 			m->v->trace->dcache.hits++;
 			memcpy(bytes, e->bytes, e->len);
 			*in = e->in;
@@ -340,9 +344,7 @@ void interp_run(struct vcpu *v)
 			u32 type;
 			u8 kind = rec_kind_of(&in, &type);
 			t->interp.branches++;
-			prof_switch(v, was);
-			trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);
-			was = prof_switch(v, HVTRACE_PROF_DECODE);
+			trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);	/* its time: the record bucket */
 			if (irq_due(v) || rec_tracing() != tracing)
 				break;
 		}
