@@ -4,6 +4,8 @@
 # by the guest's TSC in the same boot as its untraced baseline:
 #   fast       - hvtrace's fast engine (BTS on)
 #   reference  - hvtrace's reference engine (single-steps everything)
+#   interp     - hvtrace's interpreting engine (runs the common
+#                instructions in the hypervisor, the fast engine the rest)
 #   qemu-log   - no hvtrace; QEMU's own execution log, -d exec,nochain,
 #                restricted to the workload image with -dfilter (the
 #                cheapest setting of what a QEMU user would reach for)
@@ -29,6 +31,7 @@ mkesp() { # DIR ENGINE ENABLE OPTIONS
 }
 mkesp "$work/fast" fast yes ""
 mkesp "$work/reference" reference yes ""
+mkesp "$work/interp" interp yes ""
 mkesp "$work/qemu" fast no untraced
 
 PROF="t_guest t_exit t_entry t_decode t_record t_walk t_handler"
@@ -44,7 +47,7 @@ img=$(grep -a "WORKLOAD: image" "$work/probe.log" | tr -d '\r' | awk '{print $5,
 [ -n "$img" ] || { echo "bench: probe run failed; log $work/probe.log" >&2; exit 1; }
 
 for i in $(seq 1 "$RUNS"); do
-	for mode in fast reference; do
+	for mode in fast reference interp; do
 		log=$work/$mode-$i.log
 		tests/lib/qemu.sh --dir "$work/$mode" --log "$log" --timeout 300 >/dev/null 2>&1
 		u=$(field "$log" untraced tsc) t=$(field "$log" traced tsc)
@@ -59,6 +62,9 @@ for i in $(seq 1 "$RUNS"); do
 		for k in pexits $PROF; do p="$p $(field "$log" traced "$k")"; done
 		echo "${p# }" >>"$work/$mode-prof.txt"
 		echo "$(field "$log" traced reused) $(field "$log" traced decoded)" >>"$work/$mode-blocks.txt"
+		# engine = interp's coverage (ABI 1.8) and its leave reasons (the hypervisor's log)
+		echo "$(field "$log" traced insns) $(field "$log" traced ibranches) $(field "$log" traced left)" >>"$work/$mode-interp.txt"
+		grep -a 'hvtrace: interp: vcpu 0' "$log" | tr -d '\r' | tail -3 >"$work/$mode-reasons.txt"
 		echo "bench: $mode run $i: untraced $u, traced $t TSC ticks, $b branches, $x exits" >&2
 	done
 	# QEMU's own log over the same work, filtered to the workload image
@@ -74,10 +80,11 @@ for i in $(seq 1 "$RUNS"); do
 	echo "bench: qemu-log run $i: $q TSC ticks, $lines log lines" >&2
 done
 
-# both engines must have recorded the same branches in every run
+# every engine must have recorded the same branches in every run
 if [ "$(cut -d' ' -f3 "$work/fast.txt" | sort -u)" != "$(cut -d' ' -f3 "$work/reference.txt" | sort -u)" ] ||
+	[ "$(cut -d' ' -f3 "$work/interp.txt" | sort -u)" != "$(cut -d' ' -f3 "$work/reference.txt" | sort -u)" ] ||
 	[ "$(cut -d' ' -f3 "$work/fast.txt" | sort -u | wc -l)" != 1 ]; then
-	echo "bench: the engines recorded different branch counts: fast $(cut -d' ' -f3 "$work/fast.txt" | tr '\n' ' '), reference $(cut -d' ' -f3 "$work/reference.txt" | tr '\n' ' ')" >&2
+	echo "bench: the engines recorded different branch counts: fast $(cut -d' ' -f3 "$work/fast.txt" | tr '\n' ' '), reference $(cut -d' ' -f3 "$work/reference.txt" | tr '\n' ' '), interp $(cut -d' ' -f3 "$work/interp.txt" | tr '\n' ' ')" >&2
 	exit 1
 fi
 
@@ -102,8 +109,9 @@ breakdown() { # MODE
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / b}'; }
 base=$(col fast 1)
-fast=$(col fast 2) ref=$(col reference 2) qemu=$(col qemu 1)
-br=$(col fast 3) fx=$(col fast 4) rx=$(col reference 4)
+fast=$(col fast 2) ref=$(col reference 2) qemu=$(col qemu 1) interp=$(col interp 2)
+br=$(col fast 3) fx=$(col fast 4) rx=$(col reference 4) ix=$(col interp 4)
+icol() { cut -d' ' -f"$1" "$work/interp-interp.txt" | median; }
 out=bench/results/engine-$(date -u +%Y%m%d-%H%M%S).txt
 {
 	echo "# hvtrace engine bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, QEMU TCG, guest TSC ticks, medians of $RUNS"
@@ -112,11 +120,18 @@ out=bench/results/engine-$(date -u +%Y%m%d-%H%M%S).txt
 	printf '%-34s %16s %10s\n' "untraced" "$base" 1.0
 	printf '%-34s %16s %10s\n' "fast engine" "$fast" "$(ratio "$fast" "$base")"
 	printf '%-34s %16s %10s\n' "reference engine" "$ref" "$(ratio "$ref" "$base")"
+	printf '%-34s %16s %10s\n' "interp engine" "$interp" "$(ratio "$interp" "$base")"
 	printf '%-34s %16s %10s\n' "QEMU -d exec,nochain (-dfilter)" "$qemu" "$(ratio "$qemu" "$base")"
 	echo "exits per recorded branch: fast $(awk -v a="$fx" -v b="$br" 'BEGIN {printf "%.3f", a / b}') (target <= 1.0), reference $(awk -v a="$rx" -v b="$br" 'BEGIN {printf "%.3f", a / b}')"
 	echo "fast engine time / reference engine time: $(awk -v a="$fast" -v b="$ref" 'BEGIN {printf "%.3f", a / b}') (issue #16 target <= 0.15)"
 	echo "fast engine time / QEMU log time: $(awk -v a="$fast" -v b="$qemu" 'BEGIN {printf "%.2f", a / b}') (target <= 1.0)"
-	for mode in fast reference; do
+	echo "exits per recorded branch: interp $(awk -v a="$ix" -v b="$br" 'BEGIN {printf "%.3f", a / b}') (issue #24 target <= 0.05)"
+	echo "interp engine time / reference engine time: $(awk -v a="$interp" -v b="$ref" 'BEGIN {printf "%.3f", a / b}') (issue #24 target <= 0.02)"
+	echo "interp engine time / fast engine time: $(awk -v a="$interp" -v b="$fast" 'BEGIN {printf "%.3f", a / b}')"
+	echo "interp coverage (medians): $(icol 1) instructions and $(icol 2) branches interpreted, $(icol 3) instructions left to the processor"
+	echo "interp, the last run's counts since boot:"
+	sed 's/^hvtrace: interp: /  /' "$work/interp-reasons.txt"
+	for mode in fast reference interp; do
 		echo "$mode engine, TSC ticks per exit by the hypervisor's count (median run by total):"
 		breakdown "$mode"
 	done
@@ -126,5 +141,7 @@ out=bench/results/engine-$(date -u +%Y%m%d-%H%M%S).txt
 	echo "# raw qemu-log (ticks lines): $(tr '\n' ',' <"$work/qemu.txt")"
 	echo "# raw fast buckets (exits $PROF): $(tr '\n' ',' <"$work/fast-prof.txt")"
 	echo "# raw reference buckets: $(tr '\n' ',' <"$work/reference-prof.txt")"
+	echo "# raw interp: $(tr '\n' ',' <"$work/interp.txt")"
+	echo "# raw interp buckets: $(tr '\n' ',' <"$work/interp-prof.txt")"
 } | tee "$out"
 echo "bench: saved $out"

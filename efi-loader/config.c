@@ -142,18 +142,19 @@ enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE,
 	       K_STREAM_SIZE, K_STREAM_CPL, K_STREAM_RANGE, K_STREAM_CR3, K_STREAM_WAIT,
 	       K_FLIGHT_MODE, K_FLIGHT_WAIT, K_STREAM_MODE,
 	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_TRACE_PACE, K_TRACE_FREEZE, K_CHANNEL_CONTROL,
-	       K_TRIPLE_FAULT, K_COUNT };
+	       K_TRIPLE_FAULT, K_INTERP_VERIFY, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"next", "cmdline", "memory", "serial", "log", "enable", "engine",
 	"flight.size", "flight.cpl", "flight.range", "flight.cr3",
 	"stream.size", "stream.cpl", "stream.range", "stream.cr3", "stream.wait",
 	"flight.mode", "flight.wait", "stream.mode",
 	"trace.start", "trace.stop", "channel", "trace.pace", "trace.freeze", "channel.control",
-	"triple_fault" };
+	"triple_fault", "interp.verify" };
 #define KEY_LIST "next, cmdline, memory, serial, log, enable, engine, flight.size, flight.cpl, " \
 	"flight.range, flight.cr3, stream.size, stream.cpl, stream.range, stream.cr3, stream.wait, " \
 	"flight.mode, flight.wait, stream.mode, " \
-	"trace.start, trace.stop, channel, trace.pace, trace.freeze, channel.control, triple_fault"
+	"trace.start, trace.stop, channel, trace.pace, trace.freeze, channel.control, triple_fault, " \
+	"interp.verify"
 /* keys that may be given more than once */
 static bool key_repeats(enum cfg_key k)
 {
@@ -236,6 +237,17 @@ static bool word_arg(const char *v, const char *word, u64 *arg)
 }
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
+/* yes/true/1 or no/false/0 */
+static void cfg_yes_no(struct hv_config *cfg, u32 line, const char *name, const char *num, size_t vlen, bool *out)
+{
+	if (streq(num, vlen, "yes") || streq(num, vlen, "true") || streq(num, vlen, "1"))
+		*out = true;
+	else if (streq(num, vlen, "no") || streq(num, vlen, "false") || streq(num, vlen, "0"))
+		*out = false;
+	else
+		cfg_err(cfg, line, "%s: '%s' is not yes or no", name, num);
+}
+
 static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char *v, size_t vlen)
 {
 	char num[64];
@@ -309,12 +321,10 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 		cfg_err(cfg, line, "log: '%s' is not one of error, warn, info, debug", num);
 		return;
 	case K_ENABLE:
-		if (streq(num, vlen, "yes") || streq(num, vlen, "true") || streq(num, vlen, "1"))
-			cfg->enable = true;
-		else if (streq(num, vlen, "no") || streq(num, vlen, "false") || streq(num, vlen, "0"))
-			cfg->enable = false;
-		else
-			cfg_err(cfg, line, "enable: '%s' is not yes or no", num);
+		cfg_yes_no(cfg, line, name, num, vlen, &cfg->enable);
+		return;
+	case K_INTERP_VERIFY:
+		cfg_yes_no(cfg, line, name, num, vlen, &cfg->interp_verify);
 		return;
 	case K_TRIPLE_FAULT:
 		if (streq(num, vlen, "reset"))
@@ -331,8 +341,10 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 			cfg->engine = HVTRACE_ENGINE_REFERENCE;
 		else if (streq(num, vlen, "lbr"))
 			cfg->engine = HVTRACE_ENGINE_LBR;
+		else if (streq(num, vlen, "interp"))
+			cfg->engine = HVTRACE_ENGINE_INTERP;
 		else
-			cfg_err(cfg, line, "engine: '%s' is not fast, reference or lbr", num);
+			cfg_err(cfg, line, "engine: '%s' is not fast, reference, lbr or interp", num);
 		return;
 	case K_FLIGHT_SIZE:
 		cfg_rec_size(cfg, line, name, num, &rec->flight.size);

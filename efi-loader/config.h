@@ -36,9 +36,10 @@ struct hv_config {
 	u16 serial_port;		/* 0 = no log */
 	u8 log_level;			/* enum log_level */
 	bool enable;			/* false: boot `next` without the hypervisor */
-	u8 engine;			/* enum hvtrace_engine: fast (default), reference or lbr */
+	u8 engine;			/* enum hvtrace_engine: fast (default), reference, lbr or interp */
 	u32 pace;			/* trace.pace: branches between interrupts; 0: off */
 	u16 triple_fault;		/* enum hv_triple_fault */
+	bool interp_verify;		/* interp.verify: engine = interp checks each instruction against the processor */
 	struct hv_rec_cfg rec;		/* flight.*, stream.*, trace.*, channel */
 	u32 nr_errors;			/* errors beyond CFG_MAX_ERRORS are counted only */
 	struct cfg_error errors[CFG_MAX_ERRORS];

@@ -223,6 +223,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->trace_engine = cfg->engine;
 	bp->trace_pace = cfg->pace;
 	bp->triple_fault = cfg->triple_fault;
+	bp->interp_verify = cfg->interp_verify;
 	bp->rec = cfg->rec;
 	/* the recorder's channel: an ivshmem device, found (and so hidden from
 	 * the guest) only when a recorder is configured and may use one */

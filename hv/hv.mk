@@ -10,11 +10,11 @@ hv-base-y := base/exc.o base/gmem.o base/mm.o base/memmap.o base/pgbuild.o base/
 hv-decode-y := $(addprefix arch/x86/decode/,decode.o legacy.o vex.o tables.o vex_tables.o)
 # the interpreter's pure core (docs/branch-engine.md), host-tested by tests/unit/test_interp.c
 hv-interp-y := arch/x86/interp/interp.o arch/x86/interp/native.o
-hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o $(hv-decode-y) $(hv-interp-y)
+hv-x86-y := arch/x86/desc.o arch/x86/exc.o arch/x86/resume.o arch/x86/pgwalk.o $(hv-decode-y) $(hv-interp-y)
 hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o svm/check.o
 hv-vmx-y := vmx/vmx.o vmx/exit.o vmx/ept.o vmx/msr.o vmx/ctls.o vmx/run.o
 hv-trace-y := trace/ds.o trace/engine.o trace/branch.o trace/dr.o trace/follow.o \
-	trace/rec.o trace/pace.o trace/pmu.o trace/lbr.o trace/lbr_engine.o trace/nmi.o
+	trace/rec.o trace/pace.o trace/pmu.o trace/lbr.o trace/lbr_engine.o trace/nmi.o trace/interp_engine.o
 
 HV_OBJS := $(addprefix $(BUILD)/hv/,$(hv-dispatch-y) $(hv-base-y) $(hv-x86-y) $(hv-svm-y) $(hv-vmx-y) $(hv-trace-y))
 

@@ -7,10 +7,12 @@
 #   traced  the flight recorder tracing from boot (fast engine, interrupts
 #           paced), so the program runs traced from its first instruction
 #   reference  the same with the reference engine (a step per instruction)
+#   interp  the same with the interpreting engine (engine = interp: the
+#           hypervisor runs the common instructions itself)
 # and the runs are compared: how each ended (exit: the program's SUMMARY
 # line, then QEMU's own exit; shutdown: QEMU exited without one; hang: the
 # time bound) must be the same, and every check that passes `off` must
-# pass `idle`, `traced` and `reference` too. Checks that pass only under the hypervisor
+# pass `idle`, `traced`, `reference` and `interp` too. Checks that pass only under the hypervisor
 # (its own features) are not compared. Logs in build/test-runs/diff-*/.
 #
 #   tests/integration-diff.sh [--list] [PATTERN...]
@@ -43,14 +45,14 @@ passed() { sed -nE 's/^GUEST-TEST: PASS: ([A-Za-z0-9_]+).*/\1/p' "$1" | sort -u;
 # the self-IPI they wait for arrives as untraced.
 KNOWN=""
 
-# diff_program PROGRAM [LOAD OPTIONS [OFF_NOTE]]: the four runs and their
+# diff_program PROGRAM [LOAD OPTIONS [OFF_NOTE]]: the five runs and their
 # comparison. OFF_NOTE: the emulator makes the run without the hypervisor
 # end otherwise than the hardware would (the note says how); its end is
 # then not compared, the idle run's is the reference for the traced one.
 diff_program() {
 	local prog=$1 opt=${2:-} note=${3:-} mode name d out0 ends=""
 	local tag=diff-$prog${opt:+-$opt}
-	for mode in off idle traced reference; do
+	for mode in off idle traced reference interp; do
 		name=$tag-$mode
 		d=$(esp "$name")
 		add_guest "$d" "$prog"
@@ -61,6 +63,7 @@ diff_program() {
 			off) echo 'enable = no' ;;
 			traced) printf '%s\n' 'flight.size = 1M' 'trace.start = boot' 'channel = ram' ;;
 			reference) printf '%s\n' 'flight.size = 1M' 'trace.start = boot' 'channel = ram' 'engine = reference' ;;
+			interp) printf '%s\n' 'flight.size = 1M' 'trace.start = boot' 'channel = ram' 'engine = interp' ;;
 			esac
 		} >"$d/EFI/hvtrace/hvtrace.cfg"
 		# the reference engine steps the firmware too: about 4 times slower

@@ -170,11 +170,18 @@ vmx_bts_with_engine() {
 }
 t_vmx_bts_fast() { vmx_bts_with_engine fast; }
 t_vmx_bts_reference() { vmx_bts_with_engine reference; }
+# engine = interp under VMX (Bochs's processor computes the interpreter's
+# flags as it runs the guest's), its records equal the reference engine's
+# (t_vmx_bts_interp_agrees; run vmx-bts-reference first)
+t_vmx_bts_interp() { vmx_bts_with_engine interp; }
 # The two engines' record streams under VMX, record for record, as
 # svm-bts-engines-agree does under SVM (run vmx-bts-fast and
 # vmx-bts-reference first: a pattern of vmx-bts runs all three).
 t_vmx_bts_engines_agree() {
 	engines_agree vmx-bts-engines-agree vmx-bts-reference vmx-bts-fast
+}
+t_vmx_bts_interp_agrees() {
+	engines_agree vmx-bts-interp-agrees vmx-bts-reference vmx-bts-interp
 }
 
 # The virtual PMU under VMX (docs/pmu.md): t_pmu as under SVM (svm-pmu),
@@ -240,7 +247,7 @@ t_vmx_rec_trigger_engine_on() {
 	reject 'hvtrace: error'
 	finish vmx-rec-trigger-engine-on
 }
-ALL="t_vmx_guest_basic t_vmx_smp t_vmx_fidel t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_bts_engines_agree t_vmx_pmu t_vmx_rec_basic
+ALL="t_vmx_guest_basic t_vmx_smp t_vmx_fidel t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_bts_engines_agree t_vmx_bts_interp t_vmx_bts_interp_agrees t_vmx_pmu t_vmx_rec_basic
 t_vmx_rec_boot_paced t_vmx_rec_trigger_engine_on"
 
 runner_main integration-vmx "$ALL" "$@"

@@ -219,6 +219,26 @@ t_svm_hostile() {
 	finish svm-hostile
 }
 
+# t_hostile's attacks with engine = interp: the interpreter leaves what
+# it must (the reserve, MMIO, a non-canonical address: interp_memory), the
+# traced sections behave as under the fast engine, the hypervisor intact
+t_svm_hostile_interp() {
+	local d=$(esp svm-hostile-interp)
+	add_guest "$d" t_hostile
+	printf 'next = \\EFI\\hvtrace\\t_hostile.efi\nengine = interp\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-hostile-interp 120
+	expect 'hvtrace: engine = interp'
+	expect 'GUEST-TEST: PASS: interp_hostile_memory'
+	expect 'GUEST-TEST: INFO: interp_memory: [1-9][0-9]* instructions interpreted, [1-9][0-9]* left'
+	expect 'GUEST-TEST: PASS: interp_hostile_memory_intact'
+	expect 'GUEST-TEST: PASS: breakpoints_on_hv_code_traced'
+	expect 'SUMMARY: t_hostile: [1-9][0-9]* passed, 0 failed'
+	reject 'GUEST-TEST: FAIL'
+	reject 'in the hypervisor at rip'
+	reject 'hvtrace: error'
+	finish svm-hostile-interp
+}
+
 # t_bts under one engine: ENGINE = reference | fast, in run NAME (default
 # svm-bts-ENGINE), with QEMU's CPU flags FLAGS when given; the caller
 # finishes
@@ -235,6 +255,16 @@ bts_with_engine() {
 }
 t_svm_bts_reference() { bts_with_engine reference; finish svm-bts-reference; }
 t_svm_bts_fast() { bts_with_engine fast; finish svm-bts-fast; }
+# engine = interp (docs/branch-engine.md "The interpreting engine"): the
+# hypervisor ran t_bts's common instructions itself (the coverage line
+# says how many), and the records equal the reference engine's
+# (t_svm_bts_interp_agrees)
+t_svm_bts_interp() {
+	bts_with_engine interp
+	expect 'hvtrace: engine = interp: the hypervisor interprets'
+	expect 'GUEST-TEST: INFO: interp: [1-9][0-9]* instructions, [1-9][0-9]* branches interpreted'
+	finish svm-bts-interp
+}
 # engine = lbr where the processor has no architectural LBRs (QEMU's TCG,
 # AMD: none): the hypervisor says so once and the fast engine runs t_bts,
 # its decoded-block cache in use (docs/branch-engine.md "LBR batching")
@@ -287,8 +317,31 @@ t_svm_pmu_amd() {
 }
 
 # Both engines produce identical record streams on the same program.
+# interp.verify = yes (docs/branch-engine.md "Verify mode"): every
+# instruction the interpreter would run is also run by the processor (the
+# reference engine's step) and the two compared; none may differ, on
+# t_bts and on t_workload's Collatz loop (about 330,000 instructions)
+interp_verify() { # NAME PROGRAM SECONDS
+	local d=$(esp $1)
+	add_guest "$d" $2
+	printf 'next = \\EFI\\hvtrace\\%s.efi\nengine = interp\ninterp.verify = yes\n' $2 >"$d/EFI/hvtrace/hvtrace.cfg"
+	run $1 $3
+	expect 'hvtrace: hypervisor running'
+	expect "SUMMARY: $2: [1-9][0-9]* passed, 0 failed, 0 skipped"
+	expect 'hvtrace: interp.verify: vcpu 0: [1-9][0-9]* instructions checked against the processor, 0 differ'
+	reject 'interp.verify: .* [1-9][0-9]* differ'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish $1
+}
+t_svm_bts_interp_verify() { interp_verify svm-bts-interp-verify t_bts 120; }
+t_svm_workload_interp_verify() { interp_verify svm-workload-interp-verify t_workload 240; }
+
 t_svm_bts_engines_agree() {
 	engines_agree svm-bts-engines-agree svm-bts-reference svm-bts-fast
+}
+t_svm_bts_interp_agrees() {
+	engines_agree svm-bts-interp-agrees svm-bts-reference svm-bts-interp
 }
 
 # Neither SVM nor VMX (qemu64 without svm): the loader says which CPUID
@@ -581,7 +634,7 @@ t_demo() {
 	finish demo
 }
 
-ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_linux_smp t_svm_hostile t_svm_hostile_interp t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_interp_verify t_svm_workload_interp_verify t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_bootvmlinux t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

@@ -34,7 +34,7 @@
 
 #define HV_IMAGE_HDR_MAGIC	0x4856494d41474531ull	/* "HVIMAGE1" */
 #define HV_BOOT_MAGIC		0x48564254424f4f54ull	/* "HVBTBOOT" */
-#define HV_BOOT_VERSION		5
+#define HV_BOOT_VERSION		6
 
 /* First bytes of the flat hypervisor image (hv/hv.ld puts it at HV_VA_BASE). */
 struct hv_image_hdr {
@@ -135,7 +135,8 @@ struct hv_boot {
 	u32 log_level;
 	u16 serial_port;	/* 0: no log */
 	u16 triple_fault;	/* enum hv_triple_fault: after a guest's triple fault */
-	u16 pad[2];
+	u16 interp_verify;	/* interp.verify = yes: engine = interp checks every instruction (trace/interp_engine.c) */
+	u16 pad;
 	u64 reserve_pa;		/* the whole reserved range */
 	u64 reserve_size;
 	u64 heap_pa;		/* first byte the hypervisor may allocate */

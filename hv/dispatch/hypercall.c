@@ -47,6 +47,10 @@ static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 	st.size = sizeof(st);
 	st.vcpu = index;
 	st.engine = w->trace->engine;
+	/* interp.verify: the reference engine's steps run and record (the interpreter's results
+	 * are only compared), so the guest's exit counts are the reference engine's */
+	if (st.engine == HVTRACE_ENGINE_INTERP && hv.boot.interp_verify)
+		st.engine = HVTRACE_ENGINE_REFERENCE;
 	st.exits = w->exits;
 	st.trace_exits = w->trace->trace_exits;
 	st.branches = w->trace->branches;
@@ -70,6 +74,10 @@ static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 		st.tsc[i] = *(const volatile u64 *)&w->prof.tsc[i];
 	st.blocks_reused = w->trace->blocks.hits;
 	st.blocks_decoded = w->trace->blocks.misses;
+	st.interp_insns = w->trace->interp.insns;
+	st.interp_branches = w->trace->interp.branches;
+	st.interp_left = w->trace->interp.left;
+	interp_top(&w->trace->interp, st.interp_top);
 	if (len < sizeof(st))
 		st.size = HVTRACE_VCPU_STATUS_SIZE_1_5;
 	memcpy(guest_pa_ptr(gpa), &st, st.size);

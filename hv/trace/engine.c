@@ -58,6 +58,8 @@ static void engine_stop(struct vcpu *v)
 	struct trace_vcpu *t = v->trace;
 	bp_disarm(v);
 	lbr_engine_stop(v);
+	if (t->engine == HVTRACE_ENGINE_INTERP)
+		interp_log(v);	/* the counts, and verify mode's result */
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
 		/* the watcher's stay intercepted (dispatch/irq.c) */
@@ -116,6 +118,9 @@ int trace_vcpu_init(struct vcpu *v, u32 engine_wanted, u32 pace)
 		if (!can)
 			engine_wanted = HVTRACE_ENGINE_FAST;
 	}
+	if (engine_wanted == HVTRACE_ENGINE_INTERP && v->id == 0)
+		LOG_INFO("engine = interp: the hypervisor interprets the common 64-bit instructions, the fast "
+			 "engine the rest (docs/branch-engine.md \"The interpreting engine\")");
 	v->trace->engine_wanted = engine_wanted;
 	v->trace->pace.pace = pace;
 	/* the architectural PMU is Intel's: an AMD-vendor guest has none */
@@ -282,6 +287,9 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
 	t->exit_rip = v->rip;	/* an emulated instruction's eventing IP (trace_insn_emulated) */
+	/* engine = interp runs only after the engines' own #DB exits (interp_run) */
+	t->interp_db_exit = ev->kind == HV_EV_EXCEPTION && ev->vector == X86_DB;
+	interp_verify_exit(v, ev);
 	nmi_exit_begin(v);
 	if (t->pmu.global_ctrl)
 		pmu_sync(v);	/* the TSC-counted events' wraps, late (docs/pmu.md) */
@@ -642,6 +650,7 @@ void step_completed(struct vcpu *v)
 	struct step_state *s = &t->step;
 	u64 to = gmem_linear_rip(v);
 
+	interp_verify_check(v);
 	if (!s->valid || s->dec != DEC_OK) {
 		s->valid = false;
 		return;
@@ -793,6 +802,12 @@ void trace_before_entry(struct vcpu *v)
 	bp_disarm(v);
 	if (t->engine == HVTRACE_ENGINE_LBR)
 		return;	/* the LBRs record; nothing to step or plan */
+	/* engine = interp: the instructions it can run exactly, here; the first it leaves goes
+	 * to the fast engine below, as any instruction the fast engine stops at */
+	bool verify = t->engine == HVTRACE_ENGINE_INTERP && hv.boot.interp_verify;
+	if (t->engine == HVTRACE_ENGINE_INTERP && t->interp_db_exit && !verify)
+		interp_run(v);
+	t->interp_db_exit = false;
 
 	s->rip = v->rip;
 	s->mode = gmem_code_mode(v, &base);
@@ -814,7 +829,7 @@ void trace_before_entry(struct vcpu *v)
 	 * engine decodes every instruction itself, unchanged) */
 	struct plan_ctx plan = { { 0, 0 }, false };
 	const struct block_entry *e = NULL;
-	if (t->engine == HVTRACE_ENGINE_FAST) {
+	if (t->engine == HVTRACE_ENGINE_FAST || t->engine == HVTRACE_ENGINE_INTERP) {
 		plan = (struct plan_ctx){ gmem_xlat_key(v), exec_bps(guest_dr_read(v, 7), 2, 3) };
 		e = block_lookup(v, &plan, s->lin, s->rip, s->mode);
 	}
@@ -848,7 +863,9 @@ void trace_before_entry(struct vcpu *v)
 	 * its internal debug exception (a crash without a gdbstub). So is
 	 * everything while the guest single-steps on branches (BTF and TF). */
 	bool btf_step = (t->ds.debugctl & DEBUGCTL_BTF) && (v->rflags & RFLAGS_TF);
-	if (t->engine == HVTRACE_ENGINE_REFERENCE || s->dec != DEC_OK || base || btf_step) {
+	if (t->engine == HVTRACE_ENGINE_REFERENCE || verify || s->dec != DEC_OK || base || btf_step) {
+		if (verify && s->dec == DEC_OK)
+			interp_verify_prepare(v);	/* the shadow this step is compared with */
 		step_arm(v, s);
 		step_follow_shadowed(v, s);
 		return;

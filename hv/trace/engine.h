@@ -40,6 +40,16 @@ void lbr_engine_start(struct vcpu *v);
 void lbr_engine_stop(struct vcpu *v);
 void lbr_engine_exit(struct vcpu *v);
 
+/* interp_engine.c: engine = interp's burst before an entry (nothing when it may not run
+ * exactly) */
+void interp_run(struct vcpu *v);
+void interp_log(struct vcpu *v);
+/* interp.verify: interpret the instruction at RIP into a shadow before the reference engine
+ * steps it; at the step's end, or at another exit, compare */
+void interp_verify_prepare(struct vcpu *v);
+void interp_verify_check(struct vcpu *v);
+void interp_verify_exit(struct vcpu *v, const struct hv_event *ev);
+
 /* follow.c: events followed into the guest's handlers */
 void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);
 void nmi_deliver(struct vcpu *v);

@@ -6,6 +6,7 @@
 
 #include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
+#include "arch/x86/interp/interp.h"
 #include "base/gmem.h"
 #include "trace/rec.h"
 #include "trace/pace.h"
@@ -127,6 +128,53 @@ struct lbr_engine {
 	u64 batches, guessed, undecoded, skipped;	/* lbr_batch_records's counts */
 };
 
+/* engine = interp's counts (trace/interp_engine.c), for vcpu_status and the bench: bursts run
+ * and declined (interp_allowed said no), instructions and taken branches interpreted,
+ * instructions left per reason and, for memory, per page-walk refusal (enum pgwalk_status), and
+ * bursts ended by the budget; the most often left opcodes (key: reason << 24 | interp_opkey)
+ * in a small table where the rarest of four probes gives way. */
+#define INTERP_TOP_BITS		5
+#define INTERP_TOP		(1u << INTERP_TOP_BITS)
+#define PGWALK_NREFUSED		8
+struct interp_stats {
+	u64 runs, declined, insns, branches, left, budget;
+	u64 logged_runs;	/* runs at the last interp_log */
+	u64 reasons[INTERP_LEAVE_NREASONS];
+	u64 refused[PGWALK_NREFUSED];
+	struct { u32 key; u32 pad; u64 count; } top[INTERP_TOP];
+};
+
+/* engine = interp's decoded instructions, kept while their bytes stay (interp_engine.c
+ * imem_decode), direct-mapped by linear address */
+#define INTERP_DCACHE	256
+struct interp_dcache_entry {
+	u64 lin;
+	u8 len;			/* 0: empty */
+	u8 bytes[15];
+	struct dec_insn in;
+};
+struct interp_dcache {
+	struct interp_dcache_entry e[INTERP_DCACHE];
+	u64 hits;
+};
+
+/* interp.verify = yes: the instruction interp_verify_prepare interpreted into a shadow (its
+ * one write buffered), which the reference engine's step then runs on the processor; the
+ * step's end compares (trace/interp_engine.c). */
+struct interp_verify {
+	bool valid;
+	bool wrote;
+	u8 len, wlen;
+	u8 bytes[15];
+	u64 wlin, wval;
+	struct interp_cpu before, want;
+	u64 checked, mismatches;
+	u64 logged;	/* checked at the last log line */
+};
+
+/* The two most often left, as vcpu_status reports them (HVTRACE_INTERP_TOP_KEY) */
+void interp_top(const struct interp_stats *st, u64 out[2]);
+
 struct trace_vcpu {
 	struct ds_state ds;
 	struct pmu_state pmu;	/* the virtual PMU (trace/pmu.c); GLOBAL_STATUS's bit 62 is the DS's */
@@ -160,6 +208,13 @@ struct trace_vcpu {
 	struct rec_vcpu rec;	/* the recorder's rings (trace/rec.c) */
 	struct block_cache blocks;
 	struct lbr_engine lbr;
+	struct interp_stats interp;
+	struct interp_verify verify;
+	struct interp_dcache dcache;
+	/* this exit was a #DB (the engines' stop or step): the only exits after which engine =
+	 * interp runs. Any other may have raised an event the processor takes right after the
+	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */
+	bool interp_db_exit;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

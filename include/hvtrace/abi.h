@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 7
+#define HVTRACE_ABI_MINOR 8
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -118,6 +118,8 @@ enum hvtrace_engine {
 	HVTRACE_ENGINE_FAST = 2,	/* decodes ahead, stops at branches */
 	HVTRACE_ENGINE_LBR = 3,		/* the processor's architectural LBRs, one exit per batch
 					 * (VMX, where HV_CAP_ARCH_LBR holds; else FAST runs) */
+	HVTRACE_ENGINE_INTERP = 4,	/* the hypervisor runs the common instructions itself and
+					 * hands the others to FAST (ABI 1.8) */
 };
 
 #define HVTRACE_VCPU_STATUS_MAGIC 0x53565648u	/* "HVVS" */
@@ -133,7 +135,7 @@ struct hvtrace_vcpu_status {
 	uint32_t magic;		/* HVTRACE_VCPU_STATUS_MAGIC */
 	uint32_t size;		/* bytes written */
 	uint32_t vcpu;
-	uint32_t engine;	/* enum hvtrace_engine in use now */
+	uint32_t engine;	/* enum hvtrace_engine in use now (REFERENCE for interp with interp.verify) */
 	uint64_t exits;		/* all VM exits of this vCPU */
 	uint64_t trace_exits;	/* exits taken only for tracing */
 	uint64_t branches;	/* branch records the engine produced */
@@ -158,9 +160,22 @@ struct hvtrace_vcpu_status {
 	uint64_t tsc[8];
 	uint64_t blocks_reused;	/* fast engine: decoded blocks taken from its cache... */
 	uint64_t blocks_decoded; /* ... and decoded (a miss: new, or its bytes changed) */
-	uint64_t reserved2[5];
+	/* ABI 1.8: engine = interp's coverage (docs/branch-engine.md): instructions and taken
+	 * branches the hypervisor interpreted, instructions it left to the processor, and the two
+	 * most often left, each HVTRACE_INTERP_TOP_KEY(x) << 32 | count (0: none) */
+	uint64_t interp_insns;
+	uint64_t interp_branches;
+	uint64_t interp_left;
+	uint64_t interp_top[2];
 };
 _Static_assert(sizeof(struct hvtrace_vcpu_status) == 0x100, "hvtrace_vcpu_status is 256 bytes");
+_Static_assert(__builtin_offsetof(struct hvtrace_vcpu_status, interp_insns) == 0xd8, "ABI 1.8 fields in 1.7's reserve");
+/* interp_top[]'s key, the high 32 bits: the reason (bits 31:24, the hypervisor's enum
+ * interp_leave: 4 an opcode not interpreted, 5 a prefix, 6 memory...), the decoder's encoding
+ * (23:20), the opcode map (19:16: 0 one-byte, 1 0F, 2 0F38, 3 0F3A), the opcode (15:8) and
+ * ModRM.reg (7:0) */
+#define HVTRACE_INTERP_TOP_KEY(x)	((uint32_t)((x) >> 32))
+#define HVTRACE_INTERP_TOP_COUNT(x)	((uint32_t)(x))
 
 /* The smallest buffer HVTRACE_HC_VCPU_STATUS accepts: the layout of ABI
  * 1.0-1.5, which it fills (and says so in size). */

@@ -516,6 +516,64 @@ static void test_apic_page_writes(void)
 	report_intact("apic_page_writes_intact");
 }
 
+/* What engine = interp must leave to the processor (docs/branch-engine.md "The
+ * interpreting engine"), run untraced and then traced, each access right after an
+ * indirect branch (a stop of the engine: the interpreter runs from there): a read of
+ * the hypervisor's reserve and a write of what it read back (its sink page, never
+ * the hypervisor), a read of the local APIC's version register (MMIO), a
+ * non-canonical read (#GP, skipped by the handler), and 6,000 instructions
+ * without a branch (its budget ends, the guest goes on). The results must be the
+ * same both ways and the hypervisor intact. */
+struct interp_probe {
+	uint64_t reserve_read, apic_version, straight;
+	int gp;
+};
+
+/* An indirect JMP to the next instruction: the fast engine stops at it (a direct one it
+ * would follow in a chain), so the interpreter runs from there */
+#define STOP() asm volatile("lea 1f(%%rip), %%r11\n\tjmp *%%r11\n1:" ::: "r11", "memory")
+
+static void interp_probe(uint64_t debugctl, struct interp_probe *p)
+{
+	volatile uint64_t *res = (volatile uint64_t *)(uintptr_t)(reserve + 0x3000);
+	volatile uint32_t *apic = x2apic_mode() ? NULL
+						: (volatile uint32_t *)(uintptr_t)(rdmsr(MSR_IA32_APICBASE) & ~0xfffull);
+	uint64_t bad = 0x8000000000001000ull, n = 0;
+	uint64_t f = irq_save();
+	wrmsr(MSR_IA32_DEBUGCTL, debugctl);
+	STOP();
+	p->reserve_read = *res;
+	STOP();
+	*res = p->reserve_read;
+	STOP();
+	p->apic_version = apic ? apic[0x30 / 4] : 0;
+	STOP();
+	p->gp = TRY(3, "movq (%0), %0" : "+a"(bad));
+	asm volatile("lea 1f(%%rip), %%r11\njmp *%%r11\n1:\n.rept 6000\naddq $1, %0\n.endr" : "+r"(n)::"r11");
+	p->straight = n;
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	irq_restore(f);
+}
+
+static void test_interp_memory(void)
+{
+	struct interp_probe a, b;
+	struct hvtrace_vcpu_status s0, s1;
+	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));	/* no breakpoint of ours: the interpreter may run */
+	interp_probe(0, &a);
+	status_call(HVTRACE_HC_VCPU_STATUS, &s0, sizeof(s0));
+	interp_probe(TRACE, &b);
+	status_call(HVTRACE_HC_VCPU_STATUS, &s1, sizeof(s1));
+	/* integration.sh t_svm_hostile_interp reads this line */
+	report_info("interp_memory: %lu instructions interpreted, %lu left", s1.interp_insns - s0.interp_insns,
+		    s1.interp_left - s0.interp_left);
+	report(a.reserve_read == b.reserve_read && a.apic_version == b.apic_version && a.gp == X86_GP &&
+		       b.gp == X86_GP && a.straight == 6000 && b.straight == 6000,
+	       "interp_hostile_memory", "reserve %lx/%lx apic %lx/%lx vector %d/%d straight %lu/%lu",
+	       a.reserve_read, b.reserve_read, a.apic_version, b.apic_version, a.gp, b.gp, a.straight, b.straight);
+	report_intact("interp_hostile_memory_intact");
+}
+
 static const struct { const char *name; void (*run)(void); } sections[] = {
 	{ "breakpoints", test_breakpoints_off },
 	{ "breakpoints_traced", test_breakpoints_traced },
@@ -529,6 +587,7 @@ static const struct { const char *name; void (*run)(void); } sections[] = {
 	{ "feature_msrs", test_feature_msrs },
 	{ "invd", test_invd },
 	{ "hypercall_pointers", test_hypercall_pointers },
+	{ "interp_memory", test_interp_memory },	/* before channel_scribble: faults caught */
 	{ "channel_scribble", test_channel_scribble },
 	{ "apic_page_writes", test_apic_page_writes },
 };

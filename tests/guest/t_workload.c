@@ -89,6 +89,12 @@ static void run(const char *name, bool traced, uint64_t count)
 		    d[HVTRACE_PROF_HANDLER]);
 	report_info("WORKLOAD: %s blocks reused %lu decoded %lu", name, b.blocks_reused - a.blocks_reused,
 		    b.blocks_decoded - a.blocks_decoded);
+	/* engine = interp's coverage (ABI 1.8): the most left opcodes are since boot */
+	report_info("WORKLOAD: %s interp insns %lu ibranches %lu left %lu top %x %u %x %u", name,
+		    b.interp_insns - a.interp_insns, b.interp_branches - a.interp_branches,
+		    b.interp_left - a.interp_left, HVTRACE_INTERP_TOP_KEY(b.interp_top[0]),
+		    HVTRACE_INTERP_TOP_COUNT(b.interp_top[0]), HVTRACE_INTERP_TOP_KEY(b.interp_top[1]),
+		    HVTRACE_INTERP_TOP_COUNT(b.interp_top[1]));
 }
 
 #define CPUID_N 2000

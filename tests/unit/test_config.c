@@ -76,8 +76,13 @@ int main(void)
 	bad("next = \\a.efi\nserial = 0x10000\n", 2, "not an I/O port");
 	bad("next = \\a.efi\nlog = loud\n", 2, "not one of error");
 	bad("next = \\a.efi\nenable = maybe\n", 2, "not yes or no");
-	bad("next = \\a.efi\nengine = turbo\n", 2, "not fast, reference or lbr");
+	bad("next = \\a.efi\nengine = turbo\n", 2, "not fast, reference, lbr or interp");
 	CHECK(parse("next = \\a.efi\nengine = lbr\n") == 0 && cfg.engine == HVTRACE_ENGINE_LBR, "engine lbr");
+	CHECK(parse("next = \\a.efi\nengine = interp\n") == 0 && cfg.engine == HVTRACE_ENGINE_INTERP && !cfg.interp_verify,
+	      "engine interp");
+	CHECK(parse("next = \\a.efi\nengine = interp\ninterp.verify = yes\n") == 0 && cfg.interp_verify, "interp.verify");
+	bad("next = \\a.efi\ninterp.verify = maybe\n", 2, "interp.verify: 'maybe' is not yes or no");
+	bad("next = \\a.efi\nenable = maybe\n", 2, "enable: 'maybe' is not yes or no");
 	bad("next = \\a.efi\ntrace.pace = 99\n", 2, "trace.pace: '99' is not off or a number of branches from 100 to 100000000");
 	bad("next = \\a.efi\ntrace.pace = 100000001\n", 2, "from 100 to 100000000");
 	bad("next = \\a.efi\ntrace.pace = fast\n", 2, "trace.pace: 'fast' is not off");

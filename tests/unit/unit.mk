@@ -2,7 +2,7 @@
 UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -Ihv -Iinclude -Iefi-loader -Itests/unit
 UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_rec test_exc test_pcicfg \
-	test_branch test_icr test_pace test_cpuid test_svm_check test_pmu test_lbr test_mtrr test_interp
+	test_branch test_icr test_pace test_cpuid test_svm_check test_pmu test_lbr test_mtrr test_interp test_pgwalk
 
 unit-src-test_config := efi-loader/config.c hv/base/fmt.c
 unit-src-test_pgbuild := hv/base/pgbuild.c hv/base/memmap.c
@@ -22,6 +22,8 @@ unit-src-test_svm_check := hv/svm/check.c
 unit-src-test_branch := hv/trace/branch.c $(wildcard hv/arch/x86/decode/*.c)
 # the interpreter's core against the host processor (docs/branch-engine.md)
 unit-src-test_interp := $(wildcard hv/arch/x86/interp/*.c hv/arch/x86/decode/*.c)
+# the interpreting engine's page walk on fake guest memory
+unit-src-test_pgwalk := hv/arch/x86/pgwalk.c
 
 define unit_rule
 $(BUILD)/host/$(1): tests/unit/$(1).c $$(unit-src-$(1)) tests/unit/unit.h tests/unit/fake_pages.h $$(wildcard hv/base/*.h hv/dispatch/*.h hv/vmx/*.h hv/svm/*.h hv/trace/*.h hv/arch/x86/*.h hv/arch/x86/decode/*.h hv/arch/x86/interp/*.h efi-loader/*.h include/hvtrace/*.h)

@@ -37,6 +37,7 @@
 #define CR0_ET		(1ull << 4)	/* reads as 1 on every processor since the 486 */
 #define CR0_NE		(1ull << 5)
 #define CR0_WP		(1ull << 16)
+#define CR0_AM		(1ull << 18)	/* alignment mask: #AC at CPL 3 with RFLAGS.AC */
 #define CR0_NW		(1ull << 29)
 #define CR0_CD		(1ull << 30)
 #define CR0_PG		(1ull << 31)

@@ -662,10 +662,16 @@ int interp_step(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *
 		return out->leave = INTERP_LEAVE_TRAP;
 	if (!canonical(cpu->rip))
 		return out->leave = INTERP_LEAVE_FETCH;
-	got = mem->fetch(ctx, cpu->rip, s.bytes, sizeof(s.bytes));
-	if (got > sizeof(s.bytes))
-		got = 0;
-	switch (dec_decode(s.bytes, got, DEC_MODE_64, cpu->rip, &s.in)) {
+	int dec;
+	if (mem->decode) {
+		dec = mem->decode(ctx, cpu->rip, s.bytes, &s.in);
+	} else {
+		got = mem->fetch(ctx, cpu->rip, s.bytes, sizeof(s.bytes));
+		if (got > sizeof(s.bytes))
+			got = 0;
+		dec = dec_decode(s.bytes, got, DEC_MODE_64, cpu->rip, &s.in);
+	}
+	switch (dec) {
 	case DEC_OK:
 		break;
 	case DEC_INVALID:

@@ -52,6 +52,11 @@ struct interp_mem_ops {
 	int (*read)(void *ctx, u64 lin, void *buf, unsigned len);
 	int (*write)(void *ctx, u64 lin, const void *buf, unsigned len);
 	unsigned (*fetch)(void *ctx, u64 lin, u8 *buf, unsigned max);
+	/* Optional (NULL: fetch, then dec_decode): the instruction at lin (64-bit code, RIP = lin)
+	 * decoded, its bytes in bytes[15], as a dec_decode status. It must give exactly what
+	 * dec_decode gives for the bytes in memory now: a cache of decoded instructions checks
+	 * every byte of the instruction against memory before it answers (trace/interp_engine.c). */
+	int (*decode)(void *ctx, u64 lin, u8 *bytes, struct dec_insn *in);
 };
 
 /* Why an instruction was left to the processor (counted per reason and opcode). */

@@ -1,0 +1,484 @@
+/*
+ * engine = interp (docs/branch-engine.md "The interpreting engine"): at an
+ * entry while tracing, the hypervisor runs the guest's next instructions
+ * itself with the interpreter's core (arch/x86/interp), recording each
+ * branch as the reference engine would, and hands the first instruction
+ * the core leaves (or the one at the budget's end) to the fast engine,
+ * which plans its stop as ever. Only where that is exactly the processor's
+ * behaviour (interp_allowed): otherwise the fast engine alone runs this
+ * entry. Guest memory is reached through a strict page walk
+ * (arch/x86/pgwalk.c: every check, accessed/dirty bits never set here:
+ * an access that would set one is left) and only in guest RAM. Root mode,
+ * interrupts off; physical interrupts and NMIs that come meanwhile stay
+ * pending and exit right after the entry, so the budget bounds their
+ * latency.
+ */
+#include "hvtrace/abi.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/interp/interp.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "arch/x86/pgwalk.h"
+#include "base/gmem.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/memmap.h"
+#include "base/mm.h"
+#include "base/prof.h"
+#include "base/vcpu.h"
+#include "base/vecset.h"
+#include "trace/engine.h"
+
+/* A burst's limits: instructions, and TSC ticks (checked every INTERP_TSC_EVERY instructions)
+ * so that timers, other vCPUs and the host's requests see this one come back soon
+ * (docs/benchmarks.md: the figures these were chosen by). */
+#define INTERP_BUDGET_INSNS	4096
+#define INTERP_BUDGET_US	100
+#define INTERP_TSC_EVERY	64
+
+/* --- memory as the processor sees it ---------------------------------------------------- */
+
+/* A burst's translations, 4 KiB pages of guest RAM, each for the access it was walked for. As
+ * a TLB may (SDM Vol. 3 4.10.2.3), a translation is used for the rest of the burst (at most its
+ * budget) even if the guest's page tables change meanwhile; a write needs a walk for writing. */
+#define IMEM_TLB	8
+struct imem {
+	struct vcpu *v;
+	struct pgwalk_ctl ctl;
+	struct { u64 page; u8 *host; u8 acc; } tlb[IMEM_TLB];
+	u32 used, next;
+	int refused;		/* enum pgwalk_status of the last access refused */
+	struct interp_verify *shadow;	/* verify mode: the write is buffered there, not made */
+};
+
+static const u64 *imem_entry(void *ctx, u64 pa)
+{
+	(void)ctx;
+	return memmap_contains(&hv.guest_ram, pa, 8) ? guest_pa_ptr(pa) : NULL;
+}
+
+/* The host's pointer to the page holding `lin` (4 KiB aligned), or NULL: the access must be
+ * left to the processor. A walk for writing passed every check a read makes (SDM Vol. 3
+ * 4.6.1), so it serves reads too; a fetch's checks (NX, SMEP) are its own. */
+static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
+{
+	u64 page = lin & ~(PAGE_SIZE - 1);
+	for (u32 i = 0; i < m->used; i++)
+		if (m->tlb[i].page == page && (m->tlb[i].acc == acc || (acc == PGWALK_READ && m->tlb[i].acc == PGWALK_WRITE)))
+			return m->tlb[i].host;
+	u64 gpa, size;
+	u32 was = prof_switch(m->v, HVTRACE_PROF_WALK);
+	int st = pgwalk(&m->ctl, imem_entry, NULL, page, acc, &gpa, &size);
+	prof_switch(m->v, was);
+	/* only ordinary guest RAM: never the hypervisor's ranges, MMIO, ROM or the channel */
+	if (st == PGWALK_OK && !memmap_contains(&hv.guest_ram, gpa, PAGE_SIZE))
+		st = PGWALK_NOT_RAM;
+	if (st != PGWALK_OK) {
+		m->refused = st;
+		return NULL;
+	}
+	u32 i = m->used < IMEM_TLB ? m->used++ : m->next++ % IMEM_TLB;
+	m->tlb[i].page = page;
+	m->tlb[i].host = guest_pa_ptr(gpa);
+	m->tlb[i].acc = (u8)acc;
+	return m->tlb[i].host;
+}
+
+/* One access of len (1, 2, 4, 8) bytes: aligned, one load or store of that width (single-copy
+ * atomic, SDM Vol. 3 9.1.1: other vCPUs run meanwhile); misaligned, bytes, both pages checked
+ * before any byte moves. */
+static int imem_read(void *ctx, u64 lin, void *buf, unsigned len)
+{
+	struct imem *m = ctx;
+	u64 off = lin & (PAGE_SIZE - 1);
+	u8 *p = imem_page(m, lin, PGWALK_READ), *q = p;
+	if (p && off + len > PAGE_SIZE)
+		q = imem_page(m, lin + len - 1, PGWALK_READ);
+	if (!p || !q)
+		return INTERP_MEM_LEAVE;
+	p += off;
+	if (!(lin & (len - 1))) {
+		switch (len) {
+		case 1: *(u8 *)buf = __atomic_load_n(p, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		case 2: *(u16 *)buf = __atomic_load_n((u16 *)p, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		case 4: *(u32 *)buf = __atomic_load_n((u32 *)p, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		case 8: *(u64 *)buf = __atomic_load_n((u64 *)p, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		}
+	}
+	for (unsigned i = 0; i < len; i++)
+		((u8 *)buf)[i] = off + i < PAGE_SIZE ? p[i] : q[off + i - PAGE_SIZE];
+	return INTERP_MEM_OK;
+}
+
+static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
+{
+	struct imem *m = ctx;
+	u64 off = lin & (PAGE_SIZE - 1);
+	u8 *p = imem_page(m, lin, PGWALK_WRITE), *q = p;
+	if (p && off + len > PAGE_SIZE)
+		q = imem_page(m, lin + len - 1, PGWALK_WRITE);
+	if (!p || !q)
+		return INTERP_MEM_LEAVE;
+	if (m->shadow) {
+		m->shadow->wrote = true;
+		m->shadow->wlin = lin;
+		m->shadow->wlen = (u8)len;
+		m->shadow->wval = 0;
+		memcpy(&m->shadow->wval, buf, len);
+		return INTERP_MEM_OK;
+	}
+	p += off;
+	if (!(lin & (len - 1))) {
+		switch (len) {
+		case 1: __atomic_store_n(p, *(const u8 *)buf, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		case 2: __atomic_store_n((u16 *)p, *(const u16 *)buf, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		case 4: __atomic_store_n((u32 *)p, *(const u32 *)buf, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		case 8: __atomic_store_n((u64 *)p, *(const u64 *)buf, __ATOMIC_RELAXED); return INTERP_MEM_OK;
+		}
+	}
+	for (unsigned i = 0; i < len; i++) {
+		u8 *d = off + i < PAGE_SIZE ? &p[i] : &q[off + i - PAGE_SIZE];
+		*d = ((const u8 *)buf)[i];
+	}
+	return INTERP_MEM_OK;
+}
+
+/* Fresh bytes at every fetch (no decoded copy is kept): self- and cross-modifying code is seen
+ * as the processor sees it after a serializing point, or sooner. */
+static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
+{
+	struct imem *m = ctx;
+	unsigned n = 0;
+	while (n < max) {
+		u64 at = lin + n, off = at & (PAGE_SIZE - 1);
+		const u8 *p = imem_page(m, at, PGWALK_FETCH);
+		if (!p)
+			break;
+		while (n < max && off < PAGE_SIZE)
+			buf[n++] = p[off++];
+	}
+	return n;
+}
+
+/* Decoded instructions kept across bursts (struct interp_dcache): an entry answers only when
+ * every byte of its instruction, fetched now through the page walk, is the byte it was decoded
+ * from (the decode is a function of those bytes and of RIP = its linear address in 64-bit
+ * code), so a write to the code, a remapping or a changed permission is seen as by a fresh
+ * decode. Saves the decoder's time (60% of an interpreted instruction's, natively). */
+static int imem_decode(void *ctx, u64 lin, u8 *bytes, struct dec_insn *in)
+{
+	struct imem *m = ctx;
+	struct interp_dcache_entry *e = &m->v->trace->dcache.e[(lin ^ (lin >> 7)) % INTERP_DCACHE];
+	if (e->len && e->len <= 15 && e->lin == lin) {
+		/* compared in place when the instruction is within one page */
+		u64 off = lin & (PAGE_SIZE - 1);
+		const u8 *p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
+		u8 now[15];
+		if (p ? !memcmp(p + off, e->bytes, e->len)
+		      : imem_fetch(m, lin, now, e->len) == e->len && !memcmp(now, e->bytes, e->len)) {
+			m->v->trace->dcache.hits++;
+			memcpy(bytes, e->bytes, e->len);
+			*in = e->in;
+			return DEC_OK;
+		}
+	}
+	unsigned got = imem_fetch(m, lin, bytes, 15);
+	int st = dec_decode(bytes, got, DEC_MODE_64, lin, in);
+	if (st == DEC_OK) {
+		e->lin = lin;
+		e->len = in->len;
+		memcpy(e->bytes, bytes, in->len);
+		e->in = *in;
+	}
+	return st;
+}
+
+static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode };
+
+/* --- coverage ---------------------------------------------------------------------------- */
+
+static void count_left(struct interp_stats *st, const struct interp_result *r)
+{
+	st->left++;
+	st->reasons[r->leave]++;
+	if (r->leave < INTERP_LEAVE_OPCODE && r->leave != INTERP_LEAVE_FETCH)
+		return;
+	u32 key = interp_opkey(r) | (u32)r->leave << 24;
+	u32 h = (key * 0x9e3779b1u) >> (32 - INTERP_TOP_BITS), min = h;
+	for (u32 i = 0; i < 4; i++) {	/* four probes, else the smallest of them is replaced */
+		u32 j = (h + i) % INTERP_TOP;
+		if (st->top[j].key == key || !st->top[j].count) {
+			st->top[j].key = key;
+			st->top[j].count++;
+			return;
+		}
+		if (st->top[j].count < st->top[min].count)
+			min = j;
+	}
+	st->top[min].key = key;
+	st->top[min].count = 1;
+}
+
+void interp_top(const struct interp_stats *st, u64 out[2])
+{
+	u32 a = INTERP_TOP, b = INTERP_TOP;
+	for (u32 i = 0; i < INTERP_TOP; i++) {
+		if (!st->top[i].count)
+			continue;
+		if (a == INTERP_TOP || st->top[i].count > st->top[a].count) {
+			b = a;
+			a = i;
+		} else if (b == INTERP_TOP || st->top[i].count > st->top[b].count) {
+			b = i;
+		}
+	}
+	out[0] = a < INTERP_TOP ? (u64)st->top[a].key << 32 | (u32)MIN(st->top[a].count, 0xffffffffull) : 0;
+	out[1] = b < INTERP_TOP ? (u64)st->top[b].key << 32 | (u32)MIN(st->top[b].count, 0xffffffffull) : 0;
+}
+
+/* --- the engine ------------------------------------------------------------------------- */
+
+/*
+ * Whether the instructions at RIP may be interpreted at this entry, exactly: nothing the
+ * processor would do between or during them that the interpreter does not do. Not while an
+ * event goes in at this entry or an STI/MOV SS shadow holds (irq_blocked with IF taken as set:
+ * what is left is the shadow or an event); not with the guest's TF or BTF (their traps), an
+ * enabled breakpoint in its DR7 (instruction and data breakpoints would not hit), BTINT (the
+ * threshold's PMI would come late), a PMU counter the engine counts for (the reference engine
+ * runs then anyway), the recorder waiting for its start address; only in 64-bit mode with
+ * IA-32e paging, without CET or protection keys.
+ */
+static bool interp_allowed(struct vcpu *v, const struct pgwalk_ctl *c)
+{
+	struct trace_vcpu *t = v->trace;
+	u64 base;
+	if (gmem_code_mode(v, &base) != DEC_MODE_64 || (v->rflags & RFLAGS_TF) || t->guest_tf ||
+	    (t->ds.debugctl & (DEBUGCTL_BTF | DEBUGCTL_BTINT)) || (guest_dr_read(v, 7) & 0xff) ||
+	    pmu_needs_engine(&t->pmu) || rec_trigger_addr() || (c->cr4 & (CR4_CET | CR4_PKE | CR4_PKS)))
+		return false;
+	u64 fl = v->rflags;
+	v->rflags |= RFLAGS_IF;
+	bool blocked = hv.ops->irq_blocked(v);
+	v->rflags = fl;
+	return !blocked && !(hv.ops->event_pending && hv.ops->event_pending(v));
+}
+
+static void ctl_read(struct vcpu *v, struct pgwalk_ctl *c)
+{
+	struct cpuid_regs r;
+	cpuid_count(0x80000001u, 0, &r);
+	c->cr0 = hv.ops->get_cr(v, 0);
+	c->cr3 = hv.ops->get_cr(v, 3);
+	c->cr4 = hv.ops->get_cr(v, 4);
+	c->efer = hv.ops->get_efer(v);
+	c->phys_limit = hv.boot.phys_limit;
+	c->pg1g = r.edx & (1u << 26);
+	c->cpl = (u8)hv.ops->get_cpl(v);
+	c->ac = v->rflags & RFLAGS_AC;
+}
+
+/* A held external interrupt the pacing lets go now (dispatch/irq.c would inject it at the
+ * next entry): the burst ends before the next instruction, as the processor would take it. */
+static bool irq_due(struct vcpu *v)
+{
+	for (int w = 0; w < 4; w++)
+		if (v->irq_held[w])
+			return (v->rflags & RFLAGS_IF) && pace_due(&v->trace->pace, v->trace->branches);
+	return false;
+}
+
+/* The core's register file from the vCPU's */
+static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp_cpu *c)
+{
+	struct hv_segment fs, gs;
+	hv.ops->get_seg(v, SEG_FS, &fs);
+	hv.ops->get_seg(v, SEG_GS, &gs);
+	memcpy(c->gpr, v->gpr, sizeof(c->gpr));
+	c->rip = v->rip;
+	c->rflags = v->rflags;
+	c->fs_base = fs.base;
+	c->gs_base = gs.base;
+	c->mode = DEC_MODE_64;
+	c->cpl = ctl->cpl;
+	c->cr0_am = ctl->cr0 & CR0_AM;
+	c->cet = false;	/* interp_allowed: CR4.CET is clear */
+}
+
+/* The interpreted state becomes the vCPU's (each committed instruction's state is whole) */
+static void sync_back(struct vcpu *v, const struct interp_cpu *c)
+{
+	memcpy(v->gpr, c->gpr, sizeof(c->gpr));
+	v->rip = c->rip;
+	v->rflags = c->rflags;
+}
+
+void interp_run(struct vcpu *v)
+{
+	struct trace_vcpu *t = v->trace;
+	struct imem m = { .v = v, .used = 0, .next = 0, .refused = 0 };
+	ctl_read(v, &m.ctl);
+	if (!interp_allowed(v, &m.ctl)) {
+		t->interp.declined++;
+		return;
+	}
+	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
+	struct interp_cpu c;
+	cpu_load(v, &m.ctl, &c);
+	bool tracing = rec_tracing();
+	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
+	u32 n = 0;
+	t->interp.runs++;
+	for (;;) {
+		struct interp_result r;
+		if (interp_step(&c, &imem_ops, &m, &r)) {
+			count_left(&t->interp, &r);
+			if (r.leave == INTERP_LEAVE_MEMORY)
+				t->interp.refused[m.refused < PGWALK_NREFUSED ? m.refused : 0]++;
+			break;
+		}
+		n++;
+		if (r.branch != DEC_BR_NONE && r.taken) {
+			sync_back(v, &c);	/* the record's consumers may look at the vCPU */
+			/* as the reference engine's step_complete_one: near transfers only here */
+			struct dec_insn in = { .branch = r.branch };
+			u32 type;
+			u8 kind = rec_kind_of(&in, &type);
+			t->interp.branches++;
+			trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);	/* its time: the record bucket */
+			if (irq_due(v) || rec_tracing() != tracing)
+				break;
+		}
+		if (n >= INTERP_BUDGET_INSNS || (!(n % INTERP_TSC_EVERY) && rdtsc() - t0 >= limit)) {
+			t->interp.budget++;
+			break;
+		}
+	}
+	sync_back(v, &c);
+	t->interp.insns += n;
+	prof_switch(v, was);
+}
+
+/* The counts so far, at LOG_INFO when the engine stops after a real run (the bench reads the
+ * leave reasons here), at most once per 1024 bursts so that tests toggling the guest's BTS do
+ * not flood the log. */
+void interp_log(struct vcpu *v)
+{
+	struct interp_stats *st = &v->trace->interp;
+	struct interp_verify *f = &v->trace->verify;
+	if (f->checked - f->logged >= 1024 || (f->mismatches && f->checked != f->logged)) {
+		f->logged = f->checked;
+		LOG_INFO("interp.verify: vcpu %u: %lu instructions checked against the processor, %lu differ", v->id,
+			 f->checked, f->mismatches);
+	}
+	if (st->runs - st->logged_runs < 1024)
+		return;
+	st->logged_runs = st->runs;
+	const u64 *r = st->reasons, *w = st->refused;
+	u64 top[2];
+	interp_top(st, top);
+	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget), %lu instructions, %lu branches "
+		 "interpreted, %lu left", v->id, st->runs, st->declined, st->budget, st->insns, st->branches, st->left);
+	LOG_INFO("interp: vcpu %u left: opcode %lu prefix %lu memory %lu fetch %lu mode %lu invalid %lu canonical %lu "
+		 "align %lu target %lu trap %lu cet %lu", v->id, r[INTERP_LEAVE_OPCODE], r[INTERP_LEAVE_PREFIX],
+		 r[INTERP_LEAVE_MEMORY], r[INTERP_LEAVE_FETCH], r[INTERP_LEAVE_MODE], r[INTERP_LEAVE_INVALID],
+		 r[INTERP_LEAVE_CANONICAL], r[INTERP_LEAVE_ALIGN], r[INTERP_LEAVE_TARGET], r[INTERP_LEAVE_TRAP],
+		 r[INTERP_LEAVE_CET]);
+	LOG_INFO("interp: vcpu %u memory refused: not-ram %lu not-present %lu reserved %lu rights %lu a/d %lu mode %lu; "
+		 "most left %x (%u), %x (%u)", v->id, w[PGWALK_NOT_RAM], w[PGWALK_NOT_PRESENT], w[PGWALK_RESERVED],
+		 w[PGWALK_RIGHTS], w[PGWALK_AD], w[PGWALK_MODE], HVTRACE_INTERP_TOP_KEY(top[0]),
+		 HVTRACE_INTERP_TOP_COUNT(top[0]), HVTRACE_INTERP_TOP_KEY(top[1]), HVTRACE_INTERP_TOP_COUNT(top[1]));
+}
+
+/* --- verify mode (interp.verify = yes) ------------------------------------------------------
+ * Every instruction the reference engine steps is first interpreted into a shadow (registers
+ * copied, its one write buffered, nothing committed), then the processor runs it; at the
+ * step's trap the vCPU's registers, RIP, RFLAGS (but TF and RF, the engine's) and the bytes
+ * the shadow would have written must equal the shadow's. The records are the reference
+ * engine's. A difference is an error in the log, which every test rejects. */
+
+void interp_verify_prepare(struct vcpu *v)
+{
+	struct interp_verify *f = &v->trace->verify;
+	struct imem m = { .v = v, .shadow = f };
+	struct interp_result r;
+	f->valid = f->wrote = false;
+	ctl_read(v, &m.ctl);
+	if (!interp_allowed(v, &m.ctl))
+		return;
+	cpu_load(v, &m.ctl, &f->before);
+	f->want = f->before;
+	if (interp_step(&f->want, &imem_ops, &m, &r)) {
+		count_left(&v->trace->interp, &r);
+		return;
+	}
+	f->len = r.len;
+	m.shadow = NULL;
+	imem_fetch(&m, f->before.rip, f->bytes, r.len);
+	f->valid = true;
+}
+
+static void verify_report(struct vcpu *v, const char *what)
+{
+	struct interp_verify *f = &v->trace->verify;
+	char hex[3 * 15 + 1];
+	static const char digits[] = "0123456789abcdef";
+	for (u32 i = 0; i < f->len && i < 15; i++) {
+		hex[3 * i] = digits[f->bytes[i] >> 4];
+		hex[3 * i + 1] = digits[f->bytes[i] & 15];
+		hex[3 * i + 2] = ' ';
+	}
+	hex[3 * (f->len < 15 ? f->len : 15)] = 0;
+	f->mismatches++;
+	if (f->mismatches > 8)
+		return;	/* the first ones say it */
+	LOG_ERR("interp.verify: vcpu %u: %s at rip %lx: %s", v->id, what, f->before.rip, hex);
+	for (u32 i = 0; i < INTERP_NGPR; i++)
+		if (f->want.gpr[i] != v->gpr[i] || f->before.gpr[i] != f->want.gpr[i])
+			LOG_ERR("  gpr %u: before %lx, interpreter %lx, processor %lx", i, f->before.gpr[i],
+				f->want.gpr[i], v->gpr[i]);
+	LOG_ERR("  rip: interpreter %lx, processor %lx; rflags: before %lx, interpreter %lx, processor %lx",
+		f->want.rip, v->rip, f->before.rflags, f->want.rflags, v->rflags);
+}
+
+void interp_verify_check(struct vcpu *v)
+{
+	struct interp_verify *f = &v->trace->verify;
+	if (!f->valid)
+		return;
+	f->valid = false;
+	f->checked++;
+	const u64 mask = ~(RFLAGS_TF | RFLAGS_RF);
+	bool same = f->want.rip == v->rip && !((f->want.rflags ^ v->rflags) & mask);
+	for (u32 i = 0; i < INTERP_NGPR; i++)
+		same = same && f->want.gpr[i] == v->gpr[i];
+	if (!same) {
+		verify_report(v, "registers differ");
+		return;
+	}
+	if (f->wrote) {
+		struct imem m = { .v = v };
+		u64 got = 0;
+		ctl_read(v, &m.ctl);
+		if (imem_read(&m, f->wlin, &got, f->wlen) != INTERP_MEM_OK || got != f->wval) {
+			verify_report(v, "memory differs");
+			LOG_ERR("  write of %u bytes at %lx: interpreter %lx, processor %lx", f->wlen, f->wlin, f->wval,
+				got);
+		}
+	}
+}
+
+/* An exit other than the step's trap: an exception at the instruction the interpreter
+ * completed is a difference (the interpreter leaves whatever would fault); anything else (an
+ * interrupt before it ran) discards the shadow. */
+void interp_verify_exit(struct vcpu *v, const struct hv_event *ev)
+{
+	struct interp_verify *f = &v->trace->verify;
+	if (!f->valid || (ev->kind == HV_EV_EXCEPTION && ev->vector == X86_DB))
+		return;
+	if (ev->kind == HV_EV_EXCEPTION && v->rip == f->before.rip) {
+		char what[48];
+		hv_snprintf(what, sizeof(what), "the processor raised vector %u", ev->vector);
+		verify_report(v, what);
+	}
+	f->valid = false;
+}
