@@ -168,17 +168,30 @@ static bool wait_mark(volatile uint32_t *mark, int ms)
 	return *mark == SIPI_MARK;
 }
 
+/* A page below 640 KiB (a SIPI vector reaches only there) holding `code`
+ * at 0 and zeros after it; its data words from 0x100 in *out. False (the
+ * check `name` skipped) when the firmware has none. */
+static bool sipi_page(const char *name, const uint8_t *code, size_t len, EFI_PHYSICAL_ADDRESS *page,
+		      volatile uint32_t **out)
+{
+	*page = 0x9ffff;
+	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData, 1, page))) {
+		report_skip(name, "no page below 640 KiB");
+		return false;
+	}
+	uint8_t *p = (uint8_t *)(uintptr_t)*page;
+	SetMem(p, 0x1000, 0);
+	CopyMem(p, (void *)code, len);
+	*out = (volatile uint32_t *)(p + 0x100);
+	return true;
+}
+
 static void test_own_sipi(uint32_t target_apic, uint32_t target_vcpu)
 {
-	EFI_PHYSICAL_ADDRESS page = 0x9ffff;
-	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData, 1, &page))) {
-		report_skip("own_sipi_starts_a_guest", "no page below 640 KiB");
+	EFI_PHYSICAL_ADDRESS page;
+	volatile uint32_t *out;
+	if (!sipi_page("own_sipi_starts_a_guest", sipi_code, sizeof(sipi_code), &page, &out))
 		return;
-	}
-	uint8_t *p = (uint8_t *)(uintptr_t)page;
-	SetMem(p, 0x1000, 0);
-	CopyMem(p, (void *)sipi_code, sizeof(sipi_code));
-	volatile uint32_t *out = (volatile uint32_t *)(p + 0x100);
 
 	struct hvtrace_vcpu_status *vs = AllocatePool(sizeof(*vs));
 	uint64_t b = A(vs), c = sizeof(*vs), d = target_vcpu;
@@ -260,15 +273,10 @@ _Static_assert(sizeof(irr_code) <= 0x100, "irr_code ends before its data at 0x10
 
 static void test_init_clears_irr(uint32_t target_apic)
 {
-	EFI_PHYSICAL_ADDRESS page = 0x9ffff;
-	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData, 1, &page))) {
-		report_skip("init_clears_pending_interrupts", "no page below 640 KiB");
+	EFI_PHYSICAL_ADDRESS page;
+	volatile uint32_t *out;
+	if (!sipi_page("init_clears_pending_interrupts", irr_code, sizeof(irr_code), &page, &out))
 		return;
-	}
-	uint8_t *p = (uint8_t *)(uintptr_t)page;
-	SetMem(p, 0x1000, 0);
-	CopyMem(p, (void *)irr_code, sizeof(irr_code));
-	volatile uint32_t *out = (volatile uint32_t *)(p + 0x100);
 	uint64_t fl = irq_save();
 	init_sipi_sipi(target_apic, page);
 	irq_restore(fl);
