@@ -46,8 +46,9 @@ passed() { sed -nE 's/^GUEST-TEST: PASS: ([A-Za-z0-9_]+).*/\1/p' "$1" | sort -u;
 #    (docs/branch-engine.md "Forward progress"; trace.pace = off would
 #    deliver at once, but then the firmware traced from boot never starts
 #    the program, issue #16). Pacing only the vectors that need it (the
-#    slowed timers) was tried in issue 25 and broke the small Linux's
-#    traced boot (its serial output never came); open. STI; HLT included:
+#    slowed timers) was tried in issue 25 and taken out while the small
+#    Linux's traced boot fails now and then (docs/branch-engine.md); open.
+#    STI; HLT included:
 #    the interrupt ends the HLT before the hypervisor holds it.
 KNOWN=""
 for m in traced reference interp; do
