@@ -74,10 +74,12 @@ void mp_init_self(struct vcpu *v)
  * NMI arriving with a kick, or with the kick that follows every injected
  * interrupt under QEMU's TCG (svm_tcg_injection_quirk), was taken for
  * the kick and lost: traced, t_fidel's NMI handler waited for ever for
- * the NMI it had sent itself. To itself it goes now, after the write that
- * sent it (hv_guest_nmi, with the blocking trace/nmi.c keeps); to another
- * vCPU it is latched in that vCPU's nmi_ipi and the vCPU kicked, and it
- * goes in at that vCPU's next entry (mp_take_nmi_ipi). Logical destination
+ * the NMI it had sent itself. It is latched in each target's nmi_ipi and
+ * goes in at that vCPU's next entry (mp_take_nmi_ipi, with the blocking
+ * trace/nmi.c keeps); another vCPU is kicked. To itself that entry is the
+ * one after the write that sent it, once RIP is past it (delivered during
+ * the write's emulation, its frame and record named the write itself:
+ * bts_nmi_mid_trace). Logical destination
  * mode and unknown IDs go to the APIC as written.
  */
 static bool nmi_ipi(struct vcpu *v, u32 lo, u32 dest, bool x2apic)
@@ -92,13 +94,12 @@ static bool nmi_ipi(struct vcpu *v, u32 lo, u32 dest, bool x2apic)
 		return false;
 	for (u32 i = 0; i < hv.nr_vcpus; i++) {
 		struct vcpu *w = hv.vcpus[i];
-		if (!(mask & (1ull << i)) || w == v)
+		if (!(mask & (1ull << i)))
 			continue;
 		__atomic_store_n(&w->nmi_ipi, 1, __ATOMIC_SEQ_CST);
-		hv_kick(w);
+		if (w != v)
+			hv_kick(w);
 	}
-	if (mask & (1ull << v->id))
-		hv_guest_nmi(v);
 	return true;
 }
 
