@@ -87,14 +87,24 @@ static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
 /* One access of len (1, 2, 4, 8) bytes: aligned, one load or store of that width (single-copy
  * atomic, SDM Vol. 3 9.1.1: other vCPUs run meanwhile); misaligned, bytes, both pages checked
  * before any byte moves. */
+/* The page(s) `len` bytes at `lin` lie in, both checked for `kind` before
+ * any byte moves: *p the first, *q the second (the first again when the
+ * access stays in one page). False: leave it to the processor. */
+static bool imem_pages(struct imem *m, u64 lin, unsigned len, enum pgwalk_access kind, u8 **p, u8 **q)
+{
+	*p = imem_page(m, lin, kind);
+	*q = *p;
+	if (*p && (lin & (PAGE_SIZE - 1)) + len > PAGE_SIZE)
+		*q = imem_page(m, lin + len - 1, kind);
+	return *p && *q;
+}
+
 static int imem_read(void *ctx, u64 lin, void *buf, unsigned len)
 {
 	struct imem *m = ctx;
 	u64 off = lin & (PAGE_SIZE - 1);
-	u8 *p = imem_page(m, lin, PGWALK_READ), *q = p;
-	if (p && off + len > PAGE_SIZE)
-		q = imem_page(m, lin + len - 1, PGWALK_READ);
-	if (!p || !q)
+	u8 *p, *q;
+	if (!imem_pages(m, lin, len, PGWALK_READ, &p, &q))
 		return INTERP_MEM_LEAVE;
 	p += off;
 	if (!(lin & (len - 1))) {
@@ -114,10 +124,8 @@ static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
 {
 	struct imem *m = ctx;
 	u64 off = lin & (PAGE_SIZE - 1);
-	u8 *p = imem_page(m, lin, PGWALK_WRITE), *q = p;
-	if (p && off + len > PAGE_SIZE)
-		q = imem_page(m, lin + len - 1, PGWALK_WRITE);
-	if (!p || !q)
+	u8 *p, *q;
+	if (!imem_pages(m, lin, len, PGWALK_WRITE, &p, &q))
 		return INTERP_MEM_LEAVE;
 	if (m->shadow) {
 		m->shadow->wrote = true;
