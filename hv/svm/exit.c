@@ -49,6 +49,12 @@ u32 svm_take_pending(struct vcpu *v, u8 *vector)
 	h->nmi_pending = 0;
 	asm volatile("stgi; sti; nop; nop; nop; nop; cli; clgi" ::: "memory");
 	*vector = (u8)h->irq_vector;
+	if (h->irq_stale) {
+		static bool said;
+		if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+			LOG_WARN("a vector came through the host's IDT with IF clear (%u so far): not an "
+				 "interrupt, dropped (hv/arch/x86/exc.S)", h->irq_stale);
+	}
 	u32 got = (h->irq_vector ? HV_PENDING_IRQ : 0) | (h->nmi_pending ? HV_PENDING_NMI : 0);
 	h->nmi_pending = 0;
 	return got;

@@ -116,7 +116,8 @@ fi
 fwwait=${HVTRACE_FIRMWARE_WAIT:-0} restarted=0 fwseen=0
 set -- "$@" -monitor unix:"$work/monitor.sock",server=on,wait=off
 # vcpu_evidence: the monitor's view of the vCPUs (a boot that printed
-# nothing, a hang)
+# nothing, a hang), and of the 8259s and the local APIC (an interrupt
+# held in service for ever)
 vcpu_evidence() {
 	python3 - "$work/monitor.sock" <<'PY' 2>&1 | sed 's/^/qemu.sh: monitor: /' >&2
 import socket, sys, time
@@ -140,7 +141,7 @@ def answer():
     return [l for l in out.decode(errors="replace").splitlines()
             if "\x1b" not in l and l.strip() != "(qemu)" and not l.startswith(("FPR", "XMM", "YMM", "FCW"))]
 answer()
-for cmd in ["info status", "info registers -a", "info registers -a"]:
+for cmd in ["info status", "info registers -a", "info registers -a", "info pic", "info lapic"]:
     s.sendall((cmd + "\n").encode())
     print(cmd + ":")
     for l in answer(): print("  " + l)

@@ -13,6 +13,7 @@
 #define HOST_CPU_IRQ_VECTOR	0
 #define HOST_CPU_NMI_PENDING	4
 #define HOST_CPU_SELF		8
+#define HOST_CPU_IRQ_STALE	16
 
 /* An interrupt frame without error code (SDM Vol. 3 6.14.1): RFLAGS at
  * this offset; its IF bit, cleared by the IRQ stubs */
@@ -41,12 +42,14 @@ struct host_cpu {
 	volatile u32 irq_vector;	/* the vector the last host interrupt window took */
 	volatile u32 nmi_pending;	/* an NMI arrived in root mode */
 	struct host_cpu *self;
+	volatile u32 irq_stale;		/* vectors delivered with IF clear: not interrupts (exc.S) */
 	u64 gdt[5] __aligned(16);
 	struct tss64 tss __aligned(16);
 };
 _Static_assert(__builtin_offsetof(struct host_cpu, irq_vector) == HOST_CPU_IRQ_VECTOR, "exc.S");
 _Static_assert(__builtin_offsetof(struct host_cpu, nmi_pending) == HOST_CPU_NMI_PENDING, "exc.S");
 _Static_assert(__builtin_offsetof(struct host_cpu, self) == HOST_CPU_SELF, "exc.S");
+_Static_assert(__builtin_offsetof(struct host_cpu, irq_stale) == HOST_CPU_IRQ_STALE, "exc.S");
 _Static_assert(RFLAGS_IF == 1ull << HOST_RFLAGS_IF_BIT, "exc.S");
 
 /* Loads c's GDT and TSS, the shared IDT, and points the GS base at c. */

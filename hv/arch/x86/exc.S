@@ -32,13 +32,26 @@ exc_stub_2:
  * take no second one. A second would overwrite the vector of the first,
  * which the local APIC then holds in service for ever (or the 8259, for
  * an ExtINT) and no EOI from the guest would ever end. What else is
- * pending stays pending: it makes the next exit. */
+ * pending stays pending: it makes the next exit.
+ *
+ * A vector that arrives with IF clear in the frame is no external
+ * interrupt (the processor takes those only with IF set, SDM Vol. 3
+ * 6.8.1): the one source known is QEMU's TCG delivering an EVENTINJ's
+ * vector a second time, as an exception, whatever IF says (docs/smp.md
+ * "Found"). Nothing was acknowledged for it: it is counted, dropped (said
+ * once, svm_take_pending), and cannot overwrite the vector of a real one
+ * taken in the same window. */
 	.macro IRQ n
 irq_stub_\n:
+	btq $HOST_RFLAGS_IF_BIT, HOST_FRAME_RFLAGS(%rsp)
+	jnc irq_stale
 	movl $\n, %gs:HOST_CPU_IRQ_VECTOR
 	btrq $HOST_RFLAGS_IF_BIT, HOST_FRAME_RFLAGS(%rsp)
 	iretq
 	.endm
+irq_stale:
+	incl %gs:HOST_CPU_IRQ_STALE
+	iretq
 	.altmacro
 	.set i, 32
 	.rept 224
