@@ -32,6 +32,7 @@
 #include "arch/x86/apic.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/paging.h"
+#include "base/i8259.h"
 #include "base/lapic.h"
 #include "base/log.h"
 #include "base/vecset.h"
@@ -65,9 +66,49 @@ static void set_hlt(struct vcpu *v, bool on)
 	}
 }
 
+/* The vector is in service at this processor's local APIC: it came
+ * through it (an interrupt from the 8259 in ExtINT mode does not set it). */
+static bool lapic_in_service(u8 vector)
+{
+	return lapic_read(APIC_ISR0 + 0x10 * (vector / 32)) & (1u << (vector % 32));
+}
+
+/*
+ * While tracing paces interrupts, one that came through the 8259 (ExtINT)
+ * has its in-service bit there ended as soon as the hypervisor holds it.
+ * Left in service, it would hold back every lower level of the 8259 for
+ * as long as the pace holds it and the guest's handler runs, and by then
+ * the higher one has come again: the PIT's tick (level 0), which arrives
+ * faster than a traced guest advances, won the 8259 at every
+ * acknowledgement and the serial port's interrupt (level 4) was never
+ * taken again (linux-rec-boot-tiny, when Linux had given up its local
+ * APIC timer for the PIT: nothing /init wrote reached the console).
+ * Ended here, each level is acknowledged at its own edge and held with
+ * the rest, and pacing gives each its turn (trace/pace.c pace_pick). The
+ * guest's own EOI later finds the bit clear (a specific EOI, Linux's, is
+ * then nothing; a non-specific one ends whatever else is in service, as
+ * the 8259's automatic-EOI mode would have it); its handler may be
+ * interrupted by a lower level of the 8259 if it sets IF, and its reads
+ * of the ISR see the bit clear. Untraced nothing changes.
+ */
+static void release_8259(struct vcpu *v, u8 vector)
+{
+	static bool said_ended, said_other;
+	if (!trace_irq_paced(v) || lapic_in_service(vector))
+		return;
+	enum i8259_end e = i8259_end_acknowledged(vector);
+	if (e == I8259_ENDED && !__atomic_exchange_n(&said_ended, true, __ATOMIC_RELAXED))
+		LOG_INFO("vcpu %u: interrupts from the 8259 held for pacing end in service there at once "
+			 "(vector %u first; docs/branch-engine.md \"Forward progress\")", v->id, (u32)vector);
+	if (e == I8259_OTHER && !__atomic_exchange_n(&said_other, true, __ATOMIC_RELAXED))
+		LOG_WARN("vcpu %u: vector %u came through the 8259 but its level is not the one in service "
+			 "there (a rotated priority?): left in service (said once)", v->id, (u32)vector);
+}
+
 void irq_hold(struct vcpu *v, u8 vector)
 {
 	vecset_set(v->irq_held, vector);
+	release_8259(v, vector);
 }
 
 /* The highest held vector, no longer held; -1: none */
@@ -170,7 +211,8 @@ void irq_on_hlt(struct vcpu *v, const struct hv_event *ev)
 void irq_drop_held(struct vcpu *v)
 {
 	for (int vec = take_highest(v); vec >= 0; vec = take_highest(v)) {
-		lapic_write(APIC_EOI, 0);
+		if (lapic_in_service((u8)vec))	/* not one from the 8259: the local APIC's EOI is not its */
+			lapic_write(APIC_EOI, 0);
 		LOG_DEBUG("vcpu %u: INIT drops held interrupt %u", v->id, (u32)vec);
 	}
 	for (int w = 0; w < 4; w++)

@@ -178,6 +178,12 @@ bool trace_irq_due(struct vcpu *v)
 	return pace_due(&t->pace, t->branches);
 }
 
+bool trace_irq_paced(const struct vcpu *v)
+{
+	const struct trace_vcpu *t = v->trace;
+	return t->engine != HVTRACE_ENGINE_OFF && t->pace.pace;
+}
+
 /* The guest halted with an interrupt held: it is due at once. */
 void trace_irq_halted(struct vcpu *v)
 {

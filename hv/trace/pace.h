@@ -41,6 +41,7 @@ void pace_iret(struct irq_pace *p, u64 branches, u64 to_lin, u64 sp);
  * vector below one that is always held again by the time the pace is
  * made (a timer) would wait for ever: it did, for an 8259's keyboard
  * interrupt under Linux's local APIC timer, and with it in service the
- * 8259 held back the serial port's (tests/integration-boot.sh). */
+ * 8259 held back the serial port's (tests/integration-boot.sh; the 8259's
+ * own in-service bits: dispatch/irq.c release_8259). */
 int pace_pick(u64 held[4], u64 owed[4], bool due);
 #endif

@@ -21,6 +21,15 @@
  *
  * The 8259 pair is reprogrammed (vectors PIC_BASE.., IRQ 0 alone
  * unmasked) and set back to OVMF's vectors (0x68, 0x70) and masks after.
+ *
+ * A lower level of the 8259 is not starved by a higher one that is
+ * always pending again (irq_8259_lower_level_not_starved): the 8254
+ * ticks every millisecond at level 0 and the RTC's periodic interrupt
+ * (1024 Hz) comes at the slave's level 0, below it; both must be taken
+ * several times. Traced, the tick is always pending again by the time a
+ * paced interrupt's handler ends, and with its in-service bit held at the
+ * 8259 meanwhile the RTC's was never acknowledged (tests/integration.sh
+ * svm-irq-8259-traced; hv/dispatch/irq.c release_8259).
  */
 #include "guest.h"
 
@@ -35,8 +44,10 @@ volatile uint64_t x_max __attribute__((visibility("hidden")));
 volatile uint64_t x_until __attribute__((visibility("hidden")));
 volatile uint64_t z_count __attribute__((visibility("hidden")));
 volatile uint64_t eoi_addr __attribute__((visibility("hidden")));
+volatile uint64_t rtc_count __attribute__((visibility("hidden")));
 extern char irq_x_handler[] __attribute__((visibility("hidden")));
 extern char irq_z_handler[] __attribute__((visibility("hidden")));
+extern char irq_rtc_handler[] __attribute__((visibility("hidden")));
 
 /* IRQ_X: counted, its nesting depth kept; waits (bounded) for the TSC to
  * reach x_until, then EOI to the local APIC. No PAUSE in the wait: QEMU's
@@ -75,6 +86,17 @@ asm(".pushsection .text\n"
     "	outb %al, $0x20\n"
     "	popq %rax\n"
     "	iretq\n"
+    "irq_rtc_handler:\n"
+    "	pushq %rax\n"
+    "	incq rtc_count(%rip)\n"
+    "	movb $0x0c, %al\n"	/* the RTC's register C: reading it ends the interrupt */
+    "	outb %al, $0x70\n"
+    "	inb $0x71, %al\n"
+    "	movb $0x20, %al\n"
+    "	outb %al, $0xa0\n"
+    "	outb %al, $0x20\n"
+    "	popq %rax\n"
+    "	iretq\n"
     ".popsection\n");
 
 /* The 8259 pair: ICW1-4 (edge, cascade on IRQ 2, 8086 mode), then masks */
@@ -83,6 +105,68 @@ static void pic_setup(uint8_t base1, uint8_t base2, uint8_t mask1, uint8_t mask2
 	outb(0x20, 0x11), outb(0x21, base1), outb(0x21, 0x04), outb(0x21, 0x01);
 	outb(0xa0, 0x11), outb(0xa1, base2), outb(0xa1, 0x02), outb(0xa1, 0x01);
 	outb(0x21, mask1), outb(0xa1, mask2);
+}
+
+static uint8_t cmos_read(uint8_t reg)
+{
+	outb(0x70, reg);
+	return inb(0x71);
+}
+
+static void cmos_write(uint8_t reg, uint8_t v)
+{
+	outb(0x70, reg);
+	outb(0x71, v);
+}
+
+static void pit_periodic(uint16_t count)
+{
+	outb(0x43, 0x34);	/* channel 0, low then high byte, mode 2 (periodic) */
+	outb(0x40, count & 0xff);
+	outb(0x40, count >> 8);
+}
+
+static void test_lower_level_not_starved(void)
+{
+	if (x2apic_mode()) {
+		report_skip("irq_8259_lower_level_not_starved", "the local APIC is in x2APIC mode");
+		return;
+	}
+	uint64_t fl = irq_save();
+	struct gate g0 = handle_exception(PIC_BASE, irq_z_handler), g8 = handle_exception(PIC_BASE + 8, irq_rtc_handler);
+	uint8_t mask1 = inb(0x21), mask2 = inb(0xa1);
+	uint32_t lint0 = *xapic_reg(APIC_LVT_LINT0), lvtt = *xapic_reg(APIC_LVTT);
+	*xapic_reg(APIC_LVTT) = lvtt | LVT_MASKED;
+	*xapic_reg(APIC_LVT_LINT0) = LVT_DM_EXTINT;
+	pic_setup(PIC_BASE, PIC_BASE + 8, 0xfa, 0xfe);	/* IRQ 0, the cascade, IRQ 8 */
+	uint8_t rtc_a = cmos_read(0x0a), rtc_b = cmos_read(0x0b);
+	cmos_write(0x0a, (rtc_a & 0xf0) | 6);	/* 1024 Hz */
+	cmos_write(0x0b, rtc_b | 0x40);		/* periodic interrupt on */
+	cmos_read(0x0c);
+	z_count = rtc_count = 0;
+	pit_periodic(PIT_COUNT);
+	/* at least 50 ms and 200,000 rounds: traced, a paced interrupt comes
+	 * about every trace.pace rounds */
+	uint64_t t0 = rdtsc(), t10 = 0;
+	uefi_call_wrapper(BS->Stall, 1, 10000);
+	t10 = rdtsc() - t0;
+	t0 = rdtsc();
+	for (uint64_t i = 0; rtc_count < 3 || z_count < 3; i++) {
+		asm volatile("sti; nop; nop; cli" ::: "memory");
+		if (i >= 200000 && rdtsc() - t0 >= 5 * t10)
+			break;
+	}
+	cmos_write(0x0b, rtc_b & ~0x40);
+	cmos_write(0x0a, rtc_a);
+	cmos_read(0x0c);
+	pic_setup(0x68, 0x70, mask1, mask2);
+	*xapic_reg(APIC_LVT_LINT0) = lint0;
+	*xapic_reg(APIC_LVTT) = lvtt;
+	gate_restore(PIC_BASE, g0);
+	gate_restore(PIC_BASE + 8, g8);
+	irq_restore(fl);
+	report(rtc_count >= 3 && z_count >= 3, "irq_8259_lower_level_not_starved",
+	       "the RTC's IRQ 8 taken %lu times, the 8254's IRQ 0 %lu times", rtc_count, z_count);
 }
 
 static void test_injected_once(void)
@@ -103,9 +187,7 @@ static void test_injected_once(void)
 	uint64_t t0 = rdtsc();
 	uefi_call_wrapper(BS->Stall, 1, 10000);
 	x_until = rdtsc() + (rdtsc() - t0) * X_MS / 10;
-	outb(0x43, 0x34);	/* channel 0, low then high byte, mode 2 (periodic) */
-	outb(0x40, PIT_COUNT & 0xff);
-	outb(0x40, PIT_COUNT >> 8);
+	pit_periodic(PIT_COUNT);
 	*xapic_reg(APIC_ICR_LO) = IRQ_X | ICR_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
 	/* IRQ_X comes here, its handler waits; then the 8259's */
 	for (int i = 0; i < 1000000 && (!x_count || !z_count); i++)
@@ -127,5 +209,6 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	guest_init(image, systab, "t_irq");
 	report_info("running %s hvtrace", under_hvtrace() ? "under" : "without");
 	test_injected_once();
+	test_lower_level_not_starved();
 	report_done();
 }
