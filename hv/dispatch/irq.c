@@ -67,10 +67,12 @@ static void set_hlt(struct vcpu *v, bool on)
 }
 
 /* The vector is in service at this processor's local APIC: it came
- * through it (an interrupt from the 8259 in ExtINT mode does not set it). */
+ * through it (an interrupt from the 8259 in ExtINT mode does not set it,
+ * nor one with the APIC disabled in IA32_APIC_BASE, whose registers are
+ * then not there). */
 static bool lapic_in_service(u8 vector)
 {
-	return lapic_read(APIC_ISR0 + 0x10 * (vector / 32)) & (1u << (vector % 32));
+	return lapic_enabled() && (lapic_read(APIC_ISR0 + 0x10 * (vector / 32)) & (1u << (vector % 32)));
 }
 
 /*
