@@ -215,6 +215,11 @@ struct trace_vcpu {
 	 * interp runs. Any other may have raised an event the processor takes right after the
 	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */
 	bool interp_db_exit;
+	/* the host debugger's step (trace/dbg.c): TF forced, #DB intercepted */
+	bool dbg_step;
+	bool dbg_step_tf;	/* the guest's own TF then */
+	u64 dbg_step_dr6;	/* the guest's DR6 then */
+	u64 dbg_step_rip;	/* where the step began */
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the
