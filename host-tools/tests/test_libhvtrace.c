@@ -983,6 +983,174 @@ static void test_ctl(void)
 	free(buf);
 }
 
+/* The hypervisor's debugger played by a thread (record.h HVTRACE_DBG_*):
+ * requests answered until `quit`; memory is mem[], identity-mapped;
+ * `no_restop`: a STEP that never stops again. */
+struct dbg_peer {
+	struct hvtrace_chan *h;
+	struct hvtrace_dbg *a;
+	uint8_t mem[256];
+	int no_restop;
+	volatile int quit;
+};
+
+static int64_t dbg_peer_apply(struct dbg_peer *p, uint32_t op, uint64_t arg0, uint64_t arg1)
+{
+	struct hvtrace_dbg_vcpu *v = &p->a->vcpu[0];
+	uint64_t len = (arg0 >> 32) & 0xffff;
+	unsigned i;
+
+	switch (op) {
+	case HVTRACE_DBG_STOP:
+		for (i = 0; i < 16; i++)
+			v->regs.gpr[i] = 0x100 + i;	/* encoding order */
+		v->regs.rip = 0x1000;
+		v->regs.rflags = 2;
+		v->regs.cr3 = 0x5000;
+		for (i = 0; i < 6; i++)
+			v->regs.seg_sel[i] = (uint16_t)(0x10 + 8 * i);	/* ES CS SS DS FS GS */
+		v->regs.seg_base[5] = 0xffff888000000000ull;
+		v->stops++;
+		__atomic_store_n(&v->state, HVTRACE_DBG_STOPPED, __ATOMIC_RELEASE);
+		return 0;
+	case HVTRACE_DBG_RESUME:
+		__atomic_store_n(&v->state, HVTRACE_DBG_RUNNING, __ATOMIC_RELEASE);
+		return 0;
+	case HVTRACE_DBG_STEP:
+		if (!p->no_restop) {
+			v->regs.rip += 2;
+			v->stops++;
+		}
+		return 0;
+	case HVTRACE_DBG_READ:
+	case HVTRACE_DBG_WRITE:
+		if (!len || len > sizeof(p->mem) || arg1 > sizeof(p->mem) - len)
+			return -HVTRACE_EFAULT;
+		if (op == HVTRACE_DBG_READ)
+			memcpy(p->a->buf, p->mem + arg1, len);
+		else
+			memcpy(p->mem + arg1, p->a->buf, len);
+		return 0;
+	case HVTRACE_DBG_SET_REGS: {
+		struct hvtrace_dbg_regs r;
+
+		memcpy(&r, p->a->buf, sizeof(r));
+		memcpy(v->regs.gpr, r.gpr, sizeof(r.gpr));
+		v->regs.rip = r.rip;
+		v->regs.rflags = r.rflags;
+		return 0;
+	}
+	}
+	return -HVTRACE_EINVAL;
+}
+
+static void *dbg_peer_thread(void *arg)
+{
+	struct dbg_peer *p = arg;
+
+	while (!p->quit) {
+		uint64_t done = __atomic_load_n(&p->h->ctl_done, __ATOMIC_ACQUIRE);
+
+		if (__atomic_load_n(&p->h->ctl.seq, __ATOMIC_ACQUIRE) != done + 1) {
+			usleep(50);
+			continue;
+		}
+		p->h->ctl_result = dbg_peer_apply(p, p->h->ctl.op, p->h->ctl.arg0, p->h->ctl.arg1);
+		__atomic_store_n(&p->h->ctl_done, done + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* hvt_dbg_*: the area refused when it is missing, misplaced, without its
+ * magic or with another vCPU count; then against the peer: stop and the
+ * registers in GDB's order, memory read and written (a refused read names
+ * EFAULT), registers set in the encoding order, a step, resume (the
+ * registers then refused), and a step that never stops again. */
+static void test_dbg(void)
+{
+	struct hvt_ring_spec rs[] = { { .vcpu = 0, .mode = HVTRACE_RING_OVERWRITE, .capacity = 16 } };
+	struct hvt_chan ch;
+	struct hvt_dbg d;
+	struct hvt_err err;
+	struct hvt_vcpu_regs r;
+	struct dbg_peer *peer = calloc(1, sizeof(*peer));
+	uint64_t size = hvt_chan_layout_size(rs, 1), off = (size + 4095) & ~4095ull, total = off + 8192;
+	uint8_t buf8[8];
+	int64_t res = 0;
+	pthread_t th;
+	void *buf;
+	unsigned i;
+
+	if (!peer || posix_memalign(&buf, 4096, total))
+		abort();
+	memset(buf, 0, total);
+	if (hvt_chan_layout(buf, size, rs, 1, 1, 2000000000ull, &err))
+		abort();
+	struct hvtrace_chan *h = buf;
+	struct hvtrace_dbg *a = (struct hvtrace_dbg *)((uint8_t *)buf + off);
+
+	CHECK(hvt_chan_validate(&ch, buf, total, &err) == 0, "the channel: %s", err.msg);
+	ch.source = HVT_SRC_SHM;
+	h->ctl_mode = HVTRACE_CTL_POLL;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "no debugger area"), "no area: %s", err.msg);
+	h->dbg_offset = off + 8;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "dbg_offset"), "misaligned: %s", err.msg);
+	h->dbg_offset = off + 8192;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "dbg_offset"), "past the end: %s", err.msg);
+	h->dbg_offset = off;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "no magic"), "no magic: %s", err.msg);
+	a->magic = HVTRACE_DBG_MAGIC;
+	a->nr_vcpus = 2;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "nr_vcpus 2"), "vCPUs: %s", err.msg);
+	a->nr_vcpus = 1;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) == 0 && d.nr_vcpus == 1, "the area: %s", err.msg);
+	d.timeout_ms = 2000;
+
+	peer->h = h;
+	peer->a = a;
+	for (i = 0; i < sizeof(peer->mem); i++)
+		peer->mem[i] = (uint8_t)i;
+	pthread_create(&th, NULL, dbg_peer_thread, peer);
+	CHECK(hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"), "before the stop: %s", err.msg);
+	CHECK(hvt_dbg_stop(&d, &err) == 0, "stop: %s", err.msg);
+	CHECK(hvt_dbg_regs(&d, 0, &r, &err) == 0, "registers: %s", err.msg);
+	CHECK(r.gpr[0] == 0x100 && r.gpr[1] == 0x103 && r.gpr[2] == 0x101 && r.gpr[3] == 0x102 && r.gpr[4] == 0x106 &&
+		      r.gpr[5] == 0x107 && r.gpr[6] == 0x105 && r.gpr[7] == 0x104 && r.gpr[15] == 0x10f,
+	      "GDB's order of the general registers: rbx %llx rsp %llx", (unsigned long long)r.gpr[1],
+	      (unsigned long long)r.gpr[7]);
+	CHECK(r.seg[0] == 0x18 && r.seg[1] == 0x20 && r.seg[3] == 0x10 && r.seg[5] == 0x38 && r.rip == 0x1000 &&
+		      r.cr[3] == 0x5000 && r.gs_base == 0xffff888000000000ull && r.has_apic,
+	      "segments (cs %x es %x), rip, cr3, gs_base", r.seg[0], r.seg[3]);
+	CHECK(hvt_dbg_read(&d, 0, 16, buf8, 8, &res, &err) == 0 && buf8[0] == 16 && buf8[7] == 23, "read: %s",
+	      err.msg);
+	CHECK(hvt_dbg_read(&d, 0, 250, buf8, 8, &res, &err) < 0 && res == -HVTRACE_EFAULT && strstr(err.msg, "EFAULT"),
+	      "a refused read: %s", err.msg);
+	CHECK(hvt_dbg_read(&d, 0, 0, buf8, 0, &res, &err) < 0 && hvt_dbg_read(&d, 1, 0, buf8, 8, &res, &err) < 0,
+	      "no length, no such vCPU: %s", err.msg);
+	memcpy(buf8, "hvtrace!", 8);
+	CHECK(hvt_dbg_write(&d, 0, 100, buf8, 8, &res, &err) == 0 && !memcmp(peer->mem + 100, "hvtrace!", 8),
+	      "write: %s", err.msg);
+	r.gpr[1] = 0xabc;	/* rbx */
+	r.gpr[7] = 0xdef;	/* rsp */
+	r.rip = 0x2000;
+	CHECK(hvt_dbg_set_regs(&d, 0, &r, &res, &err) == 0 && a->vcpu[0].regs.gpr[3] == 0xabc &&
+		      a->vcpu[0].regs.gpr[4] == 0xdef && a->vcpu[0].regs.gpr[0] == 0x100 && a->vcpu[0].regs.rip == 0x2000,
+	      "set registers, in the encoding order: %s", err.msg);
+	CHECK(hvt_dbg_step(&d, 0, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) == 0 && r.rip == 0x2002,
+	      "step: %s (rip %llx)", err.msg, (unsigned long long)r.rip);
+	peer->no_restop = 1;
+	d.timeout_ms = 100;
+	CHECK(hvt_dbg_step(&d, 0, &err) < 0 && strstr(err.msg, "did not stop again"), "a step without a stop: %s",
+	      err.msg);
+	d.timeout_ms = 2000;
+	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
+	      "resume: %s", err.msg);
+	peer->quit = 1;
+	pthread_join(th, NULL);
+	free(peer);
+	free(buf);
+}
+
 /* The page walks of every paging mode over a raw dump of 64 KiB, and an
  * ELF of symbols read back. */
 static void put_pte(uint8_t *m, uint64_t pa, uint64_t v, unsigned size)
@@ -1085,6 +1253,7 @@ int main(void)
 	test_gap_marker();
 	test_corrupt_syms();
 	test_ctl();
+	test_dbg();
 	test_page_walks();
 	{
 		char cmd[300];
