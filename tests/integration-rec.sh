@@ -1168,8 +1168,11 @@ PY
 # it (RIP moves by the instructions' lengths, the others held), R15 and
 # a word of memory are written, `continue` runs the guest until gdb's
 # interrupt (SIGINT: the loop's counter went on meanwhile and stored the
-# R15 we set), and after `detach` the guest finishes its own checks: the
-# debugger's write and register arrived, its invariant never broke.
+# R15 we set), a hardware breakpoint (hbreak) at the loop's top stops it
+# twice (the second time after a whole turn that read DR3 and DR7 with
+# the breakpoint armed), and after `detach` the guest finishes its own
+# checks: the debugger's write and register arrived, its invariant never
+# broke, its DR3 and DR7 never showed the breakpoint.
 t_svm_gdb_live() {
 	local name=svm-gdb-live
 	local d=$(esp $name)
@@ -1185,9 +1188,9 @@ t_svm_gdb_live() {
 	if ! wait_log "$raw" 'GDB-LOOP: running'; then
 		REASONS="$REASONS; the guest never reached its loop"
 	else
-		local a=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) top=([0-9a-f]+) counter=([0-9a-f]+) r15=([0-9a-f]+) poke=([0-9a-f]+) bad=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6/p' "$raw")
+		local a=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) top=([0-9a-f]+) end=([0-9a-f]+) counter=([0-9a-f]+) r15=([0-9a-f]+) poke=([0-9a-f]+) bad=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7/p' "$raw")
 		set -- $a
-		local loop=$1 top=$2 counter=$3 r15=$4 poke=$5 gport= pid
+		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 gport= pid
 		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 >"$srv" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 50); do
@@ -1203,7 +1206,7 @@ t_svm_gdb_live() {
 		target remote 127.0.0.1:$gport
 		info threads
 		set \$n = 0
-		while (\$pc < 0x$top || \$pc > 0x$top + 0x60) && \$n < 3000
+		while (\$pc < 0x$top || \$pc >= 0x$end) && \$n < 3000
 		  stepi
 		  set \$n = \$n + 1
 		end
@@ -1229,6 +1232,12 @@ t_svm_gdb_live() {
 		thread 2
 		printf "THREAD2 pc=%lx\n", \$pc
 		thread 1
+		hbreak *0x$top
+		continue
+		printf "HBREAK pc=%lx\n", \$pc
+		continue
+		printf "HBREAK-2 pc=%lx counter=%lu\n", \$pc, *(unsigned long *)0x$counter
+		delete
 		set {unsigned long}0x$poke = 0x6764626d61676963
 		printf "POKE-2 %lx\n", *(unsigned long *)0x$poke
 		detach
@@ -1259,6 +1268,10 @@ t_svm_gdb_live() {
 		want '^R15-STORED 1234567887654321$' "the guest did not run with the R15 set"
 		want '^THREAD2 pc=' "thread 2 has no registers"
 		want '^POKE-2 6764626d61676963$' "the release word was not written"
+		want "^HBREAK pc=$top\$" "continue did not stop at the hardware breakpoint"
+		want '^Thread 1 "vCPU 0" hit Breakpoint 1, ' "gdb did not see its breakpoint hit"
+		# the second time round the loop read DR3 and DR7 with the breakpoint armed
+		want "^HBREAK-2 pc=$top counter=[0-9]+\$" "the second continue did not stop at the breakpoint again"
 		# each stepi moved RIP by one instruction's length within the loop
 		local from=$(sed -nE 's/^STEP-FROM ([0-9a-f]+)$/\1/p' "$out") to=$(sed -nE 's/^STEP-TO ([0-9a-f]+)$/\1/p' "$out")
 		local len=$(sed -nE 's/^   0x([0-9a-f]+):.*/\1/p' "$out" | head -1)
@@ -1276,7 +1289,9 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: debugger_set_r15'
 	expect 'GUEST-TEST: PASS: loop_invariant_kept'
 	expect 'GUEST-TEST: PASS: loop_ran'
-	expect 'SUMMARY: t_gdb: 4 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: debugger_dr3_invisible'
+	expect 'debugger: vcpu 0 reached the breakpoint at'
+	expect 'SUMMARY: t_gdb: 5 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name

@@ -242,6 +242,23 @@ int hvt_dbg_write(struct hvt_dbg *d, uint32_t v, uint64_t la, const void *buf, u
 	return req_ok(d, "write", HVTRACE_DBG_WRITE, (uint64_t)v | len << 32, la, result, err);
 }
 
+int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, struct hvt_err *err)
+{
+	return req_ok(d, on ? "set the breakpoint" : "clear the breakpoint", HVTRACE_DBG_SET_BP,
+		      (uint64_t)!!on << 32, on ? addr : 0, result, err);
+}
+
+int hvt_dbg_held(const struct hvt_dbg *d, uint32_t *vcpu)
+{
+	uint32_t who;
+
+	if (!__atomic_load_n(&d->area->held, __ATOMIC_ACQUIRE))
+		return 0;
+	who = __atomic_load_n(&d->area->stop_vcpu, __ATOMIC_ACQUIRE);
+	*vcpu = who && who <= d->nr_vcpus ? who - 1 : UINT32_MAX;
+	return 1;
+}
+
 int hvt_dbg_set_regs(struct hvt_dbg *d, uint32_t v, const struct hvt_vcpu_regs *r, int64_t *result,
 		     struct hvt_err *err)
 {

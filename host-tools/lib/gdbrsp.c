@@ -36,6 +36,8 @@ struct hvt_gdb {
 	int over;			/* detached or killed */
 	int running;			/* live: continued, GDB waits for a stop reply */
 	int noreply;			/* this packet has no reply (a continue) */
+	uint64_t bp;			/* live: the hardware breakpoint GDB inserted; 0: none */
+	int bp_on;
 	int failed;			/* send failed */
 	size_t list_pos;		/* qsThreadInfo's position */
 	uint64_t packets, malformed;
@@ -899,6 +901,30 @@ static void handle_vcont(struct hvt_gdb *g, const char *p)
 	live_resume(g, act == 's', id);
 }
 
+/* Z1/z1 (live): the one hardware breakpoint the hypervisor has (its DR3).
+ * GDB inserts its breakpoints before each resume and removes them at each
+ * stop; a second address gets an error (GDB: "Couldn't write debug
+ * register"). */
+static void handle_hw_bp(struct hvt_gdb *g, const char *p)
+{
+	int on = p[0] == 'Z';
+	uint64_t addr, kind;
+
+	if (parse_addr_len(p + 3, &addr, &kind, 0))
+		return bad_packet(g, "malformed Z1/z1");
+	if (on && g->bp_on && g->bp != addr)
+		return reply_err(g, 0x1c, "one hardware breakpoint at a time (the hypervisor's DR3)");
+	if (!on && (!g->bp_on || g->bp != addr)) {
+		reply(g, "OK");	/* not inserted: nothing to remove */
+		return;
+	}
+	if (g->t->live->set_bp(g->t->live->ctx, addr, on))
+		return reply_err(g, 0x16, "the hypervisor refused the breakpoint");
+	g->bp_on = on;
+	g->bp = on ? addr : 0;
+	reply(g, "OK");
+}
+
 static const char resume_msg[] =
 	"hvtrace gdb: the target is a memory dump: it cannot continue or step "
 	"(the live mode is not built yet)\n";
@@ -1026,9 +1052,13 @@ static void handle_packet(struct hvt_gdb *g)
 		reply_err(g, 0x01, "hvtrace gdb --dump: a memory dump is read-only and cannot run");
 		break;
 	case 'Z': case 'z': case 'i': case 'I':
+		if (g->t->live && p[1] == '1' && p[2] == ',') {
+			handle_hw_bp(g, p);
+			break;
+		}
 		/* live: an error, not an empty reply, or GDB would write INT3
 		 * into the guest's memory where the guest can see it */
-		reply_err(g, 0x01, g->t->live ? "hvtrace gdb --shm: no breakpoints yet"
+		reply_err(g, 0x01, g->t->live ? "hvtrace gdb --shm: hardware breakpoints only (hbreak)"
 					       : "hvtrace gdb --dump: a memory dump is read-only and cannot run");
 		break;
 	default:
@@ -1185,6 +1215,27 @@ struct hvt_gdb *hvt_gdb_new(struct hvt_gdb_target *t, hvt_gdb_send_fn send, void
 	g->ctx = ctx;
 	g->sel = t->first < t->nth ? t->first : 0;
 	return g;
+}
+
+int hvt_gdb_running(const struct hvt_gdb *g)
+{
+	return g->running;
+}
+
+int hvt_gdb_stopped(struct hvt_gdb *g, size_t th)
+{
+	if (!g->running || !g->t->live)
+		return 0;
+	g->running = 0;
+	g->nreply = 0;
+	if (g->t->live->stop(g->t->live->ctx)) {
+		reply_err(g, 0x01, "the guest did not stop");
+	} else {
+		if (th < g->t->nth)
+			g->sel = th;
+		stop_reply(g, 5);
+	}
+	return send_reply(g);
 }
 
 void hvt_gdb_stats(const struct hvt_gdb *g, uint64_t *packets, uint64_t *malformed)

@@ -257,6 +257,7 @@ struct hvt_gdb_live {
 	int64_t (*read)(void *ctx, size_t th, uint64_t la, void *buf, uint64_t len);
 	int (*write)(void *ctx, size_t th, uint64_t la, const void *buf, uint64_t len);
 	int (*set_regs)(void *ctx, size_t th, const struct hvt_vcpu_regs *r);
+	int (*set_bp)(void *ctx, uint64_t addr, int on);	/* the one hardware breakpoint */
 };
 
 struct hvt_gdb;
@@ -266,6 +267,11 @@ struct hvt_gdb *hvt_gdb_new(struct hvt_gdb_target *t, hvt_gdb_send_fn send, void
 /* Takes received bytes: 0, 1 once the client detached or killed (the
  * session is over), -1 when send failed. */
 int hvt_gdb_input(struct hvt_gdb *g, const void *buf, size_t len);
+/* Live: GDB continued and waits for a stop reply. */
+int hvt_gdb_running(const struct hvt_gdb *g);
+/* Live: the guest stopped by itself (thread th reached the breakpoint):
+ * stops every vCPU, then the stop reply. 0, or -1 when send failed. */
+int hvt_gdb_stopped(struct hvt_gdb *g, size_t th);
 /* Packets handled, and of them refused as malformed (for the tests). */
 void hvt_gdb_stats(const struct hvt_gdb *g, uint64_t *packets, uint64_t *malformed);
 void hvt_gdb_free(struct hvt_gdb *g);
@@ -320,6 +326,12 @@ int hvt_dbg_write(struct hvt_dbg *d, uint32_t v, uint64_t la, const void *buf, u
 /* gpr, rip and rflags of r become v's (the hypervisor refuses the rest changed). */
 int hvt_dbg_set_regs(struct hvt_dbg *d, uint32_t v, const struct hvt_vcpu_regs *r, int64_t *result,
 		     struct hvt_err *err);
+/* The instruction breakpoint at linear addr on every untraced vCPU (on),
+ * or none (!on). */
+int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, struct hvt_err *err);
+/* 1 when the guest is held, *vcpu the one that reached the breakpoint
+ * (UINT32_MAX: the host's STOP); 0 when it runs. */
+int hvt_dbg_held(const struct hvt_dbg *d, uint32_t *vcpu);
 
 /* ---------------------------------------------------------------- */
 /* The channel writer: lays out a channel and produces records as the

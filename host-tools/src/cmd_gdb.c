@@ -18,6 +18,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,9 @@ static const char gdb_help[] =
 	"connects every vCPU is stopped (threads are vCPUs, named with their APIC\n"
 	"IDs); registers (general, rip, eflags writable), memory read and written\n"
 	"through the selected vCPU's page tables, stepi on the selected vCPU with the\n"
-	"others held, continue until gdb's interrupt (Ctrl-C). Breakpoints are not\n"
-	"served yet. When gdb detaches or goes away the guest runs on.\n"
+	"others held, continue until gdb's interrupt (Ctrl-C) or the hardware\n"
+	"breakpoint (one: `hbreak`, in the hypervisor's DR3, on every untraced vCPU).\n"
+	"When gdb detaches or goes away the guest runs on, the breakpoint removed.\n"
 	"\n"
 	"A GDB server over a memory dump of a guest that ran under hvtrace (QEMU's\n"
 	"dump-guest-memory ELF core, without -z/-l/-s/--paging), post mortem and\n"
@@ -86,6 +88,7 @@ struct gdb_state {
 	struct hvt_gdb_live live;
 	int lock_fd;
 	int held;		/* the guest is stopped by us */
+	int bp_set;		/* a breakpoint is armed in the hypervisor */
 };
 
 /* Each vCPU's flight ring (records checked; those refused dropped). */
@@ -296,6 +299,29 @@ static int live_set_regs(void *ctx, size_t v, const struct hvt_vcpu_regs *r)
 	return live_refresh(s, v);
 }
 
+static int live_set_bp(void *ctx, uint64_t addr, int on)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+	int64_t res;
+
+	if (hvt_dbg_set_bp(&s->dbg, addr, on, &res, &err)) {
+		warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	s->bp_set = on;
+	return 0;
+}
+
+/* The session is over: no breakpoint left behind, the guest runs on. */
+static void live_end(struct gdb_state *s)
+{
+	if (s->bp_set && (s->held || live_stop(s) == 0))
+		live_set_bp(s, 0, 0);
+	if (s->held && live_resume(s) == 0)
+		fprintf(stderr, "hvtrace gdb: the guest runs on\n");
+}
+
 static int open_live(struct gdb_state *s, const char *path)
 {
 	struct hvt_err err;
@@ -314,7 +340,7 @@ static int open_live(struct gdb_state *s, const char *path)
 		return EXIT_DATA;
 	s->live = (struct hvt_gdb_live){ .ctx = s, .stop = live_stop, .resume = live_resume,
 					 .step = live_step, .read = live_read, .write = live_write,
-					 .set_regs = live_set_regs };
+					 .set_regs = live_set_regs, .set_bp = live_set_bp };
 	s->t = (struct hvt_gdb_target){ .th = s->th, .nth = s->ncpus, .live = &s->live };
 	return 0;
 }
@@ -516,8 +542,24 @@ static int serve(struct gdb_state *s, int lfd, const char *where, const struct h
 		return fail("gdb", "out of memory");
 	}
 	for (;;) {
-		ssize_t k = recv(fd, buf, sizeof(buf), 0);
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t k;
+		uint32_t who;
 
+		/* continued: every 10 ms, whether the guest stopped by itself
+		 * (a vCPU reached the breakpoint) */
+		if (s->t.live && hvt_gdb_running(g)) {
+			int n = poll(&pf, 1, 10);
+
+			if (n < 0 && errno == EINTR && !live_quit)
+				continue;
+			if (n == 0) {
+				if (hvt_dbg_held(&s->dbg, &who) && hvt_gdb_stopped(g, who == UINT32_MAX ? 0 : who))
+					break;
+				continue;
+			}
+		}
+		k = recv(fd, buf, sizeof(buf), 0);
 		if (k < 0 && errno == EINTR && !live_quit)
 			continue;
 		if (k <= 0)
@@ -532,8 +574,8 @@ static int serve(struct gdb_state *s, int lfd, const char *where, const struct h
 		(unsigned long long)malformed);
 	hvt_gdb_free(g);
 	close(fd);
-	if (s->held && live_resume(s) == 0)
-		fprintf(stderr, "hvtrace gdb: the guest runs on\n");
+	if (s->t.live)
+		live_end(s);
 	return 0;
 }
 

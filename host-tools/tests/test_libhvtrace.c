@@ -1031,6 +1031,9 @@ static int64_t dbg_peer_apply(struct dbg_peer *p, uint32_t op, uint64_t arg0, ui
 		else
 			memcpy(p->mem + arg1, p->a->buf, len);
 		return 0;
+	case HVTRACE_DBG_SET_BP:
+		p->a->bp_addr = arg0 >> 32 ? arg1 : 0;
+		return arg0 >> 32 && !arg1 ? -HVTRACE_EINVAL : 0;
 	case HVTRACE_DBG_SET_REGS: {
 		struct hvtrace_dbg_regs r;
 
@@ -1143,8 +1146,27 @@ static void test_dbg(void)
 	CHECK(hvt_dbg_step(&d, 0, &err) < 0 && strstr(err.msg, "did not stop again"), "a step without a stop: %s",
 	      err.msg);
 	d.timeout_ms = 2000;
+	CHECK(hvt_dbg_set_bp(&d, 0x401000, 1, &res, &err) == 0 && a->bp_addr == 0x401000 &&
+		      hvt_dbg_set_bp(&d, 0x401000, 0, &res, &err) == 0 && a->bp_addr == 0,
+	      "the breakpoint set and cleared: %s", err.msg);
+	CHECK(hvt_dbg_set_bp(&d, 0, 1, &res, &err) < 0 && res == -HVTRACE_EINVAL, "a refused breakpoint: %s",
+	      err.msg);
 	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
 	      "resume: %s", err.msg);
+	{
+		uint32_t who = 7;
+
+		a->held = 0;
+		CHECK(!hvt_dbg_held(&d, &who), "not held");
+		a->held = 1;
+		a->stop_vcpu = 1;
+		CHECK(hvt_dbg_held(&d, &who) && who == 0, "held by vCPU 0's breakpoint: %u", who);
+		a->stop_vcpu = 0;
+		CHECK(hvt_dbg_held(&d, &who) && who == UINT32_MAX, "held by the host: %u", who);
+		a->stop_vcpu = 99;
+		CHECK(hvt_dbg_held(&d, &who) && who == UINT32_MAX, "a vCPU that does not exist: %u", who);
+		a->held = 0;
+	}
 	peer->quit = 1;
 	pthread_join(th, NULL);
 	free(peer);

@@ -8,7 +8,9 @@
  * memory through a stopped vCPU's page tables (guest RAM only, like a
  * hypercall's buffer), sets its general registers, RIP and status flags,
  * steps one instruction with a hidden TF (the engine off only: nmi.c's
- * way), and lets them all go. The guest's TSC runs on while it is held:
+ * way), sets one instruction breakpoint (the engine's DR3, as the
+ * recorder's start address takes it: the guest's DR3 stays virtual), and
+ * lets them all go. The guest's TSC runs on while it is held:
  * nothing is offset (a held guest sees the time it lost, as after an SMI).
  * Nothing here is read back from the channel but the request (copied once
  * by rec_ctl_poll) and, for WRITE and SET_REGS, the buffer, copied once
@@ -48,6 +50,7 @@ static struct {
 	volatile u32 gen;		/* bumped by every RESUME */
 	volatile u32 step;		/* vCPU id + 1 allowed to run one instruction; 0: none */
 	volatile u64 stopped;		/* bit per vCPU held now */
+	volatile u64 bp_addr;		/* SET_BP's breakpoint; 0: none */
 	u8 buf[HVTRACE_DBG_BUF_SIZE];	/* READ and WRITE (one request at a time: rec_ctl_poll) */
 } dbg;
 
@@ -137,6 +140,56 @@ void dbg_step_cancel(struct vcpu *v)
 		step_end(v);
 }
 
+/* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
+ * Under dbg.lock. */
+static void hold_all(struct vcpu *v, u32 stop_vcpu)
+{
+	if (dbg.held)
+		return;
+	dbg.area->stop_tsc = rdtsc();
+	dbg.area->stop_vcpu = stop_vcpu;
+	dbg.held = 1;
+	dbg.area->held = 1;
+	hv_kick_others(v);
+	if (stop_vcpu)
+		LOG_INFO("debugger: vcpu %u reached the breakpoint at %lx: every vCPU held", v->id, dbg.bp_addr);
+	else
+		LOG_INFO("debugger: every vCPU held (host request)");
+}
+
+/* The debugger's breakpoint in v's DR3 while the engine is off and nothing
+ * else holds DR3 (the recorder's start address), else not; #DB
+ * intercepted with it (trace_idle_exceptions). */
+static void bp_sync(struct vcpu *v)
+{
+	struct handler_bp *bp = &v->trace->bp;
+	u64 want = v->trace->engine == HVTRACE_ENGINE_OFF ? dbg.bp_addr : 0;
+	bool mine = bp->armed && bp->kind == BP_DEBUGGER;
+	if ((mine && bp->addr == want) || (!mine && (bp->armed || !want)))
+		return;
+	if (mine)
+		bp_disarm(v);
+	if (want)
+		bp_arm(v, BP_DEBUGGER, want, 0, 0);
+	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
+}
+
+bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
+{
+	struct handler_bp *bp = &v->trace->bp;
+	if (!dbg.area || ev->vector != X86_DB || !bp->armed || bp->kind != BP_DEBUGGER)
+		return false;
+	u64 dr6 = hv.ops->get_dr(v, 6);
+	if (!(dr6 & DR6_B3) || gmem_linear_rip(v) != bp->addr)
+		return false;
+	hv.ops->set_dr(v, 6, dr6 & ~DR6_B3);
+	spin_lock(&dbg.lock);
+	hold_all(v, v->id + 1);
+	spin_unlock(&dbg.lock);
+	/* a cause of the guest's own at the same time goes to the guest */
+	return !(dr6 & DR6_CAUSES & ~DR6_B3);
+}
+
 bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
@@ -152,6 +205,8 @@ bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 	return true;
 }
 
+static void hold(struct vcpu *v);
+
 void dbg_before_entry(struct vcpu *v)
 {
 	if (!dbg.area)
@@ -164,8 +219,14 @@ void dbg_before_entry(struct vcpu *v)
 			return;
 		step_end(v);
 	}
-	if (!dbg.held)
-		return;
+	if (dbg.held)
+		hold(v);
+	bp_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
+}
+
+/* v waits in root mode until RESUME or its STEP. */
+static void hold(struct vcpu *v)
+{
 	spin_lock(&dbg.lock);
 	if (!dbg.held) {
 		spin_unlock(&dbg.lock);
@@ -237,13 +298,7 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 	case HVTRACE_DBG_STOP:
 		if (arg0 || arg1)
 			return -HVTRACE_EINVAL;
-		if (!dbg.held) {
-			dbg.area->stop_tsc = rdtsc();
-			dbg.held = 1;
-			dbg.area->held = 1;
-			hv_kick_others(v);
-			LOG_INFO("debugger: every vCPU held (host request)");
-		}
+		hold_all(v, 0);
 		return 0;
 	case HVTRACE_DBG_RESUME:
 		if (arg0 || arg1)
@@ -290,6 +345,16 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 		if ((e = pick(arg0, &w)))
 			return e;
 		return set_regs(w);
+	case HVTRACE_DBG_SET_BP:
+		if (arg0 >> 33 || (arg0 >> 32 && (!arg1 || !ADDR_CANONICAL(arg1, 57))))
+			return -HVTRACE_EINVAL;
+		if (!dbg.held)
+			return -HVTRACE_EPERM;
+		if (arg0 >> 32 && rec_trigger_addr())
+			return -HVTRACE_EPERM;	/* trace.start's address holds DR3 */
+		dbg.bp_addr = arg0 >> 32 ? arg1 : 0;
+		dbg.area->bp_addr = dbg.bp_addr;	/* each vCPU arms it when it goes on (bp_sync) */
+		return 0;
 	}
 	return -HVTRACE_EINVAL;
 }

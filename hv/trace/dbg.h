@@ -24,6 +24,9 @@ void dbg_before_entry(struct vcpu *v);
 /* Tracing starts on v: the engine owns TF, a step of the debugger's ends
  * (v is held again at its next exit). */
 void dbg_step_cancel(struct vcpu *v);
+/* A #DB with the engine off: true when it was the debugger's breakpoint
+ * (and no cause of the guest's own came with it); the guest is held. */
+bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev);
 /* A #DB with the engine off: true when it was the debugger's step. */
 bool dbg_step_db(struct vcpu *v, const struct hv_event *ev);
 #endif

@@ -80,7 +80,10 @@ static void engine_stop(struct vcpu *v)
 u32 trace_idle_exceptions(struct vcpu *v)
 {
 	const struct trace_vcpu *t = v->trace;
-	return (t->bp.armed && t->bp.kind == BP_TRIGGER) || t->nmi_step || t->dbg_step ? 1u << X86_DB : 0;
+	return (t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER)) || t->nmi_step ||
+			       t->dbg_step
+		       ? 1u << X86_DB
+		       : 0;
 }
 
 /* While the recorder waits for its start address and the engine is off,
@@ -191,8 +194,8 @@ void trace_update(struct vcpu *v)
 	if (which == HVTRACE_ENGINE_LBR && !lbr_engine_ok(v))
 		which = HVTRACE_ENGINE_FAST;
 
-	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
-		bp_disarm(v);
+	if (want && t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER))
+		bp_disarm(v);	/* the engine's DR3 from now on */
 	if (want && t->engine != HVTRACE_ENGINE_OFF)
 		engine_set(v, which);
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {

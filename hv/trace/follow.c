@@ -54,7 +54,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
-		return nmi_step_db(v, ev) || dbg_step_db(v, ev) || trigger_hit(v, ev);
+		return nmi_step_db(v, ev) || dbg_step_db(v, ev) || dbg_bp_hit(v, ev) || trigger_hit(v, ev);
 	t->trace_exits++;
 
 	u64 causes = 0;

@@ -45,7 +45,8 @@ struct step_state {
 /* The engine's own breakpoint (DR3, execute): on the first instruction of
  * a handler an event is being delivered to (the record is made when it is
  * reached), or, for the fast engine, on the next control transfer. */
-enum engine_bp_kind { BP_HANDLER, BP_STOP, BP_TRIGGER /* the recorder's start address */ };
+enum engine_bp_kind { BP_HANDLER, BP_STOP, BP_TRIGGER /* the recorder's start address */,
+		     BP_DEBUGGER /* the host debugger's breakpoint (trace/dbg.c) */ };
 struct handler_bp {
 	bool armed;
 	enum engine_bp_kind kind;

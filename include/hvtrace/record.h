@@ -242,6 +242,12 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     rflags become the vCPU's (RIP canonical, RFLAGS' reserved bits as
  *     the processor has them, TF and VM unchanged: else EINVAL); the
  *     other fields are not read.
+ *   SET_BP (arg0 bits 31:0 ignored, bit 32: 1 set, 0 clear; arg1 = a
+ *     canonical linear address): the one instruction breakpoint, on every
+ *     untraced vCPU, in the hypervisor's own DR3 (the guest's DR3 and its
+ *     DR7 bits stay virtual meanwhile). EPERM while trace.start waits for
+ *     an address (it holds DR3). A vCPU that reaches it holds the guest as
+ *     STOP does, with stop_vcpu = its number + 1.
  * The host writes buf only while the guest is held and no request is
  * pending; the hypervisor copies what it reads from the channel once.
  */
@@ -252,6 +258,7 @@ enum hvtrace_dbg_op {
 	HVTRACE_DBG_READ = 19,
 	HVTRACE_DBG_WRITE = 20,
 	HVTRACE_DBG_SET_REGS = 21,
+	HVTRACE_DBG_SET_BP = 22,
 };
 #define HVTRACE_EAGAIN		11	/* the vCPU is not stopped yet: ask again */
 #define HVTRACE_DBG_MAGIC	0x3147424454565648ull	/* "HVTVDBG1" */
@@ -291,7 +298,11 @@ struct hvtrace_dbg {
 	uint32_t nr_vcpus;	/* vcpu[] entries at HVTRACE_DBG_VCPU_OFFSET */
 	uint32_t held;		/* 1 from STOP to RESUME */
 	uint64_t stop_tsc;	/* the TSC when STOP was applied */
-	uint8_t reserved[40];
+	uint32_t stop_vcpu;	/* 0: the host's STOP held the guest; else the vCPU + 1 that
+				 * reached the breakpoint (SET_BP) */
+	uint32_t reserved0;
+	uint64_t bp_addr;	/* the breakpoint SET_BP armed; 0: none */
+	uint8_t reserved[24];
 	uint8_t buf[HVTRACE_DBG_BUF_SIZE];	/* READ, WRITE, SET_REGS data */
 	uint8_t pad[HVTRACE_DBG_VCPU_OFFSET - 64 - HVTRACE_DBG_BUF_SIZE];
 	struct hvtrace_dbg_vcpu vcpu[];

@@ -11,8 +11,10 @@
  * writes GDB_MAGIC (0x6764626d61676963) into gdb_poke or the TSC passes
  * the deadline. Every turn: gdb_counter = the turns so far, RBX = 3 *
  * R12 kept and checked (gdb_bad counts breaks of it), R15 stored into
- * gdb_r15 (the debugger sets R15). Returns the turns. */
-	.globl gdb_loop, gdb_loop_top
+ * gdb_r15 (the debugger sets R15), DR3 and DR7 as the guest reads them
+ * ORed into gdb_dr3 and gdb_dr7 (the debugger's breakpoint must never
+ * show there; each MOV from a debug register exits). Returns the turns. */
+	.globl gdb_loop, gdb_loop_top, gdb_loop_end
 gdb_loop:
 	push	%rbx
 	push	%r12
@@ -32,6 +34,10 @@ gdb_loop_top:
 	mov	%rax, %rbx
 1:	mov	%r12, gdb_counter(%rip)
 	mov	%r15, gdb_r15(%rip)
+	mov	%dr3, %rax
+	or	%rax, gdb_dr3(%rip)
+	mov	%dr7, %rax
+	or	%rax, gdb_dr7(%rip)
 	movabs	$0x6764626d61676963, %rax
 	cmp	%rax, gdb_poke(%rip)
 	je	2f
@@ -40,6 +46,7 @@ gdb_loop_top:
 	or	%rdx, %rax
 	cmp	%r13, %rax
 	jb	gdb_loop_top
+gdb_loop_end:
 2:	mov	%r12, %rax
 	pop	%r15
 	pop	%r13
@@ -49,10 +56,12 @@ gdb_loop_top:
 
 	.data
 	.balign 8
-	.globl gdb_counter, gdb_r15, gdb_poke, gdb_bad
+	.globl gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7
 gdb_counter:	.quad 0
 gdb_r15:	.quad 0
 gdb_poke:	.quad 0
 gdb_bad:	.quad 0
+gdb_dr3:	.quad 0
+gdb_dr7:	.quad 0
 
 	.section .note.GNU-stack,"",@progbits

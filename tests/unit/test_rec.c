@@ -96,7 +96,19 @@ bool trace_guest_tf(const struct vcpu *v)
 }
 u32 trace_idle_exceptions(struct vcpu *v)
 {
-	return v->trace->dbg_step ? 1u << X86_DB : 0;
+	return v->trace->dbg_step || (v->trace->bp.armed && v->trace->bp.kind == BP_DEBUGGER) ? 1u << X86_DB : 0;
+}
+/* the engine's DR3 (trace/dr.c), as far as dbg.c sees it */
+void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
+{
+	(void)from, (void)cpl;
+	v->trace->bp.armed = true;
+	v->trace->bp.kind = kind;
+	v->trace->bp.addr = addr;
+}
+void bp_disarm(struct vcpu *v)
+{
+	v->trace->bp.armed = false;
 }
 
 static struct hvtrace_chan *chan;
@@ -286,9 +298,34 @@ static void test_dbg(void)
 	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
 		;
 	CHECK(r->rip == 0x401013 && a->vcpu[0].stops == 3 && !(r->rflags & RFLAGS_TF), "stopped again after the step");
+	/* the breakpoint: checked, armed when the vCPU goes on, reached */
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 33, 0x401020, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x0100000000000000ull, true) == -HVTRACE_EINVAL &&
+	      a->bp_addr == 0, "SET_BP: bad flags, address 0, a non-canonical address");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x401020, true) == 0 && a->bp_addr == 0x401020 &&
+	      !vcpu0.trace->bp.armed, "SET_BP: recorded, armed only when the vCPU goes on");
 	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
 	pthread_join(th, NULL);
 	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING && !a->held, "running again");
+	CHECK(vcpu0.trace->bp.armed && vcpu0.trace->bp.kind == BP_DEBUGGER && vcpu0.trace->bp.addr == 0x401020 &&
+	      fake_intercepts == 1u << X86_DB, "the breakpoint in DR3, #DB intercepted");
+	fake_dr6 = 0xffff0ff0 | DR6_B3;
+	vcpu0.rip = 0x401010;
+	CHECK(!dbg_bp_hit(&vcpu0, &db) && !a->held, "B3 elsewhere: not the debugger's");
+	vcpu0.rip = 0x401020;
+	kicks = 0;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && a->held && a->stop_vcpu == 1 && kicks == 1 && fake_dr6 == 0xffff0ff0,
+	      "the breakpoint reached: held, by vCPU 0, B3 taken from DR6");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(r->rip == 0x401020, "stopped at the breakpoint");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0, "SET_BP: cleared");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	CHECK(!vcpu0.trace->bp.armed && !fake_intercepts, "the breakpoint taken out when the vCPU went on");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x401020, false) == -HVTRACE_EPERM, "SET_BP not held");
 	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, false) == -HVTRACE_EPERM, "STEP after RESUME");
 	dbg_before_entry(&vcpu0);	/* not held: returns at once */
 	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING, "not held after RESUME");
