@@ -51,6 +51,7 @@ static struct {
 	volatile u32 step;		/* vCPU id + 1 allowed to run one instruction; 0: none */
 	volatile u64 stopped;		/* bit per vCPU held now */
 	volatile u64 bp_addr;		/* SET_BP's breakpoint; 0: none */
+	u64 stops[HV_MAX_CPUS];		/* each vCPU's publications (the channel's copy is not read) */
 	u8 buf[HVTRACE_DBG_BUF_SIZE];	/* READ and WRITE (one request at a time: rec_ctl_poll) */
 } dbg;
 
@@ -78,16 +79,19 @@ bool dbg_held(void)
 	return dbg.area && dbg.held;
 }
 
+/* RFLAGS as the guest has it: a TF of the engine's or of a step left out */
+static u64 guest_rflags(struct vcpu *v)
+{
+	return (v->rflags & ~RFLAGS_TF) | (trace_guest_tf(v) ? RFLAGS_TF : 0);
+}
+
 static void publish(struct vcpu *v)
 {
 	struct hvtrace_dbg_regs r = { 0 };
-	struct trace_vcpu *t = v->trace;
 	for (int i = 0; i < GPR_COUNT; i++)
 		r.gpr[i] = v->gpr[i];
 	r.rip = v->rip;
-	r.rflags = (v->rflags & ~RFLAGS_TF) | (trace_guest_tf(v) ? RFLAGS_TF : 0);
-	if (t->dbg_step)
-		r.rflags = (v->rflags & ~RFLAGS_TF) | (t->dbg_step_tf ? RFLAGS_TF : 0);
+	r.rflags = guest_rflags(v);
 	r.cr0 = hv.ops->get_cr(v, 0);
 	r.cr2 = hv.ops->get_cr(v, 2);
 	r.cr3 = hv.ops->get_cr(v, 3);
@@ -103,7 +107,7 @@ static void publish(struct vcpu *v)
 	r.kernel_gs_base = hv.ops->get_msr(v, MSR_KERNEL_GS_BASE);
 	struct hvtrace_dbg_vcpu *d = &dbg.area->vcpu[v->id];
 	d->regs = r;
-	d->stops++;
+	d->stops = ++dbg.stops[v->id];
 	asm volatile("" ::: "memory");	/* the registers before the state (x86 orders stores) */
 	*(volatile u32 *)&d->state = HVTRACE_DBG_STOPPED;
 }
@@ -272,10 +276,7 @@ static s64 set_regs(struct vcpu *w)
 {
 	struct hvtrace_dbg_regs r;
 	memcpy(&r, (const void *)dbg.area->buf, sizeof(r));	/* once: the host may write on */
-	struct trace_vcpu *t = w->trace;
-	u64 cur = t->dbg_step ? (w->rflags & ~RFLAGS_TF) | (t->dbg_step_tf ? RFLAGS_TF : 0)
-			      : (w->rflags & ~RFLAGS_TF) | (trace_guest_tf(w) ? RFLAGS_TF : 0);
-	if ((r.rflags ^ cur) & ~DBG_RFLAGS_WRITABLE)
+	if ((r.rflags ^ guest_rflags(w)) & ~DBG_RFLAGS_WRITABLE)
 		return -HVTRACE_EINVAL;
 	bool lma = hv.ops->get_efer(w) & EFER_LMA;
 	u32 width = hv.ops->get_cr(w, 4) & CR4_LA57 ? 57 : 48;
