@@ -1297,6 +1297,72 @@ t_svm_gdb_live() {
 	finish $name
 }
 
+# `hvtrace gdb --shm` on Debian's kernel idle at its shell on two vCPUs
+# (hvtrace.idle: /init sleeps 30 s, then says it is done), the server
+# offering the kernel's symbols: both vCPUs stop on attach, each in the
+# kernel's idle path by name, `bt` and `x/i $pc` through the kernel's page
+# tables, `continue` until gdb's SIGINT, detach; /init then finishes its
+# idle spell and the kernel runs on unaffected.
+t_linux_gdb_live() {
+	local name=linux-gdb-live
+	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
+	local d=$(esp $name)
+	SECONDS=0
+	add_linux "$d"
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=30" 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out
+	truncate -s 4M "$shm"
+	run $name 240 --smp 2 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	if ! wait_log "$raw" 'HVTRACE-GUEST: idle for'; then
+		REASONS="$REASONS; the kernel never reached its idle spell"
+	else
+		local gport= pid gpid
+		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 --symbols "$SYMBOLS" >"$srv" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 100); do
+			gport=$(sed -nE 's/^hvtrace gdb: listening on 127\.0\.0\.1:([0-9]+) .*/\1/p' "$srv")
+			[ -n "$gport" ] && break
+			sleep 0.1
+		done
+		timeout 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
+			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
+			-ex 'thread 2' -ex 'bt 1' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
+		gpid=$!
+		# the interrupt once gdb continued (the hypervisor says so: gdb's
+		# own output is buffered), well within the idle spell
+		for _ in $(seq 1 600); do
+			grep -qa 'debugger: every vCPU resumed' "$raw" && break
+			kill -0 $gpid 2>/dev/null || break
+			sleep 0.1
+		done
+		sleep 2
+		kill -INT $gpid 2>/dev/null
+		wait $gpid
+		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+		want '^\* 1 +Thread 1 "vCPU 0" \(vCPU 0 \(APIC ID 0\)\) 0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' \
+			"thread 1 is not vCPU 0 stopped in a kernel function"
+		want '^  2 +Thread 2 "vCPU 1" \(vCPU 1 \(APIC ID 1\)\) 0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' \
+			"thread 2 is not vCPU 1 stopped in a kernel function"
+		want '^#0  0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' "bt does not name frame 0 in the kernel"
+		want '^=> 0xffffffff[0-9a-f]+ <[a-z_][a-z0-9_.]*\+[0-9]+>:' "x/i \$pc shows no kernel instruction"
+		want '^gs_base +0xff[0-9a-f]{14} ' "GS base is not the kernel's per-CPU base"
+		want '^Thread [12] "vCPU [01]" received signal SIGINT, Interrupt' "the interrupt did not stop the kernel"
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'debugger: every vCPU held \(host request\)'
+	expect 'HVTRACE-GUEST: idle done'
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+
 ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic"
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live"
 runner_main integration-rec "$ALL" "$@"
