@@ -1173,6 +1173,131 @@ static void test_dbg(void)
 	free(buf);
 }
 
+/* The GDB server over a live target played here: what each live packet
+ * asks of the target, and an error reply for every malformed one. */
+static struct hvt_vcpu_regs live_regs[2];
+static uint8_t live_mem[0x100];
+static int live_running, live_steps, live_bp_on;
+static uint64_t live_bp;
+static char live_out[4096];
+static size_t live_nout;
+
+static int lv_stop(void *c) { (void)c; live_running = 0; return 0; }
+static int lv_resume(void *c) { (void)c; live_running = 1; return 0; }
+static int lv_step(void *c, size_t t) { (void)c; live_steps++; live_regs[t].rip++; return 0; }
+static int64_t lv_read(void *c, size_t t, uint64_t la, void *buf, uint64_t len)
+{
+	(void)c, (void)t;
+	if (la < 0x1000 || la >= 0x1100)
+		return -1;
+	if (len > 0x1100 - la)
+		len = 0x1100 - la;
+	memcpy(buf, live_mem + (la - 0x1000), len);
+	return (int64_t)len;
+}
+static int lv_write(void *c, size_t t, uint64_t la, const void *buf, uint64_t len)
+{
+	(void)c, (void)t;
+	if (la < 0x1000 || la >= 0x1100 || len > 0x1100 - la)
+		return -1;
+	memcpy(live_mem + (la - 0x1000), buf, len);
+	return 0;
+}
+static int lv_set_regs(void *c, size_t t, const struct hvt_vcpu_regs *r) { (void)c; live_regs[t] = *r; return 0; }
+static int lv_set_bp(void *c, uint64_t a, int on) { (void)c; live_bp = a; live_bp_on = on; return 0; }
+static int lv_send(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx;
+	if (live_nout + len < sizeof(live_out)) {
+		memcpy(live_out + live_nout, buf, len);
+		live_nout += len;
+		live_out[live_nout] = 0;
+	}
+	return 0;
+}
+
+/* One packet in (framed here); the reply's body out ("" when none). */
+static const char *live_pkt(struct hvt_gdb *g, const char *body)
+{
+	static char reply[4096];
+	char frame[600];
+	unsigned sum = 0;
+	size_t i;
+
+	for (i = 0; body[i]; i++)
+		sum += (uint8_t)body[i];
+	snprintf(frame, sizeof(frame), "$%s#%02x", body, sum & 0xff);
+	live_nout = 0;
+	live_out[0] = 0;
+	hvt_gdb_input(g, frame, strlen(frame));
+	const char *d = strchr(live_out, '$'), *h = d ? strchr(d, '#') : NULL;
+	snprintf(reply, sizeof(reply), "%.*s", d && h ? (int)(h - d - 1) : 0, d ? d + 1 : "");
+	return reply;
+}
+
+static void test_gdb_live(void)
+{
+	static const struct hvt_gdb_live live = { .stop = lv_stop, .resume = lv_resume, .step = lv_step,
+						  .read = lv_read, .write = lv_write, .set_regs = lv_set_regs,
+						  .set_bp = lv_set_bp };
+	struct hvt_gdb_thread th[2] = { { .regs = &live_regs[0] }, { .regs = &live_regs[1] } };
+	struct hvt_gdb_target t = { .th = th, .nth = 2, .live = &live };
+	struct hvt_gdb *g;
+	uint64_t packets, malformed;
+	const char *r;
+
+	for (int i = 0; i < 2; i++)
+		live_regs[i] = (struct hvt_vcpu_regs){ .id = (uint32_t)i + 1, .has_sys = 1, .has_apic = 1,
+						      .apic_id = (uint32_t)i, .rip = 0x1000, .seg = { 0x10 } };
+	g = hvt_gdb_new(&t, lv_send, NULL);
+	CHECK(g && !strcmp(live_pkt(g, "QStartNoAckMode"), "OK"), "no-ack mode");
+	CHECK(!strcmp(live_pkt(g, "vCont?"), "vCont;c;s"), "vCont offered");
+	r = live_pkt(g, "qThreadExtraInfo,2");
+	CHECK(!strcmp(r, "764350552031202841504943204944203129"), "thread 2's name, vCPU 1 (APIC ID 1): %s", r);
+	/* registers */
+	CHECK(!strcmp(live_pkt(g, "P0=0100000000000000"), "OK") && live_regs[0].gpr[0] == 1, "P rax");
+	CHECK(!strcmp(live_pkt(g, "P12=10000000"), "OK"), "P cs with its own value");
+	CHECK(live_pkt(g, "P12=18000000")[0] == 'E' && live_regs[0].seg[0] == 0x10, "P cs with another value refused");
+	CHECK(live_pkt(g, "P10=1122")[0] == 'E', "P of the wrong size");
+	CHECK(live_pkt(g, "Pzz=00")[0] == 'E' && live_pkt(g, "P0")[0] == 'E' && live_pkt(g, "P999=00")[0] == 'E',
+	      "P malformed, without a value, no such register");
+	CHECK(live_pkt(g, "G0011")[0] == 'E' && live_pkt(g, "Gzz")[0] == 'E', "G malformed");
+	/* memory */
+	CHECK(!strcmp(live_pkt(g, "M1000,2:abcd"), "OK") && live_mem[0] == 0xab && live_mem[1] == 0xcd, "M");
+	CHECK(!strcmp(live_pkt(g, "m1000,2"), "abcd"), "m reads it back");
+	CHECK(live_pkt(g, "M1000,2:abc")[0] == 'E' && live_pkt(g, "M1000,2:zzzz")[0] == 'E' &&
+		      live_pkt(g, "Mzz")[0] == 'E' && live_pkt(g, "M1000,2")[0] == 'E',
+	      "M malformed: short data, not hex, no address, no data");
+	CHECK(live_pkt(g, "M2000,1:00")[0] == 'E', "M where the target refuses");
+	CHECK(!strcmp(live_pkt(g, "X1000,0:"), ""), "X: empty, GDB uses M");
+	/* the hardware breakpoint */
+	CHECK(!strcmp(live_pkt(g, "Z1,1010,1"), "OK") && live_bp_on && live_bp == 0x1010, "Z1");
+	CHECK(live_pkt(g, "Z1,1020,1")[0] == 'E' && live_bp == 0x1010, "a second Z1 refused");
+	CHECK(!strcmp(live_pkt(g, "z1,1020,1"), "OK") && live_bp_on, "z1 of another address: nothing");
+	CHECK(!strcmp(live_pkt(g, "z1,1010,1"), "OK") && !live_bp_on, "z1");
+	CHECK(live_pkt(g, "Z1,zz")[0] == 'E' && live_pkt(g, "Z0,1000,1")[0] == 'E', "Z1 malformed, Z0 refused");
+	/* step and continue */
+	CHECK(live_pkt(g, "vCont;x")[0] == 'E' && live_pkt(g, "vCont;s:99")[0] == 'E' && live_pkt(g, "c1000")[0] == 'E',
+	      "vCont with another action, no such thread; c with an address");
+	CHECK(!strcmp(live_pkt(g, "vCont;s:2"), "T05thread:2;") && live_steps == 1 && live_regs[1].rip == 0x1001,
+	      "vCont;s:2 steps thread 2");
+	CHECK(!strcmp(live_pkt(g, "s"), "T05thread:2;") && live_steps == 2, "s steps the selected thread");
+	CHECK(!strcmp(live_pkt(g, "c"), "") && live_running && hvt_gdb_running(g), "c: no reply, running");
+	CHECK(!strcmp(live_pkt(g, "g"), "") && live_running, "a packet while running: no reply");
+	live_nout = 0;
+	hvt_gdb_input(g, "\x03", 1);
+	CHECK(!live_running && strstr(live_out, "$T02thread:2;#"), "the interrupt stops it: %s", live_out);
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "vCont;c");
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && !live_running && strstr(live_out, "$T05thread:1;#"),
+	      "stopped by itself (a breakpoint on thread 1): %s", live_out);
+	CHECK(hvt_gdb_stopped(g, 1) == 0 && !strstr(live_out + 1, "$T05"), "not again when not running");
+	hvt_gdb_stats(g, &packets, &malformed);
+	CHECK(malformed >= 12, "malformed packets counted: %llu", (unsigned long long)malformed);
+	CHECK(!strcmp(live_pkt(g, "D"), "OK"), "detach");
+	hvt_gdb_free(g);
+}
+
 /* The page walks of every paging mode over a raw dump of 64 KiB, and an
  * ELF of symbols read back. */
 static void put_pte(uint8_t *m, uint64_t pa, uint64_t v, unsigned size)
@@ -1276,6 +1401,7 @@ int main(void)
 	test_corrupt_syms();
 	test_ctl();
 	test_dbg();
+	test_gdb_live();
 	test_page_walks();
 	{
 		char cmd[300];
