@@ -6,7 +6,7 @@ HT_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iinclude -Ihost-tools/lib 
 HT_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 HT_LIBS := -lelf -lz
 
-HT_LIB_SRCS := $(addprefix host-tools/lib/,rec.c chan.c ctl.c dump.c guest.c gdbrsp.c producer.c file.c sym.c)
+HT_LIB_SRCS := $(addprefix host-tools/lib/,rec.c chan.c ctl.c dbg.c dump.c guest.c gdbrsp.c producer.c file.c sym.c)
 # report.c, print.c and the exporters are the part of the command the fuzzers link too
 HT_OUT_SRCS := $(addprefix host-tools/src/,report.c print.c export_perf.c export_uftrace.c)
 HT_CLI_SRCS := $(addprefix host-tools/src/,hvtrace.c cmd_chan.c cmd_file.c cmd_gdb.c synth.c) $(HT_OUT_SRCS)

@@ -1161,6 +1161,208 @@ PY
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic"
+# `hvtrace gdb --shm` on a running guest (t_gdb: a busy loop with
+# interrupts on, on one of two vCPUs) driven by Debian's gdb in batch
+# mode: attaching stops both vCPUs (two threads with their APIC IDs),
+# registers and memory are read, stepi walks into the loop and through
+# it (RIP moves by the instructions' lengths, the others held), R15 and
+# a word of memory are written, `continue` runs the guest until gdb's
+# interrupt (SIGINT: the loop's counter went on meanwhile and stored the
+# R15 we set), a hardware breakpoint (hbreak) at the loop's top stops it
+# twice (the second time after a whole turn that read DR3 and DR7 with
+# the breakpoint armed), and after `detach` the guest finishes its own
+# checks: the debugger's write and register arrived, its invariant never
+# broke, its DR3 and DR7 never showed the breakpoint.
+t_svm_gdb_live() {
+	local name=svm-gdb-live
+	local d=$(esp $name)
+	SECONDS=0
+	add_guest "$d" t_gdb
+	cfg "$d" 'next = \EFI\hvtrace\t_gdb.efi' 'flight.size = 64K' 'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out script=$RUNS/$name/gdb.cmd
+	truncate -s 4M "$shm"
+	run $name 300 --smp 2 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	if ! wait_log "$raw" 'GDB-LOOP: running'; then
+		REASONS="$REASONS; the guest never reached its loop"
+	else
+		local a=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) top=([0-9a-f]+) end=([0-9a-f]+) counter=([0-9a-f]+) r15=([0-9a-f]+) poke=([0-9a-f]+) bad=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7/p' "$raw")
+		set -- $a
+		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 gport= pid
+		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 >"$srv" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 50); do
+			gport=$(sed -nE 's/^hvtrace gdb: listening on 127\.0\.0\.1:([0-9]+) .*/\1/p' "$srv")
+			[ -n "$gport" ] && break
+			sleep 0.1
+		done
+		# stepi until RIP is in the loop (it may have stopped in the
+		# firmware's timer handler), bounded
+		cat >"$script" <<-GDB
+		set pagination off
+		set confirm off
+		target remote 127.0.0.1:$gport
+		info threads
+		set \$n = 0
+		while (\$pc < 0x$top || \$pc >= 0x$end) && \$n < 3000
+		  stepi
+		  set \$n = \$n + 1
+		end
+		printf "IN-LOOP %d pc=%lx\n", \$n, \$pc
+		info registers rip rbx r12 rsp cr0 cr3 cr4 cs ss fs_base
+		printf "COUNTER-1 %lu\n", *(unsigned long *)0x$counter
+		x/2i \$pc
+		printf "STEP-FROM %lx\n", \$pc
+		stepi
+		printf "STEP-TO %lx\n", \$pc
+		stepi
+		stepi
+		printf "STEP-3 %lx rbx=%lu r12=%lu\n", \$pc, \$rbx, \$r12
+		set \$r15 = 0x1234567887654321
+		printf "R15 %lx\n", \$r15
+		x/2bx 0x$loop
+		set {unsigned long}0x$poke = 0x5555
+		printf "POKE-1 %lx\n", *(unsigned long *)0x$poke
+		set {unsigned long}0x$poke = 0
+		continue
+		printf "COUNTER-2 %lu\n", *(unsigned long *)0x$counter
+		printf "R15-STORED %lx\n", *(unsigned long *)0x$r15
+		thread 2
+		printf "THREAD2 pc=%lx\n", \$pc
+		thread 1
+		hbreak *0x$top
+		continue
+		printf "HBREAK pc=%lx\n", \$pc
+		continue
+		printf "HBREAK-2 pc=%lx counter=%lu\n", \$pc, *(unsigned long *)0x$counter
+		delete
+		set {unsigned long}0x$poke = 0x6764626d61676963
+		printf "POKE-2 %lx\n", *(unsigned long *)0x$poke
+		detach
+		GDB
+		timeout 200 gdb -batch -nx -x "$script" >"$out" 2>&1 &
+		local gpid=$!
+		# the interrupt, once gdb continued (the second COUNTER comes after it)
+		for _ in $(seq 1 1500); do
+			grep -q '^POKE-1 ' "$out" && break
+			kill -0 $gpid 2>/dev/null || break
+			sleep 0.1
+		done
+		sleep 3
+		kill -INT $gpid 2>/dev/null
+		wait $gpid
+		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+		want '^\* 1 +Thread 1 "vCPU 0" \(vCPU 0 \(APIC ID 0\)\)' "thread 1 is not vCPU 0 with its APIC ID"
+		want '^  2 +Thread 2 "vCPU 1" \(vCPU 1 \(APIC ID 1\)\)' "thread 2 is not vCPU 1 with its APIC ID"
+		want '^IN-LOOP [0-9]+ pc=' "stepi did not reach the loop"
+		want '^cr0 +0x8[0-9a-f]*3[0-9a-f] ' "CR0 is not a paging, protected-mode value"
+		want '^cs +0x38 ' "CS is not the firmware's 64-bit code selector"
+		want '^COUNTER-1 [1-9]' "the loop's counter reads 0"
+		want '^R15 1234567887654321$' "R15 was not written"
+		want "^0x$loop <[^>]*>:\s+0x53\s+0x41|^0x$loop:\s+0x53\s+0x41" "the loop's first bytes (push %rbx; push %r12) were not read"
+		want '^POKE-1 5555$' "memory was not written"
+		want '^Thread 1 "vCPU 0" received signal SIGINT, Interrupt' "the interrupt did not stop the guest"
+		want '^R15-STORED 1234567887654321$' "the guest did not run with the R15 set"
+		want '^THREAD2 pc=' "thread 2 has no registers"
+		want '^POKE-2 6764626d61676963$' "the release word was not written"
+		want "^HBREAK pc=$top\$" "continue did not stop at the hardware breakpoint"
+		want '^Thread 1 "vCPU 0" hit Breakpoint 1, ' "gdb did not see its breakpoint hit"
+		# the second time round the loop read DR3 and DR7 with the breakpoint armed
+		want "^HBREAK-2 pc=$top counter=[0-9]+\$" "the second continue did not stop at the breakpoint again"
+		# each stepi moved RIP by one instruction's length within the loop
+		local from=$(sed -nE 's/^STEP-FROM ([0-9a-f]+)$/\1/p' "$out") to=$(sed -nE 's/^STEP-TO ([0-9a-f]+)$/\1/p' "$out")
+		local len=$(sed -nE 's/^   0x([0-9a-f]+):.*/\1/p' "$out" | head -1)
+		[ -n "$from" ] && [ -n "$to" ] && [ -n "$len" ] && [ "$to" = "$len" ] ||
+			REASONS="$REASONS; stepi went from ${from:-?} to ${to:-?}, not to the next instruction ${len:-?} ($out)"
+		local c1=$(sed -nE 's/^COUNTER-1 ([0-9]+)$/\1/p' "$out") c2=$(sed -nE 's/^COUNTER-2 ([0-9]+)$/\1/p' "$out")
+		[ -n "$c1" ] && [ -n "$c2" ] && [ "$c2" -gt "$c1" ] ||
+			REASONS="$REASONS; the counter did not go on while continued: ${c1:-?} then ${c2:-?}"
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'debugger: every vCPU held \(host request\)'
+	expect 'GUEST-TEST: PASS: debugger_wrote_memory'
+	expect 'GUEST-TEST: PASS: debugger_set_r15'
+	expect 'GUEST-TEST: PASS: loop_invariant_kept'
+	expect 'GUEST-TEST: PASS: loop_ran'
+	expect 'GUEST-TEST: PASS: debugger_dr3_invisible'
+	expect 'debugger: vcpu 0 reached the breakpoint at'
+	expect 'SUMMARY: t_gdb: 5 passed, 0 failed, 0 skipped'
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+
+# `hvtrace gdb --shm` on Debian's kernel idle at its shell on two vCPUs
+# (hvtrace.idle: /init sleeps 30 s, then says it is done), the server
+# offering the kernel's symbols: both vCPUs stop on attach, each in the
+# kernel's idle path by name, `bt` and `x/i $pc` through the kernel's page
+# tables, `continue` until gdb's SIGINT, detach; /init then finishes its
+# idle spell and the kernel runs on unaffected.
+t_linux_gdb_live() {
+	local name=linux-gdb-live
+	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
+	local d=$(esp $name)
+	SECONDS=0
+	add_linux "$d"
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=30" 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out
+	truncate -s 4M "$shm"
+	run $name 240 --smp 2 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	if ! wait_log "$raw" 'HVTRACE-GUEST: idle for'; then
+		REASONS="$REASONS; the kernel never reached its idle spell"
+	else
+		local gport= pid gpid
+		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 --symbols "$SYMBOLS" >"$srv" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 100); do
+			gport=$(sed -nE 's/^hvtrace gdb: listening on 127\.0\.0\.1:([0-9]+) .*/\1/p' "$srv")
+			[ -n "$gport" ] && break
+			sleep 0.1
+		done
+		timeout 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
+			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
+			-ex 'thread 2' -ex 'bt 1' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
+		gpid=$!
+		# the interrupt once gdb continued (the hypervisor says so: gdb's
+		# own output is buffered), well within the idle spell
+		for _ in $(seq 1 600); do
+			grep -qa 'debugger: every vCPU resumed' "$raw" && break
+			kill -0 $gpid 2>/dev/null || break
+			sleep 0.1
+		done
+		sleep 2
+		kill -INT $gpid 2>/dev/null
+		wait $gpid
+		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+		want '^\* 1 +Thread 1 "vCPU 0" \(vCPU 0 \(APIC ID 0\)\) 0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' \
+			"thread 1 is not vCPU 0 stopped in a kernel function"
+		want '^  2 +Thread 2 "vCPU 1" \(vCPU 1 \(APIC ID 1\)\) 0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' \
+			"thread 2 is not vCPU 1 stopped in a kernel function"
+		want '^#0  0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' "bt does not name frame 0 in the kernel"
+		want '^=> 0xffffffff[0-9a-f]+ <[a-z_][a-z0-9_.]*\+[0-9]+>:' "x/i \$pc shows no kernel instruction"
+		want '^gs_base +0xff[0-9a-f]{14} ' "GS base is not the kernel's per-CPU base"
+		want '^Thread [12] "vCPU [01]" received signal SIGINT, Interrupt' "the interrupt did not stop the kernel"
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'debugger: every vCPU held \(host request\)'
+	expect 'HVTRACE-GUEST: idle done'
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live"
 runner_main integration-rec "$ALL" "$@"

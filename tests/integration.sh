@@ -178,10 +178,15 @@ t_svm_chan_hidden() {
 	grep -qa GUESTWRT "$CHAN" && REASONS="$REASONS; the guest's pattern reached the host file"
 	expect 'hvtrace: recorder: channel at [0-9a-f]+ \(ivshmem'
 	[ "$(head -c 8 "$CHAN")" = HVTRCHN1 ] || REASONS="$REASONS; no channel header at the start of the host file"
-	# past the channel's header page (the rings are written only as records
-	# are made: none here) the host's data is as it was
-	[ "$(tail -c +4097 "$CHAN" | head -c 8)" = HOSTDATA ] &&
-		[ "$(tail -c +4097 "$CHAN" | tr -d HOSTDA | wc -c)" = 0 ] || REASONS="$REASONS; the host's data changed"
+	# past the channel's header page the host's data is as it was (the rings
+	# are written only as records are made: none here), but for the
+	# debugger's area (ABI 1.9: dbg_offset, the header's last 8 bytes, up to
+	# the channel's size) and nothing after the channel's end
+	local size=$(od -An -t u8 -j 24 -N 8 "$CHAN" | tr -d ' ') dbg=$(od -An -t u8 -j 4088 -N 8 "$CHAN" | tr -d ' ')
+	hostdata() { [ "$(tail -c +$(($1 + 1)) "$CHAN" | head -c $2 | tr -d HOSTDA | wc -c)" = 0 ]; }
+	[ "$dbg" -ge 4096 ] 2>/dev/null && [ "$size" -gt "$dbg" ] && [ "$size" -le 16777216 ] &&
+		[ "$(tail -c +4097 "$CHAN" | head -c 8)" = HOSTDATA ] && hostdata 4096 $((dbg - 4096)) &&
+		hostdata "$size" $((16777216 - size)) || REASONS="$REASONS; the host's data changed (size ${size:-?}, dbg_offset ${dbg:-?})"
 	finish svm-chan-hidden
 }
 

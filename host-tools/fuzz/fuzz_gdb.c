@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: the GDB server's packet framing and every packet handler,
  * over a small dump made once (two vCPUs, 4-level page tables, a few
- * branch records on vCPU 0). Replies must stay within the framed size. */
+ * branch records on vCPU 0), and, when the input's first byte is odd,
+ * over a live target played here (register and memory writes, step,
+ * continue and GDB's interrupt). Replies must stay within the framed
+ * size; the live target's callbacks must only be asked for what exists. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +18,72 @@ static struct hvt_vcpu_regs cpu[2];
 static struct hvtrace_rec recs[4];
 static struct hvt_gdb_thread th[2];
 static struct hvt_gdb_target target;
+static uint8_t mem[MEM];
+
+/* the live target: the two vCPUs' registers, mem identity-mapped */
+static struct hvt_vcpu_regs live_cpu[2];
+static struct hvt_gdb_thread live_th[2];
+static struct hvt_gdb_target live_target;
+static int live_running;
+
+static int l_stop(void *ctx) { (void)ctx; live_running = 0; return 0; }
+static int l_resume(void *ctx) { (void)ctx; live_running = 1; return 0; }
+
+static int l_step(void *ctx, size_t t)
+{
+	(void)ctx;
+	if (t >= 2 || live_running)
+		abort();
+	live_cpu[t].rip++;
+	return 0;
+}
+
+static int64_t l_read(void *ctx, size_t t, uint64_t la, void *buf, uint64_t len)
+{
+	(void)ctx;
+	if (t >= 2 || live_running || !len || len > HVT_GDB_PKT_MAX)
+		abort();
+	if (la >= MEM)
+		return -1;
+	if (len > MEM - la)
+		len = MEM - la;
+	memcpy(buf, mem + la, len);
+	return (int64_t)len;
+}
+
+static int l_write(void *ctx, size_t t, uint64_t la, const void *buf, uint64_t len)
+{
+	(void)ctx;
+	if (t >= 2 || live_running || !len || len > HVT_GDB_PKT_MAX / 2)
+		abort();
+	if (la >= MEM || len > MEM - la)
+		return -1;
+	memcpy(mem + la, buf, len);
+	return 0;
+}
+
+static int l_set_regs(void *ctx, size_t t, const struct hvt_vcpu_regs *r)
+{
+	(void)ctx;
+	if (t >= 2 || live_running)
+		abort();
+	live_cpu[t].rip = r->rip;	/* the rest as the hypervisor would take it */
+	live_cpu[t].rflags = r->rflags;
+	memcpy(live_cpu[t].gpr, r->gpr, sizeof(r->gpr));
+	return 0;
+}
+
+static int l_set_bp(void *ctx, uint64_t addr, int on)
+{
+	(void)ctx, (void)addr, (void)on;
+	if (live_running)
+		abort();
+	return 0;
+}
+
+static const struct hvt_gdb_live live = { .stop = l_stop, .resume = l_resume, .step = l_step,
+					  .read = l_read, .write = l_write, .set_regs = l_set_regs,
+					  .set_bp = l_set_bp };
 
 static void put64(uint8_t *m, uint64_t pa, uint64_t v)
 {
@@ -23,7 +92,6 @@ static void put64(uint8_t *m, uint64_t pa, uint64_t v)
 
 static int setup(void)
 {
-	static uint8_t mem[MEM];
 	struct hvt_elf_seg seg = { 0, MEM };
 	struct hvt_err err;
 	size_t notes_len, len;
@@ -52,6 +120,13 @@ static int setup(void)
 	if (!core || hvt_dump_open_any_mem(&dump, core, len, &err))
 		abort();
 	target = (struct hvt_gdb_target){ .dump = &dump, .th = th, .nth = 2, .bts_size = 4096 };
+	for (i = 0; i < 2; i++) {
+		live_cpu[i] = cpu[i];
+		live_cpu[i].has_apic = 1;
+		live_cpu[i].apic_id = i;
+		live_th[i].regs = &live_cpu[i];
+	}
+	live_target = (struct hvt_gdb_target){ .th = live_th, .nth = 2, .live = &live };
 	return 0;
 }
 
@@ -72,12 +147,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (!ready)
 		ready = !setup();
 	th[0].bts = th[1].bts = th[0].sent = th[1].sent = 0;
-	g = hvt_gdb_new(&target, sink, NULL);
+	live_running = 0;
+	g = hvt_gdb_new(len && (data[0] & 1) ? &live_target : &target, sink, NULL);
 	if (!g)
 		return 0;
 	/* in two pieces: a packet may straddle reads */
-	if (hvt_gdb_input(g, data, len / 2) == 0)
-		hvt_gdb_input(g, data + len / 2, len - len / 2);
+	if (hvt_gdb_input(g, data, len / 2) == 0 && hvt_gdb_stopped(g, len & 1) == 0)
+		hvt_gdb_input(g, data + len / 2, len - len / 2);	/* between: maybe a breakpoint's stop */
 	hvt_gdb_free(g);
 	return 0;
 }

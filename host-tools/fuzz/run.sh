@@ -46,6 +46,14 @@ sessions = {
 }
 for name, pkts in sessions.items():
     open(sys.argv[1] + "/" + name, "wb").write(b"+".join(frame(p) for p in pkts))
+# the live target (fuzz_gdb: a first byte that is odd, '+' here): writes,
+# step, continue, then GDB's interrupt (0x03) and packets while running
+live = [b"vCont?", b"Hg2", b"P10=1122334455667788", b"P0=0100000000000000", b"P12=00000000",
+        b"G" + b"00" * 128 + b"xx" * 8, b"M1000,4:deadbeef", b"m1000,4", b"X1000,0:", b"s", b"vCont;s:2",
+        b"Z1,1000,1", b"Z1,2000,1", b"z1,2000,1", b"z1,1000,1", b"Z0,1000,1", b"Z1,zz",
+        b"vCont;c", b"g"]
+open(sys.argv[1] + "/live", "wb").write(b"+" + b"+".join(frame(p) for p in live) + b"\x03" +
+                                        frame(b"c") + b"\x03" + frame(b"D"))
 PY
 
 crashed=""

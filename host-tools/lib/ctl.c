@@ -28,6 +28,7 @@ const char *hvt_result_name(int64_t result)
 	case -HVTRACE_EFAULT: return "EFAULT (a buffer outside guest RAM)";
 	case -HVTRACE_EINVAL: return "EINVAL (an operation or argument the hypervisor does not take)";
 	case -HVTRACE_ENOSYS: return "ENOSYS (no recorder)";
+	case -HVTRACE_EAGAIN: return "EAGAIN (that vCPU is not stopped yet)";
 	}
 	return NULL;
 }

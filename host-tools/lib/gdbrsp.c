@@ -5,8 +5,12 @@
  * packet framing, the packets GDB needs to inspect a post-mortem guest
  * (registers, memory, threads, the target description), and branch
  * tracing (qXfer:btrace:read in GDB's BTS format, gdb/features/btrace.dtd)
- * from the flight recorder's records. Anything that would change or run
- * the target gets an error reply.
+ * from the flight recorder's records. Over a dump, anything that would
+ * change or run the target gets an error reply; over a running guest
+ * (t->live, `hvtrace gdb --shm`) the server stops it when GDB attaches,
+ * reads and writes registers and memory through the hypervisor, steps
+ * the selected vCPU, continues until GDB's interrupt (Ctrl-C, the 0x03
+ * byte) and lets the guest go on when GDB detaches.
  *
  * Every byte comes from a client that may be hostile: packets are held in
  * fixed buffers of HVT_GDB_PKT_MAX bytes (a longer one is drained and
@@ -30,6 +34,10 @@ struct hvt_gdb {
 	int noack;			/* QStartNoAckMode acknowledged */
 	int err_text;			/* the client takes "E.text" (error-message+) */
 	int over;			/* detached or killed */
+	int running;			/* live: continued, GDB waits for a stop reply */
+	int noreply;			/* this packet has no reply (a continue) */
+	uint64_t bp;			/* live: the hardware breakpoint GDB inserted; 0: none */
+	int bp_on;
 	int failed;			/* send failed */
 	size_t list_pos;		/* qsThreadInfo's position */
 	uint64_t packets, malformed;
@@ -331,6 +339,10 @@ done:
 
 static void thread_name(const struct hvt_gdb *g, size_t i, char *buf, size_t len)
 {
+	if (g->t->th[i].regs->has_apic) {
+		snprintf(buf, len, "vCPU %zu (APIC ID %u)", i, g->t->th[i].regs->apic_id);
+		return;
+	}
 	snprintf(buf, len, "vCPU %zu (QEMU CPU %u)", i, g->t->th[i].regs->id ? g->t->th[i].regs->id - 1 : 0);
 }
 
@@ -611,6 +623,10 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 	if (*hex)
 		return bad_packet(g, "malformed qRcmd");
 	cmd[n] = 0;
+	if (g->t->live) {
+		monitor_out(g, "hvtrace gdb --shm: no monitor commands yet\n");
+		return;
+	}
 	if (starts(cmd, "phys ")) {
 		uint8_t buf[1024];
 		uint64_t i;
@@ -668,11 +684,16 @@ static void handle_query(struct hvt_gdb *g, const char *p)
 
 	if (starts(p, "qSupported")) {
 		g->err_text = strstr(p, "error-message+") != NULL;
-		reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;"
-			 "qXfer:btrace:read+;qXfer:btrace-conf:read+;Qbtrace:bts+;Qbtrace:off+;Qbtrace:pt-%s",
-		      HVT_GDB_PKT_MAX, g->t->exec_file ? ";qXfer:exec-file:read+" : "");
+		if (g->t->live)	/* no branch history served live yet */
+			reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+%s",
+			      HVT_GDB_PKT_MAX, g->t->exec_file ? ";qXfer:exec-file:read+" : "");
+		else
+			reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;"
+				 "qXfer:btrace:read+;qXfer:btrace-conf:read+;Qbtrace:bts+;Qbtrace:off+;"
+				 "Qbtrace:pt-%s",
+			      HVT_GDB_PKT_MAX, g->t->exec_file ? ";qXfer:exec-file:read+" : "");
 	} else if (!strcmp(p, "qAttached")) {
-		reply(g, "1");	/* detaching leaves the target as it is */
+		reply(g, "1");	/* detaching leaves the target as it is (live: running) */
 	} else if (!strcmp(p, "qC")) {
 		reply(g, "QC%zx", g->sel + 1);
 	} else if (!strcmp(p, "qfThreadInfo") || !strcmp(p, "qsThreadInfo")) {
@@ -718,11 +739,190 @@ static void handle_memory(struct hvt_gdb *g, const char *p)
 	}
 	if (len > sizeof(buf) - 8)
 		len = sizeof(buf) - 8;	/* GDB takes a shorter read and asks again */
-	k = hvt_vcpu_read(g->t->dump, g->t->th[g->sel].regs, addr, buf, len);
+	if (g->t->live)
+		k = g->t->live->read(g->t->live->ctx, g->sel, addr, buf, len);
+	else
+		k = hvt_vcpu_read(g->t->dump, g->t->th[g->sel].regs, addr, buf, len);
 	if (k < 0)
 		return reply_err(g, 0x0e, "memory not mapped or not in the dump");
 	g->nreply = 0;
 	put_hex(g, buf, (size_t)k);
+}
+
+/* M: "ADDR,LEN:HEX", written through the selected vCPU (live). */
+static void handle_write_memory(struct hvt_gdb *g, const char *p)
+{
+	uint8_t buf[HVT_GDB_PKT_MAX / 2];
+	uint64_t addr, len, i;
+
+	if (parse_addr_len(p, &addr, &len, ':'))
+		return bad_packet(g, "malformed M packet");
+	p = strchr(p, ':') + 1;
+	if (len > sizeof(buf) || strlen(p) != 2 * len)
+		return bad_packet(g, "M: the data is not LEN bytes");
+	for (i = 0; i < len; i++) {
+		int hi = hexval(p[2 * i]), lo = hexval(p[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return bad_packet(g, "M: not hex");
+		buf[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (len && g->t->live->write(g->t->live->ctx, g->sel, addr, buf, len))
+		return reply_err(g, 0x0e, "memory not mapped, not writable or not guest RAM");
+	reply(g, "OK");
+}
+
+/* Register n of r := the len bytes at val (little-endian): only the
+ * general registers, RIP and EFLAGS change; another register written with
+ * its own value is accepted, any other value refused. */
+static int reg_assign(struct hvt_vcpu_regs *r, unsigned n, const uint8_t *val)
+{
+	uint8_t cur[16];
+	uint64_t v = 0;
+	unsigned size = reg_size(n);
+
+	if (n < 16 || n == R_RIP || n == R_EFLAGS) {
+		memcpy(&v, val, size);
+		if (n < 16)
+			r->gpr[n] = v;
+		else if (n == R_RIP)
+			r->rip = v;
+		else
+			r->rflags = v;
+		return 0;
+	}
+	return reg_value(r, n, cur) && !memcmp(cur, val, size) ? 0 : -1;
+}
+
+/* Hex into bytes: exactly 2 * len digits at *p, moved past them. */
+static int parse_bytes(const char **p, uint8_t *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		int hi = hexval((*p)[0]), lo = hi < 0 ? -1 : hexval((*p)[1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+		*p += 2;
+	}
+	return 0;
+}
+
+/* P n=VALUE and G (every register, in 'g' order; 'x' digits: left alone) */
+static void handle_write_regs(struct hvt_gdb *g, const char *p)
+{
+	struct hvt_vcpu_regs r = *g->t->th[g->sel].regs;
+	uint8_t val[16];
+	uint64_t n;
+	unsigned i;
+
+	if (p[0] == 'P') {
+		p++;
+		if (parse_hex(&p, &n) || *p++ != '=')
+			return bad_packet(g, "malformed P");
+		if (n >= R_NR)
+			return reply_err(g, 0x16, "no such register");
+		if (parse_bytes(&p, val, reg_size((unsigned)n)) || *p)
+			return bad_packet(g, "P: the value is not the register's size");
+		if (reg_assign(&r, (unsigned)n, val))
+			return reply_err(g, 0x16, "only the general registers, rip and eflags can be written");
+	} else {
+		for (p++, i = 0; i < R_NR && *p; i++) {
+			unsigned size = reg_size(i);
+
+			if (p[0] == 'x') {
+				if (strspn(p, "x") < 2 * size)
+					return bad_packet(g, "malformed G");
+				p += 2 * size;
+				continue;
+			}
+			if (parse_bytes(&p, val, size))
+				return bad_packet(g, "malformed G");
+			if (reg_assign(&r, i, val))
+				return reply_err(g, 0x16, "only the general registers, rip and eflags can be written");
+		}
+		if (*p)
+			return bad_packet(g, "G: more than the registers");
+	}
+	if (g->t->live->set_regs(g->t->live->ctx, g->sel, &r))
+		return reply_err(g, 0x16, "the hypervisor refused the registers");
+	reply(g, "OK");
+}
+
+/* The stop reply for the selected thread (SIGTRAP after a step or an
+ * attach, SIGINT after GDB's interrupt). */
+static void stop_reply(struct hvt_gdb *g, unsigned sig)
+{
+	reply(g, "T%02xthread:%zx;", sig, g->sel + 1);
+}
+
+/* c/s/vCont (live): continue every vCPU, or step the selected one. A
+ * continue has no reply until GDB interrupts (hvt_gdb_input). */
+static void live_resume(struct hvt_gdb *g, int step, size_t th)
+{
+	const struct hvt_gdb_live *l = g->t->live;
+
+	if (step) {
+		if (l->step(l->ctx, th))
+			return reply_err(g, 0x01, "the step failed (the vCPU did not stop again, or it traces)");
+		g->sel = th;
+		return stop_reply(g, 5);
+	}
+	if (l->resume(l->ctx))
+		return reply_err(g, 0x01, "the hypervisor did not resume the guest");
+	g->running = 1;
+	g->noreply = 1;
+}
+
+/* vCont;ACTION[:THREAD]...: the first action is taken (s for a thread
+ * steps it, c continues all); GDB sends one of these. */
+static void handle_vcont(struct hvt_gdb *g, const char *p)
+{
+	size_t id = g->sel;
+	char act = p[0];
+
+	if ((act != 'c' && act != 's') || (p[1] && p[1] != ':' && p[1] != ';'))
+		return reply_err(g, 0x16, "vCont: only c and s");
+	if (p[1] == ':') {
+		char t[24];
+		size_t k = strcspn(p + 2, ";");
+
+		if (k >= sizeof(t))
+			return bad_packet(g, "vCont: bad thread");
+		memcpy(t, p + 2, k);
+		t[k] = 0;
+		if (parse_thread(g, t, &id, 1))
+			return bad_packet(g, "vCont: no such thread");
+		if (id == SIZE_MAX)
+			id = g->sel;
+	}
+	live_resume(g, act == 's', id);
+}
+
+/* Z1/z1 (live): the one hardware breakpoint the hypervisor has (its DR3).
+ * GDB inserts its breakpoints before each resume and removes them at each
+ * stop; a second address gets an error (GDB: "Couldn't write debug
+ * register"). */
+static void handle_hw_bp(struct hvt_gdb *g, const char *p)
+{
+	int on = p[0] == 'Z';
+	uint64_t addr, kind;
+
+	if (parse_addr_len(p + 3, &addr, &kind, 0))
+		return bad_packet(g, "malformed Z1/z1");
+	if (on && g->bp_on && g->bp != addr)
+		return reply_err(g, 0x1c, "one hardware breakpoint at a time (the hypervisor's DR3)");
+	if (!on && (!g->bp_on || g->bp != addr)) {
+		reply(g, "OK");	/* not inserted: nothing to remove */
+		return;
+	}
+	if (g->t->live->set_bp(g->t->live->ctx, addr, on))
+		return reply_err(g, 0x16, "the hypervisor refused the breakpoint");
+	g->bp_on = on;
+	g->bp = on ? addr : 0;
+	reply(g, "OK");
 }
 
 static const char resume_msg[] =
@@ -738,11 +938,17 @@ static void handle_packet(struct hvt_gdb *g)
 
 	g->packets++;
 	g->nreply = 0;
+	if (g->running) {
+		/* GDB sends nothing but an interrupt while it waits */
+		g->malformed++;
+		g->noreply = 1;
+		return;
+	}
 	if (g->npkt != strlen(p) && p[0] != 'X')
 		return bad_packet(g, "NUL in packet");
 	switch (p[0]) {
 	case '?':
-		reply(g, "T05thread:%zx;", g->sel + 1);
+		stop_reply(g, 5);
 		break;
 	case 'g':
 		if (p[1])
@@ -809,6 +1015,10 @@ static void handle_packet(struct hvt_gdb *g)
 		if (!strcmp(p, "vKill") || starts(p, "vKill;")) {
 			reply(g, "OK");
 			g->over = 1;
+		} else if (g->t->live && !strcmp(p, "vCont?")) {
+			reply(g, "vCont;c;s");
+		} else if (g->t->live && starts(p, "vCont;")) {
+			handle_vcont(g, p + 6);
 		} else if (starts(p, "vCont;") || starts(p, "vRun") || starts(p, "vAttach")) {
 			reply_err(g, 0x01, "hvtrace gdb --dump: a memory dump is read-only and cannot run");
 		} else {
@@ -816,9 +1026,23 @@ static void handle_packet(struct hvt_gdb *g)
 		}
 		break;
 	case 'G': case 'P': case 'M': case 'X':
-		reply_err(g, 0x01, "hvtrace gdb --dump: a memory dump is read-only");
+		if (!g->t->live)
+			reply_err(g, 0x01, "hvtrace gdb --dump: a memory dump is read-only");
+		else if (p[0] == 'M')
+			handle_write_memory(g, p + 1);
+		else if (p[0] == 'X')
+			reply(g, "%s", "");	/* GDB writes with M then */
+		else
+			handle_write_regs(g, p);
 		break;
 	case 'c': case 's': case 'C': case 'S':
+		if (g->t->live) {
+			/* an address to resume at, or a signal, is not taken */
+			if (p[1])
+				return reply_err(g, 0x16, "c/s with an address or a signal is not supported");
+			live_resume(g, p[0] == 's', g->sel);
+			break;
+		}
 		/* GDB waits for a stop reply and prints console output ('O')
 		 * meanwhile: say why, then fail */
 		reply(g, "O");
@@ -828,7 +1052,14 @@ static void handle_packet(struct hvt_gdb *g)
 		reply_err(g, 0x01, "hvtrace gdb --dump: a memory dump is read-only and cannot run");
 		break;
 	case 'Z': case 'z': case 'i': case 'I':
-		reply_err(g, 0x01, "hvtrace gdb --dump: a memory dump is read-only and cannot run");
+		if (g->t->live && p[1] == '1' && p[2] == ',') {
+			handle_hw_bp(g, p);
+			break;
+		}
+		/* live: an error, not an empty reply, or GDB would write INT3
+		 * into the guest's memory where the guest can see it */
+		reply_err(g, 0x01, g->t->live ? "hvtrace gdb --shm: hardware breakpoints only (hbreak)"
+					       : "hvtrace gdb --dump: a memory dump is read-only and cannot run");
 		break;
 	default:
 		reply(g, "%s", "");	/* unsupported */
@@ -892,6 +1123,10 @@ static int packet_done(struct hvt_gdb *g)
 	}
 	if (g->over == 2)
 		return 1;
+	if (g->noreply) {
+		g->noreply = 0;
+		return 0;
+	}
 	if (send_reply(g))
 		return -1;
 	if (g->noack == 2)
@@ -921,7 +1156,18 @@ int hvt_gdb_input(struct hvt_gdb *g, const void *buf, size_t len)
 				if (send_raw(g, g->out, g->nout))
 					return -1;
 			}
-			/* '+', Ctrl-C (the target is stopped already) and noise: nothing */
+			if (c == 0x03 && g->running) {
+				/* GDB's interrupt: stop the guest, then the stop reply */
+				g->running = 0;
+				if (g->t->live->stop(g->t->live->ctx)) {
+					reply_err(g, 0x01, "the guest did not stop");
+				} else {
+					stop_reply(g, 2);
+				}
+				if (send_reply(g))
+					return -1;
+			}
+			/* '+', Ctrl-C while stopped and noise: nothing */
 			break;
 		case F_DATA:
 			if (c == '#') {
@@ -969,6 +1215,27 @@ struct hvt_gdb *hvt_gdb_new(struct hvt_gdb_target *t, hvt_gdb_send_fn send, void
 	g->ctx = ctx;
 	g->sel = t->first < t->nth ? t->first : 0;
 	return g;
+}
+
+int hvt_gdb_running(const struct hvt_gdb *g)
+{
+	return g->running;
+}
+
+int hvt_gdb_stopped(struct hvt_gdb *g, size_t th)
+{
+	if (!g->running || !g->t->live)
+		return 0;
+	g->running = 0;
+	g->nreply = 0;
+	if (g->t->live->stop(g->t->live->ctx)) {
+		reply_err(g, 0x01, "the guest did not stop");
+	} else {
+		if (th < g->t->nth)
+			g->sel = th;
+		stop_reply(g, 5);
+	}
+	return send_reply(g);
 }
 
 void hvt_gdb_stats(const struct hvt_gdb *g, uint64_t *packets, uint64_t *malformed)

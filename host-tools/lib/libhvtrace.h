@@ -153,6 +153,10 @@ struct hvt_vcpu_regs {
 	uint32_t cs_flags;	/* the CS descriptor's high dword (L: bit 21) */
 	uint64_t fs_base, gs_base, kernel_gs_base;
 	uint64_t cr[5];		/* CR0-CR4 */
+	uint64_t efer;		/* live only (has_efer) */
+	int has_efer;
+	int has_apic;		/* live: apic_id is the processor's local APIC ID */
+	uint32_t apic_id;
 };
 /* malloc'd array *out of *n CPUs; -1 with err for a raw image or a core
  * without CPU notes. */
@@ -240,6 +244,20 @@ struct hvt_gdb_target {
 	uint64_t bts_size;		/* bytes of a flight ring (btrace-conf) */
 	const char *exec_file;		/* a host path GDB loads symbols from
 					 * (qXfer:exec-file:read), or NULL */
+	const struct hvt_gdb_live *live;	/* a running guest; NULL: the dump, read-only */
+};
+
+/* A running guest (hvtrace gdb --shm): what the server asks of it. Each
+ * returns 0 (or bytes, read) or -1; stop and step refresh th[].regs. */
+struct hvt_gdb_live {
+	void *ctx;
+	int (*stop)(void *ctx);				/* every vCPU held */
+	int (*resume)(void *ctx);			/* every vCPU goes on */
+	int (*step)(void *ctx, size_t th);		/* one instruction, the others held */
+	int64_t (*read)(void *ctx, size_t th, uint64_t la, void *buf, uint64_t len);
+	int (*write)(void *ctx, size_t th, uint64_t la, const void *buf, uint64_t len);
+	int (*set_regs)(void *ctx, size_t th, const struct hvt_vcpu_regs *r);
+	int (*set_bp)(void *ctx, uint64_t addr, int on);	/* the one hardware breakpoint */
 };
 
 struct hvt_gdb;
@@ -249,6 +267,11 @@ struct hvt_gdb *hvt_gdb_new(struct hvt_gdb_target *t, hvt_gdb_send_fn send, void
 /* Takes received bytes: 0, 1 once the client detached or killed (the
  * session is over), -1 when send failed. */
 int hvt_gdb_input(struct hvt_gdb *g, const void *buf, size_t len);
+/* Live: GDB continued and waits for a stop reply. */
+int hvt_gdb_running(const struct hvt_gdb *g);
+/* Live: the guest stopped by itself (thread th reached the breakpoint):
+ * stops every vCPU, then the stop reply. 0, or -1 when send failed. */
+int hvt_gdb_stopped(struct hvt_gdb *g, size_t th);
 /* Packets handled, and of them refused as malformed (for the tests). */
 void hvt_gdb_stats(const struct hvt_gdb *g, uint64_t *packets, uint64_t *malformed);
 void hvt_gdb_free(struct hvt_gdb *g);
@@ -273,6 +296,42 @@ struct hvt_ctl_req {
  * takes a lock on the backing file). */
 int hvt_ctl_send(struct hvt_chan *ch, const struct hvt_ctl_req *rq, uint64_t timeout_ms, int64_t *result,
 		 uint64_t *latency_ns, struct hvt_err *err);
+
+/* ---------------------------------------------------------------- */
+/* The debugger's requests (record.h HVTRACE_DBG_*, docs/channel.md "The
+ * debugger"). Each request goes through hvt_ctl_send under an exclusive
+ * flock on lock_fd (the channel's file), like `hvtrace ctl`'s. */
+
+struct hvt_dbg {
+	struct hvt_chan *ch;
+	struct hvtrace_dbg *area;	/* in the shared mapping: written by both sides */
+	uint32_t nr_vcpus;
+	int lock_fd;			/* -1: no lock taken */
+	uint64_t timeout_ms;
+};
+/* The channel's debugger area, checked: offset, size, magic, vCPUs. */
+int hvt_dbg_open(struct hvt_dbg *d, struct hvt_chan *ch, int lock_fd, struct hvt_err *err);
+/* STOP, then waits until every vCPU says it is stopped. */
+int hvt_dbg_stop(struct hvt_dbg *d, struct hvt_err *err);
+int hvt_dbg_resume(struct hvt_dbg *d, struct hvt_err *err);
+/* STEP vCPU v, then waits until it stopped again. */
+int hvt_dbg_step(struct hvt_dbg *d, uint32_t v, struct hvt_err *err);
+/* A stopped vCPU's registers, copied consistently; -1 if it runs. */
+int hvt_dbg_regs(const struct hvt_dbg *d, uint32_t v, struct hvt_vcpu_regs *out, struct hvt_err *err);
+/* len bytes at v's linear la: 0, or -1 (err; *result the hypervisor's). */
+int hvt_dbg_read(struct hvt_dbg *d, uint32_t v, uint64_t la, void *buf, uint64_t len, int64_t *result,
+		 struct hvt_err *err);
+int hvt_dbg_write(struct hvt_dbg *d, uint32_t v, uint64_t la, const void *buf, uint64_t len, int64_t *result,
+		  struct hvt_err *err);
+/* gpr, rip and rflags of r become v's (the hypervisor refuses the rest changed). */
+int hvt_dbg_set_regs(struct hvt_dbg *d, uint32_t v, const struct hvt_vcpu_regs *r, int64_t *result,
+		     struct hvt_err *err);
+/* The instruction breakpoint at linear addr on every untraced vCPU (on),
+ * or none (!on). */
+int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, struct hvt_err *err);
+/* 1 when the guest is held, *vcpu the one that reached the breakpoint
+ * (UINT32_MAX: the host's STOP); 0 when it runs. */
+int hvt_dbg_held(const struct hvt_dbg *d, uint32_t *vcpu);
 
 /* ---------------------------------------------------------------- */
 /* The channel writer: lays out a channel and produces records as the

@@ -5,18 +5,25 @@
  * dump, its CPUs and its flight recorder, then serves one GDB connection
  * on a TCP socket (127.0.0.1 unless told otherwise); the protocol is
  * libhvtrace's (gdbrsp.c).
+ *
+ * hvtrace gdb --shm PATH: the same server over a running guest, through
+ * the channel's debugger requests (libhvtrace dbg.c): the guest is
+ * stopped when GDB connects and goes on when the session ends.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -24,6 +31,15 @@
 static const char gdb_help[] =
 	"usage: hvtrace gdb --dump FILE [--at ADDR] [--listen [HOST:]PORT] [--vcpu N]\n"
 	"                  [--symbols SYMFILE]\n"
+	"       hvtrace gdb --shm PATH [--listen [HOST:]PORT] [--vcpu N] [--symbols SYMFILE]\n"
+	"\n"
+	"--shm: a running guest through the channel (an ivshmem file). When gdb\n"
+	"connects every vCPU is stopped (threads are vCPUs, named with their APIC\n"
+	"IDs); registers (general, rip, eflags writable), memory read and written\n"
+	"through the selected vCPU's page tables, stepi on the selected vCPU with the\n"
+	"others held, continue until gdb's interrupt (Ctrl-C) or the hardware\n"
+	"breakpoint (one: `hbreak`, in the hypervisor's DR3, on every untraced vCPU).\n"
+	"When gdb detaches or goes away the guest runs on, the breakpoint removed.\n"
 	"\n"
 	"A GDB server over a memory dump of a guest that ran under hvtrace (QEMU's\n"
 	"dump-guest-memory ELF core, without -z/-l/-s/--paging), post mortem and\n"
@@ -34,9 +50,9 @@ static const char gdb_help[] =
 	"recorder's records of each vCPU are its branch trace: `record btrace bts`,\n"
 	"then `record function-call-history` and `record instruction-history`.\n"
 	"Writes, continue, step and breakpoints get an error: the target is a dump.\n"
-	"(The live mode, a running guest through the channel, is not built yet.)\n"
 	"\n"
 	"  --dump FILE        the ELF core (a raw pmemsave image has no registers)\n"
+	"  --shm PATH         the running guest's channel (ivshmem backing file)\n"
 	"  --at ADDR          the channel's guest-physical address, when the dump holds\n"
 	"                     more than one valid header (as for hvtrace status)\n"
 	"  --listen [H:]PORT  where to listen (default 127.0.0.1:1234; port 0: any free\n"
@@ -48,12 +64,13 @@ static const char gdb_help[] =
 	"                     when it connects without a file of its own (a text map as\n"
 	"                     an ELF of its symbols alone, written to a temporary file)\n";
 
-enum { O_DUMP = 256, O_AT, O_LISTEN, O_VCPU, O_SYMBOLS };
+enum { O_DUMP = 256, O_AT, O_LISTEN, O_VCPU, O_SYMBOLS, O_SHM };
 
 static const struct option gdb_opts[] = {
 	{ "dump", required_argument, NULL, O_DUMP },	 { "at", required_argument, NULL, O_AT },
 	{ "listen", required_argument, NULL, O_LISTEN }, { "vcpu", required_argument, NULL, O_VCPU },
 	{ "symbols", required_argument, NULL, O_SYMBOLS }, { "help", no_argument, NULL, OPT_HELP },
+	{ "shm", required_argument, NULL, O_SHM },
 	{ 0 },
 };
 
@@ -66,6 +83,12 @@ struct gdb_state {
 	struct hvt_gdb_thread *th;
 	struct hvtrace_rec **recs;
 	struct hvt_gdb_target t;
+	/* --shm */
+	struct hvt_dbg dbg;
+	struct hvt_gdb_live live;
+	int lock_fd;
+	int held;		/* the guest is stopped by us */
+	int bp_set;		/* a breakpoint is armed in the hypervisor */
 };
 
 /* Each vCPU's flight ring (records checked; those refused dropped). */
@@ -117,11 +140,26 @@ static size_t first_thread(const struct gdb_state *s)
 	return 0;
 }
 
+/* A thread per vCPU, its registers in s->cpus (allocated here if not yet). */
+static int alloc_threads(struct gdb_state *s)
+{
+	size_t v;
+
+	if (!s->cpus)
+		s->cpus = calloc(s->ncpus, sizeof(*s->cpus));
+	s->th = calloc(s->ncpus, sizeof(*s->th));
+	s->recs = calloc(s->ncpus, sizeof(*s->recs));
+	if (!s->cpus || !s->th || !s->recs)
+		return fail("gdb", "out of memory");
+	for (v = 0; v < s->ncpus; v++)
+		s->th[v].regs = &s->cpus[v];
+	return 0;
+}
+
 static int open_target(struct gdb_state *s, const char *path, const char *at)
 {
 	struct hvt_err err;
 	uint64_t pa = 0;
-	size_t v;
 
 	if (at && parse_u64(at, &pa))
 		return usage_error("gdb", "--at takes a guest-physical address, not '%s'", at);
@@ -129,12 +167,8 @@ static int open_target(struct gdb_state *s, const char *path, const char *at)
 		return fail(path, "%s", err.msg);
 	if (hvt_dump_cpus(&s->dump, &s->cpus, &s->ncpus, &err))
 		return fail(path, "%s", err.msg);
-	s->th = calloc(s->ncpus, sizeof(*s->th));
-	s->recs = calloc(s->ncpus, sizeof(*s->recs));
-	if (!s->th || !s->recs)
-		return fail("gdb", "out of memory");
-	for (v = 0; v < s->ncpus; v++)
-		s->th[v].regs = &s->cpus[v];
+	if (alloc_threads(s))
+		return EXIT_DATA;
 	if (!s->dump.nr_cand) {
 		warn(path, "%s: no branch history (the vCPUs' registers and memory only)", s->dump.no_chan.msg);
 	} else if (!at && s->dump.nr_cand > 1) {
@@ -157,6 +191,160 @@ static int open_target(struct gdb_state *s, const char *path, const char *at)
 	return 0;
 }
 
+/* --- the live target (--shm) ----------------------------------------- */
+
+static int live_refresh(struct gdb_state *s, size_t v)
+{
+	struct hvt_err err;
+
+	if (hvt_dbg_regs(&s->dbg, (uint32_t)v, &s->cpus[v], &err)) {
+		warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int live_stop(void *ctx)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+	size_t v;
+
+	if (hvt_dbg_stop(&s->dbg, &err)) {
+		warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	s->held = 1;
+	for (v = 0; v < s->ncpus; v++)
+		if (live_refresh(s, v))
+			return -1;
+	return 0;
+}
+
+static int live_resume(void *ctx)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+
+	if (hvt_dbg_resume(&s->dbg, &err)) {
+		warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	s->held = 0;
+	return 0;
+}
+
+static int live_step(void *ctx, size_t v)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+
+	if (hvt_dbg_step(&s->dbg, (uint32_t)v, &err)) {
+		warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	return live_refresh(s, v);
+}
+
+/* Memory in requests of at most a buffer and never across a page: a read
+ * gives what it got up to the first page it could not. */
+static int64_t live_mem(struct gdb_state *s, size_t v, uint64_t la, void *buf, uint64_t len, int write)
+{
+	uint64_t done = 0;
+
+	while (done < len) {
+		uint64_t a = la + done, n = 4096 - (a & 4095);
+		struct hvt_err err;
+		int64_t res;
+		int rc;
+
+		if (n > len - done)
+			n = len - done;
+		if (n > HVTRACE_DBG_BUF_SIZE)
+			n = HVTRACE_DBG_BUF_SIZE;
+		rc = write ? hvt_dbg_write(&s->dbg, (uint32_t)v, a, (uint8_t *)buf + done, n, &res, &err)
+			   : hvt_dbg_read(&s->dbg, (uint32_t)v, a, (uint8_t *)buf + done, n, &res, &err);
+		if (rc) {
+			if (res != -HVTRACE_EFAULT)
+				warn("gdb", "%s", err.msg);
+			break;
+		}
+		done += n;
+	}
+	if (write)
+		return done == len ? 0 : -1;
+	return done ? (int64_t)done : -1;
+}
+
+static int64_t live_read(void *ctx, size_t v, uint64_t la, void *buf, uint64_t len)
+{
+	return live_mem(ctx, v, la, buf, len, 0);
+}
+
+static int live_write(void *ctx, size_t v, uint64_t la, const void *buf, uint64_t len)
+{
+	return (int)live_mem(ctx, v, la, (void *)buf, len, 1);
+}
+
+static int live_set_regs(void *ctx, size_t v, const struct hvt_vcpu_regs *r)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+	int64_t res;
+
+	if (hvt_dbg_set_regs(&s->dbg, (uint32_t)v, r, &res, &err)) {
+		warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	return live_refresh(s, v);
+}
+
+static int live_set_bp(void *ctx, uint64_t addr, int on)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+	int64_t res;
+
+	if (hvt_dbg_set_bp(&s->dbg, addr, on, &res, &err)) {
+		warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	s->bp_set = on;
+	return 0;
+}
+
+/* The session is over: no breakpoint left behind, the guest runs on. */
+static void live_end(struct gdb_state *s)
+{
+	if (s->bp_set && (s->held || live_stop(s) == 0))
+		live_set_bp(s, 0, 0);
+	if (s->held && live_resume(s) == 0)
+		fprintf(stderr, "hvtrace gdb: the guest runs on\n");
+}
+
+static int open_live(struct gdb_state *s, const char *path)
+{
+	struct hvt_err err;
+
+	s->lock_fd = -1;
+	if (hvt_chan_open_shm(&s->ch, path, &err))
+		return fail(path, "%s", err.msg);
+	s->have_chan = 1;
+	s->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->lock_fd < 0)
+		return fail(path, "%s", strerror(errno));
+	if (hvt_dbg_open(&s->dbg, &s->ch, s->lock_fd, &err))
+		return fail(path, "%s", err.msg);
+	s->ncpus = s->dbg.nr_vcpus;
+	if (alloc_threads(s))
+		return EXIT_DATA;
+	s->live = (struct hvt_gdb_live){ .ctx = s, .stop = live_stop, .resume = live_resume,
+					 .step = live_step, .read = live_read, .write = live_write,
+					 .set_regs = live_set_regs, .set_bp = live_set_bp };
+	s->t = (struct hvt_gdb_target){ .th = s->th, .nth = s->ncpus, .live = &s->live };
+	return 0;
+}
+
 static void close_target(struct gdb_state *s)
 {
 	size_t v;
@@ -168,6 +356,11 @@ static void close_target(struct gdb_state *s)
 	free(s->cpus);
 	if (s->have_chan)
 		hvt_chan_close(&s->ch);
+	if (s->t.live) {
+		if (s->lock_fd >= 0)
+			close(s->lock_fd);
+		return;
+	}
 	hvt_dump_close(&s->dump);
 }
 
@@ -177,6 +370,10 @@ static void summary(const struct gdb_state *s, const struct hvt_syms *syms)
 	char name[256];
 
 	for (v = 0; v < s->ncpus; v++)
+		if (s->t.live)
+			fprintf(stderr, "hvtrace gdb: thread %zu: vCPU %zu (APIC ID %u), stopped at rip %s\n", v + 1,
+				v, s->cpus[v].apic_id, hvt_syms_format(syms, s->cpus[v].rip, name, sizeof(name)));
+		else
 		fprintf(stderr, "hvtrace gdb: thread %zu: vCPU %zu, rip %s, %s%llu flight-recorder records\n",
 			v + 1, v, hvt_syms_format(syms, s->cpus[v].rip, name, sizeof(name)),
 			s->cpus[v].has_sys ? "" : "no control registers (no QEMU note), ",
@@ -296,7 +493,16 @@ static int send_all(void *ctx, const void *buf, size_t len)
 	return 0;
 }
 
-static int serve(struct gdb_state *s, int lfd, const char *where)
+/* --shm: a signal ends the session like a detach, so a held guest goes on */
+static volatile sig_atomic_t live_quit;
+
+static void on_live_signal(int sig)
+{
+	(void)sig;
+	live_quit = 1;
+}
+
+static int serve(struct gdb_state *s, int lfd, const char *where, const struct hvt_syms *syms)
 {
 	struct hvt_gdb *g;
 	uint64_t packets, malformed;
@@ -309,15 +515,52 @@ static int serve(struct gdb_state *s, int lfd, const char *where)
 	if (fd < 0)
 		return fail("gdb", "accept: %s", strerror(errno));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (s->t.live) {
+		struct sigaction sa = { .sa_handler = on_live_signal };	/* no SA_RESTART: recv returns */
+
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		/* attached: the guest stops, as GDB expects of a target */
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (live_stop(s)) {
+			close(fd);
+			return fail("gdb", "the guest did not stop");
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		fprintf(stderr, "hvtrace gdb: every vCPU stopped in %.2f ms\n",
+			(double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		if (s->t.first >= s->ncpus)
+			s->t.first = 0;
+		summary(s, syms);
+	}
 	g = hvt_gdb_new(&s->t, send_all, &fd);
 	if (!g) {
 		close(fd);
 		return fail("gdb", "out of memory");
 	}
 	for (;;) {
-		ssize_t k = recv(fd, buf, sizeof(buf), 0);
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t k;
+		uint32_t who;
 
-		if (k < 0 && errno == EINTR)
+		/* continued: every 10 ms, whether the guest stopped by itself
+		 * (a vCPU reached the breakpoint) */
+		if (s->t.live && hvt_gdb_running(g)) {
+			int n = poll(&pf, 1, 10);
+
+			if (n < 0 && errno == EINTR && !live_quit)
+				continue;
+			if (n == 0) {
+				if (hvt_dbg_held(&s->dbg, &who) && hvt_gdb_stopped(g, who == UINT32_MAX ? 0 : who))
+					break;
+				continue;
+			}
+		}
+		k = recv(fd, buf, sizeof(buf), 0);
+		if (k < 0 && errno == EINTR && !live_quit)
 			continue;
 		if (k <= 0)
 			break;	/* the client went away */
@@ -331,12 +574,14 @@ static int serve(struct gdb_state *s, int lfd, const char *where)
 		(unsigned long long)malformed);
 	hvt_gdb_free(g);
 	close(fd);
+	if (s->t.live)
+		live_end(s);
 	return 0;
 }
 
 int cmd_gdb(int argc, char **argv)
 {
-	const char *dump = NULL, *at = NULL, *listen = "127.0.0.1:1234", *symfile = NULL;
+	const char *dump = NULL, *at = NULL, *listen = "127.0.0.1:1234", *symfile = NULL, *shm = NULL;
 	struct gdb_state s;
 	struct hvt_syms syms = { 0 };
 	uint64_t vcpu = UINT64_MAX;
@@ -348,6 +593,7 @@ int cmd_gdb(int argc, char **argv)
 	while ((opt = next_opt(argc, argv, "gdb", ":h", gdb_opts, &rc)) != -1) {
 		switch (opt) {
 		case O_DUMP: dump = optarg; break;
+		case O_SHM: shm = optarg; break;
 		case O_AT: at = optarg; break;
 		case O_LISTEN: listen = optarg; break;
 		case O_SYMBOLS: symfile = optarg; break;
@@ -361,26 +607,29 @@ int cmd_gdb(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("gdb", "unexpected argument '%s'", argv[optind]);
-	if (!dump)
-		return usage_error("gdb", "--dump FILE is required (the live mode is not built yet)");
+	if (!dump == !shm)
+		return usage_error("gdb", "one of --dump FILE and --shm PATH is required");
+	if (shm && at)
+		return usage_error("gdb", "--at is for a dump");
 	if (symfile && load_symbols(&syms, symfile))
 		return EXIT_DATA;
 	if (symfile && exec_file_for(symfile, &syms, exec_file, sizeof(exec_file), &tmp)) {
 		hvt_syms_free(&syms);
 		return EXIT_DATA;
 	}
-	rc = open_target(&s, dump, at);
+	rc = shm ? open_live(&s, shm) : open_target(&s, dump, at);
 	if (!rc && vcpu != UINT64_MAX) {
 		if (vcpu >= s.ncpus)
-			rc = usage_error("gdb", "--vcpu %llu: the dump has %zu vCPUs", (unsigned long long)vcpu,
-					 s.ncpus);
+			rc = usage_error("gdb", "--vcpu %llu: the %s has %zu vCPUs", (unsigned long long)vcpu,
+					 shm ? "guest" : "dump", s.ncpus);
 		else
 			s.t.first = (size_t)vcpu;
 	}
 	if (exec_file[0])
 		s.t.exec_file = exec_file;
 	if (!rc) {
-		summary(&s, symfile ? &syms : NULL);
+		if (!shm)
+			summary(&s, symfile ? &syms : NULL);
 		lfd = listen_on(listen, where, sizeof(where));
 		if (lfd == -2)
 			rc = usage_error("gdb", "--listen takes [HOST:]PORT with a numeric address, not '%s'",
@@ -388,7 +637,7 @@ int cmd_gdb(int argc, char **argv)
 		else if (lfd < 0)
 			rc = fail("gdb", "cannot listen on %s: %s", listen, strerror(errno));
 		else
-			rc = serve(&s, lfd, where);
+			rc = serve(&s, lfd, where, symfile ? &syms : NULL);
 	}
 	close_target(&s);
 	if (symfile)

@@ -40,6 +40,8 @@ static const char usage[] =
 	"  gdb      --dump FILE [--listen [HOST:]PORT]   a GDB server over a memory dump (post\n"
 	"                                                 mortem, read-only): vCPUs as threads,\n"
 	"                                                 the flight recorder as record btrace\n"
+	"  gdb      --shm PATH [--listen [HOST:]PORT]    ... or over the running guest: stop,\n"
+	"                                                 registers, memory, stepi, continue\n"
 	"\n"
 	"`hvtrace COMMAND --help` describes one. SYMFILE: an ELF with a symbol table,\n"
 	"or a System.map / /proc/kallsyms text map; without --symbols, FILE.map beside\n"

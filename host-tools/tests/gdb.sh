@@ -130,10 +130,19 @@ run 0 "synth gdb" "$H" synth gdb -o "$T/core" --code "$T/prog" \
 # ---------------------------------------------------------------- usage
 run 0 "gdb --help" "$H" gdb --help
 check "gdb --help: usage" has "$T/out" "^usage: hvtrace gdb --dump FILE"
-check "gdb --help: says the live mode is not built" has "$T/out" "live mode.*not built yet"
+check "gdb --help: the live mode" has "$T/out" "^       hvtrace gdb --shm PATH"
 run 0 "--help" "$H" --help
 check "--help lists gdb" has "$T/out" "^  gdb      --dump FILE"
 run 2 "gdb without --dump" "$H" gdb
+check "gdb without --dump: says what it needs" has "$T/err" "one of --dump FILE and --shm PATH is required"
+run 2 "gdb with --dump and --shm" "$H" gdb --dump "$T/core" --shm "$T/core"
+run 2 "gdb --shm with --at" "$H" gdb --shm "$T/core" --at 0x1000
+# a live channel without the debugger's area (no control, or a hypervisor before ABI 1.9)
+run 0 "synth a channel without a debugger" "$H" synth chan -o "$T/nodbg.shm" --vcpus 1 --tsc-hz 1000000000 \
+	--ring 0:overwrite:64:10
+run 1 "gdb --shm without a debugger area" "$H" gdb --shm "$T/nodbg.shm" --listen 127.0.0.1:0
+check "gdb --shm: the missing area named" has "$T/err" "no debugger area"
+run 1 "gdb --shm on a missing file" "$H" gdb --shm "$T/none"
 run 2 "gdb with an unknown option" "$H" gdb --bogus
 run 2 "gdb --listen garbage" "$H" gdb --dump "$T/core" --listen nohost:x
 run 2 "gdb --vcpu beyond the dump" "$H" gdb --dump "$T/core" --vcpu 2

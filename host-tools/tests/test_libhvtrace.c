@@ -983,6 +983,321 @@ static void test_ctl(void)
 	free(buf);
 }
 
+/* The hypervisor's debugger played by a thread (record.h HVTRACE_DBG_*):
+ * requests answered until `quit`; memory is mem[], identity-mapped;
+ * `no_restop`: a STEP that never stops again. */
+struct dbg_peer {
+	struct hvtrace_chan *h;
+	struct hvtrace_dbg *a;
+	uint8_t mem[256];
+	int no_restop;
+	volatile int quit;
+};
+
+static int64_t dbg_peer_apply(struct dbg_peer *p, uint32_t op, uint64_t arg0, uint64_t arg1)
+{
+	struct hvtrace_dbg_vcpu *v = &p->a->vcpu[0];
+	uint64_t len = (arg0 >> 32) & 0xffff;
+	unsigned i;
+
+	switch (op) {
+	case HVTRACE_DBG_STOP:
+		for (i = 0; i < 16; i++)
+			v->regs.gpr[i] = 0x100 + i;	/* encoding order */
+		v->regs.rip = 0x1000;
+		v->regs.rflags = 2;
+		v->regs.cr3 = 0x5000;
+		for (i = 0; i < 6; i++)
+			v->regs.seg_sel[i] = (uint16_t)(0x10 + 8 * i);	/* ES CS SS DS FS GS */
+		v->regs.seg_base[5] = 0xffff888000000000ull;
+		v->stops++;
+		__atomic_store_n(&v->state, HVTRACE_DBG_STOPPED, __ATOMIC_RELEASE);
+		return 0;
+	case HVTRACE_DBG_RESUME:
+		__atomic_store_n(&v->state, HVTRACE_DBG_RUNNING, __ATOMIC_RELEASE);
+		return 0;
+	case HVTRACE_DBG_STEP:
+		if (!p->no_restop) {
+			v->regs.rip += 2;
+			v->stops++;
+		}
+		return 0;
+	case HVTRACE_DBG_READ:
+	case HVTRACE_DBG_WRITE:
+		if (!len || len > sizeof(p->mem) || arg1 > sizeof(p->mem) - len)
+			return -HVTRACE_EFAULT;
+		if (op == HVTRACE_DBG_READ)
+			memcpy(p->a->buf, p->mem + arg1, len);
+		else
+			memcpy(p->mem + arg1, p->a->buf, len);
+		return 0;
+	case HVTRACE_DBG_SET_BP:
+		p->a->bp_addr = arg0 >> 32 ? arg1 : 0;
+		return arg0 >> 32 && !arg1 ? -HVTRACE_EINVAL : 0;
+	case HVTRACE_DBG_SET_REGS: {
+		struct hvtrace_dbg_regs r;
+
+		memcpy(&r, p->a->buf, sizeof(r));
+		memcpy(v->regs.gpr, r.gpr, sizeof(r.gpr));
+		v->regs.rip = r.rip;
+		v->regs.rflags = r.rflags;
+		return 0;
+	}
+	}
+	return -HVTRACE_EINVAL;
+}
+
+static void *dbg_peer_thread(void *arg)
+{
+	struct dbg_peer *p = arg;
+
+	while (!p->quit) {
+		uint64_t done = __atomic_load_n(&p->h->ctl_done, __ATOMIC_ACQUIRE);
+
+		if (__atomic_load_n(&p->h->ctl.seq, __ATOMIC_ACQUIRE) != done + 1) {
+			usleep(50);
+			continue;
+		}
+		p->h->ctl_result = dbg_peer_apply(p, p->h->ctl.op, p->h->ctl.arg0, p->h->ctl.arg1);
+		__atomic_store_n(&p->h->ctl_done, done + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* hvt_dbg_*: the area refused when it is missing, misplaced, without its
+ * magic or with another vCPU count; then against the peer: stop and the
+ * registers in GDB's order, memory read and written (a refused read names
+ * EFAULT), registers set in the encoding order, a step, resume (the
+ * registers then refused), and a step that never stops again. */
+static void test_dbg(void)
+{
+	struct hvt_ring_spec rs[] = { { .vcpu = 0, .mode = HVTRACE_RING_OVERWRITE, .capacity = 16 } };
+	struct hvt_chan ch;
+	struct hvt_dbg d;
+	struct hvt_err err;
+	struct hvt_vcpu_regs r;
+	struct dbg_peer *peer = calloc(1, sizeof(*peer));
+	uint64_t size = hvt_chan_layout_size(rs, 1), off = (size + 4095) & ~4095ull, total = off + 8192;
+	uint8_t buf8[8];
+	int64_t res = 0;
+	pthread_t th;
+	void *buf;
+	unsigned i;
+
+	if (!peer || posix_memalign(&buf, 4096, total))
+		abort();
+	memset(buf, 0, total);
+	if (hvt_chan_layout(buf, size, rs, 1, 1, 2000000000ull, &err))
+		abort();
+	struct hvtrace_chan *h = buf;
+	struct hvtrace_dbg *a = (struct hvtrace_dbg *)((uint8_t *)buf + off);
+
+	CHECK(hvt_chan_validate(&ch, buf, total, &err) == 0, "the channel: %s", err.msg);
+	ch.source = HVT_SRC_SHM;
+	h->ctl_mode = HVTRACE_CTL_POLL;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "no debugger area"), "no area: %s", err.msg);
+	h->dbg_offset = off + 8;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "dbg_offset"), "misaligned: %s", err.msg);
+	h->dbg_offset = off + 8192;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "dbg_offset"), "past the end: %s", err.msg);
+	h->dbg_offset = off;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "no magic"), "no magic: %s", err.msg);
+	a->magic = HVTRACE_DBG_MAGIC;
+	a->nr_vcpus = 2;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) < 0 && strstr(err.msg, "nr_vcpus 2"), "vCPUs: %s", err.msg);
+	a->nr_vcpus = 1;
+	CHECK(hvt_dbg_open(&d, &ch, -1, &err) == 0 && d.nr_vcpus == 1, "the area: %s", err.msg);
+	d.timeout_ms = 2000;
+
+	peer->h = h;
+	peer->a = a;
+	for (i = 0; i < sizeof(peer->mem); i++)
+		peer->mem[i] = (uint8_t)i;
+	pthread_create(&th, NULL, dbg_peer_thread, peer);
+	CHECK(hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"), "before the stop: %s", err.msg);
+	CHECK(hvt_dbg_stop(&d, &err) == 0, "stop: %s", err.msg);
+	CHECK(hvt_dbg_regs(&d, 0, &r, &err) == 0, "registers: %s", err.msg);
+	CHECK(r.gpr[0] == 0x100 && r.gpr[1] == 0x103 && r.gpr[2] == 0x101 && r.gpr[3] == 0x102 && r.gpr[4] == 0x106 &&
+		      r.gpr[5] == 0x107 && r.gpr[6] == 0x105 && r.gpr[7] == 0x104 && r.gpr[15] == 0x10f,
+	      "GDB's order of the general registers: rbx %llx rsp %llx", (unsigned long long)r.gpr[1],
+	      (unsigned long long)r.gpr[7]);
+	CHECK(r.seg[0] == 0x18 && r.seg[1] == 0x20 && r.seg[3] == 0x10 && r.seg[5] == 0x38 && r.rip == 0x1000 &&
+		      r.cr[3] == 0x5000 && r.gs_base == 0xffff888000000000ull && r.has_apic,
+	      "segments (cs %x es %x), rip, cr3, gs_base", r.seg[0], r.seg[3]);
+	CHECK(hvt_dbg_read(&d, 0, 16, buf8, 8, &res, &err) == 0 && buf8[0] == 16 && buf8[7] == 23, "read: %s",
+	      err.msg);
+	CHECK(hvt_dbg_read(&d, 0, 250, buf8, 8, &res, &err) < 0 && res == -HVTRACE_EFAULT && strstr(err.msg, "EFAULT"),
+	      "a refused read: %s", err.msg);
+	CHECK(hvt_dbg_read(&d, 0, 0, buf8, 0, &res, &err) < 0 && hvt_dbg_read(&d, 1, 0, buf8, 8, &res, &err) < 0,
+	      "no length, no such vCPU: %s", err.msg);
+	memcpy(buf8, "hvtrace!", 8);
+	CHECK(hvt_dbg_write(&d, 0, 100, buf8, 8, &res, &err) == 0 && !memcmp(peer->mem + 100, "hvtrace!", 8),
+	      "write: %s", err.msg);
+	r.gpr[1] = 0xabc;	/* rbx */
+	r.gpr[7] = 0xdef;	/* rsp */
+	r.rip = 0x2000;
+	CHECK(hvt_dbg_set_regs(&d, 0, &r, &res, &err) == 0 && a->vcpu[0].regs.gpr[3] == 0xabc &&
+		      a->vcpu[0].regs.gpr[4] == 0xdef && a->vcpu[0].regs.gpr[0] == 0x100 && a->vcpu[0].regs.rip == 0x2000,
+	      "set registers, in the encoding order: %s", err.msg);
+	CHECK(hvt_dbg_step(&d, 0, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) == 0 && r.rip == 0x2002,
+	      "step: %s (rip %llx)", err.msg, (unsigned long long)r.rip);
+	peer->no_restop = 1;
+	d.timeout_ms = 100;
+	CHECK(hvt_dbg_step(&d, 0, &err) < 0 && strstr(err.msg, "did not stop again"), "a step without a stop: %s",
+	      err.msg);
+	d.timeout_ms = 2000;
+	CHECK(hvt_dbg_set_bp(&d, 0x401000, 1, &res, &err) == 0 && a->bp_addr == 0x401000 &&
+		      hvt_dbg_set_bp(&d, 0x401000, 0, &res, &err) == 0 && a->bp_addr == 0,
+	      "the breakpoint set and cleared: %s", err.msg);
+	CHECK(hvt_dbg_set_bp(&d, 0, 1, &res, &err) < 0 && res == -HVTRACE_EINVAL, "a refused breakpoint: %s",
+	      err.msg);
+	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
+	      "resume: %s", err.msg);
+	{
+		uint32_t who = 7;
+
+		a->held = 0;
+		CHECK(!hvt_dbg_held(&d, &who), "not held");
+		a->held = 1;
+		a->stop_vcpu = 1;
+		CHECK(hvt_dbg_held(&d, &who) && who == 0, "held by vCPU 0's breakpoint: %u", who);
+		a->stop_vcpu = 0;
+		CHECK(hvt_dbg_held(&d, &who) && who == UINT32_MAX, "held by the host: %u", who);
+		a->stop_vcpu = 99;
+		CHECK(hvt_dbg_held(&d, &who) && who == UINT32_MAX, "a vCPU that does not exist: %u", who);
+		a->held = 0;
+	}
+	peer->quit = 1;
+	pthread_join(th, NULL);
+	free(peer);
+	free(buf);
+}
+
+/* The GDB server over a live target played here: what each live packet
+ * asks of the target, and an error reply for every malformed one. */
+static struct hvt_vcpu_regs live_regs[2];
+static uint8_t live_mem[0x100];
+static int live_running, live_steps, live_bp_on;
+static uint64_t live_bp;
+static char live_out[4096];
+static size_t live_nout;
+
+static int lv_stop(void *c) { (void)c; live_running = 0; return 0; }
+static int lv_resume(void *c) { (void)c; live_running = 1; return 0; }
+static int lv_step(void *c, size_t t) { (void)c; live_steps++; live_regs[t].rip++; return 0; }
+static int64_t lv_read(void *c, size_t t, uint64_t la, void *buf, uint64_t len)
+{
+	(void)c, (void)t;
+	if (la < 0x1000 || la >= 0x1100)
+		return -1;
+	if (len > 0x1100 - la)
+		len = 0x1100 - la;
+	memcpy(buf, live_mem + (la - 0x1000), len);
+	return (int64_t)len;
+}
+static int lv_write(void *c, size_t t, uint64_t la, const void *buf, uint64_t len)
+{
+	(void)c, (void)t;
+	if (la < 0x1000 || la >= 0x1100 || len > 0x1100 - la)
+		return -1;
+	memcpy(live_mem + (la - 0x1000), buf, len);
+	return 0;
+}
+static int lv_set_regs(void *c, size_t t, const struct hvt_vcpu_regs *r) { (void)c; live_regs[t] = *r; return 0; }
+static int lv_set_bp(void *c, uint64_t a, int on) { (void)c; live_bp = a; live_bp_on = on; return 0; }
+static int lv_send(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx;
+	if (live_nout + len < sizeof(live_out)) {
+		memcpy(live_out + live_nout, buf, len);
+		live_nout += len;
+		live_out[live_nout] = 0;
+	}
+	return 0;
+}
+
+/* One packet in (framed here); the reply's body out ("" when none). */
+static const char *live_pkt(struct hvt_gdb *g, const char *body)
+{
+	static char reply[4096];
+	char frame[600];
+	unsigned sum = 0;
+	size_t i;
+
+	for (i = 0; body[i]; i++)
+		sum += (uint8_t)body[i];
+	snprintf(frame, sizeof(frame), "$%s#%02x", body, sum & 0xff);
+	live_nout = 0;
+	live_out[0] = 0;
+	hvt_gdb_input(g, frame, strlen(frame));
+	const char *d = strchr(live_out, '$'), *h = d ? strchr(d, '#') : NULL;
+	snprintf(reply, sizeof(reply), "%.*s", d && h ? (int)(h - d - 1) : 0, d ? d + 1 : "");
+	return reply;
+}
+
+static void test_gdb_live(void)
+{
+	static const struct hvt_gdb_live live = { .stop = lv_stop, .resume = lv_resume, .step = lv_step,
+						  .read = lv_read, .write = lv_write, .set_regs = lv_set_regs,
+						  .set_bp = lv_set_bp };
+	struct hvt_gdb_thread th[2] = { { .regs = &live_regs[0] }, { .regs = &live_regs[1] } };
+	struct hvt_gdb_target t = { .th = th, .nth = 2, .live = &live };
+	struct hvt_gdb *g;
+	uint64_t packets, malformed;
+	const char *r;
+
+	for (int i = 0; i < 2; i++)
+		live_regs[i] = (struct hvt_vcpu_regs){ .id = (uint32_t)i + 1, .has_sys = 1, .has_apic = 1,
+						      .apic_id = (uint32_t)i, .rip = 0x1000, .seg = { 0x10 } };
+	g = hvt_gdb_new(&t, lv_send, NULL);
+	CHECK(g && !strcmp(live_pkt(g, "QStartNoAckMode"), "OK"), "no-ack mode");
+	CHECK(!strcmp(live_pkt(g, "vCont?"), "vCont;c;s"), "vCont offered");
+	r = live_pkt(g, "qThreadExtraInfo,2");
+	CHECK(!strcmp(r, "764350552031202841504943204944203129"), "thread 2's name, vCPU 1 (APIC ID 1): %s", r);
+	/* registers */
+	CHECK(!strcmp(live_pkt(g, "P0=0100000000000000"), "OK") && live_regs[0].gpr[0] == 1, "P rax");
+	CHECK(!strcmp(live_pkt(g, "P12=10000000"), "OK"), "P cs with its own value");
+	CHECK(live_pkt(g, "P12=18000000")[0] == 'E' && live_regs[0].seg[0] == 0x10, "P cs with another value refused");
+	CHECK(live_pkt(g, "P10=1122")[0] == 'E', "P of the wrong size");
+	CHECK(live_pkt(g, "Pzz=00")[0] == 'E' && live_pkt(g, "P0")[0] == 'E' && live_pkt(g, "P999=00")[0] == 'E',
+	      "P malformed, without a value, no such register");
+	CHECK(live_pkt(g, "G0011")[0] == 'E' && live_pkt(g, "Gzz")[0] == 'E', "G malformed");
+	/* memory */
+	CHECK(!strcmp(live_pkt(g, "M1000,2:abcd"), "OK") && live_mem[0] == 0xab && live_mem[1] == 0xcd, "M");
+	CHECK(!strcmp(live_pkt(g, "m1000,2"), "abcd"), "m reads it back");
+	CHECK(live_pkt(g, "M1000,2:abc")[0] == 'E' && live_pkt(g, "M1000,2:zzzz")[0] == 'E' &&
+		      live_pkt(g, "Mzz")[0] == 'E' && live_pkt(g, "M1000,2")[0] == 'E',
+	      "M malformed: short data, not hex, no address, no data");
+	CHECK(live_pkt(g, "M2000,1:00")[0] == 'E', "M where the target refuses");
+	CHECK(!strcmp(live_pkt(g, "X1000,0:"), ""), "X: empty, GDB uses M");
+	/* the hardware breakpoint */
+	CHECK(!strcmp(live_pkt(g, "Z1,1010,1"), "OK") && live_bp_on && live_bp == 0x1010, "Z1");
+	CHECK(live_pkt(g, "Z1,1020,1")[0] == 'E' && live_bp == 0x1010, "a second Z1 refused");
+	CHECK(!strcmp(live_pkt(g, "z1,1020,1"), "OK") && live_bp_on, "z1 of another address: nothing");
+	CHECK(!strcmp(live_pkt(g, "z1,1010,1"), "OK") && !live_bp_on, "z1");
+	CHECK(live_pkt(g, "Z1,zz")[0] == 'E' && live_pkt(g, "Z0,1000,1")[0] == 'E', "Z1 malformed, Z0 refused");
+	/* step and continue */
+	CHECK(live_pkt(g, "vCont;x")[0] == 'E' && live_pkt(g, "vCont;s:99")[0] == 'E' && live_pkt(g, "c1000")[0] == 'E',
+	      "vCont with another action, no such thread; c with an address");
+	CHECK(!strcmp(live_pkt(g, "vCont;s:2"), "T05thread:2;") && live_steps == 1 && live_regs[1].rip == 0x1001,
+	      "vCont;s:2 steps thread 2");
+	CHECK(!strcmp(live_pkt(g, "s"), "T05thread:2;") && live_steps == 2, "s steps the selected thread");
+	CHECK(!strcmp(live_pkt(g, "c"), "") && live_running && hvt_gdb_running(g), "c: no reply, running");
+	CHECK(!strcmp(live_pkt(g, "g"), "") && live_running, "a packet while running: no reply");
+	live_nout = 0;
+	hvt_gdb_input(g, "\x03", 1);
+	CHECK(!live_running && strstr(live_out, "$T02thread:2;#"), "the interrupt stops it: %s", live_out);
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "vCont;c");
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && !live_running && strstr(live_out, "$T05thread:1;#"),
+	      "stopped by itself (a breakpoint on thread 1): %s", live_out);
+	CHECK(hvt_gdb_stopped(g, 1) == 0 && !strstr(live_out + 1, "$T05"), "not again when not running");
+	hvt_gdb_stats(g, &packets, &malformed);
+	CHECK(malformed >= 12, "malformed packets counted: %llu", (unsigned long long)malformed);
+	CHECK(!strcmp(live_pkt(g, "D"), "OK"), "detach");
+	hvt_gdb_free(g);
+}
+
 /* The page walks of every paging mode over a raw dump of 64 KiB, and an
  * ELF of symbols read back. */
 static void put_pte(uint8_t *m, uint64_t pa, uint64_t v, unsigned size)
@@ -1085,6 +1400,8 @@ int main(void)
 	test_gap_marker();
 	test_corrupt_syms();
 	test_ctl();
+	test_dbg();
+	test_gdb_live();
 	test_page_walks();
 	{
 		char cmd[300];

@@ -19,6 +19,7 @@
 #include "dispatch/pcihide.h"
 #include "base/vcpu.h"
 #include "dispatch/dispatch.h"
+#include "trace/dbg.h"
 #include "trace/trace.h"
 #include "dispatch/mp.h"
 #include "dispatch/irq.h"
@@ -325,6 +326,7 @@ void hv_prepare_entry(struct vcpu *v)
 	mp_before_entry(v);	/* INIT and SIPI: may wait here for a SIPI */
 	mp_take_nmi_ipi(v);
 	rec_ctl_poll(v);	/* a host request, before this vCPU re-reads the recorder */
+	dbg_before_entry(v);	/* held here while the host's debugger stops the guest */
 	trace_entry_sync(v);
 	irq_deliver(v);		/* a held external interrupt, when it may go */
 	trace_before_entry(v);

@@ -41,6 +41,7 @@
 #include "dispatch/mp.h"
 #include "trace/pace.h"
 #include "trace/rec.h"
+#include "trace/dbg.h"
 #include "trace/trace.h"
 
 static int highest_held(const struct vcpu *v)
@@ -173,6 +174,8 @@ static void idle_watch(struct vcpu *v, const struct hv_event *hlt)
 	u64 period = rec_ctl_poll_tsc();
 	for (;;) {
 		rec_ctl_poll(v);
+		if (dbg_held())
+			return;	/* the HLT runs again after the hold (dbg_before_entry) */
 		u8 vector = 0;
 		u32 got = hv.ops->take_pending(v, &vector);
 		bool kick = (got & HV_PENDING_NMI) && mp_take_kick(v);

@@ -36,6 +36,7 @@
 #include "base/mm.h"
 #include "base/prof.h"
 #include "base/vcpu.h"
+#include "trace/dbg.h"
 #include "trace/rec.h"
 #include "trace/engine.h"
 
@@ -79,7 +80,10 @@ static void engine_stop(struct vcpu *v)
 u32 trace_idle_exceptions(struct vcpu *v)
 {
 	const struct trace_vcpu *t = v->trace;
-	return (t->bp.armed && t->bp.kind == BP_TRIGGER) || t->nmi_step ? 1u << X86_DB : 0;
+	return (t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER)) || t->nmi_step ||
+			       t->dbg_step
+		       ? 1u << X86_DB
+		       : 0;
 }
 
 /* While the recorder waits for its start address and the engine is off,
@@ -190,12 +194,13 @@ void trace_update(struct vcpu *v)
 	if (which == HVTRACE_ENGINE_LBR && !lbr_engine_ok(v))
 		which = HVTRACE_ENGINE_FAST;
 
-	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
-		bp_disarm(v);
+	if (want && t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER))
+		bp_disarm(v);	/* the engine's DR3 from now on */
 	if (want && t->engine != HVTRACE_ENGINE_OFF)
 		engine_set(v, which);
 	if (want && t->engine == HVTRACE_ENGINE_OFF) {
 		nmi_step_cancel(v);	/* the engine steps that IRET itself */
+		dbg_step_cancel(v);	/* and owns TF from now on */
 		t->guest_tf = v->rflags & RFLAGS_TF;
 		t->guest_dr6 = hv.ops->get_dr(v, 6);
 		t->step.valid = false;

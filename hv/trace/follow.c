@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/mm.h"
 #include "base/vcpu.h"
+#include "trace/dbg.h"
 #include "trace/engine.h"
 
 /* The handler of `vector` in the guest's IDT (SDM Vol. 3 6.14.1: 16-byte
@@ -53,7 +54,7 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
 	if (t->engine == HVTRACE_ENGINE_OFF)
-		return nmi_step_db(v, ev) || trigger_hit(v, ev);
+		return nmi_step_db(v, ev) || dbg_step_db(v, ev) || dbg_bp_hit(v, ev) || trigger_hit(v, ev);
 	t->trace_exits++;
 
 	u64 causes = 0;
@@ -173,6 +174,8 @@ void trace_count_exit(struct vcpu *v)
 bool trace_irq_due(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
+	if (t->dbg_step)
+		return false;	/* the debugger's step runs one instruction, not a handler */
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return true;
 	return pace_due(&t->pace, t->branches);
@@ -246,6 +249,8 @@ bool trace_single_step_trap(struct vcpu *v)
 /* The guest's own TF: RFLAGS.TF unless the engine set it for a step. */
 bool trace_guest_tf(const struct vcpu *v)
 {
+	if (v->trace->dbg_step)
+		return v->trace->dbg_step_tf;	/* the debugger's step (trace/dbg.c) */
 	return v->trace->tf_forced ? v->trace->guest_tf : (v->rflags & RFLAGS_TF);
 }
 

@@ -25,6 +25,7 @@
 #include "base/memmap.h"
 #include "base/mm.h"
 #include "base/vcpu.h"
+#include "trace/dbg.h"
 #include "trace/trace.h"
 #include "trace/rec.h"
 
@@ -159,7 +160,10 @@ int rec_init(void)
 	u32 where;
 	if (hv.nr_vcpus * (u32)(!!cfg->flight.size + !!cfg->stream.size) > HVTRACE_CHAN_MAX_RINGS)
 		return HV_ERR_REC_CONFIG;
-	struct hvtrace_chan *c = chan_place(HVTRACE_CHAN_HDR_SIZE + per_vcpu * hv.nr_vcpus, &pa, &where);
+	/* the debugger's area, where the host can write: an ivshmem channel with control */
+	bool debugger = hv.boot.ivshmem.found && cfg->control != HVTRACE_CTL_OFF;
+	u64 dbg_bytes = debugger ? dbg_area_size(hv.nr_vcpus) : 0;
+	struct hvtrace_chan *c = chan_place(HVTRACE_CHAN_HDR_SIZE + per_vcpu * hv.nr_vcpus + dbg_bytes, &pa, &where);
 	if (!c)
 		return HV_ERR_REC_CONFIG;
 
@@ -173,6 +177,12 @@ int rec_init(void)
 			ring_setup(v, c, &off, HVTRACE_CONSUMER_FLIGHT, &cfg->flight, &rec.filter[0]);
 		if (cfg->stream.size)
 			ring_setup(v, c, &off, HVTRACE_CONSUMER_STREAM, &cfg->stream, &rec.filter[1]);
+	}
+	if (debugger && where == HVTRACE_CHAN_IVSHMEM) {
+		off = (off + PAGE_SIZE - 1) & ~(u64)(PAGE_SIZE - 1);
+		dbg_init((struct hvtrace_dbg *)((u8 *)c + off));
+		c->dbg_offset = off;
+		off += dbg_bytes;
 	}
 	c->abi_version = HVTRACE_ABI_VERSION;
 	c->rec_size = sizeof(struct hvtrace_rec);
@@ -197,6 +207,7 @@ int rec_init(void)
 	rec.nr_freeze_at = cfg->nr_freeze_at < HV_REC_MAX_FREEZE ? cfg->nr_freeze_at : HV_REC_MAX_FREEZE;
 	/* host requests where the host can write: an ivshmem channel */
 	rec.ctl_mode = where == HVTRACE_CHAN_IVSHMEM ? cfg->control : HVTRACE_CTL_OFF;
+	rec.ctl_done = rec.ctl_applied = rec.ctl_rejected = 0;	/* the channel's, cleared above */
 	c->ctl_mode = rec.ctl_mode;
 	c->ctl_poll_us = rec.ctl_mode == HVTRACE_CTL_POLL ? REC_CTL_POLL_US : 0;
 	rec.chan = c;
@@ -644,6 +655,8 @@ static void watchdog_check(struct vcpu *v)
 static s64 control(struct vcpu *v, u64 op, u64 arg0, u64 arg1, const struct hvtrace_filter *f, bool host)
 {
 	const char *who = host ? "host request" : "hypercall";
+	if (host && op >= HVTRACE_DBG_STOP)
+		return dbg_control(v, (u32)op, arg0, arg1);	/* a frozen guest can be debugged too */
 	if (rec.state == HVTRACE_STATE_FROZEN)
 		return -HVTRACE_EPERM;
 	switch (op) {
@@ -740,7 +753,9 @@ void rec_ctl_poll(struct vcpu *v)
 						 rec.ctl_rejected == REC_CTL_LOG_REJECTS ? "; no more are logged" : "");
 			} else {
 				rec.ctl_applied++;
-				LOG_INFO("recorder: host request %lu (op %u) applied by vcpu %u", seq, r.op, v->id);
+				if (r.op < HVTRACE_DBG_READ)	/* not the debugger's many reads */
+					LOG_INFO("recorder: host request %lu (op %u) applied by vcpu %u", seq, r.op,
+						 v->id);
 			}
 			c->ctl_result = res;
 			c->ctl_applied = rec.ctl_applied;

@@ -45,7 +45,8 @@ struct step_state {
 /* The engine's own breakpoint (DR3, execute): on the first instruction of
  * a handler an event is being delivered to (the record is made when it is
  * reached), or, for the fast engine, on the next control transfer. */
-enum engine_bp_kind { BP_HANDLER, BP_STOP, BP_TRIGGER /* the recorder's start address */ };
+enum engine_bp_kind { BP_HANDLER, BP_STOP, BP_TRIGGER /* the recorder's start address */,
+		     BP_DEBUGGER /* the host debugger's breakpoint (trace/dbg.c) */ };
 struct handler_bp {
 	bool armed;
 	enum engine_bp_kind kind;
@@ -215,6 +216,11 @@ struct trace_vcpu {
 	 * interp runs. Any other may have raised an event the processor takes right after the
 	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */
 	bool interp_db_exit;
+	/* the host debugger's step (trace/dbg.c): TF forced, #DB intercepted */
+	bool dbg_step;
+	bool dbg_step_tf;	/* the guest's own TF then */
+	u64 dbg_step_dr6;	/* the guest's DR6 then */
+	u64 dbg_step_rip;	/* where the step began */
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

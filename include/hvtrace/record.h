@@ -222,6 +222,94 @@ struct hvtrace_ctl_req {
 };
 _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 bytes");
 
+/*
+ * The debugger (ABI 1.9; docs/channel.md "The debugger"): host requests
+ * in hvtrace_ctl_req.op beside enum hvtrace_trace_op, never a hypercall's.
+ * STOP holds every vCPU in root mode at its next exit (the others kicked);
+ * each publishes its registers in its struct hvtrace_dbg_vcpu, then state
+ * = STOPPED, last. The other requests need the guest held (else EPERM)
+ * and name a vCPU in arg0 bits 31:0 (EINVAL past the last, EAGAIN when
+ * that one is not stopped yet):
+ *   RESUME: every vCPU goes on (arg0 = 0).
+ *   STEP: that vCPU runs one instruction (a hidden TF), the others held;
+ *     its state goes RUNNING, then STOPPED again with its new registers.
+ *   READ: arg0 bits 47:32 = length (1..HVTRACE_DBG_BUF_SIZE), arg1 = a
+ *     linear address of that vCPU's: the bytes into buf, all or none
+ *     (EFAULT: a page not present, or not guest RAM).
+ *   WRITE: the same, the bytes from buf; the guest's pages must be
+ *     present and writable for it (its own page tables, its RAM only).
+ *   SET_REGS: buf holds a struct hvtrace_dbg_regs; its gpr, rip and
+ *     rflags become the vCPU's (RIP canonical, RFLAGS' reserved bits as
+ *     the processor has them, TF and VM unchanged: else EINVAL); the
+ *     other fields are not read.
+ *   SET_BP (arg0 bits 31:0 ignored, bit 32: 1 set, 0 clear; arg1 = a
+ *     canonical linear address): the one instruction breakpoint, on every
+ *     untraced vCPU, in the hypervisor's own DR3 (the guest's DR3 and its
+ *     DR7 bits stay virtual meanwhile). EPERM while trace.start waits for
+ *     an address (it holds DR3). A vCPU that reaches it holds the guest as
+ *     STOP does, with stop_vcpu = its number + 1.
+ * The host writes buf only while the guest is held and no request is
+ * pending; the hypervisor copies what it reads from the channel once.
+ */
+enum hvtrace_dbg_op {
+	HVTRACE_DBG_STOP = 16,
+	HVTRACE_DBG_RESUME = 17,
+	HVTRACE_DBG_STEP = 18,
+	HVTRACE_DBG_READ = 19,
+	HVTRACE_DBG_WRITE = 20,
+	HVTRACE_DBG_SET_REGS = 21,
+	HVTRACE_DBG_SET_BP = 22,
+};
+#define HVTRACE_EAGAIN		11	/* the vCPU is not stopped yet: ask again */
+#define HVTRACE_DBG_MAGIC	0x3147424454565648ull	/* "HVTVDBG1" */
+#define HVTRACE_DBG_BUF_SIZE	2048u
+#define HVTRACE_DBG_VCPU_OFFSET	4096u
+
+enum hvtrace_dbg_state {
+	HVTRACE_DBG_RUNNING = 0,
+	HVTRACE_DBG_STOPPED = 1,	/* held in root mode; regs are its guest's */
+};
+
+/* A stopped vCPU's registers, as its guest has them (the hypervisor's
+ * hidden TF left out). */
+struct hvtrace_dbg_regs {
+	uint64_t gpr[16];	/* RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8-R15 (encoding order) */
+	uint64_t rip, rflags;
+	uint64_t cr0, cr2, cr3, cr4, efer;
+	uint64_t seg_base[6];	/* ES, CS, SS, DS, FS, GS */
+	uint16_t seg_sel[6];
+	uint16_t seg_attr[6];	/* AMD VMCB layout: type/S/DPL/P in 7:0, AVL/L/D/G in 11:8 */
+	uint64_t kernel_gs_base;
+	uint64_t reserved[7];
+};
+_Static_assert(sizeof(struct hvtrace_dbg_regs) == 320, "hvtrace_dbg_regs is 320 bytes");
+
+struct hvtrace_dbg_vcpu {
+	uint32_t state;		/* enum hvtrace_dbg_state, written last */
+	uint32_t apic_id;
+	uint64_t stops;		/* times it stopped (each publication) */
+	struct hvtrace_dbg_regs regs;
+	uint8_t pad[512 - 16 - 320];
+};
+_Static_assert(sizeof(struct hvtrace_dbg_vcpu) == 512, "hvtrace_dbg_vcpu is 512 bytes");
+
+struct hvtrace_dbg {
+	uint64_t magic;		/* HVTRACE_DBG_MAGIC */
+	uint32_t nr_vcpus;	/* vcpu[] entries at HVTRACE_DBG_VCPU_OFFSET */
+	uint32_t held;		/* 1 from STOP to RESUME */
+	uint64_t stop_tsc;	/* the TSC when STOP was applied */
+	uint32_t stop_vcpu;	/* 0: the host's STOP held the guest; else the vCPU + 1 that
+				 * reached the breakpoint (SET_BP) */
+	uint32_t reserved0;
+	uint64_t bp_addr;	/* the breakpoint SET_BP armed; 0: none */
+	uint8_t reserved[24];
+	uint8_t buf[HVTRACE_DBG_BUF_SIZE];	/* READ, WRITE, SET_REGS data */
+	uint8_t pad[HVTRACE_DBG_VCPU_OFFSET - 64 - HVTRACE_DBG_BUF_SIZE];
+	struct hvtrace_dbg_vcpu vcpu[];
+};
+_Static_assert(__builtin_offsetof(struct hvtrace_dbg, buf) == 64, "buf after 64 bytes");
+_Static_assert(__builtin_offsetof(struct hvtrace_dbg, vcpu) == HVTRACE_DBG_VCPU_OFFSET, "vcpu[] at 4 KiB");
+
 struct hvtrace_chan {
 	uint64_t magic;		/* HVTRACE_CHAN_MAGIC */
 	uint32_t abi_version;	/* HVTRACE_ABI_VERSION */
@@ -247,7 +335,7 @@ struct hvtrace_chan {
 	uint64_t watchdog_us;	/* the armed watchdog's period; 0: none */
 	struct hvtrace_ring rings[HVTRACE_CHAN_MAX_RINGS];
 	struct hvtrace_ctl_req ctl;	/* host control, the host's side (ABI 1.5) */
-	uint8_t pad[HVTRACE_CHAN_HDR_SIZE - 128 - HVTRACE_CHAN_MAX_RINGS * 128 - 120];
+	uint64_t dbg_offset;	/* struct hvtrace_dbg from the channel's start; 0: none (ABI 1.9) */
 };
 _Static_assert(sizeof(struct hvtrace_chan) == HVTRACE_CHAN_HDR_SIZE, "the channel header is one page");
 _Static_assert(__builtin_offsetof(struct hvtrace_chan, rings) == 128, "rings after 128 bytes");

@@ -1,5 +1,5 @@
 # Guest test programs: EFI applications chain-loaded by hvtrace.efi.
-GUEST_TESTS := t_basic t_triple t_mmio t_bts t_workload t_rec t_chan t_hostile t_smp t_debug t_unusual t_irq t_pmu t_fidel bootvmlinux
+GUEST_TESTS := t_basic t_triple t_mmio t_bts t_workload t_rec t_chan t_hostile t_smp t_debug t_unusual t_irq t_pmu t_fidel t_gdb bootvmlinux
 guest-lib-y := guest.o faults.o
 GUEST_LIB := $(addprefix $(BUILD)/tests/guest/,$(guest-lib-y)) $(BUILD)/efi-loader/shared/base/fmt.o
 GUEST_EFIS := $(addprefix $(BUILD)/tests/guest/,$(addsuffix .efi,$(GUEST_TESTS)))
@@ -17,6 +17,7 @@ $(BUILD)/tests/guest/%.so: $(BUILD)/tests/guest/%.o $(GUEST_LIB)
 
 $(BUILD)/tests/guest/t_bts.so: $(BUILD)/tests/guest/bts_seq.o $(BUILD)/tests/guest/pmi.o
 $(BUILD)/tests/guest/t_rec.so: $(BUILD)/tests/guest/rec_seq.o
+$(BUILD)/tests/guest/t_gdb.so: $(BUILD)/tests/guest/gdb_seq.o
 $(BUILD)/tests/guest/t_debug.so: $(BUILD)/tests/guest/debug_seq.o
 $(BUILD)/tests/guest/t_unusual.so: $(BUILD)/tests/guest/unusual_seq.o
 $(BUILD)/tests/guest/t_hostile.so: $(BUILD)/tests/guest/pmi.o

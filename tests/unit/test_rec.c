@@ -1,6 +1,8 @@
 /* The recorder (hv/trace/rec.c) on the host, with the backend faked: ring
  * arithmetic, lossless drops counted exactly, LOST records, filters with
- * the user pseudo-address, and the start/stop/freeze triggers. */
+ * the user pseudo-address, and the start/stop/freeze triggers; the host's
+ * debugger requests (hv/trace/dbg.c) against a vCPU held in a thread. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,9 @@
 #include "base/memmap.h"
 #include "base/mm.h"
 #include "base/vcpu.h"
+#include "arch/x86/dr.h"
+#include "arch/x86/msr.h"
+#include "trace/dbg.h"
 #include "trace/rec.h"
 #include "trace/trace.h"
 
@@ -50,8 +55,61 @@ u64 gmem_linear_rip(struct vcpu *v)
 	return v->rip;
 }
 static int get_cpl(struct vcpu *v) { (void)v; return fake_cpl; }
-static u64 get_cr(struct vcpu *v, int n) { (void)v; return n == 3 ? fake_cr3 : 0; }
-static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr };
+static u64 get_cr(struct vcpu *v, int n) { (void)v; return n == 3 ? fake_cr3 : n == 4 ? 0x20 : 0; }
+/* what trace/dbg.c needs: long mode, a segment per register, DR6 and the
+ * exception intercepts it sets, guest memory [0x1000, 0x1100) */
+static u64 fake_dr6 = 0xffff0ff0;
+static u32 fake_intercepts;
+static u8 fake_ram[0x100];
+static u64 get_efer(struct vcpu *v) { (void)v; return EFER_LMA; }
+static void get_seg(struct vcpu *v, enum hv_seg s, struct hv_segment *out)
+{
+	(void)v;
+	*out = (struct hv_segment){ .sel = (u16)(8 * s), .base = s == SEG_GS ? 0xffff888000000000ull : 0 };
+}
+static u64 get_msr(struct vcpu *v, u32 msr) { (void)v; return msr == MSR_KERNEL_GS_BASE ? 0x4000 : 0; }
+static u64 get_dr(struct vcpu *v, int n) { (void)v; return n == 6 ? fake_dr6 : 0x400; }
+static void set_dr(struct vcpu *v, int n, u64 val) { (void)v; if (n == 6) fake_dr6 = val; }
+static void set_exception_intercepts(struct vcpu *v, u32 mask) { (void)v; fake_intercepts = mask; }
+static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr, .get_efer = get_efer,
+					.get_seg = get_seg, .get_msr = get_msr, .get_dr = get_dr,
+					.set_dr = set_dr, .set_exception_intercepts = set_exception_intercepts };
+size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
+{
+	(void)v;
+	if (gva < 0x1000 || gva >= 0x1100 || len > 0x1100 - gva)
+		return 0;
+	memcpy(buf, fake_ram + (gva - 0x1000), len);
+	return len;
+}
+bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
+{
+	(void)v;
+	if (gva < 0x1000 || gva >= 0x1100 || len > 0x1100 - gva)
+		return false;
+	memcpy(fake_ram + (gva - 0x1000), buf, len);
+	return true;
+}
+bool trace_guest_tf(const struct vcpu *v)
+{
+	return v->trace->dbg_step ? v->trace->dbg_step_tf : (v->rflags & RFLAGS_TF);
+}
+u32 trace_idle_exceptions(struct vcpu *v)
+{
+	return v->trace->dbg_step || (v->trace->bp.armed && v->trace->bp.kind == BP_DEBUGGER) ? 1u << X86_DB : 0;
+}
+/* the engine's DR3 (trace/dr.c), as far as dbg.c sees it */
+void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
+{
+	(void)from, (void)cpl;
+	v->trace->bp.armed = true;
+	v->trace->bp.kind = kind;
+	v->trace->bp.addr = addr;
+}
+void bp_disarm(struct vcpu *v)
+{
+	v->trace->bp.armed = false;
+}
 
 static struct hvtrace_chan *chan;
 
@@ -102,6 +160,175 @@ static struct hvtrace_rec *slot(int ring, u64 i)
 static void branch(u64 from, u64 to)
 {
 	rec_emit(&vcpu0, HVTRACE_REC_BRANCH, from, to, fake_cpl, HVTRACE_BR_JMP);
+}
+
+/* --- the host's debugger (trace/dbg.c; docs/channel.md "The debugger") --- */
+
+static struct hvtrace_chan *dbg_chan;
+static u64 dbg_seq;
+
+/* One request as the host writes it, answered by the vCPU held in the
+ * other thread (or by this one's rec_ctl_poll when none is held). */
+static s64 dbg_req(u32 op, u64 arg0, u64 arg1, bool held)
+{
+	struct hvtrace_chan *c = dbg_chan;
+	memset((void *)&c->ctl, 0, sizeof(c->ctl));
+	c->ctl.op = op;
+	c->ctl.arg0 = arg0;
+	c->ctl.arg1 = arg1;
+	__atomic_store_n(&c->ctl.seq, ++dbg_seq, __ATOMIC_RELEASE);
+	if (!held)
+		rec_ctl_poll(&vcpu0);
+	while (__atomic_load_n(&c->ctl_done, __ATOMIC_ACQUIRE) != dbg_seq)
+		;
+	return c->ctl_result;
+}
+
+static void *dbg_vcpu_thread(void *arg)
+{
+	(void)arg;
+	dbg_before_entry(&vcpu0);	/* held here until RESUME or a STEP */
+	return NULL;
+}
+
+static volatile u32 *dbg_state(struct hvtrace_dbg *a) { return &a->vcpu[0].state; }
+
+static void test_dbg(void)
+{
+	static u8 bar2[16384] __attribute__((aligned(4096)));
+	struct hv_rec_cfg cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flight.size = 4096;
+	cfg.start = REC_START_HYPERCALL;
+	cfg.control = HVTRACE_CTL_POLL;
+	setup_in(&cfg, bar2, sizeof(bar2));
+	dbg_chan = (struct hvtrace_chan *)bar2;
+	dbg_seq = 0;
+	struct hvtrace_chan *c = dbg_chan;
+	CHECK(c->dbg_offset == 8192, "the debugger's area after the rings: %llu", (unsigned long long)c->dbg_offset);
+	struct hvtrace_dbg *a = (struct hvtrace_dbg *)(bar2 + c->dbg_offset);
+	CHECK(a->magic == HVTRACE_DBG_MAGIC && a->nr_vcpus == 1 && c->size == sizeof(bar2),
+	      "its magic and vCPUs, within the channel's size %llu", (unsigned long long)c->size);
+
+	/* nothing but STOP before the guest is held; never from the guest */
+	CHECK(dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32, 0x1000, false) == -HVTRACE_EPERM, "READ before STOP");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, false) == -HVTRACE_EPERM, "RESUME before STOP");
+	CHECK(dbg_req(HVTRACE_DBG_STOP, 1, 0, false) == -HVTRACE_EINVAL, "STOP with an argument");
+	CHECK(rec_hypercall(&vcpu0, HVTRACE_DBG_STOP, 0) == -HVTRACE_EINVAL && !a->held,
+	      "the guest's trace_ctl cannot stop itself");
+	kicks = 0;
+	CHECK(dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0 && a->held && kicks == 1, "STOP: held, the others kicked");
+	CHECK(dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32, 0x1000, false) == -HVTRACE_EAGAIN,
+	      "a vCPU not stopped yet: EAGAIN");
+
+	/* the vCPU reaches its entry and waits there */
+	for (u32 i = 0; i < 16; i++)
+		vcpu0.gpr[i] = 0x100 + i;
+	vcpu0.rip = 0x401000;
+	vcpu0.rflags = RFLAGS_FIXED1 | RFLAGS_IF;
+	vcpu0.apic_id = 7;
+	memset(fake_ram, 0x5a, sizeof(fake_ram));
+	pthread_t th;
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	struct hvtrace_dbg_regs *r = &a->vcpu[0].regs;
+	CHECK(r->gpr[3] == 0x103 && r->rip == 0x401000 && r->rflags == (RFLAGS_FIXED1 | RFLAGS_IF) &&
+	      r->cr3 == fake_cr3 && r->efer == EFER_LMA && r->seg_sel[SEG_CS] == 8 &&
+	      r->seg_base[SEG_GS] == 0xffff888000000000ull && r->kernel_gs_base == 0x4000 && a->vcpu[0].stops == 1,
+	      "the registers published");
+
+	/* memory: lengths, vCPU numbers and addresses checked */
+	u64 bad[][2] = { { 0, 0x1000 }, { 0 | (u64)(HVTRACE_DBG_BUF_SIZE + 1) << 32, 0x1000 },
+			 { 0 | 8ull << 32 | 1ull << 48, 0x1000 }, { 1 | 8ull << 32, 0x1000 } };
+	for (u32 i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(dbg_req(HVTRACE_DBG_READ, bad[i][0], bad[i][1], true) == -HVTRACE_EINVAL &&
+		      dbg_req(HVTRACE_DBG_WRITE, bad[i][0], bad[i][1], true) == -HVTRACE_EINVAL,
+		      "bad length or vCPU %u refused", i);
+	CHECK(dbg_req(HVTRACE_DBG_READ, 0 | 16ull << 32, 0x10f8, true) == -HVTRACE_EFAULT,
+	      "a read past guest RAM: EFAULT");
+	CHECK(dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32, 0x1010, true) == 0 && a->buf[0] == 0x5a && a->buf[7] == 0x5a,
+	      "a read");
+	memcpy(a->buf, "hvtrace!", 8);
+	CHECK(dbg_req(HVTRACE_DBG_WRITE, 0 | 8ull << 32, 0x1020, true) == 0 && !memcmp(fake_ram + 0x20, "hvtrace!", 8),
+	      "a write");
+	memcpy(a->buf, "XXXXXXXX", 8);
+	CHECK(dbg_req(HVTRACE_DBG_WRITE, 0 | 8ull << 32, 0x10fc, true) == -HVTRACE_EFAULT && fake_ram[0xfc] == 0x5a,
+	      "a write past guest RAM: EFAULT, nothing written");
+
+	/* registers: RFLAGS beyond the status flags, a non-canonical RIP */
+	struct hvtrace_dbg_regs w = *r;
+	w.rflags |= RFLAGS_TF;
+	memcpy(a->buf, &w, sizeof(w));
+	CHECK(dbg_req(HVTRACE_DBG_SET_REGS, 0, 0, true) == -HVTRACE_EINVAL && !(vcpu0.rflags & RFLAGS_TF), "TF refused");
+	w = *r;
+	w.rflags &= ~RFLAGS_IF;
+	memcpy(a->buf, &w, sizeof(w));
+	CHECK(dbg_req(HVTRACE_DBG_SET_REGS, 0, 0, true) == -HVTRACE_EINVAL && (vcpu0.rflags & RFLAGS_IF), "IF refused");
+	w = *r;
+	w.rip = 0x0000800000000000ull;
+	memcpy(a->buf, &w, sizeof(w));
+	CHECK(dbg_req(HVTRACE_DBG_SET_REGS, 0, 0, true) == -HVTRACE_EINVAL && vcpu0.rip == 0x401000,
+	      "a non-canonical RIP refused");
+	w = *r;
+	w.gpr[15] = 0x1234;
+	w.rip = 0x401010;
+	w.rflags |= RFLAGS_ZF | RFLAGS_CF;
+	memcpy(a->buf, &w, sizeof(w));
+	CHECK(dbg_req(HVTRACE_DBG_SET_REGS, 0, 0, true) == 0 && vcpu0.gpr[15] == 0x1234 && vcpu0.rip == 0x401010 &&
+	      (vcpu0.rflags & (RFLAGS_ZF | RFLAGS_CF)) == (RFLAGS_ZF | RFLAGS_CF) && r->gpr[15] == 0x1234 &&
+	      a->vcpu[0].stops == 2, "registers set and published again");
+	CHECK(dbg_req(HVTRACE_DBG_SET_REGS, 0, 1, true) == -HVTRACE_EINVAL, "SET_REGS with arg1");
+
+	/* a step: the vCPU leaves with TF forced and #DB intercepted, comes
+	 * back after RIP moved with TF and the intercepts as they were */
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 1, 0, true) == -HVTRACE_EINVAL, "STEP of no vCPU");
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP");
+	pthread_join(th, NULL);
+	CHECK((vcpu0.rflags & RFLAGS_TF) && fake_intercepts == 1u << X86_DB && vcpu0.trace->dbg_step &&
+	      *dbg_state(a) == HVTRACE_DBG_RUNNING, "stepping: TF forced, #DB intercepted, not stopped");
+	CHECK(dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32, 0x1010, false) == -HVTRACE_EAGAIN,
+	      "no request reaches the stepping vCPU");
+	struct hv_event db = { .kind = HV_EV_EXCEPTION, .vector = X86_DB };
+	fake_dr6 = 0xffff0ff0 | DR6_BS;
+	vcpu0.rip = 0x401013;
+	CHECK(dbg_step_db(&vcpu0, &db) && fake_dr6 == 0xffff0ff0 && !(vcpu0.rflags & RFLAGS_TF) && !fake_intercepts,
+	      "the step's #DB is the debugger's: DR6, TF and the intercepts restored");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(r->rip == 0x401013 && a->vcpu[0].stops == 3 && !(r->rflags & RFLAGS_TF), "stopped again after the step");
+	/* the breakpoint: checked, armed when the vCPU goes on, reached */
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 33, 0x401020, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x0100000000000000ull, true) == -HVTRACE_EINVAL &&
+	      a->bp_addr == 0, "SET_BP: bad flags, address 0, a non-canonical address");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x401020, true) == 0 && a->bp_addr == 0x401020 &&
+	      !vcpu0.trace->bp.armed, "SET_BP: recorded, armed only when the vCPU goes on");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING && !a->held, "running again");
+	CHECK(vcpu0.trace->bp.armed && vcpu0.trace->bp.kind == BP_DEBUGGER && vcpu0.trace->bp.addr == 0x401020 &&
+	      fake_intercepts == 1u << X86_DB, "the breakpoint in DR3, #DB intercepted");
+	fake_dr6 = 0xffff0ff0 | DR6_B3;
+	vcpu0.rip = 0x401010;
+	CHECK(!dbg_bp_hit(&vcpu0, &db) && !a->held, "B3 elsewhere: not the debugger's");
+	vcpu0.rip = 0x401020;
+	kicks = 0;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && a->held && a->stop_vcpu == 1 && kicks == 1 && fake_dr6 == 0xffff0ff0,
+	      "the breakpoint reached: held, by vCPU 0, B3 taken from DR6");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(r->rip == 0x401020, "stopped at the breakpoint");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0, "SET_BP: cleared");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	CHECK(!vcpu0.trace->bp.armed && !fake_intercepts, "the breakpoint taken out when the vCPU went on");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x401020, false) == -HVTRACE_EPERM, "SET_BP not held");
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, false) == -HVTRACE_EPERM, "STEP after RESUME");
+	dbg_before_entry(&vcpu0);	/* not held: returns at once */
+	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING, "not held after RESUME");
 }
 
 int main(void)
@@ -489,5 +716,6 @@ int main(void)
 		      "a scribbled ctl_done and count change nothing: done %llu rejected %llu",
 		      (unsigned long long)c->ctl_done, (unsigned long long)c->ctl_rejected);
 	}
+	test_dbg();
 	return unit_done("test_rec");
 }

@@ -1,0 +1,371 @@
+/*
+ * The host's debugger (docs/channel.md "The debugger", record.h
+ * HVTRACE_DBG_*): `hvtrace gdb --shm` asks, through the host control
+ * requests, to hold every vCPU; each one, kicked out of the guest, waits
+ * in root mode before its next entry, publishes its guest's registers in
+ * the channel and keeps looking at the requests (any held vCPU may apply
+ * one: rec_ctl_poll takes them one at a time). The host reads and writes
+ * memory through a stopped vCPU's page tables (guest RAM only, like a
+ * hypercall's buffer), sets its general registers, RIP and status flags,
+ * steps one instruction with a hidden TF (the engine off only: nmi.c's
+ * way), sets one instruction breakpoint (the engine's DR3, as the
+ * recorder's start address takes it: the guest's DR3 stays virtual), and
+ * lets them all go. The guest's TSC runs on while it is held:
+ * nothing is offset (a held guest sees the time it lost, as after an SMI).
+ * Nothing here is read back from the channel but the request (copied once
+ * by rec_ctl_poll) and, for WRITE and SET_REGS, the buffer, copied once
+ * before it is checked. Root mode.
+ */
+#include "hvtrace/abi.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/dr.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/paging.h"
+#include "arch/x86/vectors.h"
+#include "base/gmem.h"
+#include "base/lib.h"
+#include "base/log.h"
+#include "base/vcpu.h"
+#include "trace/dbg.h"
+#include "trace/engine.h"
+
+/* RFLAGS bits the host may change: the status flags and DF. IF, TF, IOPL,
+ * NT, RF, VM, AC and the rest stay the guest's (the hidden TF and the
+ * interrupt state are the hypervisor's business while it holds them). */
+#define DBG_RFLAGS_WRITABLE \
+	(RFLAGS_CF | RFLAGS_PF | RFLAGS_AF | RFLAGS_ZF | RFLAGS_SF | RFLAGS_DF | RFLAGS_OF)
+
+/*
+ * Under `lock`: a vCPU's stopped bit is set by that vCPU when it starts
+ * waiting and cleared by RESUME (every bit) or by the vCPU itself when it
+ * takes its STEP; requests (dbg_control) run under it whole. So a request
+ * touches a vCPU (its registers, its page tables) only while that vCPU
+ * waits in the loop below, and a vCPU's state in the channel is STOPPED
+ * exactly while its bit is set.
+ */
+static struct {
+	struct hvtrace_dbg *area;	/* NULL: no debugger (no host control) */
+	struct spinlock lock;
+	volatile u32 held;		/* the hypervisor's own: never read back */
+	volatile u32 gen;		/* bumped by every RESUME */
+	volatile u32 step;		/* vCPU id + 1 allowed to run one instruction; 0: none */
+	volatile u64 stopped;		/* bit per vCPU held now */
+	volatile u64 bp_addr;		/* SET_BP's breakpoint; 0: none */
+	u64 stops[HV_MAX_CPUS];		/* each vCPU's publications (the channel's copy is not read) */
+	u8 buf[HVTRACE_DBG_BUF_SIZE];	/* READ and WRITE (one request at a time: rec_ctl_poll) */
+} dbg;
+
+_Static_assert(HV_MAX_CPUS <= 64, "dbg.stopped is a 64-bit mask");
+
+u64 dbg_area_size(u32 n)
+{
+	return (HVTRACE_DBG_VCPU_OFFSET + (u64)n * sizeof(struct hvtrace_dbg_vcpu) + PAGE_SIZE - 1) &
+	       ~(u64)(PAGE_SIZE - 1);
+}
+
+void dbg_init(struct hvtrace_dbg *area)
+{
+	memset(area, 0, dbg_area_size(hv.nr_vcpus));
+	area->nr_vcpus = hv.nr_vcpus;
+	for (u32 i = 0; i < hv.nr_vcpus; i++)
+		area->vcpu[i].apic_id = hv.vcpus[i]->apic_id;
+	asm volatile("" ::: "memory");
+	area->magic = HVTRACE_DBG_MAGIC;
+	dbg.area = area;
+}
+
+bool dbg_held(void)
+{
+	return dbg.area && dbg.held;
+}
+
+/* RFLAGS as the guest has it: a TF of the engine's or of a step left out */
+static u64 guest_rflags(struct vcpu *v)
+{
+	return (v->rflags & ~RFLAGS_TF) | (trace_guest_tf(v) ? RFLAGS_TF : 0);
+}
+
+static void publish(struct vcpu *v)
+{
+	struct hvtrace_dbg_regs r = { 0 };
+	for (int i = 0; i < GPR_COUNT; i++)
+		r.gpr[i] = v->gpr[i];
+	r.rip = v->rip;
+	r.rflags = guest_rflags(v);
+	r.cr0 = hv.ops->get_cr(v, 0);
+	r.cr2 = hv.ops->get_cr(v, 2);
+	r.cr3 = hv.ops->get_cr(v, 3);
+	r.cr4 = hv.ops->get_cr(v, 4);
+	r.efer = hv.ops->get_efer(v);
+	for (int s = SEG_ES; s <= SEG_GS; s++) {
+		struct hv_segment seg;
+		hv.ops->get_seg(v, (enum hv_seg)s, &seg);
+		r.seg_base[s] = seg.base;
+		r.seg_sel[s] = seg.sel;
+		r.seg_attr[s] = seg.attr;
+	}
+	r.kernel_gs_base = hv.ops->get_msr(v, MSR_KERNEL_GS_BASE);
+	struct hvtrace_dbg_vcpu *d = &dbg.area->vcpu[v->id];
+	d->regs = r;
+	d->stops = ++dbg.stops[v->id];
+	asm volatile("" ::: "memory");	/* the registers before the state (x86 orders stores) */
+	*(volatile u32 *)&d->state = HVTRACE_DBG_STOPPED;
+}
+
+static void unpublish(u32 id)
+{
+	*(volatile u32 *)&dbg.area->vcpu[id].state = HVTRACE_DBG_RUNNING;
+}
+
+/* The step (engine off): TF forced for one instruction, #DB intercepted;
+ * interrupts are not injected meanwhile (trace_irq_due). */
+static void step_arm(struct vcpu *v)
+{
+	struct trace_vcpu *t = v->trace;
+	t->dbg_step = true;
+	t->dbg_step_tf = v->rflags & RFLAGS_TF;
+	t->dbg_step_dr6 = hv.ops->get_dr(v, 6);
+	t->dbg_step_rip = v->rip;
+	v->rflags |= RFLAGS_TF;
+	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
+}
+
+static void step_end(struct vcpu *v)
+{
+	struct trace_vcpu *t = v->trace;
+	t->dbg_step = false;
+	v->rflags = (v->rflags & ~RFLAGS_TF) | (t->dbg_step_tf ? RFLAGS_TF : 0);
+	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
+}
+
+void dbg_step_cancel(struct vcpu *v)
+{
+	if (v->trace->dbg_step)
+		step_end(v);
+}
+
+/* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
+ * Under dbg.lock. */
+static void hold_all(struct vcpu *v, u32 stop_vcpu)
+{
+	if (dbg.held)
+		return;
+	dbg.area->stop_tsc = rdtsc();
+	dbg.area->stop_vcpu = stop_vcpu;
+	dbg.held = 1;
+	dbg.area->held = 1;
+	hv_kick_others(v);
+	if (stop_vcpu)
+		LOG_INFO("debugger: vcpu %u reached the breakpoint at %lx: every vCPU held", v->id, dbg.bp_addr);
+	else
+		LOG_INFO("debugger: every vCPU held (host request)");
+}
+
+/* The debugger's breakpoint in v's DR3 while the engine is off and nothing
+ * else holds DR3 (the recorder's start address), else not; #DB
+ * intercepted with it (trace_idle_exceptions). */
+static void bp_sync(struct vcpu *v)
+{
+	struct handler_bp *bp = &v->trace->bp;
+	u64 want = v->trace->engine == HVTRACE_ENGINE_OFF ? dbg.bp_addr : 0;
+	bool mine = bp->armed && bp->kind == BP_DEBUGGER;
+	if ((mine && bp->addr == want) || (!mine && (bp->armed || !want)))
+		return;
+	if (mine)
+		bp_disarm(v);
+	if (want)
+		bp_arm(v, BP_DEBUGGER, want, 0, 0);
+	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
+}
+
+bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
+{
+	struct handler_bp *bp = &v->trace->bp;
+	if (!dbg.area || ev->vector != X86_DB || !bp->armed || bp->kind != BP_DEBUGGER)
+		return false;
+	u64 dr6 = hv.ops->get_dr(v, 6);
+	if (!(dr6 & DR6_B3) || gmem_linear_rip(v) != bp->addr)
+		return false;
+	hv.ops->set_dr(v, 6, dr6 & ~DR6_B3);
+	spin_lock(&dbg.lock);
+	hold_all(v, v->id + 1);
+	spin_unlock(&dbg.lock);
+	/* a cause of the guest's own at the same time goes to the guest */
+	return !(dr6 & DR6_CAUSES & ~DR6_B3);
+}
+
+bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
+{
+	struct trace_vcpu *t = v->trace;
+	if (!t->dbg_step || ev->vector != X86_DB)
+		return false;
+	u64 dr6 = hv.ops->get_dr(v, 6);
+	if (!(dr6 & DR6_BS))
+		return false;	/* not the step's: the guest's own breakpoint */
+	step_end(v);
+	if (t->dbg_step_tf)
+		return false;	/* the guest's own TF: its trap */
+	hv.ops->set_dr(v, 6, t->dbg_step_dr6);
+	return true;
+}
+
+static void hold(struct vcpu *v);
+
+void dbg_before_entry(struct vcpu *v)
+{
+	if (!dbg.area)
+		return;
+	struct trace_vcpu *t = v->trace;
+	if (t->dbg_step) {
+		/* the step completed by another exit (an instruction the
+		 * hypervisor emulated, a fault it injected): done */
+		if (v->rip == t->dbg_step_rip)
+			return;
+		step_end(v);
+	}
+	if (dbg.held)
+		hold(v);
+	bp_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
+}
+
+/* v waits in root mode until RESUME or its STEP. */
+static void hold(struct vcpu *v)
+{
+	spin_lock(&dbg.lock);
+	if (!dbg.held) {
+		spin_unlock(&dbg.lock);
+		return;
+	}
+	u32 gen = dbg.gen;
+	publish(v);
+	dbg.stopped |= 1ull << v->id;
+	spin_unlock(&dbg.lock);
+	for (bool go = false; !go;) {
+		rec_ctl_poll(v);	/* any waiting vCPU may apply the host's request */
+		spin_lock(&dbg.lock);
+		if (dbg.gen != gen) {
+			go = true;	/* RESUME cleared our bit and state */
+		} else if (dbg.step == v->id + 1) {
+			dbg.step = 0;
+			dbg.stopped &= ~(1ull << v->id);
+			unpublish(v->id);
+			step_arm(v);
+			go = true;
+		}
+		spin_unlock(&dbg.lock);
+		cpu_relax();
+	}
+}
+
+/* A stopped vCPU named by the host (arg0 bits 31:0). Under dbg.lock. */
+static s64 pick(u64 arg0, struct vcpu **out)
+{
+	u32 id = (u32)arg0;
+	if (!dbg.held)
+		return -HVTRACE_EPERM;
+	if (id >= hv.nr_vcpus)
+		return -HVTRACE_EINVAL;
+	if (!(dbg.stopped & (1ull << id)))
+		return -HVTRACE_EAGAIN;
+	*out = hv.vcpus[id];
+	return 0;
+}
+
+/* Under dbg.lock */
+static s64 set_regs(struct vcpu *w)
+{
+	struct hvtrace_dbg_regs r;
+	memcpy(&r, (const void *)dbg.area->buf, sizeof(r));	/* once: the host may write on */
+	if ((r.rflags ^ guest_rflags(w)) & ~DBG_RFLAGS_WRITABLE)
+		return -HVTRACE_EINVAL;
+	bool lma = hv.ops->get_efer(w) & EFER_LMA;
+	u32 width = hv.ops->get_cr(w, 4) & CR4_LA57 ? 57 : 48;
+	if (lma ? !ADDR_CANONICAL(r.rip, width) : r.rip >> 32)
+		return -HVTRACE_EINVAL;
+	for (int i = 0; i < GPR_COUNT; i++)
+		w->gpr[i] = r.gpr[i];
+	w->rip = r.rip;
+	w->rflags = (w->rflags & ~DBG_RFLAGS_WRITABLE) | (r.rflags & DBG_RFLAGS_WRITABLE);
+	publish(w);
+	return 0;
+}
+
+/* One request, under dbg.lock. */
+static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
+{
+	struct vcpu *w = NULL;
+	s64 e;
+	switch (op) {
+	case HVTRACE_DBG_STOP:
+		if (arg0 || arg1)
+			return -HVTRACE_EINVAL;
+		hold_all(v, 0);
+		return 0;
+	case HVTRACE_DBG_RESUME:
+		if (arg0 || arg1)
+			return -HVTRACE_EINVAL;
+		if (!dbg.held)
+			return -HVTRACE_EPERM;
+		dbg.step = 0;
+		dbg.held = 0;
+		dbg.gen++;
+		dbg.stopped = 0;
+		for (u32 i = 0; i < hv.nr_vcpus; i++)
+			unpublish(i);
+		dbg.area->held = 0;
+		LOG_INFO("debugger: every vCPU resumed (host request)");
+		return 0;
+	case HVTRACE_DBG_STEP:
+		if (arg0 >> 32 || arg1)
+			return -HVTRACE_EINVAL;
+		if ((e = pick(arg0, &w)))
+			return e;
+		if (w->trace->engine != HVTRACE_ENGINE_OFF)
+			return -HVTRACE_EPERM;	/* tracing: the engine owns TF */
+		dbg.step = w->id + 1;
+		return 0;
+	case HVTRACE_DBG_READ:
+	case HVTRACE_DBG_WRITE: {
+		u64 len = (arg0 >> 32) & 0xffff;
+		if (arg0 >> 48 || !len || len > HVTRACE_DBG_BUF_SIZE)
+			return -HVTRACE_EINVAL;
+		if ((e = pick(arg0 & 0xffffffffu, &w)))
+			return e;
+		if (op == HVTRACE_DBG_READ) {
+			if (gmem_read_linear(w, arg1, dbg.buf, len) != len)
+				return -HVTRACE_EFAULT;
+			memcpy(dbg.area->buf, dbg.buf, len);
+			return 0;
+		}
+		memcpy(dbg.buf, (const void *)dbg.area->buf, len);	/* once */
+		return gmem_write_linear(w, arg1, dbg.buf, len) ? 0 : -HVTRACE_EFAULT;
+	}
+	case HVTRACE_DBG_SET_REGS:
+		if (arg0 >> 32 || arg1)
+			return -HVTRACE_EINVAL;
+		if ((e = pick(arg0, &w)))
+			return e;
+		return set_regs(w);
+	case HVTRACE_DBG_SET_BP:
+		if (arg0 >> 33 || (arg0 >> 32 && (!arg1 || !ADDR_CANONICAL(arg1, 57))))
+			return -HVTRACE_EINVAL;
+		if (!dbg.held)
+			return -HVTRACE_EPERM;
+		if (arg0 >> 32 && rec_trigger_addr())
+			return -HVTRACE_EPERM;	/* trace.start's address holds DR3 */
+		dbg.bp_addr = arg0 >> 32 ? arg1 : 0;
+		dbg.area->bp_addr = dbg.bp_addr;	/* each vCPU arms it when it goes on (bp_sync) */
+		return 0;
+	}
+	return -HVTRACE_EINVAL;
+}
+
+s64 dbg_control(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
+{
+	if (!dbg.area)
+		return -HVTRACE_ENOSYS;
+	spin_lock(&dbg.lock);
+	s64 res = request(v, op, arg0, arg1);
+	spin_unlock(&dbg.lock);
+	return res;
+}

@@ -1,0 +1,32 @@
+/* The host's debugger (trace/dbg.c; docs/channel.md "The debugger"): every
+ * vCPU held in root mode on the host's request, its registers published in
+ * the channel, memory read and written through its page tables, one
+ * instruction stepped. Root mode. */
+#ifndef HV_TRACE_DBG_H
+#define HV_TRACE_DBG_H
+#include "arch/x86/types.h"
+#include "hvtrace/record.h"
+
+struct vcpu;
+struct hv_event;
+
+/* The bytes the debugger's area takes in a channel of n vCPUs. */
+u64 dbg_area_size(u32 n);
+/* The area at `area` (inside the channel, laid out by rec_init). */
+void dbg_init(struct hvtrace_dbg *area);
+/* A host request with op >= HVTRACE_DBG_STOP: 0 or -HVTRACE_E*. */
+s64 dbg_control(struct vcpu *v, u32 op, u64 arg0, u64 arg1);
+/* The guest is held (the watcher's idle loop returns to the entry path). */
+bool dbg_held(void);
+/* Before every entry: while the guest is held, v waits here in root mode,
+ * looking at the host's requests, until RESUME or a STEP of its own. */
+void dbg_before_entry(struct vcpu *v);
+/* Tracing starts on v: the engine owns TF, a step of the debugger's ends
+ * (v is held again at its next exit). */
+void dbg_step_cancel(struct vcpu *v);
+/* A #DB with the engine off: true when it was the debugger's breakpoint
+ * (and no cause of the guest's own came with it); the guest is held. */
+bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev);
+/* A #DB with the engine off: true when it was the debugger's step. */
+bool dbg_step_db(struct vcpu *v, const struct hv_event *ev);
+#endif

@@ -1,0 +1,44 @@
+/*
+ * t_gdb: a busy guest for the host's debugger (`hvtrace gdb --shm`,
+ * tests/integration-rec.sh svm-gdb-live). Prints where its loop and data
+ * are (GDB-TARGET), then runs gdb_loop (gdb_seq.S) with interrupts on
+ * until the debugger writes the magic value into gdb_poke or 120 s pass.
+ * The checks: the debugger's memory write arrived, the R15 it set came
+ * through, the loop's own invariant never broke (a stop, a step and
+ * register writes of R15 only leave it intact), the loop went on after
+ * the debugger let it go, and the debugger's hardware breakpoint never
+ * showed in the DR3 and DR7 the loop read (they stay the guest's).
+ */
+#include "guest.h"
+
+#define GDB_MAGIC 0x6764626d61676963ull	/* "cigamBDg" */
+#define GDB_R15 0x1234567887654321ull
+
+uint64_t gdb_loop(uint64_t deadline_tsc);
+extern const char gdb_loop_top[], gdb_loop_end[];
+extern volatile uint64_t gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7;
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	guest_init(image, systab, "t_gdb");
+	/* a rough TSC rate: 0.1 s of the firmware's Stall */
+	uint64_t t0 = rdtsc();
+	uefi_call_wrapper(systab->BootServices->Stall, 1, 100000);
+	uint64_t hz = (rdtsc() - t0) * 10;
+	uint64_t dr3, dr7;
+	asm volatile("mov %%dr3, %0; mov %%dr7, %1" : "=r"(dr3), "=r"(dr7));
+	report_info("GDB-TARGET: loop=%lx top=%lx end=%lx counter=%lx r15=%lx poke=%lx bad=%lx",
+		    (uint64_t)(uintptr_t)gdb_loop, (uint64_t)(uintptr_t)gdb_loop_top, (uint64_t)(uintptr_t)gdb_loop_end,
+		    (uint64_t)(uintptr_t)&gdb_counter, (uint64_t)(uintptr_t)&gdb_r15,
+		    (uint64_t)(uintptr_t)&gdb_poke, (uint64_t)(uintptr_t)&gdb_bad);
+	report_info("GDB-LOOP: running");
+	uint64_t turns = gdb_loop(rdtsc() + 120 * hz);
+	report(gdb_poke == GDB_MAGIC, "debugger_wrote_memory", "gdb_poke %lx", gdb_poke);
+	report(gdb_r15 == GDB_R15, "debugger_set_r15", "gdb_r15 %lx", gdb_r15);
+	report(gdb_bad == 0, "loop_invariant_kept", "%lu breaks", gdb_bad);
+	report(turns == gdb_counter && turns > 1000, "loop_ran", "%lu turns, counter %lu", turns, gdb_counter);
+	/* DR7 bits 6-7 (L3, G3) and 28-31 (RW3, LEN3): the breakpoint's */
+	report(gdb_dr3 == dr3 && !((gdb_dr7 & ~dr7) & (0xc0ull | 0xf0000000ull)), "debugger_dr3_invisible",
+	       "DR3 seen %lx (was %lx), DR7 seen %lx (was %lx)", gdb_dr3, dr3, gdb_dr7, dr7);
+	report_done();
+}
