@@ -18,6 +18,11 @@ static inline void vecset_set(u64 set[4], int vec)
 	set[vec / 64] |= 1ull << (vec % 64);
 }
 
+static inline bool vecset_has(const u64 set[4], int vec)
+{
+	return set[vec / 64] & (1ull << (vec % 64));
+}
+
 static inline void vecset_clear(u64 set[4], int vec)
 {
 	set[vec / 64] &= ~(1ull << (vec % 64));

@@ -9,7 +9,7 @@
  *    armed. On VMX an external-interrupt exit comes whatever the guest's
  *    IF, and injecting one into IF = 0 fails the entry (SDM Vol. 3
  *    26.2.1.3);
- *  - and when the branch engine's pacing lets it (trace_irq_due,
+ *  - and when the branch engine's pacing lets it (trace_irq_pick,
  *    docs/branch-engine.md "Forward progress"): a traced guest whose
  *    interrupt handlers cost more than the time between interrupts would
  *    otherwise do nothing else. A HLT while one is held for pacing
@@ -112,6 +112,7 @@ void irq_hold(struct vcpu *v, u8 vector)
 {
 	vecset_set(v->irq_held, vector);
 	release_8259(v, vector);
+	trace_irq_arrived(v, vector);
 }
 
 /* The highest held vector, no longer held; -1: none */
@@ -148,7 +149,7 @@ void irq_deliver(struct vcpu *v)
 	set_window(v, false);
 	/* the highest when pacing lets one go, and then the rest held with
 	 * it, each at the guest's next chance (pace_pick says why) */
-	vec = pace_pick(v->irq_held, v->irq_owed, trace_irq_due(v));
+	vec = trace_irq_pick(v);
 	if (vec < 0) {
 		set_hlt(v, true);	/* a HLT now makes it due */
 		return;

@@ -168,17 +168,23 @@ void trace_count_exit(struct vcpu *v)
 		v->trace->trace_exits++;
 }
 
-/* Whether a held external interrupt may be injected now (trace/pace.c):
- * always, unless the engine runs and the guest has not yet made its pace
- * of branches since the last one's handler. */
-bool trace_irq_due(struct vcpu *v)
+/* The held external interrupt to inject now, taken out of v->irq_held
+ * (trace/pace.c pace_pick): the highest, unless the engine runs and it is
+ * a paced vector whose pace the guest has not yet made; -1: none. */
+int trace_irq_pick(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
 	if (t->dbg_step)
-		return false;	/* the debugger's step runs one instruction, not a handler */
-	if (t->engine == HVTRACE_ENGINE_OFF)
-		return true;
-	return pace_due(&t->pace, t->branches);
+		return -1;	/* the debugger's step runs one instruction, not a handler */
+	bool due = t->engine == HVTRACE_ENGINE_OFF || pace_due(&t->pace, t->branches);
+	return pace_pick(&t->pace, v->irq_held, v->irq_owed, due);
+}
+
+/* An external interrupt was acknowledged for the guest (it is held) */
+void trace_irq_arrived(struct vcpu *v, u8 vector)
+{
+	if (v->trace->engine != HVTRACE_ENGINE_OFF)
+		pace_arrived(&v->trace->pace, vector);
 }
 
 bool trace_irq_paced(const struct vcpu *v)
@@ -202,7 +208,7 @@ void trace_irq_injected(struct vcpu *v, u8 vector)
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		return;
 	t->step.valid = false;
-	pace_injected(&t->pace, t->branches, gmem_linear_rip(v), mode_sp(v));
+	pace_injected(&t->pace, t->branches, gmem_linear_rip(v), mode_sp(v), vector, rdtsc());
 	follow_event(v, vector, HVTRACE_REC_INTERRUPT, vector);
 }
 
@@ -210,7 +216,7 @@ void trace_irq_injected(struct vcpu *v, u8 vector)
  * interrupt's handler when it returns where that interrupt came. */
 void trace_irq_iret(struct vcpu *v, u64 to)
 {
-	pace_iret(&v->trace->pace, v->trace->branches, to, mode_sp(v));
+	pace_iret(&v->trace->pace, v->trace->branches, to, mode_sp(v), rdtsc());
 }
 
 /* A fault the hypervisor raises for an instruction it emulates (#GP for

@@ -144,7 +144,7 @@ void lbr_engine_exit(struct vcpu *v)
 		trace_emit(v, r->from, r->to, r->cpl, r->kind, r->aux);
 		if (r->kind == HVTRACE_REC_FAR && r->aux == HVTRACE_BR_IRET) {
 			t->nmi_blocked = false;	/* SDM Vol. 3 6.7.1 */
-			pace_iret(&t->pace, t->branches, r->to, PACE_SP_ANY);
+			pace_iret(&t->pace, t->branches, r->to, PACE_SP_ANY, rdtsc());
 		}
 	}
 	e->start = end;

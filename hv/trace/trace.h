@@ -255,9 +255,10 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev);	/* true: han
 /* External interrupts (dispatch/irq.c holds them): may one be injected
  * now; the guest halted with one held; one was injected; an exit taken
  * only for tracing. */
-bool trace_irq_due(struct vcpu *v);
 /* Tracing with pacing on: an external interrupt may be held for it. */
 bool trace_irq_paced(const struct vcpu *v);
+int trace_irq_pick(struct vcpu *v);
+void trace_irq_arrived(struct vcpu *v, u8 vector);
 void trace_irq_halted(struct vcpu *v);
 void trace_irq_injected(struct vcpu *v, u8 vector);
 void trace_count_exit(struct vcpu *v);
