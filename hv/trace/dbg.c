@@ -118,7 +118,7 @@ static void unpublish(u32 id)
 }
 
 /* The step (engine off): TF forced for one instruction, #DB intercepted;
- * interrupts are not injected meanwhile (trace_irq_due). */
+ * interrupts are not injected meanwhile (trace_irq_pick). */
 static void step_arm(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
