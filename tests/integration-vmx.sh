@@ -8,7 +8,8 @@
 #
 #   tests/integration-vmx.sh [--list] [PATTERN...]   (default: all tests)
 #
-# Environment: see tests/lib/runner.sh (BUILD, HVTRACE_TIME_SCALE).
+# Environment: see tests/lib/runner.sh (BUILD, HVTRACE_TIME_SCALE);
+# HVTRACE_VMX_JOBS: Bochs runs at a time (default 2).
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/runner.sh
@@ -247,6 +248,14 @@ t_vmx_rec_trigger_engine_on() {
 	reject 'hvtrace: error'
 	finish vmx-rec-trigger-engine-on
 }
+# Two Bochs runs at a time (tests/lib/runner.sh runner_parallel): each is
+# one single-threaded process whose guest clock counts instructions
+# (`clock: sync=none`, tests/lib/bochs.sh), so a guest's progress does not
+# depend on the host's load, and each has its own directory, disk image and
+# serial port. HVTRACE_VMX_JOBS=1 runs them one at a time.
+RUNNER_JOBS=${HVTRACE_VMX_JOBS:-2}
+RUNNER_AFTER[t_vmx_bts_engines_agree]="t_vmx_bts_reference t_vmx_bts_fast"
+RUNNER_AFTER[t_vmx_bts_interp_agrees]="t_vmx_bts_reference t_vmx_bts_interp"
 ALL="t_vmx_guest_basic t_vmx_smp t_vmx_fidel t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_bts_engines_agree t_vmx_bts_interp t_vmx_bts_interp_agrees t_vmx_pmu t_vmx_rec_basic
 t_vmx_rec_boot_paced t_vmx_rec_trigger_engine_on"
 

@@ -44,6 +44,8 @@ command -v bochs-bin >/dev/null || { echo "bochs.sh: no bochs-bin (scripts/setup
 work=$(mktemp -d)
 bpid= npid= tpid=
 cleanup() {
+	# $bpid is timeout's: Bochs is its child
+	[ -n "$bpid" ] && pkill -KILL -P "$bpid" 2>/dev/null
 	for p in $bpid $npid $tpid; do kill -KILL "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -f "$work/esp.img.lock"
@@ -51,6 +53,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 # A FAT32 volume with no partition table (OVMF boots \EFI\BOOT\BOOTX64.EFI
 # from it), sized in whole cylinders of 16 heads x 63 sectors x 512 bytes:
@@ -72,8 +75,9 @@ for try in 1 2 3 4 5 6 7 8; do
 	listening "$port" && continue
 	busybox nc -l -p "$port" >"$log" 2>/dev/null </dev/null &
 	npid=$!
-	for _ in $(seq 50); do listening "$port" && break; kill -0 "$npid" 2>/dev/null || break; sleep 0.05; done
-	listening "$port" && break
+	# its own listener, not another run's that drew the same port
+	for _ in $(seq 50); do kill -0 "$npid" 2>/dev/null || break; listening "$port" && break; sleep 0.05; done
+	listening "$port" && kill -0 "$npid" 2>/dev/null && break
 	kill -KILL "$npid" 2>/dev/null; wait "$npid" 2>/dev/null; npid=
 done
 [ -n "$npid" ] || { echo "bochs.sh: cannot open a local port for the serial console" >&2; exit 2; }

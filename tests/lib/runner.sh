@@ -9,6 +9,16 @@ BUILD=${BUILD:-build}
 RUNS=$BUILD/test-runs
 SCALE=${HVTRACE_TIME_SCALE:-1}
 pass=0 fail=0
+# Tests run at a time (runner_main). One unless the tier, after sourcing
+# this file, sets more: only a tier whose tests share nothing but the logs
+# RUNNER_AFTER names may (not the QEMU tiers: their guests' timers run on
+# the host's clock). Not read from the environment, so that one tier's
+# setting never reaches another.
+RUNNER_JOBS=1
+# RUNNER_AFTER[TEST]="TEST...": tests whose results TEST reads (an
+# engines_agree comparison of their serial logs); with RUNNER_JOBS > 1 it
+# starts only after those have ended
+declare -A RUNNER_AFTER=()
 REASONS=""
 LINUX_CMDLINE='initrd=\EFI\linux\initrd.gz console=ttyS0,115200 panic=-1 quiet'
 
@@ -59,6 +69,9 @@ kernel_symbols() {
 boot() {
 	local emu=$1 name=$2 t=$3
 	shift 3
+	# two at a time they share the machine with one another: half as much
+	# again (tests/lib/runner.sh RUNNER_JOBS)
+	[ "$RUNNER_JOBS" = 1 ] || t=$((t * 3 / 2))
 	LOG=$RUNS/$name/serial.log
 	local start=$(date +%s.%N)
 	tests/lib/$emu.sh --dir "$RUNS/$name/esp" --log "$LOG.raw" --timeout $((t * SCALE)) "$@" \
@@ -87,10 +100,6 @@ finish() {
 	RC=0
 }
 
-# runner_main TIER "TESTS" [--list | PATTERN...]: runs the tests (shell
-# functions) whose names contain a pattern (dashes match underscores; a
-# pattern ending in $ only at the name's end), or all of them, then prints
-# the tier's closing line.
 # engines_agree NAME REF_RUN FAST_RUN: the record streams two earlier
 # runs' serial logs hold (t_bts under each engine) identical, record for
 # record, and at least 20 of them
@@ -107,6 +116,11 @@ engines_agree() {
 	finish "$1"
 }
 
+# runner_main TIER "TESTS" [--list | PATTERN...]: runs the tests (shell
+# functions) whose names contain a pattern (dashes match underscores; a
+# pattern ending in $ only at the name's end), or all of them, then prints
+# the tier's closing line.
+# RUNNER_JOBS at a time (runner_parallel) when the tier sets more than one.
 runner_main() {
 	local tier=$1 all=$2 sel="" t p
 	shift 2
@@ -126,7 +140,64 @@ runner_main() {
 		sel=$all
 	fi
 	mkdir -p "$RUNS"
-	for t in $sel; do $t; done
+	if [ "$RUNNER_JOBS" -gt 1 ]; then
+		runner_parallel $sel
+	else
+		for t in $sel; do $t; done
+	fi
 	echo "$tier: $pass passed, $fail failed"
 	[ $fail = 0 ]
+}
+
+# runner_parallel TEST...: runs the tests RUNNER_JOBS at a time, each
+# started as soon as there is room and the tests RUNNER_AFTER names for it
+# (if selected) have ended; a test that must wait lets the ones after it
+# go first. Each one's output is kept in $RUNS/.runner/TEST.out and printed
+# in the tests' order as soon as it and every test before it have ended;
+# its pass and fail counts come back through TEST.count (a test that ends
+# without one, killed say, counts as failed).
+runner_parallel() {
+	local tests=("$@") dir=$RUNS/.runner n=$# printed=0 active=0 i j t d p f running
+	local -a pids=() ended=()
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	# stopped, it stops the tests running (and their emulator scripts)
+	trap 'for p in ${pids[*]}; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null; exit 130' INT TERM
+	while [ $printed -lt $n ]; do
+		# this shell's jobs still running (never another process given a
+		# PID again since)
+		running=" $(jobs -rp | tr '\n' ' ') "
+		for ((i = printed; i < n; i++)); do
+			if [ -n "${pids[$i]:-}" ] && [ -z "${ended[$i]:-}" ] && [[ $running != *" ${pids[$i]} "* ]]; then
+				ended[$i]=1 active=$((active - 1))
+			fi
+		done
+		# start what there is room for and may start
+		for ((i = printed; i < n && active < RUNNER_JOBS; i++)); do
+			[ -z "${pids[$i]:-}" ] || continue
+			t=${tests[$i]}
+			for d in ${RUNNER_AFTER[$t]:-}; do
+				for ((j = 0; j < n; j++)); do
+					[ "${tests[$j]}" = "$d" ] && [ -z "${ended[$j]:-}" ] && continue 3
+				done
+			done
+			(pass=0 fail=0; $t; echo "$pass $fail" >"$dir/$t.count") >"$dir/$t.out" 2>&1 &
+			pids[$i]=$! active=$((active + 1))
+		done
+		# print the ended ones, in order
+		while [ $printed -lt $n ] && [ -n "${ended[$printed]:-}" ]; do
+			t=${tests[$printed]}
+			wait "${pids[$printed]}"
+			cat "$dir/$t.out"
+			if [ -s "$dir/$t.count" ] && read -r p f <"$dir/$t.count"; then
+				pass=$((pass + p)) fail=$((fail + f))
+			else
+				printf 'FAIL %-34s ended without a result: %s\n' "$t" "$dir/$t.out"
+				fail=$((fail + 1))
+			fi
+			printed=$((printed + 1))
+		done
+		[ $printed -lt $n ] && sleep 0.5
+	done
+	trap - INT TERM
 }
