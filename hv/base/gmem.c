@@ -363,6 +363,49 @@ static void *xlat_ptr(struct vcpu *v, struct gmem_xlat_cache *c, const struct gm
 	return gpa_ptr(gpa, len);
 }
 
+void gmem_pin_begin(struct vcpu *v, struct gmem_pin *pin)
+{
+	pin->on = true;
+	pin->wrote = false;
+	pin->key = gmem_xlat_key(v);
+	pin->used = pin->next = 0;
+}
+
+void gmem_pin_end(struct vcpu *v, struct gmem_pin *pin)
+{
+	if (pin->wrote)
+		read_tlb_flush(v);	/* as gmem_write_linear_cached: it may have written page tables */
+	pin->on = false;
+	pin->used = 0;
+}
+
+void *gmem_pin_ptr(struct vcpu *v, struct gmem_xlat_cache *c, struct gmem_pin *pin, u64 gva, size_t len,
+		   bool write)
+{
+	u64 page = gva & ~(PAGE_SIZE - 1), off = gva & (PAGE_SIZE - 1);
+	if (!pin->on || !len || off + len > PAGE_SIZE || !pin->key.levels)
+		return NULL;
+	for (u32 i = 0; i < pin->used; i++)
+		if (pin->e[i].page == page && (pin->e[i].write || !write)) {
+			pin->wrote |= write;
+			return pin->e[i].host + off;
+		}
+	u8 *p = xlat_ptr(v, c, &pin->key, gva, len, write);
+	bool kept = false;	/* only what the cache keeps (wholly guest RAM) is pinned */
+	for (u32 i = 0; i < GMEM_XLAT_WAYS && p; i++)
+		kept |= c->e[i].levels && c->e[i].lin == page && c->e[i].cr3 == pin->key.cr3 && (c->e[i].write || !write);
+	if (!kept) {
+		pin->wrote |= p && write;
+		return p;
+	}
+	u32 i = pin->used < GMEM_PIN_WAYS ? pin->used++ : pin->next++ % GMEM_PIN_WAYS;
+	pin->e[i].page = page;
+	pin->e[i].host = p - off;
+	pin->e[i].write = write;
+	pin->wrote |= write;
+	return p;
+}
+
 size_t gmem_read_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
 			       void *buf, size_t len)
 {

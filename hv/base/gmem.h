@@ -54,6 +54,39 @@ bool gmem_write_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const s
 bool gmem_equal_linear_cached(struct vcpu *v, struct gmem_xlat_cache *c, const struct gmem_xlat_key *k, u64 gva,
 			      const void *expect, size_t len);
 
+/* A burst's pins (trace/interp_engine.c: one interpreted burst, at most its budget, in
+ * which the guest cannot load CR3 or a mode: those instructions end it). A page's
+ * translation, once found exact through the cache above, is used for the rest of the
+ * burst without reading its entries again: what a TLB may do (SDM Vol. 3 4.10.2.3:
+ * translations may be used until invalidated, and invalidating ones end the burst). */
+#define GMEM_PIN_WAYS	2
+struct gmem_pin {
+	bool on;
+	bool wrote;		/* a write went through a pin: the read TLB is emptied at the end */
+	struct gmem_xlat_key key;
+	struct { u64 page; u8 *host; bool write; } e[GMEM_PIN_WAYS];
+	u32 used, next;
+};
+void gmem_pin_begin(struct vcpu *v, struct gmem_pin *pin);
+void gmem_pin_end(struct vcpu *v, struct gmem_pin *pin);
+/* A pin's answer for len bytes at gva within one page, or NULL (inline: the records' path) */
+static inline void *gmem_pin_hit(struct gmem_pin *pin, u64 gva, size_t len, bool write)
+{
+	u64 page = gva & ~(PAGE_SIZE - 1), off = gva & (PAGE_SIZE - 1);
+	if (!pin->on || off + len > PAGE_SIZE)
+		return NULL;
+	for (u32 i = 0; i < pin->used; i++)
+		if (pin->e[i].page == page && (pin->e[i].write || !write)) {
+			pin->wrote |= write;
+			return pin->e[i].host + off;
+		}
+	return NULL;
+}
+/* The host's pointer to len bytes at gva within one page, through the pins, else the cache
+ * (and pinned); NULL where the cached path would refuse, or the bytes cross a page. */
+void *gmem_pin_ptr(struct vcpu *v, struct gmem_xlat_cache *c, struct gmem_pin *pin, u64 gva, size_t len,
+		   bool write);
+
 /* The guest's code: its mode from CS (and CS's base, 0 in 64-bit mode)... */
 enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base);
 /* ...the linear address of its RIP (CS base + RIP)... */

@@ -219,6 +219,46 @@ static struct gmem_xlat_key ds_xlat(struct vcpu *v)
 	return gmem_xlat_key(v);
 }
 
+/* One copy to or from the guest's save area or buffers: through the burst's pins where it
+ * lies in one page, else through the translations kept */
+static inline bool ds_put(struct vcpu *v, const struct gmem_xlat_key *key, u64 gva, const void *buf, size_t len)
+{
+	struct ds_state *ds = &v->trace->ds;
+	void *p = gmem_pin_hit(&ds->pin, gva, len, true);
+	if (!p && ds->pin.on)
+		p = gmem_pin_ptr(v, &ds->xlat, &ds->pin, gva, len, true);
+	if (p) {
+		__builtin_memcpy(p, buf, len);	/* inline moves where len is a constant */
+		return true;
+	}
+	return gmem_write_linear_cached(v, &ds->xlat, key, gva, buf, len);
+}
+
+static inline bool ds_get(struct vcpu *v, const struct gmem_xlat_key *key, u64 gva, void *buf, size_t len)
+{
+	struct ds_state *ds = &v->trace->ds;
+	const void *p = gmem_pin_hit(&ds->pin, gva, len, false);
+	if (!p && ds->pin.on)
+		p = gmem_pin_ptr(v, &ds->xlat, &ds->pin, gva, len, false);
+	if (p) {
+		__builtin_memcpy(buf, p, len);
+		return true;
+	}
+	return gmem_read_linear_cached(v, &ds->xlat, key, gva, buf, len) == len;
+}
+
+void ds_burst_begin(struct vcpu *v)
+{
+	struct ds_state *ds = &v->trace->ds;
+	ds_xlat(v);	/* a new DS_AREA or DEBUGCTL empties the kept translations first */
+	gmem_pin_begin(v, &ds->pin);
+}
+
+void ds_burst_end(struct vcpu *v)
+{
+	gmem_pin_end(v, &v->trace->ds.pin);
+}
+
 /* Writes a record at `index` of a DS buffer and `next` into the save
  * area's index field at `index_field`; false (dropped, counted, logged)
  * where either is not guest RAM. */
@@ -226,12 +266,12 @@ static bool ds_write(struct vcpu *v, const struct gmem_xlat_key *key, const char
 		     const void *rec, size_t size, size_t index_field)
 {
 	struct ds_state *ds = &v->trace->ds;
-	if (!gmem_write_linear_cached(v, &ds->xlat, key, index, rec, size)) {
+	if (!ds_put(v, key, index, rec, size)) {
 		ds_bad_area(v, buffer, index, NOT_RAM);
 		return false;
 	}
 	u64 next = index + size;
-	if (!gmem_write_linear_cached(v, &ds->xlat, key, ds->ds_area + index_field, &next, sizeof(next))) {
+	if (!ds_put(v, key, ds->ds_area + index_field, &next, sizeof(next))) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return false;
 	}
@@ -261,8 +301,9 @@ void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl)
 		return;
 	/* the BTS half of the save area (the PEBS fields are not used) */
 	const size_t bts_fields = offsetof(struct ds_area64, pebs_base);
-	struct gmem_xlat_key key = ds_xlat(v);
-	if (gmem_read_linear_cached(v, &ds->xlat, &key, ds->ds_area, &area, bts_fields) != bts_fields) {
+	/* within a burst the key is the pins' (no CR3 load or mode change can come in one) */
+	struct gmem_xlat_key key = ds->pin.on ? ds->pin.key : ds_xlat(v);
+	if (!ds_get(v, &key, ds->ds_area, &area, bts_fields)) {
 		ds_bad_area(v, "the DS save area", ds->ds_area, NOT_RAM);
 		return;
 	}

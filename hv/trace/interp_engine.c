@@ -33,7 +33,7 @@
  * so that timers, other vCPUs and the host's requests see this one come back soon
  * (docs/benchmarks.md: the figures these were chosen by). */
 #define INTERP_BUDGET_INSNS	4096
-#define INTERP_BUDGET_US	100
+#define INTERP_BUDGET_US	500
 #define INTERP_TSC_EVERY	64
 
 /* --- memory as the processor sees it ---------------------------------------------------- */
@@ -47,6 +47,7 @@ struct imem {
 	struct pgwalk_ctl ctl;
 	struct { u64 page; u8 *host; u8 acc; } tlb[IMEM_TLB];
 	u32 used, next;
+	u32 mru[3];		/* per access kind (enum pgwalk_access), the entry it last used */
 	int refused;		/* enum pgwalk_status of the last access refused */
 	struct interp_verify *shadow;	/* verify mode: the write is buffered there, not made */
 };
@@ -63,9 +64,15 @@ static const u64 *imem_entry(void *ctx, u64 pa)
 static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
 {
 	u64 page = lin & ~(PAGE_SIZE - 1);
+	u32 k = m->mru[acc];
+	if (k < m->used && m->tlb[k].page == page && m->tlb[k].acc == acc)
+		return m->tlb[k].host;
 	for (u32 i = 0; i < m->used; i++)
-		if (m->tlb[i].page == page && (m->tlb[i].acc == acc || (acc == PGWALK_READ && m->tlb[i].acc == PGWALK_WRITE)))
+		if (m->tlb[i].page == page && (m->tlb[i].acc == acc || (acc == PGWALK_READ && m->tlb[i].acc == PGWALK_WRITE))) {
+			if (m->tlb[i].acc == acc)
+				m->mru[acc] = i;
 			return m->tlb[i].host;
+		}
 	u64 gpa, size;
 	u32 was = prof_switch(m->v, HVTRACE_PROF_WALK);
 	int st = pgwalk(&m->ctl, imem_entry, NULL, page, acc, &gpa, &size);
@@ -81,6 +88,7 @@ static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
 	m->tlb[i].page = page;
 	m->tlb[i].host = guest_pa_ptr(gpa);
 	m->tlb[i].acc = (u8)acc;
+	m->mru[acc] = i;
 	return m->tlb[i].host;
 }
 
@@ -173,32 +181,64 @@ static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
  * from (the decode is a function of those bytes and of RIP = its linear address in 64-bit
  * code), so a write to the code, a remapping or a changed permission is seen as by a fresh
  * decode. Saves the decoder's time (60% of an interpreted instruction's, natively). */
-static int imem_decode(void *ctx, u64 lin, u8 *bytes, struct dec_insn *in)
+/* Whether the n (1-15) bytes at p equal e's, 16 bytes compared as two words where both lie in
+ * the page (e's bytes past its length are zero, so only the instruction's count). */
+static bool code_same(const u8 *p, u64 off, const struct interp_dcache_entry *e)
+{
+	if (off + 16 > PAGE_SIZE)
+		return !memcmp(p, e->bytes, e->len);
+	u64 a, b, ma = e->len >= 8 ? ~0ull : (1ull << (e->len * 8)) - 1;
+	u64 mb = e->len <= 8 ? 0 : e->len >= 16 ? ~0ull : (1ull << ((e->len - 8) * 8)) - 1;
+	__builtin_memcpy(&a, p, 8);
+	__builtin_memcpy(&b, p + 8, 8);
+	return !((a ^ e->w[0]) & ma) && !((b ^ e->w[1]) & mb);
+}
+
+/* The cache's entry for the instruction at lin when every byte of it is in memory now, else
+ * NULL (inline: the burst's loop asks before every instruction) */
+static inline __attribute__((always_inline)) struct interp_dcache_entry *dcache_hit(struct imem *m, u64 lin)
+{
+	struct interp_dcache_entry *e = &m->v->trace->dcache.e[(lin ^ (lin >> 7)) % INTERP_DCACHE];
+	if (!e->len || e->len > 15 || e->lin != lin)
+		return NULL;
+	/* compared in place when the instruction is within one page */
+	u64 off = lin & (PAGE_SIZE - 1);
+	const u8 *p;
+	u32 k = m->mru[PGWALK_FETCH];
+	if (k < m->used && m->tlb[k].page == lin - off && m->tlb[k].acc == PGWALK_FETCH)
+		p = m->tlb[k].host;
+	else
+		p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
+	u8 now[15];
+	if (p ? !code_same(p + off, off, e)
+	      : imem_fetch(m, lin, now, e->len) != e->len || memcmp(now, e->bytes, e->len))
+		return NULL;
+	m->v->trace->dcache.hits++;
+	return e;
+}
+
+static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_insn **in, struct interp_pre **pre)
 {
 	struct imem *m = ctx;
-	struct interp_dcache_entry *e = &m->v->trace->dcache.e[(lin ^ (lin >> 7)) % INTERP_DCACHE];
-	if (e->len && e->len <= 15 && e->lin == lin) {
-		/* compared in place when the instruction is within one page */
-		u64 off = lin & (PAGE_SIZE - 1);
-		const u8 *p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
-		u8 now[15];
-		if (p ? !memcmp(p + off, e->bytes, e->len)
-		      : imem_fetch(m, lin, now, e->len) == e->len && !memcmp(now, e->bytes, e->len)) {
-			m->v->trace->dcache.hits++;
-			memcpy(bytes, e->bytes, e->len);
-			*in = e->in;
-			return DEC_OK;
-		}
-	}
-	unsigned got = imem_fetch(m, lin, bytes, 15);
-	int st = dec_decode(bytes, got, DEC_MODE_64, lin, in);
-	if (st == DEC_OK) {
+	struct interp_dcache_entry *e = dcache_hit(m, lin);
+	if (!e) {
+		e = &m->v->trace->dcache.e[(lin ^ (lin >> 7)) % INTERP_DCACHE];
+		e->len = 0;
+		e->w[0] = e->w[1] = 0;
+		unsigned got = imem_fetch(m, lin, e->bytes, 15);
+		int st = dec_decode(e->bytes, got, DEC_MODE_64, lin, &e->in);
+		if (st != DEC_OK)
+			return st;
+		for (unsigned i = e->in.len; i < 15; i++)
+			e->bytes[i] = 0;
 		e->lin = lin;
-		e->len = in->len;
-		memcpy(e->bytes, bytes, in->len);
-		e->in = *in;
+		e->len = e->in.len;
+		e->pre.valid = false;
 	}
-	return st;
+	*bytes = e->bytes;
+	*in = &e->in;
+	*pre = &e->pre;
+	return DEC_OK;
 }
 
 static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode };
@@ -301,7 +341,8 @@ static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp
 	struct hv_segment fs, gs;
 	hv.ops->get_seg(v, SEG_FS, &fs);
 	hv.ops->get_seg(v, SEG_GS, &gs);
-	memcpy(c->gpr, v->gpr, sizeof(c->gpr));
+	for (u32 i = 0; i < INTERP_NGPR; i++)
+		c->gpr[i] = ((volatile u64 *)v->gpr)[i];
 	c->rip = v->rip;
 	c->rflags = v->rflags;
 	c->fs_base = fs.base;
@@ -312,10 +353,12 @@ static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp
 	c->cet = false;	/* interp_allowed: CR4.CET is clear */
 }
 
-/* The interpreted state becomes the vCPU's (each committed instruction's state is whole) */
+/* The interpreted state becomes the vCPU's (each committed instruction's state is whole); a
+ * word at a time: 16 stores, where memcpy's REP MOVSB is 128 steps under TCG */
 static void sync_back(struct vcpu *v, const struct interp_cpu *c)
 {
-	memcpy(v->gpr, c->gpr, sizeof(c->gpr));
+	for (u32 i = 0; i < INTERP_NGPR; i++)
+		((volatile u64 *)v->gpr)[i] = c->gpr[i];
 	v->rip = c->rip;
 	v->rflags = c->rflags;
 }
@@ -323,7 +366,7 @@ static void sync_back(struct vcpu *v, const struct interp_cpu *c)
 void interp_run(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	struct imem m = { .v = v, .used = 0, .next = 0, .refused = 0 };
+	struct imem m = { .v = v, .used = 0, .next = 0, .mru = { 0, 0, 0 }, .refused = 0 };
 	ctl_read(v, &m.ctl);
 	if (!interp_allowed(v, &m.ctl)) {
 		t->interp.declined++;
@@ -335,10 +378,14 @@ void interp_run(struct vcpu *v)
 	bool tracing = rec_tracing();
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
 	u32 n = 0;
+	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };
+	_Static_assert(DEC_BR_RET < 8, "the near transfers the core executes");
 	t->interp.runs++;
+	ds_burst_begin(v);
 	for (;;) {
 		struct interp_result r;
-		if (interp_step(&c, &imem_ops, &m, &r)) {
+		struct interp_dcache_entry *e = dcache_hit(&m, c.rip);
+		if (e ? interp_exec(&c, &imem_ops, &m, e->bytes, &e->in, &e->pre, &r) : interp_step(&c, &imem_ops, &m, &r)) {
 			count_left(&t->interp, &r);
 			if (r.leave == INTERP_LEAVE_MEMORY)
 				t->interp.refused[m.refused < PGWALK_NREFUSED ? m.refused : 0]++;
@@ -346,11 +393,20 @@ void interp_run(struct vcpu *v)
 		}
 		n++;
 		if (r.branch != DEC_BR_NONE && r.taken) {
-			sync_back(v, &c);	/* the record's consumers may look at the vCPU */
-			/* as the reference engine's step_complete_one: near transfers only here */
-			struct dec_insn in = { .branch = r.branch };
-			u32 type;
-			u8 kind = rec_kind_of(&in, &type);
+			/* the record's consumers look at where the vCPU is (RIP, RFLAGS.IF for the
+			 * pacing), not at its other registers: those follow at the burst's end */
+			v->rip = c.rip;
+			v->rflags = c.rflags;
+			/* as the reference engine's step_complete_one: near transfers only here
+			 * (DEC_BR_JCC ... DEC_BR_RET), their kinds asked once a burst */
+			u32 b = (u32)r.branch < 8 ? (u32)r.branch : 0;
+			if (!kinds[b].known) {
+				struct dec_insn in = { .branch = r.branch };
+				kinds[b].kind = rec_kind_of(&in, &kinds[b].type);
+				kinds[b].known = true;
+			}
+			u32 type = kinds[b].type;
+			u8 kind = kinds[b].kind;
 			t->interp.branches++;
 			trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);	/* its time: the record bucket */
 			if (irq_due(v) || rec_tracing() != tracing)
@@ -361,14 +417,15 @@ void interp_run(struct vcpu *v)
 			break;
 		}
 	}
+	ds_burst_end(v);
 	sync_back(v, &c);
 	t->interp.insns += n;
 	prof_switch(v, was);
 }
 
 /* The counts so far, at LOG_INFO when the engine stops after a real run (the bench reads the
- * leave reasons here), at most once per 1024 bursts so that tests toggling the guest's BTS do
- * not flood the log. Verify mode's result: at the first stop with any instruction checked,
+ * leave reasons here), at most once per 1024 bursts or 65536 instructions so that tests
+ * toggling the guest's BTS do not flood the log. Verify mode's result: at the first stop with any instruction checked,
  * then every 1024 more (a run that checks fewer, as t_bts's on a fast day, still says). */
 void interp_log(struct vcpu *v)
 {
@@ -380,9 +437,10 @@ void interp_log(struct vcpu *v)
 		LOG_INFO("interp.verify: vcpu %u: %lu instructions checked against the processor, %lu differ", v->id,
 			 f->checked, f->mismatches);
 	}
-	if (st->runs - st->logged_runs < 1024)
+	if (st->runs - st->logged_runs < 1024 && st->insns - st->logged_insns < 65536)
 		return;
 	st->logged_runs = st->runs;
+	st->logged_insns = st->insns;
 	const u64 *r = st->reasons, *w = st->refused;
 	u64 top[2];
 	interp_top(st, top);

@@ -28,6 +28,8 @@ struct ds_state {
 	 * when DS_AREA or DEBUGCTL is not what they were kept under */
 	struct gmem_xlat_cache xlat;
 	u64 xlat_area, xlat_debugctl;
+	/* an interpreted burst's pins of the area and the buffer (ds_burst_begin) */
+	struct gmem_pin pin;
 };
 
 /* Where the vCPU was before the instruction now being stepped. */
@@ -140,6 +142,7 @@ struct lbr_engine {
 struct interp_stats {
 	u64 runs, declined, insns, branches, left, budget;
 	u64 logged_runs;	/* runs at the last interp_log */
+	u64 logged_insns;	/* ... and instructions */
 	u64 reasons[INTERP_LEAVE_NREASONS];
 	u64 refused[PGWALK_NREFUSED];
 	struct { u32 key; u32 pad; u64 count; } top[INTERP_TOP];
@@ -151,8 +154,12 @@ struct interp_stats {
 struct interp_dcache_entry {
 	u64 lin;
 	u8 len;			/* 0: empty */
-	u8 bytes[15];
+	union {
+		u8 bytes[16];	/* the instruction's, zero past its length */
+		u64 w[2];
+	};
 	struct dec_insn in;
+	struct interp_pre pre;	/* the core's derived fields, cleared at each decode */
 };
 struct interp_dcache {
 	struct interp_dcache_entry e[INTERP_DCACHE];
@@ -237,6 +244,10 @@ int ds_msr_write(struct vcpu *v, u32 msr, u64 val);
  * only) and the recorder (kind: enum hvtrace_rec_kind, aux per record.h). */
 void trace_emit(struct vcpu *v, u64 from, u64 to, int cpl, u8 kind, u32 aux);
 void ds_bts_store(struct vcpu *v, u64 from, u64 to, int cpl);
+/* Around an interpreted burst (trace/interp_engine.c): the save area's and the buffer's
+ * translations pinned for it (base/gmem.h, struct gmem_pin) */
+void ds_burst_begin(struct vcpu *v);
+void ds_burst_end(struct vcpu *v);
 /* The PMU (trace/ds.c): an instruction at linear address `ip` retired at
  * `cpl` that was `occ` (PMU_OCC_*), counted by the engine (a PEBS record
  * for the PEBS counters it wrapped); the TSC-counted events brought up to

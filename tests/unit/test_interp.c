@@ -134,6 +134,45 @@ static unsigned mem_fetch(void *ctx, uint64_t lin, uint8_t *buf, unsigned max)
 }
 static const struct interp_mem_ops ops = { .read = mem_read, .write = mem_write, .fetch = mem_fetch };
 
+/* A decode cache as the engine keeps one (trace/interp_engine.c): an entry answers when the
+ * bytes at its address are still the ones it was decoded from, and keeps the core's derived
+ * fields (struct interp_pre) across executions, so a loop runs its instructions from them */
+#define DCACHE 64
+static struct {
+	uint64_t lin;
+	uint8_t len;
+	uint8_t bytes[15];
+	struct dec_insn in;
+	struct interp_pre pre;
+} dcache[DCACHE];
+static unsigned long long dcache_hits;
+static int mem_decode(void *ctx, uint64_t lin, const uint8_t **bytes, const struct dec_insn **in,
+		      struct interp_pre **pre)
+{
+	uint8_t now[15];
+	unsigned got = mem_fetch(ctx, lin, now, sizeof(now));
+	__typeof__(dcache[0]) *e = &dcache[(lin ^ (lin >> 6)) % DCACHE];
+	if (e->len && e->lin == lin && got >= e->len && !memcmp(now, e->bytes, e->len)) {
+		dcache_hits++;
+	} else {
+		e->len = 0;
+		memcpy(e->bytes, now, got);
+		int st = dec_decode(e->bytes, got, DEC_MODE_64, lin, &e->in);
+		if (st != DEC_OK)
+			return st;
+		e->lin = lin;
+		e->len = e->in.len;
+		e->pre.valid = false;
+	}
+	*bytes = e->bytes;
+	*in = &e->in;
+	*pre = &e->pre;
+	return DEC_OK;
+}
+static const struct interp_mem_ops ops_cached = { .read = mem_read, .write = mem_write, .fetch = mem_fetch,
+						  .decode = mem_decode };
+static bool use_cache;	/* one random case in four runs through ops_cached */
+
 /* --- random instruction sequences ------------------------------------------------------------- */
 
 static uint64_t rnd(uint64_t n)
@@ -859,7 +898,7 @@ static bool run_case(uint64_t end, const struct interp_cpu *init, bool stop_ok)
 			dump_code(end);
 			return false;
 		}
-		if (interp_step(&c, &ops, NULL, &r)) {
+		if (interp_step(&c, use_cache ? &ops_cached : &ops, NULL, &r)) {
 			leave_count[r.leave]++;
 			/* the opcodes the core does not do (not the sandbox's bounds) */
 			if (r.leave == INTERP_LEAVE_INVALID || r.leave == INTERP_LEAVE_OPCODE ||
@@ -981,8 +1020,14 @@ static void random_cases(unsigned long long count)
 		init_cpu(&c);
 		if (!rnd(64))
 			fill_sandbox(false);
+		/* one case in four through the decode cache, twice: the second run takes every
+		 * instruction from its entry, derived fields included */
+		use_cache = (i & 3) == 1;
 		if (!run_case(end, &c, false) && n_fail > 5)
 			return;
+		if (use_cache && !run_case(end, &c, false) && n_fail > 5)
+			return;
+		use_cache = false;
 	}
 }
 
@@ -1253,13 +1298,16 @@ int main(int argc, char **argv)
 	random_cases(cases);
 	unsigned long long rc = n_cases, ri = n_insns;
 	CHECK(n_fail == 0, "%llu random sequences differ from the processor", n_fail);
+	/* a quarter of the cases ran twice through the decode cache */
+	CHECK(cases < 1000 || dcache_hits > cases, "the decode cache's derived fields were reused (%llu hits)",
+	      dcache_hits);
 	kernel_cases(kernel, kwin);
 	CHECK(n_fail == 0, "%llu sequences differ from the processor", n_fail);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("interp: %llu random sequences (%llu instructions, %llu branches, %llu taken) and %llu kernel "
-	       "windows (%llu instructions) against the processor in %.1f s, %llu differ\n",
-	       rc, ri, n_branches, n_taken, n_cases - rc, n_insns - ri, secs, n_fail);
+	       "windows (%llu instructions) against the processor in %.1f s, %llu differ; %llu decode cache hits\n",
+	       rc, ri, n_branches, n_taken, n_cases - rc, n_insns - ri, secs, n_fail, dcache_hits);
 	if (verbose) {
 		for (int i = 1; i < INTERP_LEAVE_NREASONS; i++)
 			if (leave_count[i])

@@ -8,20 +8,21 @@
 
 enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI };
 
-/* One step's working state: a copy of the register file the instruction changes, committed to
- * the caller's only when every read, computation and the one write have succeeded. */
+/* One step's working state. The instruction changes the caller's register file in place (n);
+ * every register it changes is first noted in the undo log, so that a leave after a change (a
+ * branch target found non-canonical after the push, the one write refused) puts the state back
+ * as it was: all or nothing, without copying the register file at every step. */
+#define UNDO_MAX	4	/* at most three registers per instruction (POP r: r and RSP; MUL: rAX, rDX) */
 struct step {
-	struct interp_cpu n;		/* the new state */
-	const struct interp_cpu *old;
+	struct interp_cpu *n;		/* the state, changed in place */
 	const struct interp_mem_ops *mem;
 	void *ctx;
-	struct dec_insn in;
-	u8 bytes[15];
+	const struct dec_insn *in;
+	const u8 *bytes;
 	u64 next;			/* RIP of the next instruction */
-	bool p66, pf2, pf3;		/* prefixes as written (the decoder only reports REP for strings) */
-	/* ModRM, REX applied */
-	unsigned mod, reg, rm;
-	unsigned grp;			/* ModRM.reg without REX.R: the group member */
+	/* what the instruction alone decides: ModRM with REX (grp: ModRM.reg without REX.R, the
+	 * group member), the prefixes as written, the first immediate */
+	const struct interp_pre *pre;
 	/* the memory operand (mod != 3): its offset (what LEA yields) and its linear address */
 	u64 ea, lin;
 	/* the one write, made last */
@@ -31,6 +32,11 @@ struct step {
 	/* a control transfer */
 	bool branched;
 	enum interp_leave leave;
+	/* the undo log: RIP and RFLAGS as they were, and each register changed, in order */
+	u64 rip0, rflags0;
+	unsigned nundo;
+	u8 undo_r[UNDO_MAX];
+	u64 undo_v[UNDO_MAX];
 };
 
 static u64 mask_of(unsigned w)
@@ -61,28 +67,40 @@ static bool range_canonical(u64 a, unsigned len)
 /* SDM Vol. 1 3.4.1.1: without any REX prefix, byte registers 4-7 are AH CH DH BH */
 static u64 reg_get(const struct step *s, unsigned r, unsigned w)
 {
-	if (w == 1 && !s->in.rex && r >= 4 && r < 8)
-		return (s->n.gpr[r - 4] >> 8) & 0xff;
-	return s->n.gpr[r] & mask_of(w);
+	if (w == 1 && !s->in->rex && r >= 4 && r < 8)
+		return (s->n->gpr[r - 4] >> 8) & 0xff;
+	return s->n->gpr[r] & mask_of(w);
+}
+
+/* Every change of a general register: noted in the undo log first */
+static void gpr_set(struct step *s, unsigned r, u64 v)
+{
+	if (s->nundo < UNDO_MAX) {
+		s->undo_r[s->nundo] = (u8)r;
+		s->undo_v[s->nundo] = s->n->gpr[r];
+	}
+	s->nundo++;	/* past UNDO_MAX: a leave then is a bug the undo reports (interp_step) */
+	s->n->gpr[r] = v;
 }
 
 /* 32-bit results zero-extend into the whole register; 8- and 16-bit ones merge (SDM Vol. 1
  * 3.4.1.1) */
 static void reg_set(struct step *s, unsigned r, unsigned w, u64 v)
 {
-	u64 *g;
-	if (w == 1 && !s->in.rex && r >= 4 && r < 8) {
-		g = &s->n.gpr[r - 4];
-		*g = (*g & ~0xff00ull) | (v & 0xff) << 8;
+	u64 g;
+	if (w == 1 && !s->in->rex && r >= 4 && r < 8) {
+		g = s->n->gpr[r - 4];
+		gpr_set(s, r - 4, (g & ~0xff00ull) | (v & 0xff) << 8);
 		return;
 	}
-	g = &s->n.gpr[r];
+	g = s->n->gpr[r];
 	if (w == 4)
-		*g = v & 0xffffffffull;
+		g = v & 0xffffffffull;
 	else if (w == 8)
-		*g = v;
+		g = v;
 	else
-		*g = (*g & ~mask_of(w)) | (v & mask_of(w));
+		g = (g & ~mask_of(w)) | (v & mask_of(w));
+	gpr_set(s, r, g);
 }
 
 /* --- memory ------------------------------------------------------------------------------ */
@@ -101,7 +119,7 @@ static bool mem_check(struct step *s, u64 lin, unsigned len)
 {
 	if (!range_canonical(lin, len))
 		return leave(s, INTERP_LEAVE_CANONICAL);
-	if (s->old->cr0_am && s->old->cpl == 3 && (s->old->rflags & RFLAGS_AC) && (lin & (len - 1)))
+	if (s->n->cr0_am && s->n->cpl == 3 && (s->n->rflags & RFLAGS_AC) && (lin & (len - 1)))
 		return leave(s, INTERP_LEAVE_ALIGN);
 	return true;
 }
@@ -135,7 +153,7 @@ static bool mem_write(struct step *s, u64 lin, unsigned len, u64 v)
  * FS/GS's base if one overrides; other segments' bases are treated as 0 (Vol. 3 3.2.4). */
 static void modrm_address(struct step *s)
 {
-	const struct dec_insn *in = &s->in;
+	const struct dec_insn *in = s->in;
 	u64 ea;
 	if (in->rip_relative) {
 		ea = s->next + (u64)(s64)in->disp;
@@ -143,24 +161,24 @@ static void modrm_address(struct step *s)
 		unsigned base = (in->sib & 7) | (in->rex & 1) << 3;
 		unsigned index = ((in->sib >> 3) & 7) | (in->rex & 2) << 2;
 		ea = (u64)(s64)in->disp;
-		if (!((in->sib & 7) == 5 && s->mod == 0))
-			ea += s->n.gpr[base];
+		if (!((in->sib & 7) == 5 && s->pre->mod == 0))
+			ea += s->n->gpr[base];
 		if (index != RSP)
-			ea += s->n.gpr[index] << (in->sib >> 6);
+			ea += s->n->gpr[index] << (in->sib >> 6);
 	} else {
-		ea = s->n.gpr[s->rm] + (u64)(s64)in->disp;
+		ea = s->n->gpr[s->pre->rm] + (u64)(s64)in->disp;
 	}
 	if (in->addrsize == 4)
 		ea &= 0xffffffffull;
 	s->ea = ea;
-	s->lin = ea + (in->seg == 0x64 ? s->n.fs_base : in->seg == 0x65 ? s->n.gs_base : 0);
+	s->lin = ea + (in->seg == 0x64 ? s->n->fs_base : in->seg == 0x65 ? s->n->gs_base : 0);
 }
 
 /* The r/m operand of width w: a register or memory */
 static bool rm_read(struct step *s, unsigned w, u64 *v)
 {
-	if (s->mod == 3) {
-		*v = reg_get(s, s->rm, w);
+	if (s->pre->mod == 3) {
+		*v = reg_get(s, s->pre->rm, w);
 		return true;
 	}
 	return mem_read(s, s->lin, w, v);
@@ -168,8 +186,8 @@ static bool rm_read(struct step *s, unsigned w, u64 *v)
 
 static bool rm_write(struct step *s, unsigned w, u64 v)
 {
-	if (s->mod == 3) {
-		reg_set(s, s->rm, w, v);
+	if (s->pre->mod == 3) {
+		reg_set(s, s->pre->rm, w, v);
 		return true;
 	}
 	return mem_write(s, s->lin, w, v);
@@ -179,35 +197,42 @@ static bool rm_write(struct step *s, unsigned w, u64 v)
  * (the 66 forms are left) */
 static bool push(struct step *s, u64 v)
 {
-	u64 sp = s->n.gpr[RSP] - 8;
+	u64 sp = s->n->gpr[RSP] - 8;
 	if (!mem_write(s, sp, 8, v))
 		return false;
-	s->n.gpr[RSP] = sp;
+	gpr_set(s, RSP, sp);
 	return true;
 }
 
 static bool pop(struct step *s, u64 *v)
 {
-	if (!mem_read(s, s->n.gpr[RSP], 8, v))
+	if (!mem_read(s, s->n->gpr[RSP], 8, v))
 		return false;
-	s->n.gpr[RSP] += 8;
+	gpr_set(s, RSP, s->n->gpr[RSP] + 8);
 	return true;
 }
 
 /* --- immediates and conditions ----------------------------------------------------------- */
 
 /* The first immediate, sign-extended from its size (the SDM's imm8/imm16/imm32 forms) */
-static u64 imm(const struct step *s)
+static u64 imm_of(const struct dec_insn *in, const u8 *bytes)
 {
 	u64 v = 0;
-	for (unsigned i = 0; i < s->in.imm_size && i < 8; i++)
-		v |= (u64)s->bytes[s->in.imm_offset + i] << (i * 8);
-	return s->in.imm_size >= 8 ? v : sext(v, s->in.imm_size);
+	if (!in->imm_size)
+		return 0;
+	for (unsigned i = 0; i < in->imm_size && i < 8; i++)
+		v |= (u64)bytes[in->imm_offset + i] << (i * 8);
+	return in->imm_size >= 8 ? v : sext(v, in->imm_size);
+}
+
+static u64 imm(const struct step *s)
+{
+	return s->pre->imm;
 }
 
 static bool alu(struct step *s, enum interp_op op, unsigned w, u64 a, u64 b, u64 *r)
 {
-	*r = interp_native_alu(op, w, a, b, &s->n.rflags);
+	*r = interp_native_alu(op, w, a, b, &s->n->rflags);
 	return true;
 }
 
@@ -219,7 +244,7 @@ static bool jump(struct step *s, u64 to)
 	 * at the target). Either way not ours. */
 	if (!canonical(to))
 		return leave(s, INTERP_LEAVE_TARGET);
-	s->n.rip = to;
+	s->n->rip = to;
 	s->branched = true;
 	return true;
 }
@@ -228,9 +253,9 @@ static bool branch_prefix_ok(struct step *s)
 {
 	/* 66 on a near branch: Intel ignores it in 64-bit mode, AMD makes it a 16-bit transfer
 	 * (docs/decoder.md); F2 is MPX's BND prefix. Left to the processor. */
-	if (s->p66 || s->pf2)
+	if ((s->pre->pfx & INTERP_PFX_66) || (s->pre->pfx & INTERP_PFX_F2))
 		return leave(s, INTERP_LEAVE_PREFIX);
-	if (s->old->cet && s->in.branch != DEC_BR_JCC && s->in.branch != DEC_BR_JMP && s->in.branch != DEC_BR_LOOP)
+	if (s->n->cet && s->in->branch != DEC_BR_JCC && s->in->branch != DEC_BR_JMP && s->in->branch != DEC_BR_LOOP)
 		return leave(s, INTERP_LEAVE_CET);
 	return true;
 }
@@ -240,7 +265,7 @@ static bool jcc(struct step *s)
 {
 	if (!branch_prefix_ok(s))
 		return false;
-	return x86_cond(s->in.opcode, s->n.rflags) ? jump(s, s->in.target) : true;
+	return x86_cond(s->in->opcode, s->n->rflags) ? jump(s, s->in->target) : true;
 }
 
 /* --- the instructions -------------------------------------------------------------------- */
@@ -251,13 +276,13 @@ static bool jcc(struct step *s)
 static bool group2(struct step *s, unsigned w, enum interp_shift form, u8 count)
 {
 	u64 a;
-	if (s->grp == 6)
+	if (s->pre->grp == 6)
 		return leave(s, INTERP_LEAVE_OPCODE);
-	if (s->mod != 3 && (count & (w == 8 ? 0x3f : 0x1f)) == 0)
+	if (s->pre->mod != 3 && (count & (w == 8 ? 0x3f : 0x1f)) == 0)
 		return leave(s, INTERP_LEAVE_OPCODE);
 	if (!rm_read(s, w, &a))
 		return false;
-	return rm_write(s, w, interp_native_shift(form, s->mod != 3, s->grp, w, a, count, &s->n.rflags));
+	return rm_write(s, w, interp_native_shift(form, s->pre->mod != 3, s->pre->grp, w, a, count, &s->n->rflags));
 }
 
 /* MUL/IMUL/DIV/IDIV's results: AX for byte operands, else rAX and rDX */
@@ -278,7 +303,7 @@ static void set_ax_dx(struct step *s, unsigned w, u64 ax, u64 dx)
  * are left, faulting or not. */
 static bool divide(struct step *s, unsigned w)
 {
-	u64 ax = s->n.gpr[RAX], dx = s->n.gpr[RDX], src, lo, hi;
+	u64 ax = s->n->gpr[RAX], dx = s->n->gpr[RDX], src, lo, hi;
 	if (!rm_read(s, w, &src))
 		return false;
 	if (w == 1) {
@@ -290,7 +315,7 @@ static bool divide(struct step *s, unsigned w)
 	}
 	if (src == 0)
 		return leave(s, INTERP_LEAVE_OPCODE);
-	if (s->grp == 6) {
+	if (s->pre->grp == 6) {
 		if (hi >= src)
 			return leave(s, INTERP_LEAVE_OPCODE);
 	} else {
@@ -299,7 +324,7 @@ static bool divide(struct step *s, unsigned w)
 		if (hi != sign_fill || (lo == min && src == mask_of(w)))
 			return leave(s, INTERP_LEAVE_OPCODE);
 	}
-	interp_native_div(s->grp == 7, w, &ax, &dx, src, &s->n.rflags);
+	interp_native_div(s->pre->grp == 7, w, &ax, &dx, src, &s->n->rflags);
 	set_ax_dx(s, w, ax, dx);
 	return true;
 }
@@ -321,11 +346,11 @@ static bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bo
 		if (!rm_read(s, w, &a))
 			return false;
 	} else if (to_reg) {
-		a = reg_get(s, s->reg, w);
+		a = reg_get(s, s->pre->reg, w);
 		if (!rm_read(s, w, &b))
 			return false;
 	} else {
-		b = reg_get(s, s->reg, w);
+		b = reg_get(s, s->pre->reg, w);
 		if (!rm_read(s, w, &a))
 			return false;
 	}
@@ -333,7 +358,7 @@ static bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bo
 	if (op == IOP_CMP || op == IOP_TEST)
 		return true;
 	if (to_reg) {
-		reg_set(s, s->reg, w, r);
+		reg_set(s, s->pre->reg, w, r);
 		return true;
 	}
 	return rm_write(s, w, r);
@@ -341,8 +366,8 @@ static bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bo
 
 static bool exec_0f(struct step *s)
 {
-	u8 op = s->in.opcode;
-	unsigned w = s->in.opsize;
+	u8 op = s->in->opcode;
+	unsigned w = s->in->opsize;
 	u64 a, b, r;
 
 	if (op >= 0x80 && op <= 0x8f)		/* Jcc rel32 */
@@ -351,13 +376,13 @@ static bool exec_0f(struct step *s)
 		if (!rm_read(s, w, &b))
 			return false;
 		/* Vol. 2A CMOVcc: in 64-bit mode a 32-bit CMOV zero-extends even when false */
-		reg_set(s, s->reg, w, x86_cond(op, s->n.rflags) ? b : reg_get(s, s->reg, w));
+		reg_set(s, s->pre->reg, w, x86_cond(op, s->n->rflags) ? b : reg_get(s, s->pre->reg, w));
 		return true;
 	}
 	if (op >= 0x90 && op <= 0x9f)		/* SETcc r/m8 */
-		return rm_write(s, 1, x86_cond(op, s->n.rflags));
+		return rm_write(s, 1, x86_cond(op, s->n->rflags));
 	if (op >= 0xc8 && op <= 0xcf) {		/* BSWAP: the 16-bit form is undefined */
-		unsigned rr = (op & 7) | (s->in.rex & 1) << 3;
+		unsigned rr = (op & 7) | (s->in->rex & 1) << 3;
 		if (w == 2)
 			return leave(s, INTERP_LEAVE_OPCODE);
 		a = reg_get(s, rr, w);
@@ -367,56 +392,56 @@ static bool exec_0f(struct step *s)
 	}
 	switch (op) {
 	case 0x1e:	/* F3 0F 1E FA/FB: ENDBR64/ENDBR32, NOPs without CET (Vol. 2A ENDBR64) */
-		if (s->pf3 && s->mod == 3 && (s->in.modrm == 0xfa || s->in.modrm == 0xfb) && !s->old->cet)
+		if ((s->pre->pfx & INTERP_PFX_F3) && s->pre->mod == 3 && (s->in->modrm == 0xfa || s->in->modrm == 0xfb) && !s->n->cet)
 			return true;
 		return leave(s, INTERP_LEAVE_OPCODE);
 	case 0x1f:	/* NOP r/m: no memory access (Vol. 2B NOP) */
-		if (s->grp == 0)
+		if (s->pre->grp == 0)
 			return true;
 		return leave(s, INTERP_LEAVE_OPCODE);
 	case 0xaf:	/* IMUL Gv, Ev */
-		return rm_read(s, w, &b) && alu(s, IOP_IMUL2, w, reg_get(s, s->reg, w), b, &r) &&
-		       (reg_set(s, s->reg, w, r), true);
+		return rm_read(s, w, &b) && alu(s, IOP_IMUL2, w, reg_get(s, s->pre->reg, w), b, &r) &&
+		       (reg_set(s, s->pre->reg, w, r), true);
 	case 0xb6: case 0xb7:	/* MOVZX Gv, Eb/Ew */
 		if (!rm_read(s, op == 0xb6 ? 1 : 2, &b))
 			return false;
-		reg_set(s, s->reg, w, b);
+		reg_set(s, s->pre->reg, w, b);
 		return true;
 	case 0xbe: case 0xbf:	/* MOVSX */
 		if (!rm_read(s, op == 0xbe ? 1 : 2, &b))
 			return false;
-		reg_set(s, s->reg, w, sext(b, op == 0xbe ? 1 : 2));
+		reg_set(s, s->pre->reg, w, sext(b, op == 0xbe ? 1 : 2));
 		return true;
 	case 0xa3: case 0xab: case 0xb3: case 0xbb: {	/* BT/BTS/BTR/BTC Ev, Gv: register forms only */
 		static const enum interp_op bop[4] = { IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC };
-		if (s->mod != 3)	/* bit-string addressing beyond the operand: not modelled */
+		if (s->pre->mod != 3)	/* bit-string addressing beyond the operand: not modelled */
 			return leave(s, INTERP_LEAVE_OPCODE);
-		alu(s, bop[(op >> 3) & 3], w, reg_get(s, s->rm, w), reg_get(s, s->reg, w), &r);
+		alu(s, bop[(op >> 3) & 3], w, reg_get(s, s->pre->rm, w), reg_get(s, s->pre->reg, w), &r);
 		if (op != 0xa3)
-			reg_set(s, s->rm, w, r);
+			reg_set(s, s->pre->rm, w, r);
 		return true;
 	}
 	case 0xba: {		/* group 8: BT/BTS/BTR/BTC Ev, Ib */
 		static const enum interp_op bop[4] = { IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC };
-		if (s->grp < 4 || s->mod != 3)
+		if (s->pre->grp < 4 || s->pre->mod != 3)
 			return leave(s, INTERP_LEAVE_OPCODE);
-		alu(s, bop[s->grp - 4], w, reg_get(s, s->rm, w), imm(s) & 0xff, &r);
-		if (s->grp != 4)
-			reg_set(s, s->rm, w, r);
+		alu(s, bop[s->pre->grp - 4], w, reg_get(s, s->pre->rm, w), imm(s) & 0xff, &r);
+		if (s->pre->grp != 4)
+			reg_set(s, s->pre->rm, w, r);
 		return true;
 	}
 	case 0xbc: case 0xbd: {	/* BSF/BSR; F3: TZCNT/LZCNT (or BSF/BSR where the processor lacks them) */
-		u64 old = s->n.gpr[s->reg];
-		enum interp_op bop = s->pf3 ? (op == 0xbc ? IOP_TZCNT : IOP_LZCNT) : (op == 0xbc ? IOP_BSF : IOP_BSR);
+		u64 old = s->n->gpr[s->pre->reg];
+		enum interp_op bop = (s->pre->pfx & INTERP_PFX_F3) ? (op == 0xbc ? IOP_TZCNT : IOP_LZCNT) : (op == 0xbc ? IOP_BSF : IOP_BSR);
 		if (!rm_read(s, w, &b))
 			return false;
 		/* with a zero source BSF/BSR leave the destination "undefined" (Intel) or unchanged
 		 * (AMD): the whole register as the processor leaves it, not a zero-extended guess */
-		r = interp_native_alu(bop, w, old, b, &s->n.rflags);
+		r = interp_native_alu(bop, w, old, b, &s->n->rflags);
 		if (b == 0 && w >= 4)
-			s->n.gpr[s->reg] = r;
+			gpr_set(s, s->pre->reg, r);
 		else
-			reg_set(s, s->reg, w, r);
+			reg_set(s, s->pre->reg, w, r);
 		return true;
 	}
 	}
@@ -425,8 +450,8 @@ static bool exec_0f(struct step *s)
 
 static bool exec_1b(struct step *s)
 {
-	u8 op = s->in.opcode;
-	unsigned w = (op & 1) ? s->in.opsize : 1;	/* the byte forms have the low bit clear */
+	u8 op = s->in->opcode;
+	unsigned w = (op & 1) ? s->in->opsize : 1;	/* the byte forms have the low bit clear */
 	u64 a, b, r;
 
 	if (op < 0x40 && (op & 7) < 6) {	/* ADD ... CMP, six forms each */
@@ -438,23 +463,23 @@ static bool exec_1b(struct step *s)
 		}
 	}
 	if (op >= 0x50 && op <= 0x57) {		/* PUSH r64 */
-		if (s->p66)
+		if ((s->pre->pfx & INTERP_PFX_66))
 			return leave(s, INTERP_LEAVE_PREFIX);
-		return push(s, s->n.gpr[(op & 7) | (s->in.rex & 1) << 3]);
+		return push(s, s->n->gpr[(op & 7) | (s->in->rex & 1) << 3]);
 	}
 	if (op >= 0x58 && op <= 0x5f) {		/* POP r64 */
-		if (s->p66)
+		if ((s->pre->pfx & INTERP_PFX_66))
 			return leave(s, INTERP_LEAVE_PREFIX);
 		if (!pop(s, &a))
 			return false;
-		s->n.gpr[(op & 7) | (s->in.rex & 1) << 3] = a;
+		gpr_set(s, (op & 7) | (s->in->rex & 1) << 3, a);
 		return true;
 	}
 	if (op >= 0x70 && op <= 0x7f)		/* Jcc rel8 */
 		return jcc(s);
 	if (op >= 0x91 && op <= 0x97) {		/* XCHG rAX, r */
-		unsigned rr = (op & 7) | (s->in.rex & 1) << 3;
-		w = s->in.opsize;
+		unsigned rr = (op & 7) | (s->in->rex & 1) << 3;
+		w = s->in->opsize;
 		a = reg_get(s, RAX, w);
 		b = reg_get(s, rr, w);
 		reg_set(s, RAX, w, b);
@@ -462,8 +487,8 @@ static bool exec_1b(struct step *s)
 		return true;
 	}
 	if (op >= 0xb0 && op <= 0xbf) {		/* MOV r, imm (B8+ with REX.W: imm64) */
-		unsigned rr = (op & 7) | (s->in.rex & 1) << 3;
-		w = op < 0xb8 ? 1 : s->in.opsize;
+		unsigned rr = (op & 7) | (s->in->rex & 1) << 3;
+		w = op < 0xb8 ? 1 : s->in->opsize;
 		reg_set(s, rr, w, imm(s));
 		return true;
 	}
@@ -473,45 +498,45 @@ static bool exec_1b(struct step *s)
 			return leave(s, INTERP_LEAVE_OPCODE);
 		if (!rm_read(s, 4, &b))
 			return false;
-		reg_set(s, s->reg, w, sext(b, 4));
+		reg_set(s, s->pre->reg, w, sext(b, 4));
 		return true;
 	case 0x68: case 0x6a:	/* PUSH imm (sign-extended to 64 bits) */
-		if (s->p66)
+		if ((s->pre->pfx & INTERP_PFX_66))
 			return leave(s, INTERP_LEAVE_PREFIX);
 		return push(s, imm(s));
 	case 0x69: case 0x6b:	/* IMUL Gv, Ev, imm */
-		return rm_read(s, s->in.opsize, &b) &&
-		       alu(s, IOP_IMUL2, s->in.opsize, b, imm(s) & mask_of(s->in.opsize), &r) &&
-		       (reg_set(s, s->reg, s->in.opsize, r), true);
+		return rm_read(s, s->in->opsize, &b) &&
+		       alu(s, IOP_IMUL2, s->in->opsize, b, imm(s) & mask_of(s->in->opsize), &r) &&
+		       (reg_set(s, s->pre->reg, s->in->opsize, r), true);
 	case 0x80: case 0x81: case 0x83:	/* group 1: imm8, imm, sign-extended imm8 */
-		return arith(s, (enum interp_op)s->grp, w, false, true, false);
+		return arith(s, (enum interp_op)s->pre->grp, w, false, true, false);
 	case 0x84: case 0x85:
 		return arith(s, IOP_TEST, w, false, false, false);
 	case 0x86: case 0x87:	/* XCHG with memory is implicitly LOCKed (Vol. 2B XCHG): left */
-		if (s->mod != 3)
+		if (s->pre->mod != 3)
 			return leave(s, INTERP_LEAVE_OPCODE);
-		a = reg_get(s, s->reg, w);
-		b = reg_get(s, s->rm, w);
-		reg_set(s, s->reg, w, b);
-		reg_set(s, s->rm, w, a);
+		a = reg_get(s, s->pre->reg, w);
+		b = reg_get(s, s->pre->rm, w);
+		reg_set(s, s->pre->reg, w, b);
+		reg_set(s, s->pre->rm, w, a);
 		return true;
 	case 0x88: case 0x89:	/* MOV Ev, Gv */
-		return rm_write(s, w, reg_get(s, s->reg, w));
+		return rm_write(s, w, reg_get(s, s->pre->reg, w));
 	case 0x8a: case 0x8b:	/* MOV Gv, Ev */
 		if (!rm_read(s, w, &b))
 			return false;
-		reg_set(s, s->reg, w, b);
+		reg_set(s, s->pre->reg, w, b);
 		return true;
 	case 0x8d:		/* LEA: the offset, no segment base, no access */
-		if (s->mod == 3)
+		if (s->pre->mod == 3)
 			return leave(s, INTERP_LEAVE_INVALID);
-		reg_set(s, s->reg, s->in.opsize, s->ea);
+		reg_set(s, s->pre->reg, s->in->opsize, s->ea);
 		return true;
 	case 0x90:		/* NOP (REX.B: XCHG r8, rAX above would be 0x90 with B; F3: PAUSE) */
-		if (s->pf3)
+		if ((s->pre->pfx & INTERP_PFX_F3))
 			return leave(s, INTERP_LEAVE_OPCODE);
-		if (s->in.rex & 1) {
-			w = s->in.opsize;
+		if (s->in->rex & 1) {
+			w = s->in->opsize;
 			a = reg_get(s, RAX, w);
 			b = reg_get(s, 8, w);
 			reg_set(s, RAX, w, b);
@@ -519,11 +544,11 @@ static bool exec_1b(struct step *s)
 		}
 		return true;
 	case 0x98:		/* CBW/CWDE/CDQE */
-		w = s->in.opsize;
+		w = s->in->opsize;
 		reg_set(s, RAX, w, sext(reg_get(s, RAX, w / 2), w / 2));
 		return true;
 	case 0x99:		/* CWD/CDQ/CQO */
-		w = s->in.opsize;
+		w = s->in->opsize;
 		reg_set(s, RDX, w, (reg_get(s, RAX, w) >> (w * 8 - 1)) ? ~0ull : 0);
 		return true;
 	case 0xa8: case 0xa9:	/* TEST AL/rAX, imm */
@@ -533,70 +558,70 @@ static bool exec_1b(struct step *s)
 	case 0xd0: case 0xd1:
 		return group2(s, w, INTERP_SHIFT_1, 1);
 	case 0xd2: case 0xd3:
-		return group2(s, w, INTERP_SHIFT_CL, (u8)s->n.gpr[RCX]);
+		return group2(s, w, INTERP_SHIFT_CL, (u8)s->n->gpr[RCX]);
 	case 0xc2: case 0xc3:	/* RET / RET imm16 (F3 C3, "rep ret", is a RET) */
 		if (!branch_prefix_ok(s) || !pop(s, &a))
 			return false;
 		if (op == 0xc2)
-			s->n.gpr[RSP] += imm(s) & 0xffff;
+			gpr_set(s, RSP, s->n->gpr[RSP] + (imm(s) & 0xffff));
 		return jump(s, a);
 	case 0xc6: case 0xc7:	/* MOV Ev, imm (/0 only: C6 F8 / C7 F8 are XABORT / XBEGIN) */
-		if (s->grp != 0)
+		if (s->pre->grp != 0)
 			return leave(s, INTERP_LEAVE_OPCODE);
 		return rm_write(s, w, imm(s));
 	case 0xc9:		/* LEAVE: RSP = RBP, POP RBP */
-		if (s->p66)
+		if ((s->pre->pfx & INTERP_PFX_66))
 			return leave(s, INTERP_LEAVE_PREFIX);
-		if (!mem_read(s, s->n.gpr[RBP], 8, &a))
+		if (!mem_read(s, s->n->gpr[RBP], 8, &a))
 			return false;
-		s->n.gpr[RSP] = s->n.gpr[RBP] + 8;
-		s->n.gpr[RBP] = a;
+		gpr_set(s, RSP, s->n->gpr[RBP] + 8);
+		gpr_set(s, RBP, a);
 		return true;
 	case 0xe0: case 0xe1: case 0xe2: {	/* LOOPNE, LOOPE, LOOP: RCX only (67: left) */
 		bool t;
-		if (s->in.addrsize != 8)
+		if (s->in->addrsize != 8)
 			return leave(s, INTERP_LEAVE_PREFIX);
 		if (!branch_prefix_ok(s))
 			return false;
-		s->n.gpr[RCX]--;	/* no flags change (Vol. 2A LOOP/LOOPcc) */
-		t = s->n.gpr[RCX] != 0;
+		gpr_set(s, RCX, s->n->gpr[RCX] - 1);	/* no flags change (Vol. 2A LOOP/LOOPcc) */
+		t = s->n->gpr[RCX] != 0;
 		if (op == 0xe1)
-			t = t && (s->n.rflags & RFLAGS_ZF);
+			t = t && (s->n->rflags & RFLAGS_ZF);
 		else if (op == 0xe0)
-			t = t && !(s->n.rflags & RFLAGS_ZF);
-		return t ? jump(s, s->in.target) : true;
+			t = t && !(s->n->rflags & RFLAGS_ZF);
+		return t ? jump(s, s->in->target) : true;
 	}
 	case 0xe3:		/* JRCXZ / JECXZ (67) */
 		if (!branch_prefix_ok(s))
 			return false;
-		if ((s->n.gpr[RCX] & mask_of(s->in.addrsize)) == 0)
-			return jump(s, s->in.target);
+		if ((s->n->gpr[RCX] & mask_of(s->in->addrsize)) == 0)
+			return jump(s, s->in->target);
 		return true;
 	case 0xe8:		/* CALL rel32 */
 		if (!branch_prefix_ok(s) || !push(s, s->next))
 			return false;
-		return jump(s, s->in.target);
+		return jump(s, s->in->target);
 	case 0xe9: case 0xeb:	/* JMP rel */
 		if (!branch_prefix_ok(s))
 			return false;
-		return jump(s, s->in.target);
-	case 0xf5: s->n.rflags ^= RFLAGS_CF; return true;	/* CMC */
-	case 0xf8: s->n.rflags &= ~RFLAGS_CF; return true;	/* CLC */
-	case 0xf9: s->n.rflags |= RFLAGS_CF; return true;	/* STC */
-	case 0xfc: s->n.rflags &= ~RFLAGS_DF; return true;	/* CLD */
-	case 0xfd: s->n.rflags |= RFLAGS_DF; return true;	/* STD */
+		return jump(s, s->in->target);
+	case 0xf5: s->n->rflags ^= RFLAGS_CF; return true;	/* CMC */
+	case 0xf8: s->n->rflags &= ~RFLAGS_CF; return true;	/* CLC */
+	case 0xf9: s->n->rflags |= RFLAGS_CF; return true;	/* STC */
+	case 0xfc: s->n->rflags &= ~RFLAGS_DF; return true;	/* CLD */
+	case 0xfd: s->n->rflags |= RFLAGS_DF; return true;	/* STD */
 	case 0xf6: case 0xf7:	/* group 3 */
-		switch (s->grp) {
+		switch (s->pre->grp) {
 		case 0:		/* TEST r/m, imm (/1 is an undocumented alias: left) */
 			return arith(s, IOP_TEST, w, false, true, false);
 		case 2: case 3:
-			return rm_read(s, w, &a) && alu(s, s->grp == 2 ? IOP_NOT : IOP_NEG, w, a, 0, &r) &&
+			return rm_read(s, w, &a) && alu(s, s->pre->grp == 2 ? IOP_NOT : IOP_NEG, w, a, 0, &r) &&
 			       rm_write(s, w, r);
 		case 4: case 5: {
-			u64 ax = s->n.gpr[RAX], dx = s->n.gpr[RDX];
+			u64 ax = s->n->gpr[RAX], dx = s->n->gpr[RDX];
 			if (!rm_read(s, w, &b))
 				return false;
-			interp_native_mul(s->grp == 5, w, &ax, &dx, b, &s->n.rflags);
+			interp_native_mul(s->pre->grp == 5, w, &ax, &dx, b, &s->n->rflags);
 			set_ax_dx(s, w, ax, dx);
 			return true;
 		}
@@ -605,14 +630,14 @@ static bool exec_1b(struct step *s)
 		}
 		return leave(s, INTERP_LEAVE_OPCODE);	/* F6/F7 /1: an undocumented TEST */
 	case 0xfe: case 0xff:	/* groups 4 and 5 */
-		switch (s->grp) {
+		switch (s->pre->grp) {
 		case 0: case 1:
-			return rm_read(s, w, &a) && alu(s, s->grp ? IOP_DEC : IOP_INC, w, a, 0, &r) &&
+			return rm_read(s, w, &a) && alu(s, s->pre->grp ? IOP_DEC : IOP_INC, w, a, 0, &r) &&
 			       rm_write(s, w, r);
 		}
 		if (op == 0xfe)
 			return leave(s, INTERP_LEAVE_OPCODE);
-		switch (s->grp) {
+		switch (s->pre->grp) {
 		case 2:		/* CALL r/m64: the target is read before the push */
 			if (!branch_prefix_ok(s) || !rm_read(s, 8, &a) || !push(s, s->next))
 				return false;
@@ -622,7 +647,7 @@ static bool exec_1b(struct step *s)
 				return false;
 			return jump(s, a);
 		case 6:		/* PUSH r/m64 */
-			if (s->p66)
+			if ((s->pre->pfx & INTERP_PFX_66))
 				return leave(s, INTERP_LEAVE_PREFIX);
 			return rm_read(s, 8, &a) && push(s, a);
 		}
@@ -631,102 +656,165 @@ static bool exec_1b(struct step *s)
 	return leave(s, INTERP_LEAVE_OPCODE);
 }
 
-/* Prefix bytes as written (the decoder has already checked their order and count) */
-static void scan_prefixes(struct step *s)
+/* The fields derived from the instruction alone (struct interp_pre) */
+static void derive(const struct dec_insn *in, const u8 *bytes, struct interp_pre *p)
 {
-	for (unsigned i = 0; i < s->in.nprefixes; i++) {
-		switch (s->bytes[i]) {
-		case 0x66: s->p66 = true; break;
-		case 0xf2: s->pf2 = true; s->pf3 = false; break;
-		case 0xf3: s->pf3 = true; s->pf2 = false; break;
+	p->mod = p->reg = p->rm = p->grp = 0;
+	if (in->has_modrm) {
+		p->mod = in->modrm >> 6;
+		p->reg = ((in->modrm >> 3) & 7) | (in->rex & 4) << 1;
+		p->rm = (in->modrm & 7) | (in->rex & 1) << 3;
+		p->grp = (in->modrm >> 3) & 7;
+	}
+	/* prefix bytes as written (the decoder has already checked their order and count; it
+	 * reports REP only for strings) */
+	p->pfx = 0;
+	for (unsigned i = 0; i < in->nprefixes; i++) {
+		switch (bytes[i]) {
+		case 0x66: p->pfx |= INTERP_PFX_66; break;
+		case 0xf2: p->pfx = (p->pfx & ~INTERP_PFX_F3) | INTERP_PFX_F2; break;
+		case 0xf3: p->pfx = (p->pfx & ~INTERP_PFX_F2) | INTERP_PFX_F3; break;
 		}
 	}
-}
-
-int interp_step(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, struct interp_result *out)
-{
-	struct step s;
-	unsigned got;
-	u64 from = cpu->rip;
-
-	__builtin_memset(out, 0, sizeof(*out));
-	__builtin_memset(&s, 0, sizeof(s));
-	s.n = *cpu;
-	s.old = cpu;
-	s.mem = mem;
-	s.ctx = ctx;
-	if (cpu->mode != DEC_MODE_64)
-		return out->leave = INTERP_LEAVE_MODE;
-	/* a single-step trap after the instruction (SDM Vol. 3 18.3.1.4) is the processor's */
-	if (cpu->rflags & RFLAGS_TF)
-		return out->leave = INTERP_LEAVE_TRAP;
-	if (!canonical(cpu->rip))
-		return out->leave = INTERP_LEAVE_FETCH;
-	int dec;
-	if (mem->decode) {
-		dec = mem->decode(ctx, cpu->rip, s.bytes, &s.in);
-	} else {
-		got = mem->fetch(ctx, cpu->rip, s.bytes, sizeof(s.bytes));
-		if (got > sizeof(s.bytes))
-			got = 0;
-		dec = dec_decode(s.bytes, got, DEC_MODE_64, cpu->rip, &s.in);
-	}
-	switch (dec) {
-	case DEC_OK:
-		break;
-	case DEC_INVALID:
-		return out->leave = INTERP_LEAVE_INVALID;
-	default:
-		return out->leave = INTERP_LEAVE_FETCH;
-	}
-	out->len = s.in.len;
-	out->map = s.in.map;
-	out->opcode = s.in.opcode;
-	out->encoding = s.in.encoding;
-	out->branch = s.in.branch;
-	s.next = cpu->rip + s.in.len;
-	if (s.in.has_modrm) {
-		s.mod = s.in.modrm >> 6;
-		s.reg = ((s.in.modrm >> 3) & 7) | (s.in.rex & 4) << 1;
-		s.rm = (s.in.modrm & 7) | (s.in.rex & 1) << 3;
-		s.grp = (s.in.modrm >> 3) & 7;
-		out->modrm_reg = (u8)s.grp;
-		if (s.mod != 3)
-			modrm_address(&s);
-	}
-	scan_prefixes(&s);
-
-	if (s.in.encoding != DEC_ENC_LEGACY || s.in.lock || s.in.rep) {
-		s.leave = INTERP_LEAVE_PREFIX;
-	} else if (s.pf2 || (s.pf3 && !(s.in.map == 1 && (s.in.opcode == 0x1e || s.in.opcode == 0xbc || s.in.opcode == 0xbd)) &&
-			     !(s.in.map == 0 && (s.in.opcode == 0xc3 || s.in.opcode == 0x90)))) {
+	p->leave = INTERP_LEAVE_NONE;
+	if (in->encoding != DEC_ENC_LEGACY || in->lock || in->rep ||
+	    (p->pfx & INTERP_PFX_F2) ||
+	    ((p->pfx & INTERP_PFX_F3) && !(in->map == 1 && (in->opcode == 0x1e || in->opcode == 0xbc || in->opcode == 0xbd)) &&
+	     !(in->map == 0 && (in->opcode == 0xc3 || in->opcode == 0x90))))
 		/* F2/F3 select other instructions (POPCNT, string forms...) or are hints we do not
 		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE (left below) and "rep ret" */
-		s.leave = INTERP_LEAVE_PREFIX;
-	} else if (s.in.map == 0) {
-		exec_1b(&s);
-	} else if (s.in.map == 1) {
-		exec_0f(&s);
-	} else {
-		s.leave = INTERP_LEAVE_OPCODE;
+		p->leave = INTERP_LEAVE_PREFIX;
+	p->imm = imm_of(in, bytes);
+	p->valid = true;
+}
+
+/* A leave after the instruction changed registers: each change undone, the last first */
+static int undo(struct step *s)
+{
+	for (unsigned i = s->nundo < UNDO_MAX ? s->nundo : UNDO_MAX; i--;)
+		s->n->gpr[s->undo_r[i]] = s->undo_v[i];
+	s->n->rip = s->rip0;
+	s->n->rflags = s->rflags0;
+	return s->leave;
+}
+
+/* The result's fields every outcome has (the instruction's for coverage once decoded) */
+static void result_init(struct interp_result *out)
+{
+	out->leave = INTERP_LEAVE_NONE;
+	out->len = out->map = out->opcode = out->modrm_reg = 0;
+	out->encoding = DEC_ENC_LEGACY;
+	out->branch = DEC_BR_NONE;
+	out->taken = false;
+}
+
+/* What no decoded form decides: the mode, RFLAGS.TF, a canonical RIP */
+static int state_leave(const struct interp_cpu *cpu)
+{
+	if (cpu->mode != DEC_MODE_64)
+		return INTERP_LEAVE_MODE;
+	/* a single-step trap after the instruction (SDM Vol. 3 18.3.1.4) is the processor's */
+	if (cpu->rflags & RFLAGS_TF)
+		return INTERP_LEAVE_TRAP;
+	if (!canonical(cpu->rip))
+		return INTERP_LEAVE_FETCH;
+	return INTERP_LEAVE_NONE;
+}
+
+int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
+		const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out)
+{
+	struct step s;
+	struct interp_pre local;
+	u64 from = cpu->rip;
+
+	result_init(out);
+	if ((out->leave = state_leave(cpu)))
+		return out->leave;
+	if (!pre)
+		pre = &local, local.valid = false;
+	if (!pre->valid)
+		derive(in, bytes, pre);
+	s.bytes = bytes;
+	s.in = in;
+	out->len = in->len;
+	out->map = in->map;
+	out->opcode = in->opcode;
+	out->encoding = in->encoding;
+	out->branch = in->branch;
+	out->modrm_reg = pre->grp;
+	s.n = cpu;
+	s.mem = mem;
+	s.ctx = ctx;
+	s.next = from + in->len;
+	s.pre = pre;
+	s.wpend = s.branched = false;
+	s.leave = pre->leave;
+	s.rip0 = from;
+	s.rflags0 = cpu->rflags;
+	s.nundo = 0;
+	if (!s.leave) {
+		if (in->has_modrm && pre->mod != 3)
+			modrm_address(&s);
+		if (in->map == 0)
+			exec_1b(&s);
+		else if (in->map == 1)
+			exec_0f(&s);
+		else
+			s.leave = INTERP_LEAVE_OPCODE;
 	}
+	if (!s.leave && s.nundo > UNDO_MAX)
+		s.leave = INTERP_LEAVE_OPCODE;	/* more registers changed than the log holds */
 	if (s.leave)
-		return out->leave = s.leave;
+		return out->leave = undo(&s);
 
 	if (!s.branched)
-		s.n.rip = s.next;
+		cpu->rip = s.next;
 	/* the write, last: the callback makes all of it or none */
-	if (s.wpend && mem->write(ctx, s.wlin, &s.wval, s.wlen) != INTERP_MEM_OK)
-		return out->leave = INTERP_LEAVE_MEMORY;
+	if (s.wpend && mem->write(ctx, s.wlin, &s.wval, s.wlen) != INTERP_MEM_OK) {
+		s.leave = INTERP_LEAVE_MEMORY;
+		return out->leave = undo(&s);
+	}
 	/* RF is cleared when an instruction completes (SDM Vol. 3 18.3.1.1) */
-	s.n.rflags &= ~RFLAGS_RF;
-	*cpu = s.n;
-	if (s.in.branch != DEC_BR_NONE) {
+	cpu->rflags &= ~RFLAGS_RF;
+	if (in->branch != DEC_BR_NONE) {
 		out->taken = s.branched;
 		out->from = from;
 		out->to = cpu->rip;
 	}
 	return 0;
+}
+
+int interp_step(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, struct interp_result *out)
+{
+	const u8 *bytes;
+	const struct dec_insn *in;
+	struct interp_pre *pre = NULL;
+	struct dec_insn dec;
+	u8 buf[15];
+	int st;
+
+	result_init(out);
+	if ((out->leave = state_leave(cpu)))
+		return out->leave;
+	if (mem->decode) {
+		st = mem->decode(ctx, cpu->rip, &bytes, &in, &pre);
+	} else {
+		unsigned got = mem->fetch(ctx, cpu->rip, buf, sizeof(buf));
+		if (got > sizeof(buf))
+			got = 0;
+		st = dec_decode(buf, got, DEC_MODE_64, cpu->rip, &dec);
+		bytes = buf;
+		in = &dec;
+	}
+	switch (st) {
+	case DEC_OK:
+		return interp_exec(cpu, mem, ctx, bytes, in, pre, out);
+	case DEC_INVALID:
+		return out->leave = INTERP_LEAVE_INVALID;
+	default:
+		return out->leave = INTERP_LEAVE_FETCH;
+	}
 }
 
 const char *interp_leave_name(enum interp_leave why)

@@ -29,6 +29,8 @@ struct interp_cpu {
 _Static_assert(__builtin_offsetof(struct interp_cpu, gpr) == 0 && sizeof(((struct interp_cpu *)0)->gpr) == 128,
 	       "gpr[] first, 16 registers");
 
+struct interp_pre;
+
 /* What a memory callback answers. */
 enum interp_mem_status {
 	INTERP_MEM_OK = 0,
@@ -53,10 +55,12 @@ struct interp_mem_ops {
 	int (*write)(void *ctx, u64 lin, const void *buf, unsigned len);
 	unsigned (*fetch)(void *ctx, u64 lin, u8 *buf, unsigned max);
 	/* Optional (NULL: fetch, then dec_decode): the instruction at lin (64-bit code, RIP = lin)
-	 * decoded, its bytes in bytes[15], as a dec_decode status. It must give exactly what
-	 * dec_decode gives for the bytes in memory now: a cache of decoded instructions checks
-	 * every byte of the instruction against memory before it answers (trace/interp_engine.c). */
-	int (*decode)(void *ctx, u64 lin, u8 *bytes, struct dec_insn *in);
+	 * decoded, as a dec_decode status; on DEC_OK *in and *bytes point at the decoded form and
+	 * its bytes, and *pre at the derived fields kept with them (struct interp_pre, below;
+	 * cleared when the entry is decoded anew), which stay valid until the next call. It must give exactly what dec_decode
+	 * gives for the bytes in memory now: a cache of decoded instructions checks every byte of
+	 * the instruction against memory before it answers (trace/interp_engine.c). */
+	int (*decode)(void *ctx, u64 lin, const u8 **bytes, const struct dec_insn **in, struct interp_pre **pre);
 };
 
 /* Why an instruction was left to the processor (counted per reason and opcode). */
@@ -95,6 +99,27 @@ struct interp_result {
 /* Executes the instruction at cpu->rip, or changes nothing and says why not. Returns
  * out->leave (0 when it executed). */
 int interp_step(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, struct interp_result *out);
+
+/* What the core derives from a decoded instruction alone (its ModRM fields with REX, the
+ * prefixes as written, whether they leave it, its immediate), kept by a decode cache beside
+ * the instruction so that it is derived once: the core fills it when `valid` is clear. */
+struct interp_pre {
+	bool valid;
+	u8 mod, reg, rm, grp;
+	u8 pfx;			/* INTERP_PFX_*: 66, F2, F3 as they apply (the last of F2/F3 wins) */
+	u8 leave;		/* INTERP_LEAVE_PREFIX where the encoding or prefixes alone leave it */
+	u64 imm;		/* the first immediate, sign-extended from its size */
+};
+#define INTERP_PFX_66	1
+#define INTERP_PFX_F2	2
+#define INTERP_PFX_F3	4
+
+/* The same for an instruction the caller has decoded: `in` is dec_decode's answer (DEC_OK) for
+ * `bytes`, the bytes at cpu->rip now, in 64-bit mode with RIP = cpu->rip (a decode cache checked
+ * against memory: trace/interp_engine.c); `pre` the cache's derived fields for it (NULL: none
+ * kept). */
+int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
+		const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out);
 
 /* A coverage key for the "most often left" table: (encoding, map, opcode, ModRM.reg). */
 static inline u32 interp_opkey(const struct interp_result *r)
