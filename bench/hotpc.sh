@@ -22,7 +22,7 @@ rm -rf "$work"
 mkdir -p "$work/esp/EFI/BOOT" "$work/esp/EFI/hvtrace"
 plugin=$BUILD/bench/hotpc.so
 mkdir -p "$(dirname "$plugin")"
-gcc -O2 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -o "$plugin" bench/tools/hotpc.c
+gcc -O2 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -pthread -o "$plugin" bench/tools/hotpc.c
 cp "$BUILD/hvtrace.efi" "$work/esp/EFI/BOOT/BOOTX64.EFI"
 cp "$BUILD/tests/guest/t_workload.efi" "$work/esp/EFI/hvtrace/"
 printf 'next = \\EFI\\hvtrace\\t_workload.efi\nengine = %s\nenable = yes\n' "$engine" >"$work/esp/EFI/hvtrace/hvtrace.cfg"

@@ -10,11 +10,15 @@
  * times cannot give: which function, which line. bench/hotpc.sh builds
  * it, runs a workload with it and symbolizes the result against
  * build/hvtrace.so.
- * Usage: -plugin hotpc.so,lo=0xADDR,hi=0xADDR,out=FILE
+ * Usage: -plugin hotpc.so,lo=0xADDR,hi=0xADDR,out=FILE[,every=SECONDS]
+ * every=N also writes the file every N seconds (from a thread: for runs
+ * that end with QEMU killed, where no exit callback runs).
  * Needs QEMU's plugin API version 1 (7.2); the declarations below are the
  * API's, as in branchcount.c (Debian ships no header for it).
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -50,7 +54,8 @@ struct block {
 
 static uint64_t lo, hi = ~0ull;
 static const char *out = "hotpc.txt";
-static struct block *blocks;
+static struct block *volatile blocks;
+static unsigned every;
 
 static void translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -67,8 +72,8 @@ static void translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	b->n = (unsigned)n;
 	for (size_t i = 0; i < n; i++)
 		b->pc[i] = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, i));
-	b->next = blocks;	/* translation runs under QEMU's lock */
-	blocks = b;
+	b->next = blocks;	/* translation runs under QEMU's lock; the block is whole before */
+	__atomic_store_n(&blocks, b, __ATOMIC_RELEASE);	/* the writer thread can see it */
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->execs, 1);
 }
 
@@ -78,19 +83,22 @@ static int by_pc(const void *a, const void *b)
 	return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-static void at_exit(qemu_plugin_id_t id, void *p)
+static void dump(void)
 {
 	size_t n = 0, k = 0;
 	for (struct block *b = blocks; b; b = b->next)
 		n += b->n;
 	uint64_t *v = calloc(n ? 2 * n : 2, sizeof(*v));
-	FILE *f = fopen(out, "w");
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
+	FILE *f = fopen(tmp, "w");
 	if (!v || !f) {
-		fprintf(stderr, "hotpc: cannot write %s\n", out);
+		fprintf(stderr, "hotpc: cannot write %s\n", tmp);
+		free(v);
 		return;
 	}
-	for (struct block *b = blocks; b; b = b->next)
-		for (unsigned i = 0; i < b->n; i++, k++) {
+	for (struct block *b = blocks; b && k < n; b = b->next)
+		for (unsigned i = 0; i < b->n && k < n; i++, k++) {
 			v[2 * k] = b->pc[i];
 			v[2 * k + 1] = b->execs;
 		}
@@ -103,6 +111,22 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 			fprintf(f, "%" PRIx64 " %" PRIu64 "\n", pc, sum);
 	}
 	fclose(f);
+	free(v);
+	rename(tmp, out);	/* whole files only */
+}
+
+static void at_exit(qemu_plugin_id_t id, void *p)
+{
+	dump();
+}
+
+static void *writer(void *arg)
+{
+	for (;;) {
+		sleep(every);
+		dump();
+	}
+	return NULL;
 }
 
 __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
@@ -115,12 +139,19 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			hi = strtoull(argv[i] + 3, NULL, 0);
 		else if (!strncmp(argv[i], "out=", 4))
 			out = argv[i] + 4;
+		else if (!strncmp(argv[i], "every=", 6))
+			every = (unsigned)strtoul(argv[i] + 6, NULL, 0);
 		else {
-			fprintf(stderr, "hotpc: unknown argument '%s' (lo=ADDR, hi=ADDR, out=FILE)\n", argv[i]);
+			fprintf(stderr, "hotpc: unknown argument '%s' (lo=ADDR, hi=ADDR, out=FILE, every=SECONDS)\n", argv[i]);
 			return 1;
 		}
 	}
 	qemu_plugin_register_vcpu_tb_trans_cb(id, translate);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+	pthread_t t;
+	if (every && pthread_create(&t, NULL, writer, NULL)) {
+		fprintf(stderr, "hotpc: no writer thread\n");
+		return 1;
+	}
 	return 0;
 }

@@ -40,17 +40,37 @@
 
 /* A burst's translations, 4 KiB pages of guest RAM, each for the access it was walked for. As
  * a TLB may (SDM Vol. 3 4.10.2.3), a translation is used for the rest of the burst (at most its
- * budget) even if the guest's page tables change meanwhile; a write needs a walk for writing. */
-#define IMEM_TLB	8
+ * budget) even if the guest's page tables change meanwhile; a write needs a walk for writing.
+ * Two direct-mapped tables by page number, fetches and data (a data entry says whether it was
+ * walked for writing, which serves reads too): the kernel's code and data span more pages in a
+ * burst than the 8 entries of one searched table held (docs/benchmarks.md). */
+#define IMEM_TLB	32
+#define IMEM_VALID	1ull	/* in the tag: the page | IMEM_VALID | IMEM_WRITE */
+#define IMEM_WRITE	2ull
+struct imem_tlb {
+	u64 tag;
+	u8 *host;
+};
 struct imem {
 	struct vcpu *v;
 	struct pgwalk_ctl ctl;
-	struct { u64 page; u8 *host; u8 acc; } tlb[IMEM_TLB];
-	u32 used, next;
-	u32 mru[3];		/* per access kind (enum pgwalk_access), the entry it last used */
+	struct imem_tlb itlb[IMEM_TLB], dtlb[IMEM_TLB];
 	int refused;		/* enum pgwalk_status of the last access refused */
 	struct interp_verify *shadow;	/* verify mode: the write is buffered there, not made */
 };
+
+/* The entry a page's translation for `acc` would be kept in */
+static inline struct imem_tlb *imem_slot(struct imem *m, u64 page, enum pgwalk_access acc)
+{
+	u32 i = (u32)(page >> PAGE_SHIFT) % IMEM_TLB;
+	return acc == PGWALK_FETCH ? &m->itlb[i] : &m->dtlb[i];
+}
+
+/* Whether the entry holds the page for `acc` */
+static inline bool imem_tlb_hit(const struct imem_tlb *e, u64 page, enum pgwalk_access acc)
+{
+	return (e->tag & ~IMEM_WRITE) == (page | IMEM_VALID) && (acc != PGWALK_WRITE || (e->tag & IMEM_WRITE));
+}
 
 static const u64 *imem_entry(void *ctx, u64 pa)
 {
@@ -64,15 +84,9 @@ static const u64 *imem_entry(void *ctx, u64 pa)
 static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
 {
 	u64 page = lin & ~(PAGE_SIZE - 1);
-	u32 k = m->mru[acc];
-	if (k < m->used && m->tlb[k].page == page && m->tlb[k].acc == acc)
-		return m->tlb[k].host;
-	for (u32 i = 0; i < m->used; i++)
-		if (m->tlb[i].page == page && (m->tlb[i].acc == acc || (acc == PGWALK_READ && m->tlb[i].acc == PGWALK_WRITE))) {
-			if (m->tlb[i].acc == acc)
-				m->mru[acc] = i;
-			return m->tlb[i].host;
-		}
+	struct imem_tlb *e = imem_slot(m, page, acc);
+	if (imem_tlb_hit(e, page, acc))
+		return e->host;
 	u64 gpa, size;
 	u32 was = prof_switch(m->v, HVTRACE_PROF_WALK);
 	int st = pgwalk(&m->ctl, imem_entry, NULL, page, acc, &gpa, &size);
@@ -84,12 +98,9 @@ static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
 		m->refused = st;
 		return NULL;
 	}
-	u32 i = m->used < IMEM_TLB ? m->used++ : m->next++ % IMEM_TLB;
-	m->tlb[i].page = page;
-	m->tlb[i].host = guest_pa_ptr(gpa);
-	m->tlb[i].acc = (u8)acc;
-	m->mru[acc] = i;
-	return m->tlb[i].host;
+	e->tag = page | IMEM_VALID | (acc == PGWALK_WRITE ? IMEM_WRITE : 0);
+	e->host = guest_pa_ptr(gpa);
+	return e->host;
 }
 
 /* One access of len (1, 2, 4, 8) bytes: aligned, one load or store of that width (single-copy
@@ -194,19 +205,25 @@ static bool code_same(const u8 *p, u64 off, const struct interp_dcache_entry *e)
 	return !((a ^ e->w[0]) & ma) && !((b ^ e->w[1]) & mb);
 }
 
+/* Where the instruction at lin is kept (direct-mapped) */
+static inline struct interp_dcache_entry *dcache_entry(struct imem *m, u64 lin)
+{
+	return &m->v->trace->dcache.e[(lin ^ (lin >> 11)) % INTERP_DCACHE];
+}
+
 /* The cache's entry for the instruction at lin when every byte of it is in memory now, else
  * NULL (inline: the burst's loop asks before every instruction) */
 static inline __attribute__((always_inline)) struct interp_dcache_entry *dcache_hit(struct imem *m, u64 lin)
 {
-	struct interp_dcache_entry *e = &m->v->trace->dcache.e[(lin ^ (lin >> 7)) % INTERP_DCACHE];
+	struct interp_dcache_entry *e = dcache_entry(m, lin);
 	if (!e->len || e->len > 15 || e->lin != lin)
 		return NULL;
 	/* compared in place when the instruction is within one page */
 	u64 off = lin & (PAGE_SIZE - 1);
 	const u8 *p;
-	u32 k = m->mru[PGWALK_FETCH];
-	if (k < m->used && m->tlb[k].page == lin - off && m->tlb[k].acc == PGWALK_FETCH)
-		p = m->tlb[k].host;
+	const struct imem_tlb *t = imem_slot(m, lin - off, PGWALK_FETCH);
+	if (imem_tlb_hit(t, lin - off, PGWALK_FETCH))
+		p = t->host;
 	else
 		p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
 	u8 now[15];
@@ -222,7 +239,7 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 	struct imem *m = ctx;
 	struct interp_dcache_entry *e = dcache_hit(m, lin);
 	if (!e) {
-		e = &m->v->trace->dcache.e[(lin ^ (lin >> 7)) % INTERP_DCACHE];
+		e = dcache_entry(m, lin);
 		e->len = 0;
 		e->w[0] = e->w[1] = 0;
 		unsigned got = imem_fetch(m, lin, e->bytes, 15);
@@ -366,7 +383,7 @@ static void sync_back(struct vcpu *v, const struct interp_cpu *c)
 void interp_run(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	struct imem m = { .v = v, .used = 0, .next = 0, .mru = { 0, 0, 0 }, .refused = 0 };
+	struct imem m = { .v = v, .refused = 0 };	/* every TLB entry invalid */
 	ctl_read(v, &m.ctl);
 	if (!interp_allowed(v, &m.ctl)) {
 		t->interp.declined++;

@@ -150,7 +150,7 @@ struct interp_stats {
 
 /* engine = interp's decoded instructions, kept while their bytes stay (interp_engine.c
  * imem_decode), direct-mapped by linear address */
-#define INTERP_DCACHE	256
+#define INTERP_DCACHE	2048
 struct interp_dcache_entry {
 	u64 lin;
 	u8 len;			/* 0: empty */
