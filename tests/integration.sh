@@ -308,6 +308,23 @@ t_svm_pmu() {
 	reject 'hvtrace: error'
 	finish svm-pmu
 }
+# The same checks with engine = interp (issue #24 item 6): the interpreting
+# engine counts the instructions and branches it runs for the virtual PMU
+# and the reference engine steps what it leaves (docs/pmu.md)
+t_svm_pmu_interp() {
+	local d=$(esp svm-pmu-interp)
+	add_guest "$d" t_pmu
+	printf 'next = \\EFI\\hvtrace\\t_pmu.efi\nengine = interp\ncmdline = interp\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-pmu-interp 120 --cpu-flags vendor=GenuineIntel
+	expect 'hvtrace: engine = interp'
+	expect 'interp: vcpu 0: the virtual PMU counts: interpreted instructions are counted'
+	expect 'GUEST-TEST: PASS: count_branches_insns_os'
+	expect 'GUEST-TEST: PASS: pmi_pmc_overflow'
+	expect 'SUMMARY: t_pmu: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-pmu-interp
+}
 t_svm_pmu_amd() {
 	local d=$(esp svm-pmu-amd)
 	add_guest "$d" t_pmu
@@ -657,7 +674,7 @@ t_demo() {
 	finish demo
 }
 
-ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_svm_irq_8259_traced t_linux_smp t_svm_hostile t_svm_hostile_interp t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_interp_verify t_svm_workload_interp_verify t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_svm_irq_8259_traced t_linux_smp t_svm_hostile t_svm_hostile_interp t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_interp_verify t_svm_workload_interp_verify t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_interp t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_bootvmlinux t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note

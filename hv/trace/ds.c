@@ -157,13 +157,14 @@ static void pmu_overflowed(struct vcpu *v, u64 ovf)
 /* The PEBS-enabled counters that wrapped at this instruction make one
  * record (the eventing IP `ip`) and are reloaded; the others are plain
  * overflows. */
-void pmu_retired(struct vcpu *v, u32 occ, int cpl, u64 ip)
+u64 pmu_retired(struct vcpu *v, u32 occ, int cpl, u64 ip)
 {
 	u64 ovf = pmu_count(&v->trace->pmu, occ, cpl);
 	u64 pebs = pmu_pebs_bits(&v->trace->pmu, ovf);
 	if (pebs)
 		ds_store_pebs(v, pebs, ip);
 	pmu_overflowed(v, ovf & ~pebs);
+	return ovf;
 }
 
 void pmu_sync(struct vcpu *v)

@@ -188,9 +188,19 @@ void trace_update(struct vcpu *v)
 	/* the engine running for the guest's own reasons while the recorder
 	 * waits for its start address: DR3 cannot hold the trigger, so every
 	 * instruction is looked at (trace_before_entry) */
-	u32 which = pmu || guest_dr23_data(v) || rec_trigger_addr() ? HVTRACE_ENGINE_REFERENCE
+	/* the PMU's counters see every instruction: the reference engine, or the interpreting
+	 * engine counting its own and stepping the rest with the reference engine's step */
+	bool every = guest_dr23_data(v) || rec_trigger_addr();
+	u32 which = every ? HVTRACE_ENGINE_REFERENCE
+		    : pmu ? (t->engine_wanted == HVTRACE_ENGINE_INTERP ? HVTRACE_ENGINE_INTERP : HVTRACE_ENGINE_REFERENCE)
 		    : t->engine_wanted ? t->engine_wanted
 				       : HVTRACE_ENGINE_FAST;
+	t->interp_counting = which == HVTRACE_ENGINE_INTERP && pmu;
+	if (t->interp_counting && !t->interp_counting_said) {
+		t->interp_counting_said = true;
+		LOG_INFO("interp: vcpu %u: the virtual PMU counts: interpreted instructions are counted, the "
+			 "reference engine steps the others", v->id);
+	}
 	if (which == HVTRACE_ENGINE_LBR && !lbr_engine_ok(v))
 		which = HVTRACE_ENGINE_FAST;
 
@@ -834,7 +844,7 @@ void trace_before_entry(struct vcpu *v)
 	 * engine decodes every instruction itself, unchanged) */
 	struct plan_ctx plan = { { 0, 0 }, false };
 	const struct block_entry *e = NULL;
-	if (t->engine == HVTRACE_ENGINE_FAST || t->engine == HVTRACE_ENGINE_INTERP) {
+	if (t->engine == HVTRACE_ENGINE_FAST || (t->engine == HVTRACE_ENGINE_INTERP && !t->interp_counting)) {
 		plan = (struct plan_ctx){ gmem_xlat_key(v), exec_bps(guest_dr_read(v, 7), 2, 3) };
 		e = block_lookup(v, &plan, s->lin, s->rip, s->mode);
 	}
@@ -868,7 +878,8 @@ void trace_before_entry(struct vcpu *v)
 	 * its internal debug exception (a crash without a gdbstub). So is
 	 * everything while the guest single-steps on branches (BTF and TF). */
 	bool btf_step = (t->ds.debugctl & DEBUGCTL_BTF) && (v->rflags & RFLAGS_TF);
-	if (t->engine == HVTRACE_ENGINE_REFERENCE || verify || s->dec != DEC_OK || base || btf_step) {
+	if (t->engine == HVTRACE_ENGINE_REFERENCE || t->interp_counting || verify || s->dec != DEC_OK || base ||
+	    btf_step) {
 		if (verify && s->dec == DEC_OK)
 			interp_verify_prepare(v);	/* the shadow this step is compared with */
 		step_arm(v, s);

@@ -319,7 +319,7 @@ static bool interp_allowed(struct vcpu *v, const struct pgwalk_ctl *c)
 	u64 base;
 	if (gmem_code_mode(v, &base) != DEC_MODE_64 || (v->rflags & RFLAGS_TF) || t->guest_tf ||
 	    (t->ds.debugctl & (DEBUGCTL_BTF | DEBUGCTL_BTINT)) || (guest_dr_read(v, 7) & 0xff) ||
-	    pmu_needs_engine(&t->pmu) || rec_trigger_addr() || (c->cr4 & (CR4_CET | CR4_PKE | CR4_PKS)))
+	    (pmu_needs_engine(&t->pmu) && !t->interp_counting) || rec_trigger_addr() || (c->cr4 & (CR4_CET | CR4_PKE | CR4_PKS)))
 		return false;
 	u64 fl = v->rflags;
 	v->rflags |= RFLAGS_IF;
@@ -393,6 +393,7 @@ void interp_run(struct vcpu *v)
 	struct interp_cpu c;
 	cpu_load(v, &m.ctl, &c);
 	bool tracing = rec_tracing();
+	bool counting = t->interp_counting;
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
 	u32 n = 0;
 	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };
@@ -401,6 +402,7 @@ void interp_run(struct vcpu *v)
 	ds_burst_begin(v);
 	for (;;) {
 		struct interp_result r;
+		u64 at = c.rip;	/* its linear address: 64-bit code, CS's base is 0 */
 		struct interp_dcache_entry *e = dcache_hit(&m, c.rip);
 		if (e ? interp_exec(&c, &imem_ops, &m, e->bytes, &e->in, &e->pre, &r) : interp_step(&c, &imem_ops, &m, &r)) {
 			count_left(&t->interp, &r);
@@ -409,11 +411,9 @@ void interp_run(struct vcpu *v)
 			break;
 		}
 		n++;
-		if (r.branch != DEC_BR_NONE && r.taken) {
-			/* the record's consumers look at where the vCPU is (RIP, RFLAGS.IF for the
-			 * pacing), not at its other registers: those follow at the burst's end */
-			v->rip = c.rip;
-			v->rflags = c.rflags;
+		u8 kind = 0;
+		u32 type = 0;
+		if (r.branch != DEC_BR_NONE) {
 			/* as the reference engine's step_complete_one: near transfers only here
 			 * (DEC_BR_JCC ... DEC_BR_RET), their kinds asked once a burst */
 			u32 b = (u32)r.branch < 8 ? (u32)r.branch : 0;
@@ -422,8 +422,30 @@ void interp_run(struct vcpu *v)
 				kinds[b].kind = rec_kind_of(&in, &kinds[b].type);
 				kinds[b].known = true;
 			}
-			u32 type = kinds[b].type;
-			u8 kind = kinds[b].kind;
+			type = kinds[b].type;
+			kind = kinds[b].kind;
+		}
+		if (counting) {
+			/* as the reference engine's step_count, after the instruction: the whole
+			 * state is the vCPU's first (a PEBS record holds its registers). A counter
+			 * that wrapped ends the burst: its PMI (a self-IPI, pending in root mode)
+			 * is taken before the next instruction, as after a reference step */
+			sync_back(v, &c);
+			u32 occ = PMU_OCC_INSN | (r.branch != DEC_BR_NONE ? pmu_branch_occ(kind, type, r.taken) : 0);
+			t->interp.counted++;
+			if (pmu_retired(v, occ, m.ctl.cpl, at) || t->update_due) {
+				if (r.branch != DEC_BR_NONE && r.taken) {
+					t->interp.branches++;
+					trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);
+				}
+				break;
+			}
+		}
+		if (r.branch != DEC_BR_NONE && r.taken) {
+			/* the record's consumers look at where the vCPU is (RIP, RFLAGS.IF for the
+			 * pacing), not at its other registers: those follow at the burst's end */
+			v->rip = c.rip;
+			v->rflags = c.rflags;
 			t->interp.branches++;
 			trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);	/* its time: the record bucket */
 			if (irq_due(v) || rec_tracing() != tracing)
@@ -462,7 +484,8 @@ void interp_log(struct vcpu *v)
 	u64 top[2];
 	interp_top(st, top);
 	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget), %lu instructions, %lu branches "
-		 "interpreted, %lu left", v->id, st->runs, st->declined, st->budget, st->insns, st->branches, st->left);
+		 "interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget, st->insns,
+		 st->branches, st->left, st->counted);
 	LOG_INFO("interp: vcpu %u left: opcode %lu prefix %lu memory %lu fetch %lu mode %lu invalid %lu canonical %lu "
 		 "align %lu target %lu trap %lu cet %lu", v->id, r[INTERP_LEAVE_OPCODE], r[INTERP_LEAVE_PREFIX],
 		 r[INTERP_LEAVE_MEMORY], r[INTERP_LEAVE_FETCH], r[INTERP_LEAVE_MODE], r[INTERP_LEAVE_INVALID],

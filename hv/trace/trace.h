@@ -141,6 +141,7 @@ struct lbr_engine {
 #define PGWALK_NREFUSED		8
 struct interp_stats {
 	u64 runs, declined, insns, branches, left, budget;
+	u64 counted;		/* instructions counted for the virtual PMU (interp_counting) */
 	u64 logged_runs;	/* runs at the last interp_log */
 	u64 logged_insns;	/* ... and instructions */
 	u64 reasons[INTERP_LEAVE_NREASONS];
@@ -194,6 +195,11 @@ struct trace_vcpu {
 	u64 guest_dr6;		/* the guest's DR6: virtual while tracing */
 	u64 host_guest_data;	/* DR6_B2/DR6_B3: the guest's data breakpoint the host DR7 armed there at entry */
 	u32 engine_wanted;	/* enum hvtrace_engine used when tracing starts */
+	/* engine = interp while a virtual PMU counter counts instructions or branches: the bursts
+	 * count what they run, and what they leave is stepped by the reference engine (not
+	 * planned by the fast one, which sees only the branches) */
+	bool interp_counting;
+	bool interp_counting_said;	/* logged once */
 	bool update_due;	/* trace_update() before the next entry (a PMI froze the counters) */
 	u64 exit_rip;		/* RIP at this exit's start */
 	u8 step_pair;		/* STEP_PAIR_*: the stepped instruction's successor followed too (engine.c) */
@@ -252,7 +258,7 @@ void ds_burst_end(struct vcpu *v);
  * `cpl` that was `occ` (PMU_OCC_*), counted by the engine (a PEBS record
  * for the PEBS counters it wrapped); the TSC-counted events brought up to
  * date (each exit). Either may raise the PMI of a counter that wrapped. */
-void pmu_retired(struct vcpu *v, u32 occ, int cpl, u64 ip);
+u64 pmu_retired(struct vcpu *v, u32 occ, int cpl, u64 ip);
 void pmu_sync(struct vcpu *v);
 /* RDPMC of counter `ecx` (bit 30: fixed): its value, or false (#GP) */
 bool pmu_rdpmc(struct vcpu *v, u32 ecx, u64 *val);
