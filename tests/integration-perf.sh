@@ -290,6 +290,7 @@ t_linux_gdb_btrace() {
 	expect 'HVTRACE-PERF: gdb: Active record target: record-btrace'
 	expect 'HVTRACE-PERF: gdb: Recording format: Branch Trace Store'
 	reject 'HVTRACE-PERF: gdb: Could not enable branch tracing'
+	expect 'HVTRACE-PERF: gdb: Recorded [0-9]+ instructions in [0-9]+ functions \(0 gaps\)'
 	local d=$RUNS/$name
 	sed -nE 's/.*HVTRACE-GDB-INSN: 0x0*([0-9a-f]+)$/\1/p' "$LOG" >"$d/insn-guest.txt"
 	awk -v insns=1 -f tests/perf/trace-count.awk "$d/work.lst" "$DUMP" | sed -n 's/^insn //p' >"$d/insn-all.txt"
