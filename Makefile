@@ -64,15 +64,18 @@ $(TINY_DIR)/vmlinux: scripts/build-tiny-kernel.sh tests/linux/tiny.config
 	scripts/build-tiny-kernel.sh $(TINY_DIR)
 
 # Linux's perf in the guest (tests/integration-perf.sh): Debian's linux-perf
-# and its libraries in the build cache, and a second initramfs that adds
-# them and the test program to the first.
+# and gdb (gdb-minimal) and their libraries in the build cache, and a second
+# initramfs that adds them and the test program to the first.
 PERF_DIR ?= $(BUILD)/cache/perf
+GDB_DIR ?= $(BUILD)/cache/gdb
 $(PERF_DIR)/version:
 	scripts/fetch-perf.sh $(PERF_DIR)
+$(GDB_DIR)/version:
+	scripts/fetch-gdb.sh $(GDB_DIR)
 
 $(BUILD)/initrd-perf.gz: scripts/mkinitramfs.sh tests/perf/hvtrace-perf.sh $(PERF_DIR)/version \
-		$(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz
-	scripts/mkinitramfs.sh --perf $(PERF_DIR)/root $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz $@
+		$(GDB_DIR)/version $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz
+	scripts/mkinitramfs.sh --perf $(PERF_DIR)/root $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz $@ $(GDB_DIR)/root
 
 PERF_IMAGES := $(BUILD)/initrd-perf.gz $(BUILD)/tests/perf/perf-work
 

@@ -27,15 +27,17 @@ SAMPLE_PERIOD=997 PEBS_PERIOD=499	# tests/perf/hvtrace-perf.sh
 
 run() { boot qemu "$@"; }
 
-# perf_boot NAME STEPS: Linux with pti=off on an Intel-vendor guest CPU,
-# /init running hvtrace-perf STEPS; the host stream (user mode) traced from
-# the program's entry for 100,000 records (the run, its exit, and on into
-# perf: from the entry to the exit's SYSCALL took 10,350 of them with the
-# kernel's, stream.cpl = all), drained by `hvtrace record`. Leaves $LOG, $DUMP (hvtrace dump of
+# perf_boot NAME STEPS [RECORDS]: Linux with pti=off on an Intel-vendor
+# guest CPU, /init running hvtrace-perf STEPS; the host stream (user mode)
+# traced from the program's entry for RECORDS records, 100,000 unless
+# given (the run, its exit, and on into perf: from the entry to the exit's
+# SYSCALL took 10,350 of them with the kernel's, stream.cpl = all; the
+# records of the kernel count too, though the stream keeps only those with
+# a user end), drained by `hvtrace record`. Leaves $LOG, $DUMP (hvtrace dump of
 # the stream) and $COUNT (trace-count.awk's output, pairs and counts);
 # returns 1 (the reason in REASONS) when the perf images are not built.
 perf_boot() {
-	local name=$1 steps=$2
+	local name=$1 steps=$2 records=${3:-100000}
 	local d=$(esp "$name")
 	SECONDS=0
 	if [ ! -s "$BUILD/initrd-perf.gz" ] || [ ! -x "$WORK" ]; then
@@ -48,7 +50,7 @@ perf_boot() {
 	local entry=$(nm "$WORK" | awk '$3 == "_start" { print $1 }')
 	printf '%s\n' 'next = \EFI\linux\vmlinuz' "cmdline = $PERF_CMDLINE pti=off hvtrace.perf=$steps" \
 		'stream.size = 1M' 'stream.wait = 2s' 'stream.cpl = user' "trace.start = 0x$entry" \
-		'trace.stop = records:100000' 'channel = ivshmem' >"$d/EFI/hvtrace/hvtrace.cfg"
+		"trace.stop = records:$records" 'channel = ivshmem' >"$d/EFI/hvtrace/hvtrace.cfg"
 	local shm=$RUNS/$name/chan.shm out=$RUNS/$name/stream.trace
 	truncate -s 8M "$shm"
 	run "$name" 480 --cpu-flags -hypervisor,vendor=GenuineIntel -- \
@@ -74,7 +76,7 @@ perf_boot() {
 	rm -f "$shm" "$out"
 	expect 'hvtrace: hypervisor running; this processor is now its guest'
 	expect "recorder: tracing starts at 0*$entry"
-	expect 'recorder: tracing stopped \(trace.stop records reached\) after 100000 records'
+	expect "recorder: tracing stopped \\(trace.stop records reached\\) after $records records"
 	# the kernel's own lines: the Intel PMU driver and intel_bts registered
 	expect 'HVTRACE-GUEST: dmesg: Performance Events: PEBS fmt4\+-baseline, generic architected perfmon, full-width counters, Intel PMU driver\.'
 	expect 'HVTRACE-GUEST: dmesg: \.\.\. version: +2$'
@@ -97,6 +99,16 @@ perf_boot() {
 count_is() {
 	local got=$(sed -nE "s/^count .*\\b$1 ([0-9]+).*/\\1/p" "$COUNT")
 	[ "$got" = "$2" ] || REASONS="$REASONS; the hypervisor's stream gives $1 ${got:-?}, the program has $2 ($COUNT)"
+}
+
+# lists_agree WHAT GUEST HOSTWHAT HOST: the guest's list (one item a
+# line) is the host's, which is not empty
+lists_agree() {
+	if [ ! -s "$4" ]; then
+		REASONS="$REASONS; $3 list is empty ($4)"
+	elif ! cmp -s "$2" "$4"; then
+		REASONS="$REASONS; $1 ($(wc -l <"$2")) differ from $3 ($(wc -l <"$4")): diff $2 $4"
+	fi
 }
 
 # perf_stat_is EVENT N: perf stat's count of EVENT (-x, output) is N
@@ -131,8 +143,9 @@ synth_stream() {
 }
 
 # The walk itself (tests/perf/trace-count.awk), no boot: a stream made from
-# the program's code gives its counts and the samples' places, a branch of
-# another address space in the middle changes nothing; a taken branch left
+# the program's code gives its counts, the samples' places and its
+# instructions in order, a branch of another address space in the middle
+# changes nothing; a taken branch left
 # out, or records lost before the program's last, are errors.
 t_perf_walk() {
 	local name=perf-walk d=$RUNS/perf-walk
@@ -146,6 +159,11 @@ t_perf_walk() {
 	expect '^sample 10001017\|10001005 after 10001015$'
 	[ "$(grep -c '^sample ' "$LOG")" = $((WORK_INSNS / SAMPLE_PERIOD)) ] || REASONS="$REASONS; not 7 samples"
 	[ "$(grep -c '^pair ' "$LOG")" = 3504 ] || REASONS="$REASONS; not 3504 pairs"
+	# the instructions one by one (GDB's instruction history is compared
+	# with them): as many as counted, _start's first to the SYSCALL
+	synth_stream 0 0 1 | awk -v insns=1 -f tests/perf/trace-count.awk "$d/work.lst" - | sed -n 's/^insn //p' >"$d/insns.txt"
+	[ "$(wc -l <"$d/insns.txt")" = $WORK_INSNS ] && [ "$(sed -n '1p;$p' "$d/insns.txt" | tr '\n' ' ')" = "10001000 10001020 " ] ||
+		REASONS="$REASONS; -v insns=1 gave $(wc -l <"$d/insns.txt") instructions, $(sed -n '1p;$p' "$d/insns.txt" | tr '\n' ' ')"
 	synth_stream 1000 | walk >"$d/drop.txt" && REASONS="$REASONS; a dropped JNZ went unnoticed"
 	grep -q '^error ' "$d/drop.txt" || REASONS="$REASONS; no error line for the dropped JNZ"
 	synth_stream 0 1000 | walk >"$d/lost.txt" && REASONS="$REASONS; a lost record went unnoticed"
@@ -213,11 +231,7 @@ t_linux_perf_bts() {
 	local guest=$RUNS/$name/bts-guest.txt host=$RUNS/$name/bts-host.txt
 	sed -nE 's/.*HVTRACE-BTS: ([0-9a-fk]+ [0-9a-fk]+)$/\1/p' "$LOG" | awk '$1 != "k" { go = 1 } go' >"$guest"
 	sed -n 's/^pair //p' "$COUNT" >"$host"
-	if [ ! -s "$host" ]; then
-		REASONS="$REASONS; no host records for the program"
-	elif ! cmp -s "$guest" "$host"; then
-		REASONS="$REASONS; perf's BTS branches ($(wc -l <"$guest")) differ from the hypervisor's ($(wc -l <"$host")): diff $guest $host"
-	fi
+	lists_agree "perf's BTS branches" "$guest" "the hypervisor's" "$host"
 	finish $name
 }
 
@@ -244,6 +258,63 @@ t_linux_perf_pebs() {
 	finish $name
 }
 
-ALL="t_perf_walk t_linux_perf_stat t_linux_perf_bts t_linux_perf_pebs"
+# perf record -e branches:u -c 1 of the traced run: the perf core's BTS
+# event (not intel_bts: the DS area's BTS buffer, drained into samples at
+# its threshold PMI and when the task is switched out; the event GDB's
+# record btrace bts opens), perf script in the guest: each sample's FROM TO,
+# exactly the hypervisor's records for the program with both ends in user
+# mode (Linux drops a record with a kernel end for an exclude_kernel event)
+t_linux_perf_branches() {
+	local name=linux-perf-branches
+	perf_boot $name branches 500000 || { finish $name; return 0; }
+	expect 'HVTRACE-PERF: branches record exit 0'
+	expect 'HVTRACE-PERF: branches script exit 0'
+	local guest=$RUNS/$name/branches-guest.txt host=$RUNS/$name/branches-host.txt
+	sed -nE 's/.*HVTRACE-BRANCH: ([0-9a-fk]+ [0-9a-fk]+)$/\1/p' "$LOG" >"$guest"
+	sed -n 's/^pair //p' "$COUNT" | grep -v k >"$host"
+	lists_agree "perf's branches:u samples" "$guest" "the hypervisor's user-mode branches" "$host"
+	finish $name
+}
+
+# GDB's record btrace bts on the traced run (tests/perf/hvtrace-perf.sh
+# step_gdb: starti, record btrace bts, continue to a breakpoint on the
+# exit's SYSCALL): its record instruction-history, the addresses in order,
+# is the list of instructions the hypervisor's stream walks the program
+# through (trace-count.awk -v insns=1), from _start up to the breakpoint;
+# its record function-call-history /i, "N FUNCTION inst A,B" a segment, is
+# that list cut where the function (nm's symbol) changes
+t_linux_gdb_btrace() {
+	local name=linux-gdb-btrace
+	perf_boot $name gdb 500000 || { finish $name; return 0; }
+	expect 'HVTRACE-PERF: gdb exit 0'
+	expect 'HVTRACE-PERF: gdb: Active record target: record-btrace'
+	expect 'HVTRACE-PERF: gdb: Recording format: Branch Trace Store'
+	reject 'HVTRACE-PERF: gdb: Could not enable branch tracing'
+	expect 'HVTRACE-PERF: gdb: Recorded [0-9]+ instructions in [0-9]+ functions \(0 gaps\)'
+	local d=$RUNS/$name
+	sed -nE 's/.*HVTRACE-GDB-INSN: 0x0*([0-9a-f]+)$/\1/p' "$LOG" >"$d/insn-guest.txt"
+	awk -v insns=1 -f tests/perf/trace-count.awk "$d/work.lst" "$DUMP" | sed -n 's/^insn //p' >"$d/insn-all.txt"
+	# the stream's last is the breakpoint's INT3 (an exception record from
+	# the SYSCALL's address), where GDB stopped: its current instruction,
+	# which the instruction history leaves out and the function call
+	# history counts
+	local stop=$(sed -nE 's/.*HVTRACE-PERF: gdb: Breakpoint 1, 0x0*([0-9a-f]+) in .*/\1/p' "$LOG")
+	[ -n "$stop" ] && [ "$(tail -n 1 "$d/insn-all.txt")" = "$stop" ] ||
+		REASONS="$REASONS; the stream's last instruction $(tail -n 1 "$d/insn-all.txt") is not GDB's stop ${stop:-?}"
+	head -n -1 "$d/insn-all.txt" >"$d/insn-host.txt"
+	sed -nE 's/.*HVTRACE-GDB-CALL: (.*)$/\1/p' "$LOG" >"$d/call-guest.txt"
+	{ nm "$WORK" | awk '$2 ~ /^[tT]$/ { print "sym", $1, $3 }'; sed 's/^/insn /' "$d/insn-all.txt"; } |
+		awk -v seg=0 '$1 == "sym" { sub(/^0+/, "", $2); a[++n] = sprintf("%16s", $2); f[n] = $3; next }
+		{ x = sprintf("%16s", $2); fn = "??"; best = ""
+		  for (i = 1; i <= n; i++) if (a[i] <= x && a[i] > best) { best = a[i]; fn = f[i] }
+		  i = ++k
+		  if (fn != cur) { if (cur != "") print seg, cur, "inst " first "," (i - 1); seg++; cur = fn; first = i } }
+		END { if (cur != "") print seg, cur, "inst " first "," k }' >"$d/call-host.txt"
+	lists_agree "GDB's instruction history" "$d/insn-guest.txt" "the hypervisor's stream" "$d/insn-host.txt"
+	lists_agree "GDB's function call history" "$d/call-guest.txt" "the stream's" "$d/call-host.txt"
+	finish $name
+}
+
+ALL="t_perf_walk t_linux_perf_stat t_linux_perf_bts t_linux_perf_pebs t_linux_perf_branches t_linux_gdb_btrace"
 [ "${1:-}" = --list ] || tests/lib/qemu.sh --which-accel
 runner_main integration-perf "$ALL" "$@"

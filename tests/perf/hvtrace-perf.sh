@@ -12,6 +12,14 @@
 #           perf script: each sample's IP
 #   pebs    perf record -e branches:upp -c $PEBS_PERIOD (PEBS: each sample's
 #           IP the record's eventing IP), then perf script: each sample's IP
+#   branches  perf record -e branches:u -c 1 -d (the perf core's BTS event, the
+#           DS area's BTS buffer drained at its threshold PMI), then perf
+#           script: "FROM TO" of each branch as for bts
+#   gdb     GDB (/usr/bin/gdb, the perf initramfs's gdb-minimal): starti,
+#           record btrace bts (the same perf event), continue to a
+#           breakpoint on the exit's SYSCALL, then record
+#           function-call-history /i ("N FUNCTION inst A,B" a line) and
+#           record instruction-history (each instruction's address)
 SAMPLE_PERIOD=997
 PEBS_PERIOD=499
 W=/bin/perf-work
@@ -65,6 +73,32 @@ step_pebs() {
 	sed 's/^ */HVTRACE-PEBS: /' /tmp/pebs.txt
 }
 
+step_branches() {
+	perf record -N -q -e branches:u -c 1 -d -o /tmp/branches.data -- $W
+	echo "HVTRACE-PERF: branches record exit $?"
+	perf script -i /tmp/branches.data -F ip,addr >/tmp/branches.raw 2>/tmp/branches.err
+	echo "HVTRACE-PERF: branches script exit $? lines $(wc -l </tmp/branches.raw)"
+	sed 's/^/HVTRACE-PERF: branches: /' /tmp/branches.err | head -n 5
+	user_pairs </tmp/branches.raw | sed 's/^/HVTRACE-BRANCH: /'
+}
+
+# the exit's SYSCALL is the 2 bytes before leaf (tests/perf/work.S); GDB's
+# BTS buffer (64 KiB by default, 24 bytes a sample) made large enough for
+# the program's 3500 branches
+step_gdb() {
+	gdb -batch -nx -q -ex 'set pagination off' -ex 'set width 0' \
+		-ex 'set record btrace bts buffer-size 262144' -ex starti -ex 'record btrace bts' \
+		-ex 'break *((char *) leaf - 2)' -ex continue -ex 'info record' -ex 'maint info btrace' \
+		-ex 'set record function-call-history-size unlimited' -ex 'record function-call-history /i' \
+		-ex 'set record instruction-history-size unlimited' -ex 'record instruction-history' \
+		-ex kill $W >/tmp/gdb.txt 2>&1
+	echo "HVTRACE-PERF: gdb exit $?"
+	# GDB's own lines but the histories', then the histories in short
+	grep -v '^[0-9]' /tmp/gdb.txt | sed 's/^/HVTRACE-PERF: gdb: /'
+	awk -F'\t' '$1 ~ /^[0-9]+$/ && $3 ~ /^inst / { print "HVTRACE-GDB-CALL:", $1, $2, $3 }' /tmp/gdb.txt
+	awk '$1 ~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) if ($i ~ /^0x[0-9a-f]+$/) { print "HVTRACE-GDB-INSN:", $i; break } }' /tmp/gdb.txt
+}
+
 echo "HVTRACE-PERF: $(perf version)"
 # Linux lowers perf_event_max_sample_rate when a PMI handler takes long
 # (here: every instruction is single-stepped while a counter counts, under
@@ -79,7 +113,7 @@ echo "HVTRACE-PERF: perf_event_max_sample_rate $(cat /proc/sys/kernel/perf_event
 	"perf_cpu_time_max_percent $(cat /proc/sys/kernel/perf_cpu_time_max_percent)"
 for s in $(echo "$1" | tr , ' '); do
 	case "$s" in
-	stat|bts|sample|pebs) step_$s ;;
+	stat|bts|sample|pebs|branches|gdb) step_$s ;;
 	*) echo "HVTRACE-PERF: unknown step $s" ;;
 	esac
 done

@@ -19,11 +19,13 @@
 # every N-th branch, for a branches sampling test such as PEBS's): AT that
 # instruction, IP1|IP2 the two that ran next, where the overflow interrupt
 # of an exact counter finds the program (the next one, or with one
-# instruction's skid the one after: docs/pmu.md). Exit 1, with a line
+# instruction's skid the one after: docs/pmu.md); with -v insns=1, "insn
+# ADDR" for each instruction retired, in order (the list GDB's record
+# instruction-history is compared with). Exit 1, with a line
 # "error ...", when the stream and the code disagree (a taken branch the
 # stream lacks, a destination outside the listing) or lost records before
 # one of the program's.
-# Usage: awk [-v period=N [-v event=branches]] -f trace-count.awk LISTING DUMP
+# Usage: awk [-v period=N [-v event=branches]] [-v insns=1] -f trace-count.awk LISTING DUMP
 function hex(s) { sub(/^0x/, "", s); return tolower(s) }
 function num(s,   i, n, c) {
 	s = hex(s); n = 0
@@ -42,6 +44,7 @@ function retire(a, isbranch,   s) {
 	}
 	ins++
 	if (isbranch) br++
+	if (insns) print "insn", sprintf("%x", a)
 	if (!period || (event == "branches" ? !isbranch || br % period : ins % period))
 		return
 	need[++nsamp] = 2
