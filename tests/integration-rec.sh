@@ -1224,7 +1224,7 @@ t_svm_gdb_live() {
 		done
 		# stepi until RIP is in the loop (it may have stopped in the
 		# firmware's timer handler), bounded; where 3000 were not enough
-		# (a stop deep in the handler's event dispatch: 1 run in 10
+		# (a stop deep in the handler's event dispatch: 3 runs in 20
 		# here, R15 then set outside the loop), the hardware breakpoint
 		# at the loop's top brings it there
 		cat >"$script" <<-GDB
