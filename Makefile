@@ -28,7 +28,7 @@ help:
 	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU TCG; not in make test)"
 	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel, then Debian's (over an hour)"
-	@echo "make test-gdb-live  GDB on a running guest, EFI program and Debian kernel (out of make test: its stop fails in some runs)"
+	@echo "make test-gdb-live  GDB on a running guest alone, EFI program and Debian kernel (both in make test too)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU, trace it from start_kernel, show the report"
 	@echo "make bench       benchmarks, results in bench/results/"
 	@echo "make deps        install the Debian packages needed (as root)"
@@ -99,12 +99,11 @@ test-nested: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
 	@tests/integration-nested.sh --all
 
-# GDB on a running guest (tests/integration-rec.sh svm-gdb-live,
-# linux-gdb-live): out of make test while the stop after continue fails in
-# some runs
+# GDB on a running guest alone (tests/integration-rec.sh svm-gdb-live,
+# linux-gdb-live; both in make test too)
 test-gdb-live: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(BOOT_IMAGES) $(KERNEL_DIR)/modules/order
-	@HVTRACE_GDB_LIVE=1 tests/integration-rec.sh gdb-live
+	@tests/integration-rec.sh gdb-live
 
 # A whole boot traced, firmware to /init: the small Linux (also in make
 # test) and Debian's kernel (over an hour here)

@@ -1161,6 +1161,30 @@ PY
 	finish $name
 }
 
+# gdb_sigint PID: gdb's Ctrl-C, sent to the `timeout --foreground` that
+# runs gdb; it passes the signal on to gdb alone, once. Issue 28: without
+# --foreground, coreutils' timeout sends a signal it gets to its child and
+# then again to its whole process group, so gdb got SIGINT twice, some
+# 0.2 ms apart (strace: both from timeout's PID). A second Ctrl-C while
+# gdb still waits for the stop reply of the first is gdb's "The target is
+# not responding to interrupt requests. Stop debugging it?", answered Y in
+# batch mode: gdb disconnected about 2 ms after sending its interrupt,
+# while the server (which had stopped every vCPU in that time) was
+# sending the reply. Whether the two signals merged into one decided the
+# run: linux-gdb-live failed 4 runs in 9, svm-gdb-live 1 in 2. The
+# hypervisor and the server were not at fault.
+gdb_sigint() {
+	kill -INT "$1" 2>/dev/null
+}
+
+# gdb_interrupted_twice OUT: gdb's own words for a second interrupt before
+# the stop reply (gdb's remote.c interrupt_query), a failure named as such
+gdb_interrupted_twice() {
+	grep -q 'The target is not responding to interrupt requests' "$1" &&
+		REASONS="$REASONS; gdb got a second interrupt before the stop reply (gdb_sigint; $1)"
+	return 0
+}
+
 # `hvtrace gdb --shm` on a running guest (t_gdb: a busy loop with
 # interrupts on, on one of two vCPUs) driven by Debian's gdb in batch
 # mode: attaching stops both vCPUs (two threads with their APIC IDs),
@@ -1199,7 +1223,10 @@ t_svm_gdb_live() {
 			sleep 0.1
 		done
 		# stepi until RIP is in the loop (it may have stopped in the
-		# firmware's timer handler), bounded
+		# firmware's timer handler), bounded; where 3000 were not enough
+		# (a stop deep in the handler's event dispatch: 3 runs in 20
+		# here, R15 then set outside the loop), the hardware breakpoint
+		# at the loop's top brings it there
 		cat >"$script" <<-GDB
 		set pagination off
 		set confirm off
@@ -1209,6 +1236,12 @@ t_svm_gdb_live() {
 		while (\$pc < 0x$top || \$pc >= 0x$end) && \$n < 3000
 		  stepi
 		  set \$n = \$n + 1
+		end
+		printf "STEPPED %d pc=%lx\n", \$n, \$pc
+		if \$pc < 0x$top || \$pc >= 0x$end
+		  hbreak *0x$top
+		  continue
+		  delete
 		end
 		printf "IN-LOOP %d pc=%lx\n", \$n, \$pc
 		info registers rip rbx r12 rsp cr0 cr3 cr4 cs ss fs_base
@@ -1242,7 +1275,8 @@ t_svm_gdb_live() {
 		printf "POKE-2 %lx\n", *(unsigned long *)0x$poke
 		detach
 		GDB
-		timeout 200 gdb -batch -nx -x "$script" >"$out" 2>&1 &
+		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
+		timeout --foreground 200 gdb -batch -nx -x "$script" >"$out" 2>&1 &
 		local gpid=$!
 		# the interrupt, once gdb continued (the second COUNTER comes after it)
 		for _ in $(seq 1 1500); do
@@ -1251,13 +1285,16 @@ t_svm_gdb_live() {
 			sleep 0.1
 		done
 		sleep 3
-		kill -INT $gpid 2>/dev/null
+		gdb_sigint $gpid
 		wait $gpid
 		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		gdb_interrupted_twice "$out"
 		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
 		want '^\* 1 +Thread 1 "vCPU 0" \(vCPU 0 \(APIC ID 0\)\)' "thread 1 is not vCPU 0 with its APIC ID"
 		want '^  2 +Thread 2 "vCPU 1" \(vCPU 1 \(APIC ID 1\)\)' "thread 2 is not vCPU 1 with its APIC ID"
-		want '^IN-LOOP [0-9]+ pc=' "stepi did not reach the loop"
+		local inpc=$(sed -nE 's/^IN-LOOP [0-9]+ pc=([0-9a-f]+)$/\1/p' "$out")
+		[ -n "$inpc" ] && [ $((0x$inpc >= 0x$top && 0x$inpc < 0x$end)) = 1 ] ||
+			REASONS="$REASONS; neither stepi nor the breakpoint reached the loop: pc ${inpc:-?} ($out)"
 		want '^cr0 +0x8[0-9a-f]*3[0-9a-f] ' "CR0 is not a paging, protected-mode value"
 		want '^cs +0x38 ' "CS is not the firmware's 64-bit code selector"
 		want '^COUNTER-1 [1-9]' "the loop's counter reads 0"
@@ -1269,7 +1306,7 @@ t_svm_gdb_live() {
 		want '^THREAD2 pc=' "thread 2 has no registers"
 		want '^POKE-2 6764626d61676963$' "the release word was not written"
 		want "^HBREAK pc=$top\$" "continue did not stop at the hardware breakpoint"
-		want '^Thread 1 "vCPU 0" hit Breakpoint 1, ' "gdb did not see its breakpoint hit"
+		want '^Thread 1 "vCPU 0" hit Breakpoint [0-9]+, ' "gdb did not see its breakpoint hit"
 		# the second time round the loop read DR3 and DR7 with the breakpoint armed
 		want "^HBREAK-2 pc=$top counter=[0-9]+\$" "the second continue did not stop at the breakpoint again"
 		# each stepi moved RIP by one instruction's length within the loop
@@ -1328,7 +1365,8 @@ t_linux_gdb_live() {
 			[ -n "$gport" ] && break
 			sleep 0.1
 		done
-		timeout 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
+		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
+		timeout --foreground 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
 			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
 			-ex 'thread 2' -ex 'bt 1' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
 		gpid=$!
@@ -1340,9 +1378,10 @@ t_linux_gdb_live() {
 			sleep 0.1
 		done
 		sleep 2
-		kill -INT $gpid 2>/dev/null
+		gdb_sigint $gpid
 		wait $gpid
 		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		gdb_interrupted_twice "$out"
 		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
 		want '^\* 1 +Thread 1 "vCPU 0" \(vCPU 0 \(APIC ID 0\)\) 0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' \
 			"thread 1 is not vCPU 0 stopped in a kernel function"
@@ -1363,10 +1402,6 @@ t_linux_gdb_live() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic"
-# The live GDB server's tests: their stop after `continue` fails in some
-# runs (docs/testing.md item 4): not in make test; make test-gdb-live
-# (HVTRACE_GDB_LIVE=1) runs them
-[ "${HVTRACE_GDB_LIVE:-0}" = 1 ] && ALL="$ALL t_svm_gdb_live t_linux_gdb_live"
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live"
 runner_main integration-rec "$ALL" "$@"

@@ -89,6 +89,8 @@ struct gdb_state {
 	int lock_fd;
 	int held;		/* the guest is stopped by us */
 	int bp_set;		/* a breakpoint is armed in the hypervisor */
+	unsigned long stops;	/* live_stop's successes */
+	double stop_ms;		/* the last one's time */
 };
 
 /* Each vCPU's flight ring (records checked; those refused dropped). */
@@ -204,16 +206,25 @@ static int live_refresh(struct gdb_state *s, size_t v)
 	return 0;
 }
 
+/* Every vCPU held; each stop after the first (attach) says how long it
+ * took, so that a session gdb gave up on shows whether the guest stopped
+ * (issue 28: it had, gdb had been sent a second interrupt). */
 static int live_stop(void *ctx)
 {
 	struct gdb_state *s = ctx;
 	struct hvt_err err;
+	struct timespec t0, t1;
 	size_t v;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (hvt_dbg_stop(&s->dbg, &err)) {
 		warn("gdb", "%s", err.msg);
 		return -1;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s->stop_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (s->stops++)
+		fprintf(stderr, "hvtrace gdb: every vCPU stopped again in %.2f ms\n", s->stop_ms);
 	s->held = 1;
 	for (v = 0; v < s->ncpus; v++)
 		if (live_refresh(s, v))
@@ -522,16 +533,11 @@ static int serve(struct gdb_state *s, int lfd, const char *where, const struct h
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
 		/* attached: the guest stops, as GDB expects of a target */
-		struct timespec t0, t1;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (live_stop(s)) {
 			close(fd);
 			return fail("gdb", "the guest did not stop");
 		}
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		fprintf(stderr, "hvtrace gdb: every vCPU stopped in %.2f ms\n",
-			(double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		fprintf(stderr, "hvtrace gdb: every vCPU stopped in %.2f ms\n", s->stop_ms);
 		if (s->t.first >= s->ncpus)
 			s->t.first = 0;
 		summary(s, syms);

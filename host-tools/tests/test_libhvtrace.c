@@ -1177,12 +1177,12 @@ static void test_dbg(void)
  * asks of the target, and an error reply for every malformed one. */
 static struct hvt_vcpu_regs live_regs[2];
 static uint8_t live_mem[0x100];
-static int live_running, live_steps, live_bp_on;
+static int live_running, live_steps, live_stops, live_bp_on;
 static uint64_t live_bp;
 static char live_out[4096];
 static size_t live_nout;
 
-static int lv_stop(void *c) { (void)c; live_running = 0; return 0; }
+static int lv_stop(void *c) { (void)c; live_running = 0; live_stops++; return 0; }
 static int lv_resume(void *c) { (void)c; live_running = 1; return 0; }
 static int lv_step(void *c, size_t t) { (void)c; live_steps++; live_regs[t].rip++; return 0; }
 static int64_t lv_read(void *c, size_t t, uint64_t la, void *buf, uint64_t len)
@@ -1287,6 +1287,21 @@ static void test_gdb_live(void)
 	live_nout = 0;
 	hvt_gdb_input(g, "\x03", 1);
 	CHECK(!live_running && strstr(live_out, "$T02thread:2;#"), "the interrupt stops it: %s", live_out);
+	/* issue 28: gdb sends a second interrupt when it gets a second SIGINT
+	 * before the stop reply (it then asks whether to give up): one stop,
+	 * one reply, whether both come in one read or the second after it */
+	CHECK(!strcmp(live_pkt(g, "c"), "") && live_running, "c again");
+	live_nout = 0;
+	live_stops = 0;
+	hvt_gdb_input(g, "\x03\x03", 2);
+	CHECK(!live_running && live_stops == 1 && strstr(live_out, "$T02thread:2;#") &&
+		      !strstr(strstr(live_out, "$T02") + 1, "$T02"),
+	      "two interrupts in one read: one stop, one reply: %s", live_out);
+	live_nout = 0;
+	live_out[0] = 0;
+	hvt_gdb_input(g, "\x03", 1);
+	CHECK(live_stops == 1 && !live_nout, "an interrupt while stopped: nothing (%d stops, %zu bytes)", live_stops,
+	      live_nout);
 	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "vCont;c");
 	live_nout = 0;
 	CHECK(hvt_gdb_stopped(g, 0) == 0 && !live_running && strstr(live_out, "$T05thread:1;#"),

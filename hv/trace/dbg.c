@@ -7,9 +7,10 @@
  * one: rec_ctl_poll takes them one at a time). The host reads and writes
  * memory through a stopped vCPU's page tables (guest RAM only, like a
  * hypercall's buffer), sets its general registers, RIP and status flags,
- * steps one instruction with a hidden TF (the engine off only: nmi.c's
- * way), sets one instruction breakpoint (the engine's DR3, as the
- * recorder's start address takes it: the guest's DR3 stays virtual), and
+ * steps one instruction with a hidden TF (the engine off only:
+ * trace/hstep.c, as nmi.c steps an IRET), sets one instruction breakpoint
+ * (the engine's DR3, as the recorder's start address takes it: the
+ * guest's DR3 stays virtual), and
  * lets them all go. The guest's TSC runs on while it is held:
  * nothing is offset (a held guest sees the time it lost, as after an SMI).
  * Nothing here is read back from the channel but the request (copied once
@@ -28,6 +29,7 @@
 #include "base/vcpu.h"
 #include "trace/dbg.h"
 #include "trace/engine.h"
+#include "trace/hstep.h"
 
 /* RFLAGS bits the host may change: the status flags and DF. IF, TF, IOPL,
  * NT, RF, VM, AC and the rest stay the guest's (the hidden TF and the
@@ -117,31 +119,13 @@ static void unpublish(u32 id)
 	*(volatile u32 *)&dbg.area->vcpu[id].state = HVTRACE_DBG_RUNNING;
 }
 
-/* The step (engine off): TF forced for one instruction, #DB intercepted;
- * interrupts are not injected meanwhile (trace_irq_pick). */
-static void step_arm(struct vcpu *v)
-{
-	struct trace_vcpu *t = v->trace;
-	t->dbg_step = true;
-	t->dbg_step_tf = v->rflags & RFLAGS_TF;
-	t->dbg_step_dr6 = hv.ops->get_dr(v, 6);
-	t->dbg_step_rip = v->rip;
-	v->rflags |= RFLAGS_TF;
-	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
-}
-
-static void step_end(struct vcpu *v)
-{
-	struct trace_vcpu *t = v->trace;
-	t->dbg_step = false;
-	v->rflags = (v->rflags & ~RFLAGS_TF) | (t->dbg_step_tf ? RFLAGS_TF : 0);
-	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
-}
-
+/* The step (engine off) is trace/hstep.c's hidden one; interrupts are not
+ * injected meanwhile (trace_irq_pick). Cancelled, its instruction has not
+ * run. */
 void dbg_step_cancel(struct vcpu *v)
 {
-	if (v->trace->dbg_step)
-		step_end(v);
+	if (v->trace->dbg_step.on)
+		hstep_end(v, &v->trace->dbg_step, false);
 }
 
 /* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
@@ -194,19 +178,12 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	return !(dr6 & DR6_CAUSES & ~DR6_B3);
 }
 
+/* The step's #DB: the debugger's alone, or the guest's too: its own TF,
+ * or breakpoints of its own the instruction hit (which this step once
+ * dropped, restoring DR6 over them; nmi.c's step did not) */
 bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 {
-	struct trace_vcpu *t = v->trace;
-	if (!t->dbg_step || ev->vector != X86_DB)
-		return false;
-	u64 dr6 = hv.ops->get_dr(v, 6);
-	if (!(dr6 & DR6_BS))
-		return false;	/* not the step's: the guest's own breakpoint */
-	step_end(v);
-	if (t->dbg_step_tf)
-		return false;	/* the guest's own TF: its trap */
-	hv.ops->set_dr(v, 6, t->dbg_step_dr6);
-	return true;
+	return hstep_db(v, &v->trace->dbg_step, ev) == HSTEP_HIDDEN;
 }
 
 static void hold(struct vcpu *v);
@@ -216,12 +193,12 @@ void dbg_before_entry(struct vcpu *v)
 	if (!dbg.area)
 		return;
 	struct trace_vcpu *t = v->trace;
-	if (t->dbg_step) {
+	if (t->dbg_step.on) {
 		/* the step completed by another exit (an instruction the
 		 * hypervisor emulated, a fault it injected): done */
-		if (v->rip == t->dbg_step_rip)
+		if (v->rip == t->dbg_step.rip)
 			return;
-		step_end(v);
+		hstep_end(v, &t->dbg_step, true);
 	}
 	if (dbg.held)
 		hold(v);
@@ -249,7 +226,7 @@ static void hold(struct vcpu *v)
 			dbg.step = 0;
 			dbg.stopped &= ~(1ull << v->id);
 			unpublish(v->id);
-			step_arm(v);
+			hstep_arm(v, &v->trace->dbg_step, false);
 			go = true;
 		}
 		spin_unlock(&dbg.lock);

@@ -80,8 +80,8 @@ static void engine_stop(struct vcpu *v)
 u32 trace_idle_exceptions(struct vcpu *v)
 {
 	const struct trace_vcpu *t = v->trace;
-	return (t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER)) || t->nmi_step ||
-			       t->dbg_step
+	return (t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER)) || t->nmi_step.on ||
+			       t->dbg_step.on
 		       ? 1u << X86_DB
 		       : 0;
 }

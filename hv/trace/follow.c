@@ -174,7 +174,7 @@ void trace_count_exit(struct vcpu *v)
 int trace_irq_pick(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	if (t->dbg_step)
+	if (t->dbg_step.on)
 		return -1;	/* the debugger's step runs one instruction, not a handler */
 	bool due = t->engine == HVTRACE_ENGINE_OFF || pace_due(&t->pace, t->branches);
 	return pace_pick(&t->pace, v->irq_held, v->irq_owed, due);
@@ -252,12 +252,16 @@ bool trace_single_step_trap(struct vcpu *v)
 	follow_event(v, X86_DB, HVTRACE_REC_EXCEPTION, X86_DB);
 	return true;
 }
-/* The guest's own TF: RFLAGS.TF unless the engine set it for a step. */
+/* The guest's own TF: RFLAGS.TF unless the engine or a hidden step
+ * (trace/hstep.c: the debugger's, an NMI's IRET) set it. */
 bool trace_guest_tf(const struct vcpu *v)
 {
-	if (v->trace->dbg_step)
-		return v->trace->dbg_step_tf;	/* the debugger's step (trace/dbg.c) */
-	return v->trace->tf_forced ? v->trace->guest_tf : (v->rflags & RFLAGS_TF);
+	const struct trace_vcpu *t = v->trace;
+	if (t->dbg_step.on)
+		return t->dbg_step.tf;
+	if (t->nmi_step.on)
+		return t->nmi_step.tf;
+	return t->tf_forced ? t->guest_tf : (v->rflags & RFLAGS_TF);
 }
 
 /* INT n, INT3, INT1 and INTO (when OF is set) deliver through the IDT and

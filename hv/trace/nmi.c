@@ -13,10 +13,11 @@
  * blocking ends at the next exit from elsewhere, and when an NMI waits for
  * it, the IRET is single-stepped (TF and an intercepted #DB, the trap after
  * it hidden from the guest unless its own TF asked for one) so the NMI goes
- * in right after it, as on hardware. KVM's SVM does the same without vNMI
- * (svm.c iret_interception). VMX without virtual NMIs blocks NMIs itself
- * after an injected one (SDM Vol. 3 26.6.1.2): no intercept there
- * (set_iret_intercept NULL). Root mode.
+ * in right after it, as on hardware (trace/hstep.c; the IRET loads RFLAGS,
+ * so the TF after it is the one it popped). KVM's SVM does the same
+ * without vNMI (svm.c iret_interception). VMX without virtual NMIs blocks
+ * NMIs itself after an injected one (SDM Vol. 3 26.6.1.2): no intercept
+ * there (set_iret_intercept NULL). Root mode.
  *
  * Limit: an event delivered while that IRET is stepped (a fault of the
  * IRET itself, an interrupt with IF set in the NMI handler) saves the
@@ -29,6 +30,7 @@
 #include "arch/x86/vectors.h"
 #include "base/vcpu.h"
 #include "trace/engine.h"
+#include "trace/hstep.h"
 
 /* An event (a fault, an interrupt being delivered again) already goes in
  * at the next entry: the NMI waits for the exit after it, which a kick
@@ -93,38 +95,24 @@ void nmi_iret_done(struct vcpu *v)
 	v->trace->nmi_blocked = v->trace->nmi_awaiting = false;
 }
 
-/* The step the engine takes over (it starts meanwhile): TF the guest's */
+/* The step the engine takes over (it starts meanwhile): the IRET has not
+ * run, TF the guest's of before */
 void nmi_step_cancel(struct vcpu *v)
 {
-	struct trace_vcpu *t = v->trace;
-	if (!t->nmi_step)
-		return;
-	t->nmi_step = false;
-	v->rflags = (v->rflags & ~RFLAGS_TF) | (t->nmi_step_tf ? RFLAGS_TF : 0);
+	if (v->trace->nmi_step.on)
+		hstep_end(v, &v->trace->nmi_step, false);
 }
 
 /* The #DB of the IRET's step (engine off): the IRET completed and the NMI
  * waiting for it goes in before the next instruction. True: the trap was
- * ours alone and the guest's DR6 is as before it. */
+ * ours alone and the guest's DR6 is as before it (trace/hstep.c). */
 bool nmi_step_db(struct vcpu *v, const struct hv_event *ev)
 {
-	struct trace_vcpu *t = v->trace;
-	if (!t->nmi_step || ev->vector != X86_DB)
+	enum hstep_db r = hstep_db(v, &v->trace->nmi_step, ev);
+	if (r == HSTEP_NOT_STEP)
 		return false;
-	u64 dr6 = hv.ops->get_dr(v, 6);
-	if (!(dr6 & DR6_BS))
-		return false;	/* not the step's (INT1, a breakpoint before the IRET) */
-	t->nmi_step = false;
-	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
 	nmi_iret_done(v);
-	if (t->nmi_step_tf)
-		return false;	/* the guest's own TF: its trap (SDM Vol. 3 18.3.1.4) */
-	if (dr6 & DR6_CAUSES & ~DR6_BS) {
-		hv.ops->set_dr(v, 6, dr6 & ~DR6_BS);	/* its breakpoints the IRET hit */
-		return false;
-	}
-	hv.ops->set_dr(v, 6, t->nmi_step_dr6);
-	return true;
+	return r == HSTEP_HIDDEN;
 }
 
 /* Before an entry with the engine off: the NMI that waited goes in; the
@@ -146,20 +134,15 @@ void nmi_before_entry(struct vcpu *v)
 		t->nmi_iret_on = iret;
 		hv.ops->set_iret_intercept(v, iret);
 	}
-	if (off && t->nmi_awaiting && t->nmi_pending && !t->nmi_step) {
-		t->nmi_step = true;
-		t->nmi_step_tf = v->rflags & RFLAGS_TF;
-		t->nmi_step_dr6 = hv.ops->get_dr(v, 6);
-		v->rflags |= RFLAGS_TF;
-		hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
-	}
+	if (off && t->nmi_awaiting && t->nmi_pending && !t->nmi_step.on)
+		hstep_arm(v, &t->nmi_step, true);
 }
 
 /* INIT: no NMI blocked or waiting (the processor's state after INIT) */
 void trace_nmi_reset(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	t->nmi_step = false;	/* RFLAGS is INIT's */
+	t->nmi_step.on = false;	/* RFLAGS is INIT's */
 	t->nmi_blocked = t->nmi_pending = t->nmi_awaiting = false;
 	if (t->engine == HVTRACE_ENGINE_OFF)
 		hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));

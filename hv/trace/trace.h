@@ -32,6 +32,16 @@ struct ds_state {
 	struct gmem_pin pin;
 };
 
+/* A single step the guest does not see, with the engine off: TF forced for
+ * one instruction, #DB intercepted (trace/hstep.c). */
+struct hidden_step {
+	bool on;
+	bool tf;		/* the guest's own TF at its start */
+	bool loads_rflags;	/* the instruction is an IRET */
+	u64 dr6;		/* the guest's DR6 at its start */
+	u64 rip;		/* where it began */
+};
+
 /* Where the vCPU was before the instruction now being stepped. */
 struct step_state {
 	bool valid;
@@ -208,9 +218,7 @@ struct trace_vcpu {
 	bool nmi_pending;	/* an NMI that came while nmi_blocked */
 	bool nmi_iret_on;	/* the backend's IRET intercept is on (idle) */
 	bool nmi_awaiting;	/* that IRET, at nmi_iret_rip, has exited and runs next */
-	bool nmi_step;		/* ... single-stepped: TF forced, #DB intercepted */
-	bool nmi_step_tf;	/* the guest's own TF then */
-	u64 nmi_step_dr6;	/* the guest's DR6 then */
+	struct hidden_step nmi_step;	/* ... single-stepped */
 	u64 nmi_iret_rip;
 	struct step_state step;
 	struct handler_bp bp;
@@ -229,11 +237,8 @@ struct trace_vcpu {
 	 * interp runs. Any other may have raised an event the processor takes right after the
 	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */
 	bool interp_db_exit;
-	/* the host debugger's step (trace/dbg.c): TF forced, #DB intercepted */
-	bool dbg_step;
-	bool dbg_step_tf;	/* the guest's own TF then */
-	u64 dbg_step_dr6;	/* the guest's DR6 then */
-	u64 dbg_step_rip;	/* where the step began */
+	/* the host debugger's step (trace/dbg.c) */
+	struct hidden_step dbg_step;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

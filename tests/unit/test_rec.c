@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/memmap.h"
 #include "base/mm.h"
+#include "trace/hstep.h"
 #include "base/vcpu.h"
 #include "arch/x86/dr.h"
 #include "arch/x86/msr.h"
@@ -92,11 +93,11 @@ bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
 }
 bool trace_guest_tf(const struct vcpu *v)
 {
-	return v->trace->dbg_step ? v->trace->dbg_step_tf : (v->rflags & RFLAGS_TF);
+	return v->trace->dbg_step.on ? v->trace->dbg_step.tf : (v->rflags & RFLAGS_TF);
 }
 u32 trace_idle_exceptions(struct vcpu *v)
 {
-	return v->trace->dbg_step || (v->trace->bp.armed && v->trace->bp.kind == BP_DEBUGGER) ? 1u << X86_DB : 0;
+	return v->trace->dbg_step.on || (v->trace->bp.armed && v->trace->bp.kind == BP_DEBUGGER) ? 1u << X86_DB : 0;
 }
 /* the engine's DR3 (trace/dr.c), as far as dbg.c sees it */
 void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
@@ -285,7 +286,7 @@ static void test_dbg(void)
 	CHECK(dbg_req(HVTRACE_DBG_STEP, 1, 0, true) == -HVTRACE_EINVAL, "STEP of no vCPU");
 	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP");
 	pthread_join(th, NULL);
-	CHECK((vcpu0.rflags & RFLAGS_TF) && fake_intercepts == 1u << X86_DB && vcpu0.trace->dbg_step &&
+	CHECK((vcpu0.rflags & RFLAGS_TF) && fake_intercepts == 1u << X86_DB && vcpu0.trace->dbg_step.on &&
 	      *dbg_state(a) == HVTRACE_DBG_RUNNING, "stepping: TF forced, #DB intercepted, not stopped");
 	CHECK(dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32, 0x1010, false) == -HVTRACE_EAGAIN,
 	      "no request reaches the stepping vCPU");
@@ -329,6 +330,65 @@ static void test_dbg(void)
 	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, false) == -HVTRACE_EPERM, "STEP after RESUME");
 	dbg_before_entry(&vcpu0);	/* not held: returns at once */
 	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING, "not held after RESUME");
+}
+
+/* The hidden step (trace/hstep.c) that the debugger's stepi and an NMI's
+ * IRET share: whose its #DB is, and the guest's TF and DR6 after it. */
+static void test_hstep(void)
+{
+	struct hidden_step *s = &vcpu0.trace->dbg_step;
+	struct hv_event db = { .kind = HV_EV_EXCEPTION, .vector = X86_DB };
+	const u64 clean = 0xffff0ff0;
+
+	vcpu0.rflags = 0x202;
+	fake_dr6 = clean;
+	fake_intercepts = 0;
+	hstep_arm(&vcpu0, s, false);
+	CHECK(s->on && (vcpu0.rflags & RFLAGS_TF) && fake_intercepts == 1u << X86_DB, "armed: TF forced, #DB intercepted");
+	fake_dr6 = clean | DR6_B0;
+	CHECK(hstep_db(&vcpu0, s, &db) == HSTEP_NOT_STEP && s->on && (vcpu0.rflags & RFLAGS_TF),
+	      "a breakpoint fault before the instruction (no BS): not the step's, it goes on");
+	/* issue 28's review: the debugger's step restored DR6 over these */
+	fake_dr6 = clean | DR6_BS | DR6_B1;
+	CHECK(hstep_db(&vcpu0, s, &db) == HSTEP_GUEST && !s->on && fake_dr6 == (clean | DR6_B1) &&
+		      !(vcpu0.rflags & RFLAGS_TF) && !fake_intercepts,
+	      "the guest's data breakpoint hit during the step: its #DB, B1 without BS, TF clear again (dr6 %llx)",
+	      (unsigned long long)fake_dr6);
+	fake_dr6 = clean;
+	hstep_arm(&vcpu0, s, false);
+	fake_dr6 = clean | DR6_BS;
+	CHECK(hstep_db(&vcpu0, s, &db) == HSTEP_HIDDEN && fake_dr6 == clean && !(vcpu0.rflags & RFLAGS_TF),
+	      "the step's alone: hidden, DR6 and TF as before");
+	/* the guest's own TF: its trap, its TF kept */
+	vcpu0.rflags = 0x302;
+	hstep_arm(&vcpu0, s, false);
+	fake_dr6 = clean | DR6_BS;
+	CHECK(hstep_db(&vcpu0, s, &db) == HSTEP_GUEST && fake_dr6 == (clean | DR6_BS) && (vcpu0.rflags & RFLAGS_TF),
+	      "the guest's own TF: the trap is its, BS in DR6, TF set");
+	/* a POPF that cleared the guest's TF: not set again */
+	hstep_arm(&vcpu0, s, false);
+	vcpu0.rflags &= ~RFLAGS_TF;
+	fake_dr6 = clean | DR6_BS;
+	CHECK(hstep_db(&vcpu0, s, &db) == HSTEP_GUEST && !(vcpu0.rflags & RFLAGS_TF),
+	      "an instruction that cleared TF: the guest's TF stays clear");
+	/* an IRET (the NMI's step) sets TF as it popped it, even over the TF of before */
+	vcpu0.rflags = 0x202;
+	fake_dr6 = clean;
+	hstep_arm(&vcpu0, s, true);
+	fake_dr6 = clean | DR6_BS;
+	CHECK(hstep_db(&vcpu0, s, &db) == HSTEP_HIDDEN && (vcpu0.rflags & RFLAGS_TF),
+	      "after an IRET, the TF it popped (set) stays");
+	/* cancelled before the instruction ran: the TF of then, whatever the kind */
+	vcpu0.rflags = 0x202;
+	hstep_arm(&vcpu0, s, true);
+	hstep_end(&vcpu0, s, false);
+	CHECK(!(vcpu0.rflags & RFLAGS_TF) && !s->on && !fake_intercepts, "cancelled: TF of before (clear)");
+	/* emulated by the hypervisor (another exit, RIP moved): TF still forced, the guest's goes back */
+	vcpu0.rflags = 0x202;
+	hstep_arm(&vcpu0, s, false);
+	hstep_end(&vcpu0, s, true);
+	CHECK(!(vcpu0.rflags & RFLAGS_TF), "completed by another exit: the guest's TF (clear)");
+	fake_dr6 = clean;
 }
 
 int main(void)
@@ -717,5 +777,6 @@ int main(void)
 		      (unsigned long long)c->ctl_done, (unsigned long long)c->ctl_rejected);
 	}
 	test_dbg();
+	test_hstep();
 	return unit_done("test_rec");
 }
