@@ -27,7 +27,7 @@ help:
 	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
 	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU TCG; not in make test)"
-	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel, then Debian's (over an hour)"
+	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel (fast, then interp engine), then Debian's (over an hour)"
 	@echo "make test-gdb-live  GDB on a running guest alone, EFI program and Debian kernel (both in make test too)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU, trace it from start_kernel, show the report"
 	@echo "make bench       benchmarks, results in bench/results/"
@@ -122,6 +122,7 @@ bench-run: all $(GUEST_IMAGES) $(KERNEL_DIR)/modules/order
 	@bench/run.sh
 	@bench/boot-branches.sh
 	@bench/engine.sh
+	@bench/boot-interp.sh
 	@bench/nested.sh
 	@$(MAKE) --no-print-directory bench-host
 

@@ -19,15 +19,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export HVTRACE_QUIET_ACCEL=1
 . tests/lib/runner.sh
-plugin=$BUILD/bench/branchcount.so
-mkdir -p "$BUILD/bench"
-gcc -O2 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -o "$plugin" \
-	bench/tools/branchcount.c || exit 1
-if ! kernel_symbols; then
-	echo "bench: no kernel symbols (the kallsyms boot failed: $RUNS/kernel-symbols/)" >&2
-	exit 1
-fi
-sym() { awk -v s="$1" '$3 == s { print $1 }' "$SYMBOLS"; }
+. bench/lib.sh
 sk=$(sym start_kernel) pr=$(sym populate_rootfs) ri=$(sym run_init_process)
 d=$(esp bench-branches)
 add_linux "$d"

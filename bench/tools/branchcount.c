@@ -9,7 +9,13 @@
  * and at exit, it prints one line to stderr:
  *   branchcount: at ADDR: TRANSFERS transfers, INSNS instructions
  * and the 1 MiB regions (shift=N: 2^N bytes) the most transfers went to.
- * Usage: -plugin branchcount.so,start=0xADDR,at=0xADDR,at=0xADDR[,shift=N]
+ * With log=FILE it also writes every counted transfer to FILE as a BTS
+ * would record it, two little-endian 64-bit words (from: the last
+ * instruction of the previous block; to: this block's first): the anchor
+ * a QEMU user tracing every branch would pick (bench/boot-interp.sh). The
+ * lines carry the host's monotonic time (t=SECONDS) so a bench can time
+ * the span between two of them.
+ * Usage: -plugin branchcount.so,start=0xADDR,at=0xADDR,at=0xADDR[,shift=N][,log=FILE]
  * Built by bench/boot-branches.sh; needs QEMU's plugin API version 1 (7.2).
  * The declarations below are the API's, written from its documentation
  * (QEMU's include/qemu/qemu-plugin.h; Debian ships no header for it).
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef uint64_t qemu_plugin_id_t;
 struct qemu_plugin_tb;
@@ -55,6 +62,14 @@ static int n_at;
 static bool counting;
 static uint64_t transfers, insns, prev_end, prev_last;
 static bool prev_rep, have_prev;
+static FILE *logf;		/* log=FILE: every transfer's from/to */
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 
 /* transfers by the 1 MiB region they land in, since the last line */
 #define REGIONS 4096
@@ -112,7 +127,10 @@ static bool rep_string(const uint8_t *b, size_t n)
 
 static void report(const char *what)
 {
-	fprintf(stderr, "branchcount: %s: %" PRIu64 " transfers, %" PRIu64 " instructions\n", what, transfers, insns);
+	if (logf)
+		fflush(logf);	/* the span a bench times includes the writing */
+	fprintf(stderr, "branchcount: %s: %" PRIu64 " transfers, %" PRIu64 " instructions, t=%.3f\n", what, transfers,
+		insns, now());
 	report_regions();
 }
 
@@ -124,7 +142,7 @@ static void exec_block(unsigned int vcpu, void *udata)
 	if (!counting && (start_addr == 0 || b->start == start_addr)) {
 		counting = true;
 		have_prev = false;
-		fprintf(stderr, "branchcount: counting from 0x%" PRIx64 "\n", b->start);
+		fprintf(stderr, "branchcount: counting from 0x%" PRIx64 ", t=%.3f\n", b->start, now());
 	}
 	if (!counting)
 		return;
@@ -132,6 +150,10 @@ static void exec_block(unsigned int vcpu, void *udata)
 	if (have_prev && b->start != prev_end && !(prev_rep && b->start == prev_last)) {
 		transfers++;
 		count_region(b->start);
+		if (logf) {
+			uint64_t rec[2] = { prev_last, b->start };
+			fwrite(rec, sizeof(rec), 1, logf);
+		}
 	}
 	for (int i = 0; i < n_at; i++) {
 		if (!at_done[i] && b->start == at_addr[i]) {
@@ -165,6 +187,8 @@ static void translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
+	if (logf)
+		fflush(logf);
 	report("exit");
 }
 
@@ -176,10 +200,16 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 			start_addr = strtoull(argv[i] + 6, NULL, 0);
 		else if (!strncmp(argv[i], "shift=", 6))
 			region_shift = (unsigned)strtoul(argv[i] + 6, NULL, 0);
-		else if (!strncmp(argv[i], "at=", 3) && n_at < 8)
+		else if (!strncmp(argv[i], "log=", 4)) {
+			logf = fopen(argv[i] + 4, "wb");
+			if (!logf || setvbuf(logf, NULL, _IOFBF, 1 << 22)) {
+				fprintf(stderr, "branchcount: cannot write %s\n", argv[i] + 4);
+				return 1;
+			}
+		} else if (!strncmp(argv[i], "at=", 3) && n_at < 8)
 			at_addr[n_at++] = strtoull(argv[i] + 3, NULL, 0);
 		else {
-			fprintf(stderr, "branchcount: unknown argument '%s' (start=ADDR, at=ADDR)\n", argv[i]);
+			fprintf(stderr, "branchcount: unknown argument '%s' (start=ADDR, at=ADDR, shift=N, log=FILE)\n", argv[i]);
 			return 1;
 		}
 	}
