@@ -73,6 +73,18 @@ perf_boot() {
 	objdump -d "$WORK" >"$RUNS/$name/work.lst"
 	awk -v period=$SAMPLE_PERIOD -f tests/perf/trace-count.awk "$RUNS/$name/work.lst" "$DUMP" >"$COUNT" ||
 		REASONS="$REASONS; the stream does not walk the program: $(grep -m1 '^error' "$COUNT")"
+	# issue #29 item 5, with PERF_ROUNDTRIP set: the exporters' round trips over this Linux
+	# run's stream with the program's symbols (perf script = hvtrace dump, uftrace replay =
+	# report --calls, record for record)
+	if [ -n "${PERF_ROUNDTRIP:-}" ]; then
+		# the program's labels as a System.map (its ELF has no typed function symbols)
+		nm -n "$WORK" | awk '$2 ~ /^[tT]$/ && $3 !~ /^(__bss_start|_edata|_end)$/' >"$RUNS/$name/work.map"
+		if ! HVTRACE=$HVTRACE host-tools/tests/export.sh --trace "$out" "$RUNS/$name/work.map" \
+			>"$RUNS/$name/roundtrip.out" 2>&1; then
+			REASONS="$REASONS; export round trip: $(grep -m1 -E 'FAIL|usage' "$RUNS/$name/roundtrip.out")"
+			cp "$out" "$RUNS/$name/roundtrip.trace"	# kept for the evidence
+		fi
+	fi
 	rm -f "$shm" "$out"
 	expect 'hvtrace: hypervisor running; this processor is now its guest'
 	expect "recorder: tracing starts at 0*$entry"
@@ -179,7 +191,9 @@ t_perf_walk() {
 # samples (the counter is exact and starts at -N), every IP in the program.
 t_linux_perf_stat() {
 	local name=linux-perf-stat
-	perf_boot $name stat,sample || { finish $name; return 0; }
+	PERF_ROUNDTRIP=1 perf_boot $name stat,sample || { finish $name; return 0; }
+	grep -qE '^export: [1-9][0-9]* passed, 0 failed$' "$RUNS/$name/roundtrip.out" 2>/dev/null ||
+		REASONS="$REASONS; no passing export round trip ($RUNS/$name/roundtrip.out)"
 	local ins=$(sed -nE 's/^count instructions ([0-9]+) branches ([0-9]+).*/\1/p' "$COUNT")
 	local br=$(sed -nE 's/^count instructions ([0-9]+) branches ([0-9]+).*/\2/p' "$COUNT")
 	expect 'HVTRACE-PERF: stat exit 0'

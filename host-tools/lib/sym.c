@@ -247,6 +247,11 @@ const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, u
 {
 	size_t lo = 0, hi = s->n;
 
+	/* the recorder's stand-in for a kernel end it hides (stream.cpl = user,
+	 * docs/recorder.md) is no address: no symbol holds it, whatever the
+	 * last one of a map without sizes is */
+	if (addr == HVTRACE_ADDR_KERNEL)
+		return NULL;
 	/* the last symbol with sym.addr <= addr */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -259,6 +264,12 @@ const struct hvt_sym *hvt_syms_lookup(const struct hvt_syms *s, uint64_t addr, u
 	if (!lo)
 		return NULL;
 	if (s->v[lo - 1].size && addr - s->v[lo - 1].addr >= s->v[lo - 1].size)
+		return NULL;
+	/* a map without sizes: each symbol ends where the next begins, and the
+	 * last at the page after the one it starts in, as perf bounds the last
+	 * kallsyms symbol (symbols__fixup_end), so that no address far past
+	 * the map (a user address in a kernel map) takes its last name */
+	if (!s->v[lo - 1].size && lo == s->n && addr >= ((s->v[lo - 1].addr + 4095) & ~4095ull) + 4096)
 		return NULL;
 	*off = addr - s->v[lo - 1].addr;
 	return &s->v[lo - 1];

@@ -9,6 +9,12 @@
 # arguments and bad trace files. Prints "export: N passed, M failed"; a
 # client that is not installed is a failure (scripts/setup-deps.sh installs
 # both). HVTRACE=path/to/hvtrace (default build/host-tools/hvtrace).
+#
+#   host-tools/tests/export.sh --trace FILE SYMBOLS
+# only the two round trips, over a trace someone else made (the perf tier
+# passes each Linux run's stream and its program): perf script against
+# hvtrace dump, and uftrace replay against report --calls for every vCPU
+# the trace holds.
 set -u
 cd "$(dirname "$0")/../.."
 H=${HVTRACE:-build/host-tools/hvtrace}
@@ -31,6 +37,87 @@ run() { # run RC DESC CMD...: output in $T/out and $T/err, expects exit RC
 for tool in perf uftrace python3; do
 	command -v "$tool" >/dev/null || bad "$tool is not installed (scripts/setup-deps.sh installs it)"
 done
+
+# perf script's -F cpu,time,ip,sym,addr --ns lines as hvtrace dump sees the
+# same records: every branch, interrupt and exception, in time order
+want_perf() { # want_perf TRACE SYMS
+	"$H" dump --json "$1" --symbols "$2" 2>/dev/null | python3 -c '
+import json, struct, sys
+recs = [json.loads(l) for l in sys.stdin]
+t0 = min(r["tsc"] for r in recs)
+# the header'"'"'s tsc_hz (struct hvtrace_file_hdr, offset 24): perf'"'"'s times are ns
+hz = struct.unpack_from("<Q", open(sys.argv[1], "rb").read(32), 24)[0]
+def sym(r, k):
+    # a user-mode sample (CPL 3) is looked up in its process'"'"'s maps, which
+    # the file does not have: perf prints [unknown] for both ends
+    if r.get("from_cpl", 0):
+        return "[unknown]"
+    s = r.get(k + "_sym")
+    return s.split("+")[0] if s and not s.startswith("0x") else "[unknown]"
+for r in recs:
+    if r["kind"] in ("branch", "far", "interrupt", "exception"):
+        ns = (r["tsc"] - t0) * 10**9 // hz if hz else r["tsc"] - t0
+        print("[%03d] %d.%09d: %x %s => %x %s" % (r["vcpu"], ns // 10**9, ns % 10**9,
+              int(r["from"], 16), sym(r, "from"), int(r["to"], 16), sym(r, "to")))
+' "$1"
+}
+norm() { sed -E 's/ +/ /g; s/^ //; s/ $//' "$@"; }
+
+# the entries of `uftrace replay --tid T` (depth, name) == `report --calls`
+calls_of_report() { # TRACE SYMS VCPU
+	# an address no symbol holds: report says 0xADDR, uftrace <ADDR> of its low 48 bits
+	"$H" report "$1" --symbols "$2" --calls --vcpu "$3" 2>/dev/null |
+		sed -nE '2,$ s/^ *[0-9]+  ( *)(.*)$/\1\2/p' |
+		awk '{ match($0, /^ */); d = RLENGTH / 2; n = substr($0, RLENGTH + 1)
+		       if (n ~ /^0x[0-9a-f]+$/) { h = substr(n, 3); if (length(h) > 12) h = substr(h, length(h) - 11)
+		                                   sub(/^0+/, "", h); n = "<" (h == "" ? "0" : h) ">" }
+		       printf "%d %s\n", d, n }'
+}
+calls_of_replay() { # DIR TID
+	uftrace replay -d "$1" --tid "$2" 2>/dev/null | sed -nE 's/^.*\| (.*)$/\1/p' |
+		sed -nE 's/^( *)([^ ]+)\(\)( \{|;)$/\1\2/p' |
+		awk '{ match($0, /^ */); printf "%d %s\n", RLENGTH / 2, substr($0, RLENGTH + 1) }'
+}
+# perf_roundtrip NAME TRACE SYMS: export --perf, then perf script's lines
+# are hvtrace dump's, record for record
+perf_roundtrip() {
+	local n=$1 tr=$2 sy=$3
+	run 0 "export --perf ($n)" "$H" export "$tr" --perf "$T/$n.data" --symbols "$sy"
+	check "export --perf ($n): the kallsyms beside" test -s "$T/$n.data.kallsyms"
+	want_perf "$tr" "$sy" >"$T/$n.perf.want"
+	perf script -i "$T/$n.data" --kallsyms "$T/$n.data.kallsyms" -F cpu,time,ip,sym,addr --ns \
+		2>"$T/$n.perf.err" | norm >"$T/$n.perf.got"
+	check "perf script ($n): runs" test "${PIPESTATUS[0]}" = 0
+	check "perf script ($n): $(wc -l <"$T/$n.perf.want") samples, cpu, time, from/to and symbols as hvtrace dump" \
+		cmp -s "$T/$n.perf.want" "$T/$n.perf.got"
+	cmp -s "$T/$n.perf.want" "$T/$n.perf.got" || diff "$T/$n.perf.want" "$T/$n.perf.got" | head -6 >&2
+}
+# uftrace_roundtrip NAME TRACE SYMS VCPU...: export --uftrace, then each
+# vCPU's task replays report --calls' entries, names and nesting
+uftrace_roundtrip() {
+	local n=$1 tr=$2 sy=$3 v
+	shift 3
+	run 0 "export --uftrace ($n)" "$H" export "$tr" --uftrace "$T/$n.uft" --symbols "$sy"
+	for v in "$@"; do
+		calls_of_report "$tr" "$sy" "$v" >"$T/$n.$v.want"
+		calls_of_replay "$T/$n.uft" $((v + 1)) >"$T/$n.$v.got"
+		check "uftrace replay ($n, vCPU $v = task $((v + 1))): $(wc -l <"$T/$n.$v.want") entries, names and nesting as report --calls" \
+			cmp -s "$T/$n.$v.want" "$T/$n.$v.got"
+		cmp -s "$T/$n.$v.want" "$T/$n.$v.got" || diff "$T/$n.$v.want" "$T/$n.$v.got" | head -6 >&2
+		check "uftrace replay ($n, vCPU $v): not empty" test -s "$T/$n.$v.got"
+	done
+}
+
+if [ "${1:-}" = --trace ]; then
+	[ $# = 3 ] && [ -s "$2" ] && [ -s "$3" ] || { echo "usage: export.sh --trace FILE SYMBOLS (both present)" >&2; exit 2; }
+	vcpus=$("$H" dump --json "$2" 2>/dev/null | sed -nE 's/.*"vcpu":([0-9]+),"kind":"branch".*/\1/p' | sort -un)
+	[ -n "$vcpus" ] || bad "$2: no branch records"
+	perf_roundtrip trace "$2" "$3"
+	uftrace_roundtrip trace "$2" "$3" $vcpus
+	echo "export: $pass passed, $failn failed"
+	[ "$failn" = 0 ]
+	exit
+fi
 
 # ---------------------------------------------------------------- inputs
 "$H" synth sysmap -o "$T/System.map"
@@ -78,36 +165,10 @@ open(sys.argv[1], "wb").write(hdr + bytes(128 - len(hdr)) + body)
 open(sys.argv[2], "w").write("".join("%016x T %s\n" % (v, k) for k, v in sorted(S.items(), key=lambda x: x[1])))
 PY
 
-# perf script's -F cpu,time,ip,sym,addr --ns lines as hvtrace dump sees the
-# same records: every branch, interrupt and exception, in time order
-want_perf() { # want_perf TRACE SYMS
-	"$H" dump --json "$1" --symbols "$2" 2>/dev/null | python3 -c '
-import json, sys
-recs = [json.loads(l) for l in sys.stdin]
-t0 = min(r["tsc"] for r in recs)
-def sym(r, k):
-    s = r.get(k + "_sym")
-    return s.split("+")[0] if s and not s.startswith("0x") else "[unknown]"
-for r in recs:
-    if r["kind"] in ("branch", "far", "interrupt", "exception"):
-        ns = r["tsc"] - t0
-        print("[%03d] %d.%09d: %x %s => %x %s" % (r["vcpu"], ns // 10**9, ns % 10**9,
-              int(r["from"], 16), sym(r, "from"), int(r["to"], 16), sym(r, "to")))
-'
-}
-norm() { sed -E 's/ +/ /g; s/^ //; s/ $//' "$@"; }
-
 # ---------------------------------------------------------------- perf
 for n in two mixed; do
 	case $n in two) S=$T/System.map ;; mixed) S=$T/mixed.map ;; esac
-	run 0 "export --perf ($n)" "$H" export "$T/$n.hvt" --perf "$T/$n.data" --symbols "$S"
-	check "export --perf ($n): the kallsyms beside" test -s "$T/$n.data.kallsyms"
-	want_perf "$T/$n.hvt" "$S" >"$T/$n.perf.want"
-	perf script -i "$T/$n.data" --kallsyms "$T/$n.data.kallsyms" -F cpu,time,ip,sym,addr --ns \
-		2>"$T/$n.perf.err" | norm >"$T/$n.perf.got"
-	check "perf script ($n): runs" test "${PIPESTATUS[0]}" = 0
-	check "perf script ($n): $(wc -l <"$T/$n.perf.want") samples, cpu, time, from/to and symbols as hvtrace dump" \
-		cmp "$T/$n.perf.want" "$T/$n.perf.got"
+	perf_roundtrip "$n" "$T/$n.hvt" "$S"
 	perf report -i "$T/$n.data" --kallsyms "$T/$n.data.kallsyms" --stdio --sort symbol >"$T/$n.rep" 2>/dev/null
 	check "perf report --sort symbol ($n): runs" test $? = 0
 	check "perf report ($n): the sample count" has "$T/$n.rep" "^# Samples: $(wc -l <"$T/$n.perf.want") +of event 'branches'"
@@ -115,6 +176,9 @@ done
 check "export --perf: says the count" has "$T/err" "^hvtrace export: 15 samples, 2 vCPUs, lost records -> $T/mixed.data \(symbols: perf \.\.\. --kallsyms $T/mixed.data.kallsyms\)$"
 check "perf script (mixed): the interrupt, on vCPU 2" has "$T/mixed.perf.got" "^\[002\] 0\.000000350: ffffffff81002004 helper => ffffffff81003000 irq_handler$"
 check "perf script (mixed): a user-mode branch, unresolved" has "$T/mixed.perf.got" "^\[000\] 0\.000000800: 401000 \[unknown\] => 401100 \[unknown\]$"
+# a TSC that is not 1 GHz (every real trace's): perf's times are nanoseconds
+"$H" synth file -o "$T/hz.hvt" --records 16 --vcpus 1 --tsc-hz 2300000000
+perf_roundtrip hz "$T/hz.hvt" "$T/System.map"
 # counts per symbol of the sampled ips: two.hvt's 32 records a vCPU
 check "perf report --sort symbol (two): the four functions, their shares" python3 -c '
 import re, sys
@@ -147,27 +211,9 @@ check "export --perf --vcpu 1 --from 10: vCPU 1's 27 records of 10..63" \
 	test "$(sort -u "$T/out" | tr '\n' ' ')" = "[001] " -a "$(wc -l <"$T/out")" = 27
 
 # ---------------------------------------------------------------- uftrace
-# the entries of `uftrace replay --tid T` (depth, name) == `report --calls`
-calls_of_report() { # TRACE SYMS VCPU
-	"$H" report "$1" --symbols "$2" --calls --vcpu "$3" 2>/dev/null |
-		sed -nE '2,$ s/^ *[0-9]+  ( *)(.*)$/\1\2/p' |
-		awk '{ match($0, /^ */); printf "%d %s\n", RLENGTH / 2, substr($0, RLENGTH + 1) }'
-}
-calls_of_replay() { # DIR TID
-	uftrace replay -d "$1" --tid "$2" 2>/dev/null | sed -nE 's/^.*\| (.*)$/\1/p' |
-		sed -nE 's/^( *)([^ ]+)\(\)( \{|;)$/\1\2/p' |
-		awk '{ match($0, /^ */); printf "%d %s\n", RLENGTH / 2, substr($0, RLENGTH + 1) }'
-}
 for n in two mixed; do
 	case $n in two) S=$T/System.map V="0 1" ;; mixed) S=$T/mixed.map V="0 2" ;; esac
-	run 0 "export --uftrace ($n)" "$H" export "$T/$n.hvt" --uftrace "$T/$n.uft" --symbols "$S"
-	for v in $V; do
-		calls_of_report "$T/$n.hvt" "$S" "$v" >"$T/$n.$v.want"
-		calls_of_replay "$T/$n.uft" $((v + 1)) >"$T/$n.$v.got"
-		check "uftrace replay ($n, vCPU $v = task $((v + 1))): $(wc -l <"$T/$n.$v.want") entries, names and nesting as report --calls" \
-			cmp "$T/$n.$v.want" "$T/$n.$v.got"
-		check "uftrace replay ($n, vCPU $v): not empty" test -s "$T/$n.$v.got"
-	done
+	uftrace_roundtrip "$n" "$T/$n.hvt" "$S" $V
 done
 check "export --uftrace: says the count" has "$T/err" "^hvtrace export: 7 function entries, 2 vCPUs as tasks -> $T/mixed.uft"
 uftrace replay -d "$T/mixed.uft" --tid 1 >"$T/out" 2>&1

@@ -439,6 +439,12 @@ static void test_symbols(void)
 	      "module column: %s", buf);
 	CHECK(!hvt_syms_lookup(&s, 0xffffffff80000000ull, &off), "below the first symbol");
 	CHECK(!strcmp(hvt_syms_format(&s, 0x1234, buf, sizeof(buf)), "0x1234"), "unknown: %s", buf);
+	/* the last symbol of a map without sizes ends at the page after its own (as perf
+	 * bounds it); the recorder's hidden kernel end is no address */
+	sym = hvt_syms_lookup(&s, 0xffffffff81001fffull, &off);
+	CHECK(sym && !strcmp(sym->name, "mod_fn"), "the last symbol, within the next page");
+	CHECK(!hvt_syms_lookup(&s, 0xffffffff81002000ull, &off), "past the last symbol's bound");
+	CHECK(!hvt_syms_lookup(&s, HVTRACE_ADDR_KERNEL, &off), "the hidden kernel end: no symbol");
 	hvt_syms_free(&s);
 
 	/* a tiny ELF, linked here */
