@@ -72,14 +72,20 @@ static u64 reg_get(const struct step *s, unsigned r, unsigned w)
 	return s->n->gpr[r] & mask_of(w);
 }
 
-/* Every change of a general register: noted in the undo log first */
+static bool leave(struct step *s, enum interp_leave why);
+
+/* Every change of a general register: noted in the undo log first. One more than the log
+ * holds (no interpreted instruction changes more than three) is not made: the instruction is
+ * left, and undone whole. */
 static void gpr_set(struct step *s, unsigned r, u64 v)
 {
-	if (s->nundo < UNDO_MAX) {
-		s->undo_r[s->nundo] = (u8)r;
-		s->undo_v[s->nundo] = s->n->gpr[r];
+	if (s->nundo >= UNDO_MAX) {
+		leave(s, INTERP_LEAVE_OPCODE);
+		return;
 	}
-	s->nundo++;	/* past UNDO_MAX: a leave then is a bug the undo reports (interp_step) */
+	s->undo_r[s->nundo] = (u8)r;
+	s->undo_v[s->nundo] = s->n->gpr[r];
+	s->nundo++;
 	s->n->gpr[r] = v;
 }
 
@@ -691,7 +697,7 @@ static void derive(const struct dec_insn *in, const u8 *bytes, struct interp_pre
 /* A leave after the instruction changed registers: each change undone, the last first */
 static int undo(struct step *s)
 {
-	for (unsigned i = s->nundo < UNDO_MAX ? s->nundo : UNDO_MAX; i--;)
+	for (unsigned i = s->nundo; i--;)
 		s->n->gpr[s->undo_r[i]] = s->undo_v[i];
 	s->n->rip = s->rip0;
 	s->n->rflags = s->rflags0;
@@ -763,8 +769,6 @@ int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *
 		else
 			s.leave = INTERP_LEAVE_OPCODE;
 	}
-	if (!s.leave && s.nundo > UNDO_MAX)
-		s.leave = INTERP_LEAVE_OPCODE;	/* more registers changed than the log holds */
 	if (s.leave)
 		return out->leave = undo(&s);
 
