@@ -50,6 +50,10 @@ aptopt=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$a
 echo "$tool: apt-get update of $SUITE ($MIRROR), private lists in $apt"
 apt-get "${aptopt[@]}" update -q >"$apt/update.log" 2>&1 ||
 	die "'apt-get update' of $SUITE failed (is $MIRROR reachable?): $(tail -3 "$apt/update.log" | tr '\n' ' ')"
+# (apt-get update exits 0 when a source cannot be fetched: its Err lines)
+if grep -qE '^(Err:|E:|W: Failed to fetch)' "$apt/update.log"; then
+	die "'apt-get update' could not fetch $SUITE from $MIRROR: $(grep -m2 -E '^(Err:|E:|W: Failed)' "$apt/update.log" | tr '\n' ' ')"
+fi
 ver=$(apt-cache "${aptopt[@]}" policy qemu-system-x86 | awk '/Candidate:/ { print $2 }')
 case "$ver" in
 *bpo12*) ;;
