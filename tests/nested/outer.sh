@@ -17,9 +17,9 @@
 # none and SCRIPT exited 0.
 #
 # The outer QEMU needs one workaround, tests/nested/tcg-lock-fix.c, an
-# LD_PRELOAD for it alone (QEMU 7.2's TCG aborts in tcg_handle_interrupt
-# when KVM's nested guest writes CR8 with a virtual interrupt pending; the
-# file says why). If that abort ever comes back, this says so.
+# LD_PRELOAD for it alone (QEMU 7.2's TCG, and 10.0.2's, aborts in
+# tcg_handle_interrupt when KVM's nested guest writes CR8 with a virtual
+# interrupt pending; the file says why). If that abort ever comes back, this says so.
 #
 # The outer guest has OUTER_CPUS (4) CPUs, as many as the inner tests'
 # most vCPUs (svm-smp, linux-smp, svm-rec-lossless-smp: 4), and SCRIPT
@@ -28,8 +28,17 @@
 # breakpoints per emulated CPU: tests/nested/pin-vcpus.sh says why). An
 # idle TCG vCPU costs nothing.
 #
+# The outer QEMU: HVTRACE_OUTER_QEMU, by default QEMU 10 from Debian's
+# bookworm-backports as scripts/fetch-qemu10.sh unpacks it into
+# BUILD/cache/qemu10 (issue 27 item 2), else the system's
+# qemu-system-x86_64 (bookworm's 7.2), with a note. The inner QEMU is always
+# the system's: the chroot runs the host's own. Both need tcg-lock-fix.c
+# (QEMU 10.0.2 aborts on the same assertion without it); the file does it
+# one way for 7.2 and another for 10, and QEMU 10 says on stderr (qemu.out)
+# whether it was patched.
+#
 # Environment: BUILD (default build), KERNEL_DIR (default BUILD/cache/linux),
-# OUTER_CPUS (default 4).
+# OUTER_CPUS (default 4), HVTRACE_OUTER_QEMU.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: outer.sh OUTDIR TIMEOUT SCRIPT} TIMEOUT=${2:?} SCRIPT=${3:?}
@@ -44,9 +53,21 @@ problem() { echo "nested: $*"; }
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-# the workaround for the outer QEMU
+# the outer QEMU, and the workaround it needs (7.2 and 10.0.2 alike)
+QEMU=${HVTRACE_OUTER_QEMU:-}
+if [ -z "$QEMU" ]; then
+	QEMU=$BUILD/cache/qemu10/qemu-system-x86_64
+	[ -x "$QEMU" ] || {
+		echo "outer.sh: no $QEMU (scripts/fetch-qemu10.sh $BUILD/cache/qemu10 fetches QEMU 10): the outer QEMU is the system's" >&2
+		QEMU=qemu-system-x86_64
+	}
+fi
+qver=$("$QEMU" --version 2>/dev/null | sed -n '1s/^QEMU emulator version \([0-9.]*\).*/\1/p')
+[ -n "$qver" ] || { problem "the outer QEMU $QEMU does not run"; exit 1; }
+echo "outer.sh: the outer QEMU is $qver: $QEMU" >"$OUT/qemu.out"
 cc -O2 -shared -fPIC -Wall -Werror -o "$OUT/tcg-lock-fix.so" tests/nested/tcg-lock-fix.c -ldl ||
 	{ problem "cannot build tests/nested/tcg-lock-fix.c"; exit 1; }
+preload=$PWD/$OUT/tcg-lock-fix.so
 
 # the outer guest's initramfs: busybox, the modules, /init
 root=$OUT/initramfs
@@ -98,22 +119,25 @@ chmod +x "$root/init"
 (cd "$root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$OUT/initramfs.gz" ||
 	{ problem "cannot pack the initramfs"; exit 1; }
 
-LD_PRELOAD=$PWD/$OUT/tcg-lock-fix.so timeout -s KILL "$TIMEOUT" qemu-system-x86_64 \
+LD_PRELOAD=$preload timeout -s KILL "$TIMEOUT" "$QEMU" \
 	-machine q35 -accel tcg -cpu max -smp "$OUTER_CPUS" -m 3072 -nodefaults -display none -vga none -no-reboot \
 	-kernel "$KDIR/vmlinuz" -initrd "$OUT/initramfs.gz" \
 	-append "console=ttyS0 panic=-1 quiet tsc=reliable nested.dir=$PWD nested.cmd=$SCRIPT nested.out=$OUT" \
 	-serial file:"$OUT/outer.log" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-virtfs local,path="$PWD",mount_tag=project,security_model=none \
-	>"$OUT/qemu.out" 2>&1 </dev/null
+	${HVTRACE_OUTER_QEMU_LOG:+-d "$HVTRACE_OUTER_QEMU_LOG" -D "$OUT/qemu-d.log"} \
+	>>"$OUT/qemu.out" 2>&1 </dev/null
 rc=$?
 tr -d '\r' <"$OUT/outer.log" | grep -v '^\[' >"$OUT/console.txt"
 
 bad=0
 if grep -q "tcg_handle_interrupt: assertion failed" "$OUT/qemu.out"; then
-	problem "the outer QEMU aborted in tcg_handle_interrupt (the bug tests/nested/tcg-lock-fix.c works around is back: is it preloaded?)"
+	problem "the outer QEMU $qver aborted in tcg_handle_interrupt (the bug tests/nested/tcg-lock-fix.c works around is back: is it preloaded, did it patch? $OUT/qemu.out)"
 	bad=1
 fi
+other=$(grep -m1 -E 'assertion failed|qemu: fatal|Aborted|core dumped' "$OUT/qemu.out" | grep -v tcg_handle_interrupt)
+[ -n "$other" ] && { problem "the outer QEMU $qver failed: $other ($OUT/qemu.out)"; bad=1; }
 panic=$(tr -d '\r' <"$OUT/outer.log" | grep -m1 -o 'Kernel panic - .*')
 [ -n "$panic" ] && { problem "the outer kernel panicked ($panic; $OUT/outer.log)"; bad=1; }
 [ $rc = 137 ] && { problem "the outer QEMU ran past $TIMEOUT s and was killed"; bad=1; }

@@ -28,7 +28,9 @@
 # always the one that thread's hvtrace last armed, as under plain TCG.
 # The fault is QEMU's: VMRUN and #VMEXIT change DR7 without going through
 # cpu_x86_update_dr7 (do_vmexit's own comment, "Disables all breakpoints
-# in the host DR7 register", is not done either).
+# in the host DR7 register", is not done either). QEMU 10.0.2, the tier's
+# outer QEMU now, calls cpu_x86_update_dr7 from both (seen in its code):
+# the pins may not be needed there, not yet shown (docs/testing.md item 7).
 #
 # Says on stderr ("qemu.sh: ..." lines, in the run's qemu.out) each pin,
 # a vCPU with no outer CPU of its own, and a pinned thread that the outer
