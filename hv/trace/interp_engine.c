@@ -368,6 +368,7 @@ static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp
 	c->cpl = ctl->cpl;
 	c->cr0_am = ctl->cr0 & CR0_AM;
 	c->cet = false;	/* interp_allowed: CR4.CET is clear */
+	c->la57 = ctl->cr4 & CR4_LA57;	/* IA-32e paging (interp_allowed): 5 levels with LA57 */
 }
 
 /* The interpreted state becomes the vCPU's (each committed instruction's state is whole); a

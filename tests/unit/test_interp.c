@@ -1198,6 +1198,16 @@ static void directed(void)
 	c.gpr[RAX] = 0x0000800000000000ull;
 	CHECK(DSTEP(&c, &r, 0x8b, 0x08) == INTERP_LEAVE_CANONICAL, "MOV from a non-canonical address");
 	CHECK(DSTEP(&c, &r, 0xff, 0xe0) == INTERP_LEAVE_TARGET, "JMP RAX to a non-canonical address");
+	/* with 5-level paging (CR4.LA57) canonical is 57 bits: Linux's direct map at
+	 * 0xff11000000000000 passes the check (the harness's memory then refuses it) */
+	c.la57 = true;
+	c.gpr[RAX] = 0xff11000000001000ull;
+	CHECK(DSTEP(&c, &r, 0x8b, 0x08) == INTERP_LEAVE_MEMORY, "LA57: MOV from a 57-bit canonical address");
+	c.gpr[RAX] = 0x0100000000000000ull;
+	CHECK(DSTEP(&c, &r, 0x8b, 0x08) == INTERP_LEAVE_CANONICAL, "LA57: MOV from a non-canonical address");
+	c.la57 = false;
+	c.gpr[RAX] = 0xff11000000001000ull;
+	CHECK(DSTEP(&c, &r, 0x8b, 0x08) == INTERP_LEAVE_CANONICAL, "4 levels: the same address is not canonical");
 	c.gpr[RAX] = 0x1001;
 	c.cpl = 3;
 	c.cr0_am = true;

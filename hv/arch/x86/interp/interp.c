@@ -50,16 +50,15 @@ static u64 sext(u64 v, unsigned w)
 	return w >= 8 ? v : (u64)((s64)(v << sh) >> sh);
 }
 
-/* SDM Vol. 1 3.3.7.1: 48-bit canonical. With 5-level paging (57 bits) this calls some
- * canonical addresses non-canonical, which only leaves them to the processor. */
-static bool canonical(u64 a)
+/* SDM Vol. 1 3.3.7.1: canonical in 48 bits, or 57 with 5-level paging (CR4.LA57) */
+static bool canonical(const struct interp_cpu *c, u64 a)
 {
-	return ADDR_CANONICAL(a, 48);
+	return c->la57 ? ADDR_CANONICAL(a, 57) : ADDR_CANONICAL(a, 48);
 }
 
-static bool range_canonical(u64 a, unsigned len)
+static bool range_canonical(const struct interp_cpu *c, u64 a, unsigned len)
 {
-	return canonical(a) && canonical(a + len - 1);
+	return canonical(c, a) && canonical(c, a + len - 1);
 }
 
 /* --- registers --------------------------------------------------------------------------- */
@@ -123,7 +122,7 @@ static bool leave(struct step *s, enum interp_leave why)
  * canonical (#GP/#SS, SDM Vol. 3 6.15) and alignment (#AC: CR0.AM, RFLAGS.AC, CPL 3). */
 static bool mem_check(struct step *s, u64 lin, unsigned len)
 {
-	if (!range_canonical(lin, len))
+	if (!range_canonical(s->n, lin, len))
 		return leave(s, INTERP_LEAVE_CANONICAL);
 	if (s->n->cr0_am && s->n->cpl == 3 && (s->n->rflags & RFLAGS_AC) && (lin & (len - 1)))
 		return leave(s, INTERP_LEAVE_ALIGN);
@@ -248,7 +247,7 @@ static bool jump(struct step *s, u64 to)
 {
 	/* Vol. 2A JMP/CALL/RET: a non-canonical target raises #GP (Intel: at the branch; AMD:
 	 * at the target). Either way not ours. */
-	if (!canonical(to))
+	if (!canonical(s->n, to))
 		return leave(s, INTERP_LEAVE_TARGET);
 	s->n->rip = to;
 	s->branched = true;
@@ -722,7 +721,7 @@ static int state_leave(const struct interp_cpu *cpu)
 	/* a single-step trap after the instruction (SDM Vol. 3 18.3.1.4) is the processor's */
 	if (cpu->rflags & RFLAGS_TF)
 		return INTERP_LEAVE_TRAP;
-	if (!canonical(cpu->rip))
+	if (!canonical(cpu, cpu->rip))
 		return INTERP_LEAVE_FETCH;
 	return INTERP_LEAVE_NONE;
 }

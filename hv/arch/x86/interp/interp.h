@@ -25,6 +25,9 @@ struct interp_cpu {
 	/* CR4.CET with shadow stacks or IBT enabled: CALL, RET and indirect branches have
 	 * effects the core does not model (SDM Vol. 1 18), so it leaves them */
 	bool cet;
+	/* CR4.LA57 with IA-32e paging: linear addresses are canonical in 57 bits, not 48 (SDM Vol. 1
+	 * 3.3.7.1); Linux then keeps its direct map and page structures above 48 bits */
+	bool la57;
 };
 _Static_assert(__builtin_offsetof(struct interp_cpu, gpr) == 0 && sizeof(((struct interp_cpu *)0)->gpr) == 128,
 	       "gpr[] first, 16 registers");
