@@ -78,15 +78,9 @@ static const u64 *imem_entry(void *ctx, u64 pa)
 	return memmap_contains(&hv.guest_ram, pa, 8) ? guest_pa_ptr(pa) : NULL;
 }
 
-/* The host's pointer to the page holding `lin` (4 KiB aligned), or NULL: the access must be
- * left to the processor. A walk for writing passed every check a read makes (SDM Vol. 3
- * 4.6.1), so it serves reads too; a fetch's checks (NX, SMEP) are its own. */
-static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
+/* A TLB miss: the walk, and the translation kept in `e` */
+static u8 *imem_walk(struct imem *m, u64 page, enum pgwalk_access acc, struct imem_tlb *e)
 {
-	u64 page = lin & ~(PAGE_SIZE - 1);
-	struct imem_tlb *e = imem_slot(m, page, acc);
-	if (imem_tlb_hit(e, page, acc))
-		return e->host;
 	u64 gpa, size;
 	u32 was = prof_switch(m->v, HVTRACE_PROF_WALK);
 	int st = pgwalk(&m->ctl, imem_entry, NULL, page, acc, &gpa, &size);
@@ -101,6 +95,17 @@ static u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
 	e->tag = page | IMEM_VALID | (acc == PGWALK_WRITE ? IMEM_WRITE : 0);
 	e->host = guest_pa_ptr(gpa);
 	return e->host;
+}
+
+/* The host's pointer to the page holding `lin` (4 KiB aligned), or NULL: the access must be
+ * left to the processor. A walk for writing passed every check a read makes (SDM Vol. 3
+ * 4.6.1), so it serves reads too; a fetch's checks (NX, SMEP) are its own. The hit inline
+ * (the burst's loop asks for every instruction's page), the walk not. */
+static inline u8 *imem_page(struct imem *m, u64 lin, enum pgwalk_access acc)
+{
+	u64 page = lin & ~(PAGE_SIZE - 1);
+	struct imem_tlb *e = imem_slot(m, page, acc);
+	return imem_tlb_hit(e, page, acc) ? e->host : imem_walk(m, page, acc, e);
 }
 
 /* One access of len (1, 2, 4, 8) bytes: aligned, one load or store of that width (single-copy
@@ -187,13 +192,9 @@ static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
 	return n;
 }
 
-/* Decoded instructions kept across bursts (struct interp_dcache): an entry answers only when
- * every byte of its instruction, fetched now through the page walk, is the byte it was decoded
- * from (the decode is a function of those bytes and of RIP = its linear address in 64-bit
- * code), so a write to the code, a remapping or a changed permission is seen as by a fresh
- * decode. Saves the decoder's time (60% of an interpreted instruction's, natively). */
-/* Whether the n (1-15) bytes at p equal e's, 16 bytes compared as two words where both lie in
- * the page (e's bytes past its length are zero, so only the instruction's count). */
+/* Whether e's instruction (1-15 bytes, all in this page) is at p, at offset `off` in its page:
+ * 16 bytes compared as two words where both lie in the page (e's bytes past its length are
+ * zero, so only the instruction's count), else byte by byte. */
 static bool code_same(const u8 *p, u64 off, const struct interp_dcache_entry *e)
 {
 	if (off + 16 > PAGE_SIZE)
@@ -211,8 +212,14 @@ static inline struct interp_dcache_entry *dcache_entry(struct imem *m, u64 lin)
 	return &m->v->trace->dcache.e[(lin ^ (lin >> 11)) % INTERP_DCACHE];
 }
 
-/* The cache's entry for the instruction at lin when every byte of it is in memory now, else
- * NULL (inline: the burst's loop asks before every instruction) */
+/* Decoded instructions kept across bursts (struct interp_dcache): an entry answers only when
+ * every byte of its instruction, fetched now through the page walk, is the byte it was decoded
+ * from (the decode is a function of those bytes and of RIP = its linear address in 64-bit
+ * code), so a write to the code, a remapping or a changed permission is seen as by a fresh
+ * decode. Saves the decoder's time (60% of an interpreted instruction's, natively).
+ * The cache's entry for the instruction at lin when every byte of it is in memory now, else
+ * NULL (inline: the burst's loop asks before every instruction). An instruction that crosses
+ * a page is fetched through both pages' translations and compared there. */
 static inline __attribute__((always_inline)) struct interp_dcache_entry *dcache_hit(struct imem *m, u64 lin)
 {
 	struct interp_dcache_entry *e = dcache_entry(m, lin);
@@ -220,12 +227,7 @@ static inline __attribute__((always_inline)) struct interp_dcache_entry *dcache_
 		return NULL;
 	/* compared in place when the instruction is within one page */
 	u64 off = lin & (PAGE_SIZE - 1);
-	const u8 *p;
-	const struct imem_tlb *t = imem_slot(m, lin - off, PGWALK_FETCH);
-	if (imem_tlb_hit(t, lin - off, PGWALK_FETCH))
-		p = t->host;
-	else
-		p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
+	const u8 *p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
 	u8 now[15];
 	if (p ? !code_same(p + off, off, e)
 	      : imem_fetch(m, lin, now, e->len) != e->len || memcmp(now, e->bytes, e->len))
@@ -426,21 +428,17 @@ void interp_run(struct vcpu *v)
 			type = kinds[b].type;
 			kind = kinds[b].kind;
 		}
+		bool wrapped = false;
 		if (counting) {
 			/* as the reference engine's step_count, after the instruction: the whole
 			 * state is the vCPU's first (a PEBS record holds its registers). A counter
-			 * that wrapped ends the burst: its PMI (a self-IPI, pending in root mode)
-			 * is taken before the next instruction, as after a reference step */
+			 * that wrapped ends the burst after its record: its PMI (a self-IPI, pending
+			 * in root mode) is taken before the next instruction, as after a reference
+			 * step */
 			sync_back(v, &c);
 			u32 occ = PMU_OCC_INSN | (r.branch != DEC_BR_NONE ? pmu_branch_occ(kind, type, r.taken) : 0);
 			t->interp.counted++;
-			if (pmu_retired(v, occ, m.ctl.cpl, at) || t->update_due) {
-				if (r.branch != DEC_BR_NONE && r.taken) {
-					t->interp.branches++;
-					trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);
-				}
-				break;
-			}
+			wrapped = pmu_retired(v, occ, m.ctl.cpl, at) || t->update_due;
 		}
 		if (r.branch != DEC_BR_NONE && r.taken) {
 			/* the record's consumers look at where the vCPU is (RIP, RFLAGS.IF for the
@@ -452,6 +450,8 @@ void interp_run(struct vcpu *v)
 			if (irq_due(v) || rec_tracing() != tracing)
 				break;
 		}
+		if (wrapped)
+			break;
 		if (n >= INTERP_BUDGET_INSNS || (!(n % INTERP_TSC_EVERY) && rdtsc() - t0 >= limit)) {
 			t->interp.budget++;
 			break;
