@@ -385,12 +385,10 @@ void *gmem_pin_ptr(struct vcpu *v, struct gmem_xlat_cache *c, struct gmem_pin *p
 	u64 page = gva & ~(PAGE_SIZE - 1), off = gva & (PAGE_SIZE - 1);
 	if (!pin->on || !len || off + len > PAGE_SIZE || !pin->key.levels)
 		return NULL;
-	for (u32 i = 0; i < pin->used; i++)
-		if (pin->e[i].page == page && (pin->e[i].write || !write)) {
-			pin->wrote |= write;
-			return pin->e[i].host + off;
-		}
-	u8 *p = xlat_ptr(v, c, &pin->key, gva, len, write);
+	u8 *p = gmem_pin_hit(pin, gva, len, write);
+	if (p)
+		return p;
+	p = xlat_ptr(v, c, &pin->key, gva, len, write);
 	bool kept = false;	/* only what the cache keeps (wholly guest RAM) is pinned */
 	for (u32 i = 0; i < GMEM_XLAT_WAYS && p; i++)
 		kept |= c->e[i].levels && c->e[i].lin == page && c->e[i].cr3 == pin->key.cr3 && (c->e[i].write || !write);
