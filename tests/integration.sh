@@ -295,34 +295,33 @@ t_svm_bts_intel_vendor() {
 # the MSRs' #GP rules, exact instruction and branch counts with each
 # sub-event and filter, the 48-bit wrap, the PMI; and for an AMD guest,
 # none (leaf 0AH empty, the counters #GP).
-t_svm_pmu() {
-	local d=$(esp svm-pmu)
+# pmu_intel NAME BOUND [CONFIG LINE...]: t_pmu on an Intel-vendor guest,
+# every check passing
+pmu_intel() {
+	local name=$1 bound=$2
+	shift 2
+	local d=$(esp $name)
 	add_guest "$d" t_pmu
-	printf 'next = \\EFI\\hvtrace\\t_pmu.efi\n' >"$d/EFI/hvtrace/hvtrace.cfg"
-	run svm-pmu 90 --cpu-flags vendor=GenuineIntel
+	printf '%s\n' 'next = \EFI\hvtrace\t_pmu.efi' "$@" >"$d/EFI/hvtrace/hvtrace.cfg"
+	run $name $bound --cpu-flags vendor=GenuineIntel
 	expect 'hvtrace: hypervisor running'
 	expect 'GUEST-TEST: PASS: count_branches_insns_os'
 	expect 'GUEST-TEST: PASS: pmi_pmc_overflow'
 	expect 'SUMMARY: t_pmu: [1-9][0-9]* passed, 0 failed, 0 skipped'
 	reject 'GUEST-TEST: FAIL'
 	reject 'hvtrace: error'
+}
+t_svm_pmu() {
+	pmu_intel svm-pmu 90
 	finish svm-pmu
 }
 # The same checks with engine = interp (issue #24 item 6): the interpreting
 # engine counts the instructions and branches it runs for the virtual PMU
 # and the reference engine steps what it leaves (docs/pmu.md)
 t_svm_pmu_interp() {
-	local d=$(esp svm-pmu-interp)
-	add_guest "$d" t_pmu
-	printf 'next = \\EFI\\hvtrace\\t_pmu.efi\nengine = interp\ncmdline = interp\n' >"$d/EFI/hvtrace/hvtrace.cfg"
-	run svm-pmu-interp 120 --cpu-flags vendor=GenuineIntel
+	pmu_intel svm-pmu-interp 120 'engine = interp' 'cmdline = interp'
 	expect 'hvtrace: engine = interp'
 	expect 'interp: vcpu 0: the virtual PMU counts: interpreted instructions are counted'
-	expect 'GUEST-TEST: PASS: count_branches_insns_os'
-	expect 'GUEST-TEST: PASS: pmi_pmc_overflow'
-	expect 'SUMMARY: t_pmu: [1-9][0-9]* passed, 0 failed, 0 skipped'
-	reject 'GUEST-TEST: FAIL'
-	reject 'hvtrace: error'
 	finish svm-pmu-interp
 }
 t_svm_pmu_amd() {
