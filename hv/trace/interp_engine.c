@@ -313,21 +313,32 @@ void interp_top(const struct interp_stats *st, u64 out[2])
  * enabled breakpoint in its DR7 (instruction and data breakpoints would not hit), BTINT (the
  * threshold's PMI would come late), a PMU counter the engine counts for (the reference engine
  * runs then anyway), the recorder waiting for its start address; only in 64-bit mode with
- * IA-32e paging, without CET or protection keys.
+ * IA-32e paging, without CET or supervisor protection keys (CR4.PKS; with CR4.PKE the page walk
+ * leaves data accesses to user-mode pages, whose key PKRU checks).
  */
-static bool interp_allowed(struct vcpu *v, const struct pgwalk_ctl *c)
+static enum interp_decline interp_declines(struct vcpu *v, const struct pgwalk_ctl *c)
 {
 	struct trace_vcpu *t = v->trace;
 	u64 base;
-	if (gmem_code_mode(v, &base) != DEC_MODE_64 || (v->rflags & RFLAGS_TF) || t->guest_tf ||
-	    (t->ds.debugctl & (DEBUGCTL_BTF | DEBUGCTL_BTINT)) || (guest_dr_read(v, 7) & 0xff) ||
-	    (pmu_needs_engine(&t->pmu) && !t->interp_counting) || rec_trigger_addr() || (c->cr4 & (CR4_CET | CR4_PKE | CR4_PKS)))
-		return false;
+	if (gmem_code_mode(v, &base) != DEC_MODE_64 || (c->cr4 & (CR4_CET | CR4_PKS)))
+		return INTERP_DECLINE_MODE;
+	if ((v->rflags & RFLAGS_TF) || t->guest_tf || (t->ds.debugctl & (DEBUGCTL_BTF | DEBUGCTL_BTINT)) ||
+	    (guest_dr_read(v, 7) & 0xff))
+		return INTERP_DECLINE_DEBUG;
+	if ((pmu_needs_engine(&t->pmu) && !t->interp_counting) || rec_trigger_addr())
+		return INTERP_DECLINE_ENGINE;
+	if (hv.ops->event_pending && hv.ops->event_pending(v))
+		return INTERP_DECLINE_EVENT;
 	u64 fl = v->rflags;
 	v->rflags |= RFLAGS_IF;
 	bool blocked = hv.ops->irq_blocked(v);
 	v->rflags = fl;
-	return !blocked && !(hv.ops->event_pending && hv.ops->event_pending(v));
+	return blocked ? INTERP_DECLINE_SHADOW : INTERP_DECLINE_NONE;
+}
+
+static bool interp_allowed(struct vcpu *v, const struct pgwalk_ctl *c)
+{
+	return interp_declines(v, c) == INTERP_DECLINE_NONE;
 }
 
 static void ctl_read(struct vcpu *v, struct pgwalk_ctl *c)
@@ -388,8 +399,10 @@ void interp_run(struct vcpu *v)
 	struct trace_vcpu *t = v->trace;
 	struct imem m = { .v = v, .refused = 0 };	/* every TLB entry invalid */
 	ctl_read(v, &m.ctl);
-	if (!interp_allowed(v, &m.ctl)) {
+	enum interp_decline why = interp_declines(v, &m.ctl);
+	if (why != INTERP_DECLINE_NONE) {
 		t->interp.declined++;
+		t->interp.declines[why]++;
 		return;
 	}
 	u32 was = prof_switch(v, HVTRACE_PROF_DECODE);
@@ -410,7 +423,7 @@ void interp_run(struct vcpu *v)
 		if (e ? interp_exec(&c, &imem_ops, &m, e->bytes, &e->in, &e->pre, &r) : interp_step(&c, &imem_ops, &m, &r)) {
 			count_left(&t->interp, &r);
 			if (r.leave == INTERP_LEAVE_MEMORY)
-				t->interp.refused[m.refused < PGWALK_NREFUSED ? m.refused : 0]++;
+				t->interp.refused[m.refused < PGWALK_NSTATUS ? m.refused : 0]++;
 			break;
 		}
 		n++;
@@ -487,14 +500,18 @@ void interp_log(struct vcpu *v)
 	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget), %lu instructions, %lu branches "
 		 "interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget, st->insns,
 		 st->branches, st->left, st->counted);
+	LOG_INFO("interp: vcpu %u declined: mode %lu debug %lu engine %lu event %lu shadow %lu", v->id,
+		 st->declines[INTERP_DECLINE_MODE], st->declines[INTERP_DECLINE_DEBUG],
+		 st->declines[INTERP_DECLINE_ENGINE], st->declines[INTERP_DECLINE_EVENT],
+		 st->declines[INTERP_DECLINE_SHADOW]);
 	LOG_INFO("interp: vcpu %u left: opcode %lu prefix %lu memory %lu fetch %lu mode %lu invalid %lu canonical %lu "
 		 "align %lu target %lu trap %lu cet %lu", v->id, r[INTERP_LEAVE_OPCODE], r[INTERP_LEAVE_PREFIX],
 		 r[INTERP_LEAVE_MEMORY], r[INTERP_LEAVE_FETCH], r[INTERP_LEAVE_MODE], r[INTERP_LEAVE_INVALID],
 		 r[INTERP_LEAVE_CANONICAL], r[INTERP_LEAVE_ALIGN], r[INTERP_LEAVE_TARGET], r[INTERP_LEAVE_TRAP],
 		 r[INTERP_LEAVE_CET]);
-	LOG_INFO("interp: vcpu %u memory refused: not-ram %lu not-present %lu reserved %lu rights %lu a/d %lu mode %lu; "
+	LOG_INFO("interp: vcpu %u memory refused: not-ram %lu not-present %lu reserved %lu rights %lu a/d %lu pkey %lu mode %lu; "
 		 "most left %x (%u), %x (%u)", v->id, w[PGWALK_NOT_RAM], w[PGWALK_NOT_PRESENT], w[PGWALK_RESERVED],
-		 w[PGWALK_RIGHTS], w[PGWALK_AD], w[PGWALK_MODE], HVTRACE_INTERP_TOP_KEY(top[0]),
+		 w[PGWALK_RIGHTS], w[PGWALK_AD], w[PGWALK_PKEY], w[PGWALK_MODE], HVTRACE_INTERP_TOP_KEY(top[0]),
 		 HVTRACE_INTERP_TOP_COUNT(top[0]), HVTRACE_INTERP_TOP_KEY(top[1]), HVTRACE_INTERP_TOP_COUNT(top[1]));
 }
 

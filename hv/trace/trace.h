@@ -7,6 +7,7 @@
 #include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
 #include "arch/x86/interp/interp.h"
+#include "arch/x86/pgwalk.h"
 #include "base/gmem.h"
 #include "trace/rec.h"
 #include "trace/pace.h"
@@ -148,14 +149,22 @@ struct lbr_engine {
  * in a small table where the rarest of four probes gives way. */
 #define INTERP_TOP_BITS		5
 #define INTERP_TOP		(1u << INTERP_TOP_BITS)
-#define PGWALK_NREFUSED		8
+/* why interp_allowed said no: not 64-bit code with IA-32e paging, or CET or supervisor
+ * protection keys (CR4.PKS) on; the guest's own debugging armed (TF, BTF, BTINT, DR7); another
+ * engine wanted (PMU counting the engine does not do, the recorder's start address); an event
+ * going in at this entry; an STI/MOV SS shadow */
+enum interp_decline {
+	INTERP_DECLINE_NONE, INTERP_DECLINE_MODE, INTERP_DECLINE_DEBUG, INTERP_DECLINE_ENGINE,
+	INTERP_DECLINE_EVENT, INTERP_DECLINE_SHADOW, INTERP_DECLINE_N
+};
 struct interp_stats {
 	u64 runs, declined, insns, branches, left, budget;
 	u64 counted;		/* instructions counted for the virtual PMU (interp_counting) */
 	u64 logged_runs;	/* runs at the last interp_log */
 	u64 logged_insns;	/* ... and instructions */
 	u64 reasons[INTERP_LEAVE_NREASONS];
-	u64 refused[PGWALK_NREFUSED];
+	u64 refused[PGWALK_NSTATUS];
+	u64 declines[INTERP_DECLINE_N];
 	struct { u32 key; u32 pad; u64 count; } top[INTERP_TOP];
 };
 

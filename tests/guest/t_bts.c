@@ -882,32 +882,51 @@ static void rm_check(const char *name, const uint8_t *page, unsigned off, const 
 	report(!bad && !stray, name, "%u of %u records differ, %u stray bytes", bad, n, stray);
 }
 
+/* The window's tables, empty but for PDPT[0] -> PD and PD[0] -> rm_pt[0];
+ * the PML4 to install them in, or NULL (`name` skipped) when the paging
+ * has 5 levels or the slot is in use */
+static uint64_t *rm_tables(const char *name)
+{
+	uint64_t cr3, cr4;
+	asm volatile("mov %%cr3, %0; mov %%cr4, %1" : "=r"(cr3), "=r"(cr4));
+	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
+	if ((cr4 & CR4_LA57) || (pml4[(RM_VA >> 39) & 511] & PTE_P)) {
+		report_skip(name, "5-level paging, or PML4 slot 64 in use");
+		return NULL;
+	}
+	SetMem(rm_pdpt, sizeof(rm_pdpt), 0);
+	SetMem(rm_pd, sizeof(rm_pd), 0);
+	SetMem(rm_pt, sizeof(rm_pt), 0);
+	rm_pdpt[0] = A(rm_pd) | PTE_P | PTE_RW;
+	rm_pd[0] = A(rm_pt[0]) | PTE_P | PTE_RW;
+	return pml4;
+}
+
+/* The window in the PML4 (`on`) or out of it, CR0.WP off meanwhile (the
+ * firmware's tables may be read-only), then a CR3 load */
+static void rm_install(uint64_t *pml4, bool on)
+{
+	uint64_t cr0, cr3;
+	asm volatile("mov %%cr0, %0; mov %%cr3, %1" : "=r"(cr0), "=r"(cr3));
+	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
+	pml4[(RM_VA >> 39) & 511] = on ? A(rm_pdpt) | PTE_P | PTE_RW : 0;
+	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+}
+
 static void test_remap(void)
 {
-	uint64_t cr0, cr3, cr4;
-	asm volatile("mov %%cr0, %0; mov %%cr3, %1; mov %%cr4, %2" : "=r"(cr0), "=r"(cr3), "=r"(cr4));
-	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
-	unsigned slot = (RM_VA >> 39) & 511;
-	if ((cr4 & CR4_LA57) || (pml4[slot] & PTE_P)) {
-		report_skip("bts_remap", "5-level paging, or PML4 slot 64 in use");
+	uint64_t *pml4 = rm_tables("bts_remap");
+	if (!pml4)
 		return;
-	}
 	const struct bts_record64 *c = chain();
 	const uint64_t RW = PTE_P | PTE_RW;
 	uint64_t buf_va = RM_VA, area_va = RM_VA + 0x1000;
 	SetMem(rm_page, sizeof(rm_page), 0xee);
-	SetMem(rm_pdpt, sizeof(rm_pdpt), 0);
-	SetMem(rm_pd, sizeof(rm_pd), 0);
-	SetMem(rm_pt, sizeof(rm_pt), 0);
-	rm_pdpt[0] = A(rm_pd) | RW;
-	rm_pd[0] = A(rm_pt[0]) | RW;
 	rm_pt[0][0] = A(rm_page[0]) | RW;	/* buffer: page 0, later 1, then (PDE) 2 */
 	rm_pt[0][1] = A(rm_page[3]) | RW;	/* save area: page 3, later 4 */
 	rm_pt[1][0] = A(rm_page[2]) | RW;
 	rm_pt[1][1] = A(rm_page[4]) | RW;
-	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));	/* WP off: tables may be R/O */
-	pml4[slot] = A(rm_pdpt) | RW;
-	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+	rm_install(pml4, true);
 
 	/* the save area as the guest sees it at area_va: page 3, and after
 	 * the PDE changes page 4, whose index the test moves on to record 20 */
@@ -949,9 +968,7 @@ static void test_remap(void)
 	       "bts_remap_save_area", "old area's index at record %lu (want 12), new one's %lu (want 26), %u stray",
 	       (a3->bts_index - buf_va) / 24, (a4->bts_index - buf_va) / 24, stray);
 
-	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
-	pml4[slot] = 0;
-	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+	rm_install(pml4, false);
 }
 
 /* Self-modifying code while tracing (smc.h): the guest rewrites the
@@ -994,29 +1011,17 @@ static uint8_t cr_page[SMC_STEPS][4096] __attribute__((aligned(4096)));
 
 static void test_code_remap(void)
 {
-	uint64_t cr0, cr3, cr4;
-	asm volatile("mov %%cr0, %0; mov %%cr3, %1; mov %%cr4, %2" : "=r"(cr0), "=r"(cr3), "=r"(cr4));
-	uint64_t *pml4 = (uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
-	unsigned slot = (RM_VA >> 39) & 511;
-	if ((cr4 & CR4_LA57) || (pml4[slot] & PTE_P)) {
-		report_skip("bts_code_remap", "5-level paging, or PML4 slot 64 in use");
+	uint64_t *pml4 = rm_tables("bts_code_remap");
+	if (!pml4)
 		return;
-	}
 	const uint64_t RW = PTE_P | PTE_RW, va = RM_VA + 0x2000;
 	for (unsigned i = 0; i < SMC_STEPS; i++) {
 		SetMem(cr_page[i], 4096, 0xcc);
 		CopyMem(cr_page[i], smc_code, sizeof(smc_code));
 		CopyMem(cr_page[i], smc_step[i].b, 4);
 	}
-	SetMem(rm_pdpt, sizeof(rm_pdpt), 0);
-	SetMem(rm_pd, sizeof(rm_pd), 0);
-	SetMem(rm_pt, sizeof(rm_pt), 0);
-	rm_pdpt[0] = A(rm_pd) | RW;
-	rm_pd[0] = A(rm_pt[0]) | RW;
 	rm_pt[0][2] = A(cr_page[0]) | PTE_P;	/* executable (no NX), read-only */
-	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
-	pml4[slot] = A(rm_pdpt) | RW;
-	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+	rm_install(pml4, true);
 
 	uint64_t (*fn)(void) = (uint64_t (*)(void))(uintptr_t)va;
 	uint64_t got[SMC_STEPS];
@@ -1039,9 +1044,77 @@ static void test_code_remap(void)
 	irq_restore(f);
 	smc_check("bts_code_remap", buf, used(), 64, va, got);
 
-	asm volatile("mov %0, %%cr0" ::"r"(cr0 & ~CR0_WP));
-	pml4[slot] = 0;
-	asm volatile("mov %0, %%cr0; mov %1, %%cr3" ::"r"(cr0), "r"(cr3) : "memory");
+	rm_install(pml4, false);
+}
+
+/*
+ * An instruction across a page boundary, its second page remapped while
+ * tracing (issue #24: the interpreting engine's decode cache checks an
+ * instruction's bytes in both pages, through both translations). Linear
+ * page va maps cx[0], whose last bytes start a MOV EAX, imm32; page va +
+ * 4096 maps cx[2], then cx[3] (CX_CALLS calls each), which hold the immediate's two high bytes,
+ * a JMP (recorded) and a RET. cx[1], the page physically after cx[0], is
+ * never mapped and holds cx[2]'s bytes: an engine that read the second
+ * page's bytes after the first page's host mapping would take the second
+ * call's instruction for the first's and return its immediate again.
+ */
+static uint8_t cx[4][4096] __attribute__((aligned(4096)));
+#define CX_CALLS 4	/* calls per mapping: the first after an exit may run natively */
+
+static void test_code_cross_page(void)
+{
+	uint64_t *pml4 = rm_tables("bts_code_cross_page");
+	if (!pml4)
+		return;
+	const uint64_t va = RM_VA + 0x4000;
+	static const uint8_t head[] = { 0x31, 0xc0, 0x90, 0x90, 0xb8, 0x55, 0x66 };	/* xor eax; nop; nop; mov eax, */
+	const uint8_t tail[2][5] = { { 0x11, 0x22, 0xeb, 0x00, 0xc3 },	/* imm32's high bytes; jmp +0; ret */
+				     { 0x33, 0x44, 0xeb, 0x00, 0xc3 } };
+	const uint64_t want[2] = { 0x22116655, 0x44336655 };
+	SetMem(cx, sizeof(cx), 0xcc);
+	CopyMem(&cx[0][4096 - sizeof(head)], (void *)head, sizeof(head));
+	CopyMem(cx[1], (void *)tail[0], sizeof(tail[0]));
+	CopyMem(cx[2], (void *)tail[0], sizeof(tail[0]));
+	CopyMem(cx[3], (void *)tail[1], sizeof(tail[1]));
+	rm_pt[0][4] = A(cx[0]) | PTE_P;
+	rm_pt[0][5] = A(cx[2]) | PTE_P;
+	rm_install(pml4, true);
+
+	uint64_t entry = va + 4096 - sizeof(head), (*fn)(void) = (uint64_t (*)(void))(uintptr_t)entry;
+	uint64_t got[2 * CX_CALLS];
+	struct hvtrace_vcpu_status before, after;
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	vcpu_status(&before);
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	for (unsigned i = 0; i < CX_CALLS; i++)
+		got[i] = fn();
+	rm_pt[0][5] = A(cx[3]) | PTE_P;
+	rm_invlpg(va + 4096);
+	for (unsigned i = CX_CALLS; i < 2 * CX_CALLS; i++)
+		got[i] = fn();
+	vcpu_status(&after);	/* its engine: the one tracing */
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	irq_restore(f);
+
+	/* each call: the call into the page, the JMP in the second page, the RET */
+	const struct bts_record64 *r = buf;
+	unsigned n = used(), jmps = 0, calls = 0, bad = 0;
+	for (unsigned i = 0; i < n && i < 64; i++) {
+		report_info("bts_code_cross_page record %u: %lx -> %lx", i, r[i].from, r[i].to);
+		calls += r[i].to == entry;
+		jmps += r[i].from == va + 4096 + 2 && r[i].to == va + 4096 + 4;
+	}
+	for (unsigned i = 0; i < 2 * CX_CALLS; i++)
+		bad += (uint32_t)got[i] != want[i / CX_CALLS];
+	report(!bad && calls == 2 * CX_CALLS && jmps == 2 * CX_CALLS, "bts_code_cross_page",
+	       "%u of %u calls returned another immediate (last %lx, want %lx); %u calls, %u JMPs recorded (want %u)",
+	       bad, 2 * CX_CALLS, got[2 * CX_CALLS - 1] & 0xffffffff, want[1], calls, jmps, 2 * CX_CALLS);
+	if (after.engine == HVTRACE_ENGINE_INTERP)
+		report(after.interp_insns > before.interp_insns, "bts_code_cross_page_interpreted",
+		       "%lu instructions interpreted", after.interp_insns - before.interp_insns);
+
+	rm_install(pml4, false);
 }
 
 /* Runs `seq` traced, `name` checking its records against want[n]; under
@@ -1254,6 +1327,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_remap();
 	test_self_modifying();
 	test_code_remap();
+	test_code_cross_page();
 	test_chain();
 	test_jcc_skip();
 	test_chain_interrupt();

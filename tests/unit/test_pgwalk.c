@@ -161,10 +161,22 @@ int main(void)
 	c.cpl = 0;
 	c.cr4 &= ~CR4_SMAP;
 
-	/* protection keys and CET: left whole; canonical */
+	/* protection keys: with CR4.PKE data accesses to user pages are PKRU's, at any CPL;
+	 * fetches and supervisor pages are not checked. CR4.PKS and CET: left whole */
 	c.cr4 |= CR4_PKE;
-	CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_MODE, "CR4.PKE");
-	c.cr4 &= ~CR4_PKE;
+	for (c.cpl = 0; c.cpl <= 3; c.cpl += 3) {
+		CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_PKEY, "CR4.PKE: read of a user page, CPL %u", c.cpl);
+		CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_PKEY, "CR4.PKE: write of a user page, CPL %u", c.cpl);
+		CHECK(walk(&c, lin, PGWALK_FETCH, NULL) == PGWALK_OK, "CR4.PKE: fetch from a user page, CPL %u", c.cpl);
+	}
+	c.cpl = 0;
+	*e[3] &= ~PTE_US;
+	CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_OK, "CR4.PKE: read of a supervisor page");
+	CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_OK, "CR4.PKE: write of a supervisor page");
+	*e[3] |= PTE_US;
+	c.cr4 = (c.cr4 & ~CR4_PKE) | CR4_PKS;
+	CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_MODE, "CR4.PKS");
+	c.cr4 &= ~CR4_PKS;
 	CHECK(walk(&c, 0x0000800000000000ull, PGWALK_READ, NULL) == PGWALK_CANONICAL, "non-canonical");
 	c.efer &= ~EFER_LMA;
 	CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_MODE, "not IA-32e paging");

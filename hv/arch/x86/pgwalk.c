@@ -26,10 +26,10 @@ static u64 reserved_bits(const struct pgwalk_ctl *c, int level, bool leaf)
 int pgwalk(const struct pgwalk_ctl *c, pgwalk_entry_fn entry, void *ctx, u64 lin, enum pgwalk_access acc,
 	   u64 *gpa, u64 *page)
 {
-	/* only IA-32e paging; protection keys (CR4.PKE, PKS) and CET's shadow-stack pages add
-	 * checks this walk does not make: the processor makes them */
+	/* only IA-32e paging; supervisor protection keys (CR4.PKS) and CET's shadow-stack pages
+	 * add checks this walk does not make: the processor makes them */
 	if (!(c->cr0 & CR0_PG) || !(c->cr0 & CR0_PE) || !(c->efer & EFER_LMA) || !(c->cr4 & CR4_PAE) ||
-	    (c->cr4 & (CR4_PKE | CR4_PKS | CR4_CET)) || !c->phys_limit || (c->phys_limit & (c->phys_limit - 1)))
+	    (c->cr4 & (CR4_PKS | CR4_CET)) || !c->phys_limit || (c->phys_limit & (c->phys_limit - 1)))
 		return PGWALK_MODE;
 	int levels = (c->cr4 & CR4_LA57) ? 5 : 4;
 	if (!ADDR_CANONICAL(lin, levels == 5 ? 57 : 48))
@@ -73,6 +73,12 @@ int pgwalk(const struct pgwalk_ctl *c, pgwalk_entry_fn entry, void *ctx, u64 lin
 	/* SDM Vol. 3 4.6.1: access rights. Every access the interpreter makes is explicit (no
 	 * implicit supervisor access to descriptor tables), so CPL alone says user or supervisor. */
 	bool user = c->cpl == 3;
+	/* SDM Vol. 3 4.6.2: with CR4.PKE every data access to a user-mode address, at any CPL, is
+	 * also checked against PKRU for the page's key. The walk does not know PKRU (the guest's
+	 * register, not in the VMCB or VMCS): such an access is the processor's. Fetches are not
+	 * checked against keys. */
+	if ((c->cr4 & CR4_PKE) && us && acc != PGWALK_FETCH)
+		return PGWALK_PKEY;
 	if (user) {
 		if (!us || (write && !rw) || (acc == PGWALK_FETCH && xd))
 			return PGWALK_RIGHTS;

@@ -24,13 +24,15 @@ enum pgwalk_access { PGWALK_READ, PGWALK_WRITE, PGWALK_FETCH };
  * it, else why not (the processor then makes it, faulting or setting bits). */
 enum pgwalk_status {
 	PGWALK_OK = 0,
-	PGWALK_MODE,		/* not 4/5-level paging, or protection keys or CET that add checks */
+	PGWALK_MODE,		/* not 4/5-level paging, or CR4.PKS or CET that add checks */
 	PGWALK_CANONICAL,	/* #GP/#SS before any walk */
 	PGWALK_NOT_RAM,		/* a paging-structure entry outside guest RAM */
 	PGWALK_NOT_PRESENT,	/* #PF */
 	PGWALK_RESERVED,	/* #PF with RSVD (or a bit the walk does not model: left too) */
 	PGWALK_RIGHTS,		/* #PF: R/W, U/S, NX, SMEP, SMAP */
 	PGWALK_AD,		/* an accessed or dirty bit the processor would set */
+	PGWALK_PKEY,		/* a data access to a user-mode page under CR4.PKE: PKRU decides */
+	PGWALK_NSTATUS
 };
 
 /* A pointer to the 8-byte entry at guest-physical `pa` (8-aligned), or NULL when it is not
