@@ -72,10 +72,8 @@ bool memmap_remove(struct hv_memmap *m, u64 base, u64 size)
 	return true;
 }
 
-bool memmap_contains(const struct hv_memmap *m, u64 gpa, u64 len)
+const struct hv_memrange *memmap_range(const struct hv_memmap *m, u64 gpa)
 {
-	if (!len || gpa + len < gpa)
-		return false;
 	/* the ranges are sorted and disjoint: the last one starting at or
 	 * below gpa is the only candidate (a binary search: this runs for
 	 * every level of every guest page walk) */
@@ -87,8 +85,15 @@ bool memmap_contains(const struct hv_memmap *m, u64 gpa, u64 len)
 		else
 			hi = mid;
 	}
-	if (!lo)
+	if (!lo || gpa - m->r[lo - 1].base >= m->r[lo - 1].size)
+		return NULL;
+	return &m->r[lo - 1];
+}
+
+bool memmap_contains(const struct hv_memmap *m, u64 gpa, u64 len)
+{
+	if (!len || gpa + len < gpa)
 		return false;
-	const struct hv_memrange *r = &m->r[lo - 1];
-	return gpa - r->base < r->size && len <= r->size - (gpa - r->base);
+	const struct hv_memrange *r = memmap_range(m, gpa);
+	return r && len <= r->size - (gpa - r->base);
 }

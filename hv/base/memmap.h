@@ -28,6 +28,9 @@ bool memmap_remove(struct hv_memmap *m, u64 base, u64 size);
 /* True when [gpa, gpa+len) lies wholly inside the map (len > 0, no wrap). */
 bool memmap_contains(const struct hv_memmap *m, u64 gpa, u64 len);
 
+/* The range holding gpa, or NULL */
+const struct hv_memrange *memmap_range(const struct hv_memmap *m, u64 gpa);
+
 /* True when [a, a+alen) and [b, b+blen) overlap. */
 static inline bool range_overlaps(u64 a, u64 alen, u64 b, u64 blen)
 {

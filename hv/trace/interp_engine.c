@@ -56,6 +56,7 @@ struct imem {
 	struct pgwalk_ctl ctl;
 	struct imem_tlb itlb[IMEM_TLB], dtlb[IMEM_TLB];
 	int refused;		/* enum pgwalk_status of the last access refused */
+	u64 ram_base, ram_size;	/* the guest RAM range found last (imem_ram), size 0: none */
 	struct interp_verify *shadow;	/* verify mode: the write is buffered there, not made */
 };
 
@@ -72,21 +73,35 @@ static inline bool imem_tlb_hit(const struct imem_tlb *e, u64 page, enum pgwalk_
 	return (e->tag & ~IMEM_WRITE) == (page | IMEM_VALID) && (acc != PGWALK_WRITE || (e->tag & IMEM_WRITE));
 }
 
+/* Whether [pa, pa + len) (len <= 4096, not wrapping: a page or an aligned entry) is ordinary
+ * guest RAM; the range found is kept, as a page walk's entries and pages mostly lie in one */
+static bool imem_ram(struct imem *m, u64 pa, u64 len)
+{
+	if (pa - m->ram_base >= m->ram_size) {
+		const struct hv_memrange *r = memmap_range(&hv.guest_ram, pa);
+		if (!r)
+			return false;
+		m->ram_base = r->base;
+		m->ram_size = r->size;
+	}
+	return len <= m->ram_size - (pa - m->ram_base);
+}
+
 static const u64 *imem_entry(void *ctx, u64 pa)
 {
-	(void)ctx;
-	return memmap_contains(&hv.guest_ram, pa, 8) ? guest_pa_ptr(pa) : NULL;
+	return imem_ram(ctx, pa, 8) ? guest_pa_ptr(pa) : NULL;
 }
 
 /* A TLB miss: the walk, and the translation kept in `e` */
 static u8 *imem_walk(struct imem *m, u64 page, enum pgwalk_access acc, struct imem_tlb *e)
 {
 	u64 gpa, size;
+	m->v->trace->interp.walks++;
 	u32 was = prof_switch(m->v, HVTRACE_PROF_WALK);
-	int st = pgwalk(&m->ctl, imem_entry, NULL, page, acc, &gpa, &size);
+	int st = pgwalk(&m->ctl, imem_entry, m, page, acc, &gpa, &size);
 	prof_switch(m->v, was);
 	/* only ordinary guest RAM: never the hypervisor's ranges, MMIO, ROM or the channel */
-	if (st == PGWALK_OK && !memmap_contains(&hv.guest_ram, gpa, PAGE_SIZE))
+	if (st == PGWALK_OK && !imem_ram(m, gpa, PAGE_SIZE))
 		st = PGWALK_NOT_RAM;
 	if (st != PGWALK_OK) {
 		m->refused = st;
@@ -193,17 +208,16 @@ static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
 }
 
 /* Whether e's instruction (1-15 bytes, all in this page) is at p, at offset `off` in its page:
- * 16 bytes compared as two words where both lie in the page (e's bytes past its length are
- * zero, so only the instruction's count), else byte by byte. */
-static bool code_same(const u8 *p, u64 off, const struct interp_dcache_entry *e)
+ * 16 bytes compared as two words where both lie in the page (only the instruction's bytes,
+ * e->mask), else byte by byte. Inline: asked before every instruction. */
+static inline __attribute__((always_inline)) bool code_same(const u8 *p, u64 off, const struct interp_dcache_entry *e)
 {
-	if (off + 16 > PAGE_SIZE)
+	if (__builtin_expect(off + 16 > PAGE_SIZE, 0))
 		return !memcmp(p, e->bytes, e->len);
-	u64 a, b, ma = e->len >= 8 ? ~0ull : (1ull << (e->len * 8)) - 1;
-	u64 mb = e->len <= 8 ? 0 : e->len >= 16 ? ~0ull : (1ull << ((e->len - 8) * 8)) - 1;
+	u64 a, b;
 	__builtin_memcpy(&a, p, 8);
 	__builtin_memcpy(&b, p + 8, 8);
-	return !((a ^ e->w[0]) & ma) && !((b ^ e->w[1]) & mb);
+	return !(((a ^ e->w[0]) & e->mask[0]) | ((b ^ e->w[1]) & e->mask[1]));
 }
 
 /* Where the instruction at lin is kept (direct-mapped) */
@@ -242,6 +256,7 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 	struct interp_dcache_entry *e = dcache_hit(m, lin);
 	if (!e) {
 		e = dcache_entry(m, lin);
+		m->v->trace->interp.decodes++;
 		e->len = 0;
 		e->w[0] = e->w[1] = 0;
 		unsigned got = imem_fetch(m, lin, e->bytes, 15);
@@ -252,6 +267,8 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 			e->bytes[i] = 0;
 		e->lin = lin;
 		e->len = e->in.len;
+		e->mask[0] = e->len >= 8 ? ~0ull : (1ull << (e->len * 8)) - 1;
+		e->mask[1] = e->len <= 8 ? 0 : (1ull << ((e->len - 8) * 8)) - 1;	/* len <= 15 */
 		e->pre.valid = false;
 	}
 	*bytes = e->bytes;
@@ -500,10 +517,10 @@ void interp_log(struct vcpu *v)
 	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget), %lu instructions, %lu branches "
 		 "interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget, st->insns,
 		 st->branches, st->left, st->counted);
-	LOG_INFO("interp: vcpu %u declined: mode %lu debug %lu engine %lu event %lu shadow %lu", v->id,
-		 st->declines[INTERP_DECLINE_MODE], st->declines[INTERP_DECLINE_DEBUG],
+	LOG_INFO("interp: vcpu %u declined: mode %lu debug %lu engine %lu event %lu shadow %lu; decode cache %lu hits, "
+		 "%lu decodes; %lu page walks", v->id, st->declines[INTERP_DECLINE_MODE], st->declines[INTERP_DECLINE_DEBUG],
 		 st->declines[INTERP_DECLINE_ENGINE], st->declines[INTERP_DECLINE_EVENT],
-		 st->declines[INTERP_DECLINE_SHADOW]);
+		 st->declines[INTERP_DECLINE_SHADOW], v->trace->dcache.hits, st->decodes, st->walks);
 	LOG_INFO("interp: vcpu %u left: opcode %lu prefix %lu memory %lu fetch %lu mode %lu invalid %lu canonical %lu "
 		 "align %lu target %lu trap %lu cet %lu", v->id, r[INTERP_LEAVE_OPCODE], r[INTERP_LEAVE_PREFIX],
 		 r[INTERP_LEAVE_MEMORY], r[INTERP_LEAVE_FETCH], r[INTERP_LEAVE_MODE], r[INTERP_LEAVE_INVALID],

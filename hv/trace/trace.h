@@ -160,6 +160,7 @@ enum interp_decline {
 struct interp_stats {
 	u64 runs, declined, insns, branches, left, budget;
 	u64 counted;		/* instructions counted for the virtual PMU (interp_counting) */
+	u64 decodes, walks;	/* decode cache misses (hits: struct interp_dcache), TLB misses */
 	u64 logged_runs;	/* runs at the last interp_log */
 	u64 logged_insns;	/* ... and instructions */
 	u64 reasons[INTERP_LEAVE_NREASONS];
@@ -178,6 +179,7 @@ struct interp_dcache_entry {
 		u8 bytes[16];	/* the instruction's, zero past its length */
 		u64 w[2];
 	};
+	u64 mask[2];		/* w's bytes that are the instruction's (code_same) */
 	struct dec_insn in;
 	struct interp_pre pre;	/* the core's derived fields, cleared at each decode */
 };
