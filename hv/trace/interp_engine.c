@@ -437,7 +437,9 @@ void interp_run(struct vcpu *v)
 		struct interp_result r;
 		u64 at = c.rip;	/* its linear address: 64-bit code, CS's base is 0 */
 		struct interp_dcache_entry *e = dcache_hit(&m, c.rip);
-		if (e ? interp_exec(&c, &imem_ops, &m, e->bytes, &e->in, &e->pre, &r) : interp_step(&c, &imem_ops, &m, &r)) {
+		/* a hit was fetched at a canonical RIP; interp_allowed saw 64-bit code and TF clear,
+		 * which no interpreted instruction changes */
+		if (e ? interp_exec_next(&c, &imem_ops, &m, e->bytes, &e->in, &e->pre, &r) : interp_step(&c, &imem_ops, &m, &r)) {
 			count_left(&t->interp, &r);
 			if (r.leave == INTERP_LEAVE_MEMORY)
 				t->interp.refused[m.refused < PGWALK_NSTATUS ? m.refused : 0]++;

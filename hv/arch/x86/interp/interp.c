@@ -726,16 +726,25 @@ static int state_leave(const struct interp_cpu *cpu)
 	return INTERP_LEAVE_NONE;
 }
 
-int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
-		const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out)
+/* A leave: the instruction's coverage fields, the state as it was */
+static int left(struct step *s, const struct interp_pre *pre, struct interp_result *out)
+{
+	out->map = s->in->map;
+	out->opcode = s->in->opcode;
+	out->encoding = s->in->encoding;
+	out->modrm_reg = pre->grp;
+	return out->leave = undo(s);
+}
+
+/* interp_exec but for its state checks (the caller's: interp_exec_next) */
+static inline __attribute__((always_inline)) int exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem,
+							void *ctx, const u8 *bytes, const struct dec_insn *in,
+							struct interp_pre *pre, struct interp_result *out)
 {
 	struct step s;
 	struct interp_pre local;
 	u64 from = cpu->rip;
 
-	result_init(out);
-	if ((out->leave = state_leave(cpu)))
-		return out->leave;
 	if (!pre)
 		pre = &local, local.valid = false;
 	if (!pre->valid)
@@ -743,11 +752,8 @@ int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *
 	s.bytes = bytes;
 	s.in = in;
 	out->len = in->len;
-	out->map = in->map;
-	out->opcode = in->opcode;
-	out->encoding = in->encoding;
 	out->branch = in->branch;
-	out->modrm_reg = pre->grp;
+	out->taken = false;
 	s.n = cpu;
 	s.mem = mem;
 	s.ctx = ctx;
@@ -769,14 +775,14 @@ int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *
 			s.leave = INTERP_LEAVE_OPCODE;
 	}
 	if (s.leave)
-		return out->leave = undo(&s);
+		return left(&s, pre, out);
 
 	if (!s.branched)
 		cpu->rip = s.next;
 	/* the write, last: the callback makes all of it or none */
 	if (s.wpend && mem->write(ctx, s.wlin, &s.wval, s.wlen) != INTERP_MEM_OK) {
 		s.leave = INTERP_LEAVE_MEMORY;
-		return out->leave = undo(&s);
+		return left(&s, pre, out);
 	}
 	/* RF is cleared when an instruction completes (SDM Vol. 3 18.3.1.1) */
 	cpu->rflags &= ~RFLAGS_RF;
@@ -785,7 +791,22 @@ int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *
 		out->from = from;
 		out->to = cpu->rip;
 	}
-	return 0;
+	return out->leave = INTERP_LEAVE_NONE;
+}
+
+int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
+		const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out)
+{
+	result_init(out);
+	if ((out->leave = state_leave(cpu)))
+		return out->leave;
+	return exec(cpu, mem, ctx, bytes, in, pre, out);
+}
+
+int interp_exec_next(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
+		     const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out)
+{
+	return exec(cpu, mem, ctx, bytes, in, pre, out);
 }
 
 int interp_step(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, struct interp_result *out)

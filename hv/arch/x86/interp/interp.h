@@ -86,7 +86,8 @@ enum interp_leave {
 /* The outcome of one step. */
 struct interp_result {
 	enum interp_leave leave;	/* NONE: executed and committed; else nothing changed */
-	/* the instruction, once decoded: for executed ones and for leaves from OPCODE on (coverage) */
+	/* the instruction, once decoded: len for executed ones and leaves; the others for leaves from
+	 * OPCODE on (coverage) */
 	u8 len;
 	u8 map;			/* 0: one-byte, 1: 0F, 2: 0F 38, 3: 0F 3A (dec_insn.map) */
 	u8 opcode;
@@ -123,6 +124,14 @@ struct interp_pre {
  * kept). */
 int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
 		const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out);
+
+/* interp_exec without its checks of the state no instruction it executes changes: the caller
+ * knows that cpu->mode is DEC_MODE_64, RFLAGS.TF is clear and cpu->rip canonical (an
+ * instruction at rip was fetched: a decode cache hit). For a burst's loop. The coverage
+ * fields of out (map, opcode, encoding, modrm_reg) are set for leaves only, as interp_exec's
+ * and interp_step's are for executed instructions too. */
+int interp_exec_next(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
+		     const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out);
 
 /* A coverage key for the "most often left" table: (encoding, map, opcode, ModRM.reg). */
 static inline u32 interp_opkey(const struct interp_result *r)
