@@ -1327,7 +1327,7 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: loop_invariant_kept'
 	expect 'GUEST-TEST: PASS: loop_ran'
 	expect 'GUEST-TEST: PASS: debugger_dr3_invisible'
-	expect 'debugger: vcpu 0 reached the breakpoint at'
+	expect 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots 1, '
 	expect 'SUMMARY: t_gdb: 5 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
