@@ -1215,6 +1215,7 @@ t_svm_gdb_live() {
 		local a=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) top=([0-9a-f]+) end=([0-9a-f]+) counter=([0-9a-f]+) r15=([0-9a-f]+) poke=([0-9a-f]+) bad=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7/p' "$raw")
 		set -- $a
 		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 gport= pid
+		local mid=$(sed -nE 's/.*GDB-TARGET2: mid=([0-9a-f]+) .*/\1/p' "$raw")
 		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 >"$srv" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 50); do
@@ -1271,6 +1272,21 @@ t_svm_gdb_live() {
 		continue
 		printf "HBREAK-2 pc=%lx counter=%lu\n", \$pc, *(unsigned long *)0x$counter
 		delete
+		break *0x$top
+		break *0x$mid
+		watch *(unsigned long *)0x$counter
+		monitor slots
+		continue
+		printf "HIT-1 pc=%lx\n", \$pc
+		continue
+		printf "HIT-2 pc=%lx\n", \$pc
+		continue
+		printf "HIT-3 pc=%lx\n", \$pc
+		continue
+		printf "HIT-4 pc=%lx\n", \$pc
+		delete
+		monitor help
+		monitor phys 0x$counter 8
 		set {unsigned long}0x$poke = 0x6764626d61676963
 		printf "POKE-2 %lx\n", *(unsigned long *)0x$poke
 		detach
@@ -1309,6 +1325,27 @@ t_svm_gdb_live() {
 		want '^Thread 1 "vCPU 0" hit Breakpoint [0-9]+, ' "gdb did not see its breakpoint hit"
 		# the second time round the loop read DR3 and DR7 with the breakpoint armed
 		want "^HBREAK-2 pc=$top counter=[0-9]+\$" "the second continue did not stop at the breakpoint again"
+		# two software breakpoints and a watchpoint at once, from the
+		# top (where HBREAK-2 stopped) hit in the loop's order: the
+		# counter's store, the middle, the top, the store again; the
+		# watchpoint with the counter's old and new values
+		want "^HIT-2 pc=$mid\$" "continue did not stop at the second break (mid)"
+		want "^HIT-3 pc=$top\$" "continue did not stop at the first break (top)"
+		want "hit Breakpoint [0-9]+, 0x0*$mid in " "gdb did not report the second breakpoint"
+		want "hit Breakpoint [0-9]+, 0x0*$top in " "gdb did not report the first breakpoint"
+		want '^Thread 1 "vCPU 0" hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x' \
+			"gdb did not report the watchpoint"
+		local old=$(sed -nE 's/^Old value = ([0-9]+)$/\1/p' "$out" | head -1)
+		local new=$(sed -nE 's/^New value = ([0-9]+)$/\1/p' "$out" | head -1)
+		[ -n "$old" ] && [ -n "$new" ] && [ "$new" = $((old + 1)) ] ||
+			REASONS="$REASONS; the watchpoint's old and new values are ${old:-?} and ${new:-?}, not N and N+1 ($out)"
+		local w=$(sed -nE 's/^HIT-1 pc=([0-9a-f]+)$/\1/p' "$out") w4=$(sed -nE 's/^HIT-4 pc=([0-9a-f]+)$/\1/p' "$out")
+		[ -n "$w" ] && [ "$w" = "$w4" ] && [ $((0x$w > 0x$top && 0x$w < 0x$mid)) = 1 ] ||
+			REASONS="$REASONS; the watchpoint stopped at ${w:-?} and ${w4:-?}, not after the counter's store ($out)"
+		# gdb inserts at each resume and removes at each stop: here, all free
+		want '^slot 3: free$' "monitor slots did not list the slots"
+		want '^  phys ADDR LEN ' "monitor help did not list phys"
+		want "^0x0*$counter:( [0-9a-f]{2}){8}\$" "monitor phys did not print the counter's 8 bytes"
 		# each stepi moved RIP by one instruction's length within the loop
 		local from=$(sed -nE 's/^STEP-FROM ([0-9a-f]+)$/\1/p' "$out") to=$(sed -nE 's/^STEP-TO ([0-9a-f]+)$/\1/p' "$out")
 		local len=$(sed -nE 's/^   0x([0-9a-f]+):.*/\1/p' "$out" | head -1)
@@ -1328,7 +1365,10 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: loop_ran'
 	expect 'GUEST-TEST: PASS: debugger_dr3_invisible'
 	expect 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots 1, '
-	expect 'SUMMARY: t_gdb: 5 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: own_dr0_dr7_as_written'
+	expect 'GUEST-TEST: PASS: own_breakpoint_fired_every_turn'
+	expect 'GUEST-TEST: PASS: code_reads_original'
+	expect 'SUMMARY: t_gdb: 8 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
