@@ -175,20 +175,23 @@ void dbg_dr_release(struct vcpu *v)
  * unarmed on this vCPU until the guest frees one. The guest's values of
  * the registers taken and its DR7 are kept (guest_dr_read and
  * guest_dr_write use them); the VMCB's DR7 is the guest's with the
- * debugger's enable, RW and LEN bits in the registers it took. Not under
- * dbg.lock: a slot read while SET_HW changes it is composed again at the
- * next entry (hw_gen).
+ * debugger's enable, RW and LEN bits in the registers it took. The slots
+ * are copied under dbg.lock (another vCPU may apply SET_HW meanwhile: this
+ * one then composes again at its next entry, hw_gen).
  */
 static void dr_acquire(struct vcpu *v, u64 guest7)
 {
 	struct dbg_dr *d = &v->trace->dbg_dr;
+	struct dbg_hw hw[HVTRACE_DBG_SLOTS];
 	u64 dr7 = guest7;
 	int n = 3;
+	spin_lock(&dbg.lock);	/* the slots whole, as SET_HW left them */
 	d->gen = dbg.hw_gen;
-	asm volatile("" ::: "memory");
+	memcpy(hw, dbg.hw, sizeof(hw));
+	spin_unlock(&dbg.lock);
 	d->held = 0;
 	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++) {
-		struct dbg_hw h = dbg.hw[s];
+		struct dbg_hw h = hw[s];
 		if (!h.on)
 			continue;
 		while (n >= 0 && (guest7 & (DR7_L(n) | DR7_G(n))))
@@ -244,7 +247,10 @@ static void dr_sync(struct vcpu *v)
  * guest never sees a cause in a register it does not have). An
  * instruction breakpoint counts at its address only (RF, or a step's
  * report of a match, SDM Vol. 3 18.3.1.1), a data breakpoint always.
- * A hit holds every vCPU. The #DB is the guest's when it had a cause of
+ * A hit holds every vCPU. An instruction breakpoint at the instruction
+ * the debugger steps is no hit: RF lets that instruction run (GDB steps
+ * over a breakpoint it keeps inserted; without RF the step would fault
+ * there again and again). The #DB is the guest's when it had a cause of
  * its own too (its breakpoints, BS of its TF, BD), else it is dropped.
  */
 bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
@@ -264,7 +270,9 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 			continue;
 		u64 dr7 = hv.ops->get_dr(v, 7);
 		bool exec = !((dr7 >> DR7_RW_SHIFT(n)) & 3);
-		if (!exec || rip == dr_hw_read(n))
+		if (exec && rip == dr_hw_read(n) && v->trace->dbg_step.on && v->rip == v->trace->dbg_step.rip)
+			v->rflags |= RFLAGS_RF;
+		else if (!exec || rip == dr_hw_read(n))
 			hits |= 1u << d->slot[n];
 	}
 	if (hits) {

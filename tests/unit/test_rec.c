@@ -383,6 +383,15 @@ static void test_dbg(void)
 	      "the guest enables all four: its values back, nothing of the debugger's, #DB not intercepted");
 	dbg_dr_guest_dr7(&vcpu0, 0x400);
 	CHECK(dd->held == 0xe && fake_drs[1] == 0x1040, "and freed again: the slots back");
+	/* the debugger steps the instruction its breakpoint is on: RF, no hit */
+	vcpu0.trace->dbg_step.on = true;
+	vcpu0.trace->dbg_step.rip = vcpu0.rip = 0x401020;
+	vcpu0.rflags &= ~RFLAGS_RF;
+	fake_dr6 = 0xffff0ff0 | DR6_B3;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !a->held && (vcpu0.rflags & RFLAGS_RF) && !dd->hits && fake_dr6 == 0xffff0ff0,
+	      "a breakpoint at the stepped instruction: RF set, not held, the #DB dropped");
+	vcpu0.trace->dbg_step.on = false;
+	vcpu0.rflags &= ~RFLAGS_RF;
 	/* the watchpoint: a trap, wherever RIP is */
 	vcpu0.rip = 0x401077;
 	fake_dr6 = 0xffff0ff0 | DR6_B1;
