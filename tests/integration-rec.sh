@@ -1214,7 +1214,7 @@ t_svm_gdb_live() {
 	else
 		local a=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) top=([0-9a-f]+) end=([0-9a-f]+) counter=([0-9a-f]+) r15=([0-9a-f]+) poke=([0-9a-f]+) bad=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7/p' "$raw")
 		set -- $a
-		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 gport= pid
+		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 bad=$7 gport= pid
 		local mid=$(sed -nE 's/.*GDB-TARGET2: mid=([0-9a-f]+) .*/\1/p' "$raw")
 		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 >"$srv" 2>&1 &
 		pid=$!
@@ -1275,6 +1275,7 @@ t_svm_gdb_live() {
 		break *0x$top
 		break *0x$mid
 		watch *(unsigned long *)0x$counter
+		watch *(unsigned long *)0x$bad
 		monitor slots
 		continue
 		printf "HIT-1 pc=%lx\n", \$pc
@@ -1325,10 +1326,13 @@ t_svm_gdb_live() {
 		want '^Thread 1 "vCPU 0" hit Breakpoint [0-9]+, ' "gdb did not see its breakpoint hit"
 		# the second time round the loop read DR3 and DR7 with the breakpoint armed
 		want "^HBREAK-2 pc=$top counter=[0-9]+\$" "the second continue did not stop at the breakpoint again"
-		# two software breakpoints and a watchpoint at once, from the
-		# top (where HBREAK-2 stopped) hit in the loop's order: the
-		# counter's store, the middle, the top, the store again; the
-		# watchpoint with the counter's old and new values
+		# two software breakpoints and two watchpoints at once (all four
+		# registers: each turn t_gdb clears its DR7, the debugger's take
+		# DR0 too, then t_gdb sets its DR0 breakpoint again and gets DR0
+		# back), from the top (where HBREAK-2 stopped) hit in the loop's
+		# order: the counter's store, the middle, the top, the store
+		# again; the watchpoint with the counter's old and new values
+		# (the second watches a word the loop never writes)
 		want "^HIT-2 pc=$mid\$" "continue did not stop at the second break (mid)"
 		want "^HIT-3 pc=$top\$" "continue did not stop at the first break (top)"
 		want "hit Breakpoint [0-9]+, 0x0*$mid in " "gdb did not report the second breakpoint"

@@ -14,9 +14,10 @@
  * gdb_r15 (the debugger sets R15), DR3 and DR7 as the guest reads them
  * ORed into gdb_dr3 and gdb_dr7 (the debugger's breakpoint must never
  * show there; each MOV from a debug register exits). Then the guest's
- * own breakpoint, written anew: DR0 = gdb_own_bp, DR7 = gdb_own_dr7
- * (L0, an instruction breakpoint), both read back (gdb_dr_bad counts a
- * value not as written); gdb_own_bp's instruction counts the turns that
+ * own breakpoint, written anew: DR7 = 0 (every register free: a debugger
+ * with four breakpoints takes DR0 too), DR0 = gdb_own_bp, DR7 =
+ * gdb_own_dr7 (L0, an instruction breakpoint: DR0 the guest's again),
+ * both read back (gdb_dr_bad counts a value not as written); gdb_own_bp's instruction counts the turns that
  * reached it (gdb_own_turns), gdb_db_handler the #DBs (gdb_own_hits).
  * And the code the debugger puts its breakpoints on, read as data: the
  * first 8 bytes at gdb_loop_top and gdb_loop_mid against their copies
@@ -46,6 +47,8 @@ gdb_loop_top:
 	or	%rax, gdb_dr3(%rip)
 	mov	%dr7, %rax
 	or	%rax, gdb_dr7(%rip)
+	mov	$0x400, %eax
+	mov	%rax, %dr7
 	lea	gdb_own_bp(%rip), %rax
 	mov	%rax, %dr0
 	mov	gdb_own_dr7(%rip), %rax

@@ -8,8 +8,10 @@
  * register writes of R15 only leave it intact), the loop went on after
  * the debugger let it go, and the debugger's hardware breakpoint never
  * showed in the DR3 and DR7 the loop read (they stay the guest's). And,
- * while the debugger holds breakpoints and a watchpoint in the loop, the
- * guest's own: its DR0 and DR7 written every turn read back as written,
+ * while the debugger holds breakpoints and watchpoints in the loop, the
+ * guest's own: its DR0 and DR7 written every turn (DR7 cleared first, so
+ * that a debugger with four takes DR0, then DR0 and DR7 set) read back
+ * as written,
  * its DR0 breakpoint fired once every turn (its #DB handler counted as
  * many as the turns), and the code under the debugger's breakpoints read
  * as data is always the original bytes.
