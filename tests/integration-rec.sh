@@ -1412,12 +1412,14 @@ t_linux_gdb_live() {
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
 		timeout --foreground 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
 			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
-			-ex 'thread 2' -ex 'bt 1' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
+			-ex 'thread 2' -ex 'bt 1' -ex 'break *default_idle_call' -ex 'continue' -ex 'bt 2' \
+			-ex 'delete' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
 		gpid=$!
-		# the interrupt once gdb continued (the hypervisor says so: gdb's
-		# own output is buffered), well within the idle spell
+		# the interrupt once gdb continued the second time (the
+		# hypervisor says so: gdb's own output is buffered; the first
+		# resume ran to the breakpoint), well within the idle spell
 		for _ in $(seq 1 600); do
-			grep -qa 'debugger: every vCPU resumed' "$raw" && break
+			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -ge 2 ] && break
 			kill -0 $gpid 2>/dev/null || break
 			sleep 0.1
 		done
@@ -1434,12 +1436,18 @@ t_linux_gdb_live() {
 		want '^#0  0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' "bt does not name frame 0 in the kernel"
 		want '^=> 0xffffffff[0-9a-f]+ <[a-z_][a-z0-9_.]*\+[0-9]+>:' "x/i \$pc shows no kernel instruction"
 		want '^gs_base +0xff[0-9a-f]{14} ' "GS base is not the kernel's per-CPU base"
+		# a software breakpoint (gdb's Z0, in a debug register) where an
+		# idle CPU comes back to after its wake-up
+		want '^Thread [12] "vCPU [01]" hit Breakpoint 1, 0xffffffff[0-9a-f]+ in default_idle_call \(\)' \
+			"no vCPU reached the breakpoint at default_idle_call"
+		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
 		want '^Thread [12] "vCPU [01]" received signal SIGINT, Interrupt' "the interrupt did not stop the kernel"
 		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
 	expect 'debugger: every vCPU held \(host request\)'
+	expect 'debugger: vcpu [01] reached a breakpoint or watchpoint'
 	expect 'HVTRACE-GUEST: idle done'
 	reject 'hvtrace: error'
 	rm -f "$shm"
