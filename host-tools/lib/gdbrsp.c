@@ -37,11 +37,11 @@ struct hvt_gdb {
 	int running;			/* live: continued, GDB waits for a stop reply */
 	int noreply;			/* this packet has no reply (a continue) */
 	/* live: GDB's breakpoints and watchpoints in the hypervisor's slots
-	 * (types: bit n for GDB's Zn at that address and length) */
+	 * (refs[n]: GDB's Zn that use the slot's address and length) */
 	struct {
-		unsigned types;
+		unsigned refs[5];
 		unsigned rw, len;	/* as DR7 has them */
-		uint64_t addr, kind;
+		uint64_t addr, kind;	/* kind: its bytes */
 	} slot[HVT_GDB_SLOTS];
 	int swbreak, hwbreak;		/* the client takes these stop reasons */
 	int failed;			/* send failed */
@@ -61,6 +61,17 @@ struct hvt_gdb {
 	uint8_t out[2 * (HVT_GDB_PKT_MAX + 64) + 4];	/* framed; kept for a '-' */
 	size_t nout;
 };
+
+/* Bit n: GDB's Zn uses slot i (0: the slot is free). */
+static unsigned slot_types(const struct hvt_gdb *g, unsigned i)
+{
+	unsigned t, m = 0;
+
+	for (t = 0; t < 5; t++)
+		if (g->slot[i].refs[t])
+			m |= 1u << t;
+	return m;
+}
 
 /* ---------------------------------------------------------------- */
 /* Replies */
@@ -696,12 +707,12 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 
 		for (i = 0; i < HVT_GDB_SLOTS; i++) {
 			o += (size_t)snprintf(out + o, sizeof(out) - o, "slot %u:", i);
-			if (!g->slot[i].types)
+			if (!slot_types(g, i))
 				o += (size_t)snprintf(out + o, sizeof(out) - o, " free");
 			for (t = 0; t < 5; t++)
-				if (g->slot[i].types & (1u << t))
+				if (g->slot[i].refs[t])
 					o += (size_t)snprintf(out + o, sizeof(out) - o, " %s", what[t]);
-			if (g->slot[i].types)
+			if (slot_types(g, i))
 				o += (size_t)snprintf(out + o, sizeof(out) - o, " 0x%llx, %llu byte%s",
 						      (unsigned long long)g->slot[i].addr,
 						      (unsigned long long)g->slot[i].kind, g->slot[i].kind > 1 ? "s" : "");
@@ -914,7 +925,7 @@ static void stop_reply(struct hvt_gdb *g, unsigned sig)
 	/* the reason GDB can use: a watchpoint's address first (it reads the
 	 * value and says Old/New), else the breakpoint's kind */
 	for (i = 0; i < HVT_GDB_SLOTS; i++) {
-		unsigned t = g->slot[i].types;
+		unsigned t = slot_types(g, i);
 
 		if (!(hits & (1u << i)) || !t)
 			continue;
@@ -980,22 +991,64 @@ static void handle_vcont(struct hvt_gdb *g, const char *p)
 }
 
 /*
- * Z0-Z4/z0-z4 (live): GDB's breakpoints and watchpoints, each in one of
- * the hypervisor's slots (its debug registers; nothing is ever written
- * into the guest's memory). Z0 (software) and Z1 (hardware) are both
+ * Z0-Z4/z0-z4 (live): GDB's breakpoints and watchpoints in the
+ * hypervisor's slots (its debug registers; nothing is ever written into
+ * the guest's memory). Z0 (software) and Z1 (hardware) are both
  * instruction breakpoints there; Z2 is a write watchpoint, Z4 a read or
  * write one, and Z3 (read) is read or write too (x86 has no read-only
  * breakpoint: GDB then reports a read when the value did not change).
- * A watchpoint is 1, 2, 4 or 8 bytes, aligned (SDM Vol. 3 18.2.5). Two
- * of GDB's at one address and length share a slot. GDB inserts before
- * each resume and removes at each stop; a fifth gets an error ("Couldn't
- * write debug register", or "Could not insert hardware watchpoint").
+ * A debug register watches 1, 2, 4 or 8 bytes aligned to their length
+ * (SDM Vol. 3 18.2.5): a longer or misaligned range takes one slot per
+ * aligned piece, largest first (as GDB's own x86 code splits it), all
+ * or none. GDB's breakpoints and watchpoints of one kind on one piece
+ * share its slot (counted). GDB inserts before each resume and removes
+ * at each stop; what does not fit gets an error ("Couldn't write debug
+ * register", "Could not insert hardware watchpoint").
  */
+struct z_piece {
+	uint64_t addr, kind;
+	unsigned len;		/* DR7's LEN of kind */
+	unsigned slot;		/* its slot (insert: HVT_GDB_SLOTS until given one) */
+};
+
+/* The aligned pieces of [addr, addr + kind): how many (at most `max`), 0 when more. */
+static unsigned z_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsigned max)
+{
+	unsigned n = 0;
+
+	while (kind) {
+		uint64_t size = 8;
+
+		while (size > kind || (addr & (size - 1)))
+			size >>= 1;
+		if (n == max)
+			return 0;
+		p[n].addr = addr;
+		p[n].kind = size;
+		p[n].len = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 3 : 2;
+		n++;
+		addr += size;
+		kind -= size;
+	}
+	return n;
+}
+
+static unsigned z_find(const struct hvt_gdb *g, uint64_t addr, unsigned rw, unsigned len)
+{
+	unsigned i;
+
+	for (i = 0; i < HVT_GDB_SLOTS; i++)
+		if (slot_types(g, i) && g->slot[i].addr == addr && g->slot[i].rw == rw && g->slot[i].len == len)
+			return i;
+	return HVT_GDB_SLOTS;
+}
+
 static void handle_z(struct hvt_gdb *g, const char *p)
 {
 	const struct hvt_gdb_live *l = g->t->live;
 	int on = p[0] == 'Z';
-	unsigned type = (unsigned)(p[1] - '0'), rw, len, i, free = HVT_GDB_SLOTS;
+	unsigned type = (unsigned)(p[1] - '0'), rw, n, k, i, fresh = 0;
+	struct z_piece pc[HVT_GDB_SLOTS];
 	uint64_t addr, kind;
 
 	if (p[1] < '0' || p[1] > '4' || p[2] != ',' || parse_addr_len(p + 3, &addr, &kind, 0))
@@ -1004,45 +1057,68 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 		if (kind != 1)
 			return reply_err(g, 0x16, "an x86 breakpoint is 1 byte (kind 1)");
 		rw = 0;
-		len = 0;
+		n = 1;
+		pc[0] = (struct z_piece){ .addr = addr, .kind = 1, .len = 0 };
 	} else {
-		if ((kind != 1 && kind != 2 && kind != 4 && kind != 8) || (addr & (kind - 1)))
-			return reply_err(g, 0x16, "a watchpoint of 1, 2, 4 or 8 bytes, aligned to its length");
 		rw = type == 2 ? 1 : 3;
-		len = kind == 1 ? 0 : kind == 2 ? 1 : kind == 4 ? 3 : 2;
+		n = kind && addr + kind - 1 >= addr ? z_pieces(addr, kind, pc, HVT_GDB_SLOTS) : 0;
+		if (!n)
+			return reply_err(g, 0x16, "a watchpoint the 4 debug registers cannot cover "
+						  "(each watches 1, 2, 4 or 8 aligned bytes)");
 	}
-	for (i = 0; i < HVT_GDB_SLOTS; i++) {
-		if (!g->slot[i].types) {
-			if (free == HVT_GDB_SLOTS)
-				free = i;
-			continue;
-		}
-		if (g->slot[i].addr == addr && g->slot[i].rw == rw && g->slot[i].len == len)
-			break;
-	}
+	for (k = 0; k < n; k++)
+		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len);
 	if (!on) {
-		if (i < HVT_GDB_SLOTS && (g->slot[i].types & (1u << type))) {
-			if (g->slot[i].types == 1u << type && l->set_hw(l->ctx, i, 0, 0, 0, 0))
-				return reply_err(g, 0x16, "the hypervisor did not clear the breakpoint");
-			g->slot[i].types &= ~(1u << type);
+		/* all its pieces must be there with this type, else it was not inserted */
+		for (k = 0; k < n; k++)
+			if (pc[k].slot == HVT_GDB_SLOTS || !g->slot[pc[k].slot].refs[type])
+				break;
+		if (k < n) {
+			reply(g, "OK");	/* not inserted: nothing to remove */
+			return;
 		}
-		reply(g, "OK");	/* (not inserted: nothing to remove) */
-		return;
-	}
-	if (i < HVT_GDB_SLOTS) {
-		g->slot[i].types |= 1u << type;
+		for (k = 0; k < n; k++) {
+			i = pc[k].slot;
+			if (slot_types(g, i) == 1u << type && g->slot[i].refs[type] == 1 &&
+			    l->set_hw(l->ctx, i, 0, 0, 0, 0))
+				return reply_err(g, 0x16, "the hypervisor did not clear the breakpoint");
+			g->slot[i].refs[type]--;
+		}
 		reply(g, "OK");
 		return;
 	}
-	if (free == HVT_GDB_SLOTS)
-		return reply_err(g, 0x1c, "the debug registers are all in use (4 breakpoints and watchpoints)");
-	if (l->set_hw(l->ctx, free, 1, rw, len, addr))
-		return reply_err(g, 0x16, "the hypervisor refused the breakpoint");
-	g->slot[free].types = 1u << type;
-	g->slot[free].rw = rw;
-	g->slot[free].len = len;
-	g->slot[free].addr = addr;
-	g->slot[free].kind = kind;
+	/* the free slots for the pieces that have none, then all set or none */
+	for (k = 0, i = 0; k < n; k++) {
+		if (pc[k].slot != HVT_GDB_SLOTS)
+			continue;
+		while (i < HVT_GDB_SLOTS && slot_types(g, i))
+			i++;
+		if (i == HVT_GDB_SLOTS)
+			return reply_err(g, 0x1c, "the debug registers are all in use (4 breakpoints and watchpoints)");
+		pc[k].slot = i++;
+		fresh |= 1u << k;
+	}
+	for (k = 0; k < n; k++) {
+		if (!(fresh & (1u << k)))
+			continue;
+		if (l->set_hw(l->ctx, pc[k].slot, 1, rw, pc[k].len, pc[k].addr)) {
+			while (k--)
+				if (fresh & (1u << k))
+					l->set_hw(l->ctx, pc[k].slot, 0, 0, 0, 0);
+			return reply_err(g, 0x16, "the hypervisor refused the breakpoint");
+		}
+	}
+	for (k = 0; k < n; k++) {
+		i = pc[k].slot;
+		if (fresh & (1u << k)) {
+			memset(g->slot[i].refs, 0, sizeof(g->slot[i].refs));
+			g->slot[i].rw = rw;
+			g->slot[i].len = pc[k].len;
+			g->slot[i].addr = pc[k].addr;
+			g->slot[i].kind = pc[k].kind;
+		}
+		g->slot[i].refs[type]++;
+	}
 	reply(g, "OK");
 }
 

@@ -1237,10 +1237,13 @@ static int lv_set_regs(void *c, size_t t, const struct hvt_vcpu_regs *r) { (void
 static struct { int on; unsigned rw, len; uint64_t addr; } live_hw[HVT_GDB_SLOTS];
 static int live_hw_calls;
 static uint32_t live_hits;
+static uint64_t live_hw_refuse;	/* an address the hypervisor refuses */
 static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, uint64_t a)
 {
 	(void)c;
 	live_hw_calls++;
+	if (on && a == live_hw_refuse)
+		return -1;
 	if (slot >= HVT_GDB_SLOTS || (on && live_hw[slot].on) || (!on && !live_hw[slot].on))
 		return -1;	/* the server must never set a set slot or clear a clear one */
 	live_hw[slot].on = on;
@@ -1339,7 +1342,7 @@ static void test_gdb_live(void)
 	CHECK(live_pkt(g, "Z2,1041,8")[0] == 'E' && live_pkt(g, "Z2,1040,3")[0] == 'E' &&
 		      live_pkt(g, "Z0,1010,2")[0] == 'E' && live_pkt(g, "Z1,zz")[0] == 'E' &&
 		      live_pkt(g, "Z5,1000,1")[0] == 'E' && live_pkt(g, "Z0,1000")[0] == 'E',
-	      "unaligned, a length of 3, a breakpoint of 2 bytes, malformed, Z5, no kind");
+	      "all slots taken: a watchpoint of pieces refused; a breakpoint of 2 bytes, malformed, Z5, no kind");
 	live_hits = 1u << 2;
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1040;"), "a write watchpoint's stop reply");
 	live_hits = 1u << 3;
@@ -1366,6 +1369,33 @@ static void test_gdb_live(void)
 	CHECK(!strcmp(live_pkt(g, "z1,1010,1"), "OK") && !live_hw[0].on && !live_hw[1].on &&
 		      !live_hw[2].on && !live_hw[3].on,
 	      "all removed");
+	/* a misaligned or long watchpoint: a slot per aligned piece, all or none */
+	CHECK(!strcmp(live_pkt(g, "Z2,1041,8"), "OK") && live_hw[0].addr == 0x1041 && live_hw[0].len == 0 &&
+		      live_hw[1].addr == 0x1042 && live_hw[1].len == 1 && live_hw[2].addr == 0x1044 &&
+		      live_hw[2].len == 3 && live_hw[3].addr == 0x1048 && live_hw[3].len == 0 && live_hw[3].rw == 1,
+	      "Z2 of 8 bytes at an odd address: 1 + 2 + 4 + 1 bytes in four slots");
+	live_hits = 1u << 2;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1044;"), "a piece's hit: its address, in GDB's range");
+	live_hits = 0;
+	CHECK(live_pkt(g, "Z0,2000,1")[0] == 'E', "no slot left for a breakpoint");
+	CHECK(!strcmp(live_pkt(g, "z2,1041,8"), "OK") && !live_hw[0].on && !live_hw[1].on && !live_hw[2].on &&
+		      !live_hw[3].on, "z2 clears all four");
+	CHECK(!strcmp(live_pkt(g, "Z4,1040,10"), "OK") && live_hw[0].addr == 0x1040 && live_hw[0].len == 2 &&
+		      live_hw[1].addr == 0x1048 && live_hw[1].len == 2 && live_hw[0].rw == 3 && !live_hw[2].on,
+	      "Z4 of 16 aligned bytes: two slots of 8");
+	int calls = live_hw_calls;
+	CHECK(live_pkt(g, "Z2,1041,10")[0] == 'E' && live_pkt(g, "Z2,fffffffffffffff8,10")[0] == 'E' &&
+		      live_pkt(g, "Z2,1000,0")[0] == 'E' && live_pkt(g, "Z2,1000,ffffffffffffffff")[0] == 'E' &&
+		      live_hw_calls == calls,
+	      "five pieces, a range past 2^64, no bytes, all of memory: refused, nothing set");
+	live_hw_refuse = 0x1058;
+	CHECK(live_pkt(g, "Z2,1050,10")[0] == 'E' && !live_hw[2].on && !live_hw[3].on,
+	      "the hypervisor refuses the second piece: the first cleared again");
+	live_hw_refuse = 0;
+	CHECK(!strcmp(live_pkt(g, "Z3,1048,8"), "OK") && !live_hw[2].on, "Z3 on Z4's second piece shares its slot");
+	CHECK(!strcmp(live_pkt(g, "z4,1040,10"), "OK") && !live_hw[0].on && live_hw[1].on,
+	      "z4: the piece Z3 shares stays");
+	CHECK(!strcmp(live_pkt(g, "z3,1048,8"), "OK") && !live_hw[1].on, "z3: then it goes");
 	/* monitor */
 	r = live_pkt(g, "qRcmd,68656c70");	/* help */
 	CHECK(strstr(r, "706879732041444452204c454e"), "monitor help lists phys ADDR LEN: %.40s", r);
