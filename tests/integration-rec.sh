@@ -1288,6 +1288,7 @@ t_svm_gdb_live() {
 		delete
 		monitor help
 		monitor phys 0x$counter 8
+		monitor translate 0x$counter
 		set {unsigned long}0x$poke = 0x6764626d61676963
 		printf "POKE-2 %lx\n", *(unsigned long *)0x$poke
 		detach
@@ -1350,6 +1351,8 @@ t_svm_gdb_live() {
 		want '^slot 3: free$' "monitor slots did not list the slots"
 		want '^  phys ADDR LEN ' "monitor help did not list phys"
 		want "^0x0*$counter:( [0-9a-f]{2}){8}\$" "monitor phys did not print the counter's 8 bytes"
+		# the firmware's page tables map it one to one
+		want "^0x$counter -> guest-physical 0x$counter\$" "monitor translate did not walk the counter's address"
 		# each stepi moved RIP by one instruction's length within the loop
 		local from=$(sed -nE 's/^STEP-FROM ([0-9a-f]+)$/\1/p' "$out") to=$(sed -nE 's/^STEP-TO ([0-9a-f]+)$/\1/p' "$out")
 		local len=$(sed -nE 's/^   0x([0-9a-f]+):.*/\1/p' "$out" | head -1)

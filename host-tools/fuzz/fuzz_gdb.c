@@ -109,9 +109,21 @@ static int l_read_phys(void *ctx, size_t t, uint64_t pa, void *buf, uint64_t len
 	return 0;
 }
 
+static int l_translate(void *ctx, size_t t, uint64_t la, uint64_t *pa)
+{
+	(void)ctx;
+	if (t >= 2 || live_running)
+		abort();
+	if (la >= MEM)
+		return -1;
+	*pa = la;
+	return 0;
+}
+
 static const struct hvt_gdb_live live = { .stop = l_stop, .resume = l_resume, .step = l_step,
 					  .read = l_read, .write = l_write, .set_regs = l_set_regs,
-					  .set_hw = l_set_hw, .hits = l_hits, .read_phys = l_read_phys };
+					  .set_hw = l_set_hw, .hits = l_hits, .read_phys = l_read_phys,
+					  .translate = l_translate };
 
 static void put64(uint8_t *m, uint64_t pa, uint64_t v)
 {

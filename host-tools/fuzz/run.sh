@@ -65,7 +65,8 @@ hw = [b"qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386", b"Z0,1000
       b"qRcmd,7068797320307831303030203136", b"qRcmd,706879732030203130323530", b"qRcmd,7a7a",
       b"qRcmd,00", b"qRcmd,7",
       b"Z2,1041,8", b"Z4,3000,10", b"Z3,3008,8", b"z4,3000,10", b"Z2,1041,20", b"Z2,fffffffffffffffc,8",
-      b"Z4,0,ffffffffffffffff", b"z2,1041,8", b"z3,3008,8"]
+      b"Z4,0,ffffffffffffffff", b"z2,1041,8", b"z3,3008,8",
+      b"qRcmd,7472616e736c6174652030783130", b"qRcmd,7472616e736c61746520"]
 open(sys.argv[1] + "/live-hw", "wb").write(b"+" + b"+".join(frame(p) for p in hw) + b"\x03" +
                                            frame(b"?") + frame(b"D"))
 PY

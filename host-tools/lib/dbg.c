@@ -277,6 +277,19 @@ int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsign
 		      on ? addr : 0, result, err);
 }
 
+int hvt_dbg_translate(struct hvt_dbg *d, uint32_t v, uint64_t la, uint64_t *pa, int64_t *result,
+		      struct hvt_err *err)
+{
+	if (v >= d->nr_vcpus) {
+		hvt_seterr(err, "no vCPU %u", v);
+		return -1;
+	}
+	if (req_ok(d, "translate", HVTRACE_DBG_TRANSLATE, v, la, result, err))
+		return -1;
+	memcpy(pa, (const void *)d->area->buf, sizeof(*pa));
+	return 0;
+}
+
 uint32_t hvt_dbg_hits(const struct hvt_dbg *d, uint32_t v)
 {
 	if (v >= d->nr_vcpus || vstate(d, v) != HVTRACE_DBG_STOPPED)

@@ -630,6 +630,7 @@ static const char monitor_help_dump[] =
 static const char monitor_help_live[] =
 	"hvtrace gdb --shm (a running guest) monitor commands:\n"
 	"  phys ADDR LEN     guest-physical memory, guest RAM only (LEN <= 1024)\n"
+	"  translate ADDR    the selected vCPU's linear ADDR through its page tables\n"
 	"  slots             GDB's breakpoints and watchpoints in the hypervisor's 4 slots\n"
 	"  help              this list\n";
 
@@ -685,7 +686,7 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 		monitor_out(g, out);
 		return;
 	}
-	if (!l && starts(cmd, "translate ")) {
+	if (starts(cmd, "translate ")) {
 		uint64_t pa, left;
 
 		p = cmd + 10;
@@ -693,7 +694,8 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 			monitor_out(g, "usage: monitor translate ADDR (a linear address of the selected vCPU)\n");
 			return;
 		}
-		if (hvt_vcpu_translate(g->t->dump, g->t->th[g->sel].regs, a, &pa, &left))
+		if (l ? !l->translate || l->translate(l->ctx, g->sel, a, &pa)
+		      : hvt_vcpu_translate(g->t->dump, g->t->th[g->sel].regs, a, &pa, &left))
 			snprintf(out, sizeof(out), "0x%llx: not mapped\n", (unsigned long long)a);
 		else
 			snprintf(out, sizeof(out), "0x%llx -> guest-physical 0x%llx\n", (unsigned long long)a,

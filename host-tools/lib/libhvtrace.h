@@ -263,6 +263,8 @@ struct hvt_gdb_live {
 	uint32_t (*hits)(void *ctx, size_t th);		/* slots that fired at th's stop */
 	/* guest-physical memory through thread th's request (monitor phys) */
 	int (*read_phys)(void *ctx, size_t th, uint64_t pa, void *buf, uint64_t len);
+	/* thread th's linear la through its page tables: 0, or -1 not mapped (monitor translate) */
+	int (*translate)(void *ctx, size_t th, uint64_t la, uint64_t *pa);
 };
 #define HVT_GDB_SLOTS 4	/* breakpoints and watchpoints at once: the debug registers */
 
@@ -342,6 +344,9 @@ int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsign
 		   int64_t *result, struct hvt_err *err);
 /* The slots (bit n: slot n) that fired at stopped vCPU v's stop; 0 when none or not stopped. */
 uint32_t hvt_dbg_hits(const struct hvt_dbg *d, uint32_t v);
+/* Stopped vCPU v's linear address la through its page tables (ABI 1.10). */
+int hvt_dbg_translate(struct hvt_dbg *d, uint32_t v, uint64_t la, uint64_t *pa, int64_t *result,
+		      struct hvt_err *err);
 /* Guest-physical memory (guest RAM only), read by stopped vCPU v's request. */
 int hvt_dbg_read_phys(struct hvt_dbg *d, uint32_t v, uint64_t pa, void *buf, uint64_t len, int64_t *result,
 		      struct hvt_err *err);

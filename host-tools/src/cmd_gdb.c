@@ -351,6 +351,20 @@ static int live_read_phys(void *ctx, size_t v, uint64_t pa, void *buf, uint64_t 
 	return 0;
 }
 
+static int live_translate(void *ctx, size_t v, uint64_t la, uint64_t *pa)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+	int64_t res;
+
+	if (hvt_dbg_translate(&s->dbg, (uint32_t)v, la, pa, &res, &err)) {
+		if (res != -HVTRACE_EFAULT)
+			warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 /* The session is over: no breakpoint or watchpoint left behind, the
  * guest runs on. */
 static void live_end(struct gdb_state *s)
@@ -384,7 +398,7 @@ static int open_live(struct gdb_state *s, const char *path)
 	s->live = (struct hvt_gdb_live){ .ctx = s, .stop = live_stop, .resume = live_resume,
 					 .step = live_step, .read = live_read, .write = live_write,
 					 .set_regs = live_set_regs, .set_hw = live_set_hw, .hits = live_hits,
-					 .read_phys = live_read_phys };
+					 .read_phys = live_read_phys, .translate = live_translate };
 	s->t = (struct hvt_gdb_target){ .th = s->th, .nth = s->ncpus, .live = &s->live };
 	return 0;
 }

@@ -1030,6 +1030,12 @@ static int64_t dbg_peer_apply(struct dbg_peer *p, uint32_t op, uint64_t arg0, ui
 			v->stops++;
 		}
 		return 0;
+	case HVTRACE_DBG_TRANSLATE:
+		if (arg1 >= sizeof(p->mem))
+			return -HVTRACE_EFAULT;
+		arg1 += 0x7000;
+		memcpy(p->a->buf, &arg1, 8);
+		return 0;
 	case HVTRACE_DBG_SET_HW:
 		p->hw_arg0 = arg0;
 		p->hw_arg1 = arg1;
@@ -1178,6 +1184,14 @@ static void test_dbg(void)
 	CHECK(hvt_dbg_read_phys(&d, 0, 16, buf8, 8, &res, &err) == 0 && peer->phys && buf8[0] == 16,
 	      "read guest-physical: READ with bit 48: %s", err.msg);
 	CHECK(hvt_dbg_read(&d, 0, 16, buf8, 8, &res, &err) == 0 && !peer->phys, "a linear read has no bit 48");
+	{
+		uint64_t pa = 0;
+
+		CHECK(hvt_dbg_translate(&d, 0, 16, &pa, &res, &err) == 0 && pa == 0x7010, "translate: %s", err.msg);
+		CHECK(hvt_dbg_translate(&d, 0, 4096, &pa, &res, &err) < 0 && res == -HVTRACE_EFAULT &&
+			      hvt_dbg_translate(&d, 1, 16, &pa, &res, &err) < 0,
+		      "translate: not mapped (EFAULT), no such vCPU");
+	}
 	h->abi_version = (1u << 16) | 9;
 	CHECK(hvt_dbg_set_hw(&d, 0, 1, 0, 0, 0x1000, &res, &err) < 0 && strstr(err.msg, "ABI 1.10"),
 	      "SET_HW of an ABI 1.9 hypervisor: %s", err.msg);
@@ -1253,6 +1267,14 @@ static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, 
 	return 0;
 }
 static uint32_t lv_hits(void *c, size_t t) { (void)c, (void)t; return live_hits; }
+static int lv_translate(void *c, size_t t, uint64_t la, uint64_t *pa)
+{
+	(void)c, (void)t;
+	if (la >= 0x10000)
+		return -1;
+	*pa = la + 0x200000;
+	return 0;
+}
 static int lv_read_phys(void *c, size_t t, uint64_t pa, void *buf, uint64_t len)
 {
 	(void)c, (void)t;
@@ -1295,7 +1317,8 @@ static void test_gdb_live(void)
 {
 	static const struct hvt_gdb_live live = { .stop = lv_stop, .resume = lv_resume, .step = lv_step,
 						  .read = lv_read, .write = lv_write, .set_regs = lv_set_regs,
-						  .set_hw = lv_set_hw, .hits = lv_hits, .read_phys = lv_read_phys };
+						  .set_hw = lv_set_hw, .hits = lv_hits, .read_phys = lv_read_phys,
+						  .translate = lv_translate };
 	struct hvt_gdb_thread th[2] = { { .regs = &live_regs[0] }, { .regs = &live_regs[1] } };
 	struct hvt_gdb_target t = { .th = th, .nth = 2, .live = &live };
 	struct hvt_gdb *g;
@@ -1404,6 +1427,10 @@ static void test_gdb_live(void)
 	CHECK(strstr(r, "206162"), "monitor phys reads guest-physical memory: %s", r);	/* " ab" */
 	r = live_pkt(g, "qRcmd,706879732030783130303030302031");	/* phys 0x100000 1 */
 	CHECK(strstr(r, "43616e6e6f74"), "monitor phys where nothing is: Cannot: %.20s", r);
+	r = live_pkt(g, "qRcmd,7472616e736c6174652030783130");	/* translate 0x10 */
+	CHECK(strstr(r, "3078323030303130"), "monitor translate: 0x200010: %.60s", r);	/* "0x200010" */
+	r = live_pkt(g, "qRcmd,7472616e736c617465203078313030303030");	/* translate 0x100000 */
+	CHECK(strstr(r, "6e6f74206d6170706564"), "monitor translate where nothing is: not mapped: %.60s", r);
 	r = live_pkt(g, "qRcmd,736c6f7473");	/* slots */
 	CHECK(strstr(r, "736c6f7420303a2066726565"), "monitor slots: slot 0: free: %.30s", r);
 	CHECK(live_pkt(g, "qRcmd,7")[0] == 'E' && live_pkt(g, "qRcmd,zz")[0] == 'E' && live_pkt(g, "qRcmd,6800")[0] == 'E',

@@ -462,6 +462,17 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 		return set_hw(arg0 >> 32 ? 1u << 8 : 0, arg0 >> 32 ? arg1 : 0);
 	case HVTRACE_DBG_SET_HW:
 		return set_hw(arg0, arg1);
+	case HVTRACE_DBG_TRANSLATE: {
+		u64 gpa;
+		if (arg0 >> 32)
+			return -HVTRACE_EINVAL;
+		if ((e = pick(arg0, &w)))
+			return e;
+		if (!gmem_translate(w, arg1, &gpa))
+			return -HVTRACE_EFAULT;
+		memcpy(dbg.area->buf, &gpa, sizeof(gpa));
+		return 0;
+	}
 	}
 	return -HVTRACE_EINVAL;
 }

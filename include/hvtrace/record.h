@@ -256,6 +256,9 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     for an address. A vCPU that reaches one holds the guest as STOP
  *     does, stop_vcpu = its number + 1, and publishes the slots that
  *     fired in its `hits`.
+ *   TRANSLATE (ABI 1.10; arg0 = the vCPU, arg1 = a linear address): its
+ *     guest-physical address through that vCPU's page tables, 8 bytes
+ *     into buf (EFAULT: not mapped).
  *   SET_BP: SET_HW's slot 0 as an instruction breakpoint (ABI 1.9: arg0
  *     bit 32: 1 set, 0 clear; arg1 = a canonical linear address).
  * The host writes buf only while the guest is held and no request is
@@ -270,6 +273,7 @@ enum hvtrace_dbg_op {
 	HVTRACE_DBG_SET_REGS = 21,
 	HVTRACE_DBG_SET_BP = 22,
 	HVTRACE_DBG_SET_HW = 23,
+	HVTRACE_DBG_TRANSLATE = 24,
 };
 #define HVTRACE_DBG_SLOTS	4u	/* SET_HW's slots: as many as there are debug registers */
 #define HVTRACE_DBG_READ_PHYS	(1ull << 48)	/* READ: arg1 is guest-physical */

@@ -94,6 +94,14 @@ size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 	memcpy(buf, fake_ram + (gva - 0x1000), len);
 	return len;
 }
+bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
+{
+	(void)v;
+	if (gva < 0x1000 || gva >= 0x1100)
+		return false;
+	*gpa = gva + 0x100000;
+	return true;
+}
 bool gmem_read_phys(u64 gpa, void *buf, size_t len)
 {
 	if (gpa < 0x1000 || gpa >= 0x1100 || len > 0x1100 - gpa)
@@ -405,6 +413,12 @@ static void test_dbg(void)
 	      dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32 | HVTRACE_DBG_READ_PHYS, 0x10fc, true) == -HVTRACE_EFAULT &&
 	      dbg_req(HVTRACE_DBG_WRITE, 0 | 8ull << 32 | HVTRACE_DBG_READ_PHYS, 0x1010, true) == -HVTRACE_EINVAL,
 	      "READ_PHYS: guest RAM, past it EFAULT, no physical write");
+	u64 gpa = 0;
+	CHECK(dbg_req(HVTRACE_DBG_TRANSLATE, 0, 0x1010, true) == 0 && (memcpy(&gpa, a->buf, 8), gpa == 0x101010) &&
+	      dbg_req(HVTRACE_DBG_TRANSLATE, 0, 0x2000, true) == -HVTRACE_EFAULT &&
+	      dbg_req(HVTRACE_DBG_TRANSLATE, 1, 0x1010, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_TRANSLATE, 1ull << 32, 0x1010, true) == -HVTRACE_EINVAL,
+	      "TRANSLATE: the walk's address into buf, unmapped EFAULT, no such vCPU, a stray bit");
 	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0 &&
 	      dbg_req(HVTRACE_DBG_SET_HW, 1, 0, true) == 0 && dbg_req(HVTRACE_DBG_SET_HW, 2, 0, true) == 0,
 	      "SET_BP and SET_HW: cleared");
