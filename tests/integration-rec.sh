@@ -1214,7 +1214,8 @@ t_svm_gdb_live() {
 	else
 		local a=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) top=([0-9a-f]+) end=([0-9a-f]+) counter=([0-9a-f]+) r15=([0-9a-f]+) poke=([0-9a-f]+) bad=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7/p' "$raw")
 		set -- $a
-		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 gport= pid
+		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 bad=$7 gport= pid
+		local mid=$(sed -nE 's/.*GDB-TARGET2: mid=([0-9a-f]+) .*/\1/p' "$raw")
 		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 >"$srv" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 50); do
@@ -1271,6 +1272,23 @@ t_svm_gdb_live() {
 		continue
 		printf "HBREAK-2 pc=%lx counter=%lu\n", \$pc, *(unsigned long *)0x$counter
 		delete
+		break *0x$top
+		break *0x$mid
+		watch *(unsigned long *)0x$counter
+		watch *(unsigned long *)0x$bad
+		monitor slots
+		continue
+		printf "HIT-1 pc=%lx\n", \$pc
+		continue
+		printf "HIT-2 pc=%lx\n", \$pc
+		continue
+		printf "HIT-3 pc=%lx\n", \$pc
+		continue
+		printf "HIT-4 pc=%lx\n", \$pc
+		delete
+		monitor help
+		monitor phys 0x$counter 8
+		monitor translate 0x$counter
 		set {unsigned long}0x$poke = 0x6764626d61676963
 		printf "POKE-2 %lx\n", *(unsigned long *)0x$poke
 		detach
@@ -1309,6 +1327,32 @@ t_svm_gdb_live() {
 		want '^Thread 1 "vCPU 0" hit Breakpoint [0-9]+, ' "gdb did not see its breakpoint hit"
 		# the second time round the loop read DR3 and DR7 with the breakpoint armed
 		want "^HBREAK-2 pc=$top counter=[0-9]+\$" "the second continue did not stop at the breakpoint again"
+		# two software breakpoints and two watchpoints at once (all four
+		# registers: each turn t_gdb clears its DR7, the debugger's take
+		# DR0 too, then t_gdb sets its DR0 breakpoint again and gets DR0
+		# back), from the top (where HBREAK-2 stopped) hit in the loop's
+		# order: the counter's store, the middle, the top, the store
+		# again; the watchpoint with the counter's old and new values
+		# (the second watches a word the loop never writes)
+		want "^HIT-2 pc=$mid\$" "continue did not stop at the second break (mid)"
+		want "^HIT-3 pc=$top\$" "continue did not stop at the first break (top)"
+		want "hit Breakpoint [0-9]+, 0x0*$mid in " "gdb did not report the second breakpoint"
+		want "hit Breakpoint [0-9]+, 0x0*$top in " "gdb did not report the first breakpoint"
+		want '^Thread 1 "vCPU 0" hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x' \
+			"gdb did not report the watchpoint"
+		local old=$(sed -nE 's/^Old value = ([0-9]+)$/\1/p' "$out" | head -1)
+		local new=$(sed -nE 's/^New value = ([0-9]+)$/\1/p' "$out" | head -1)
+		[ -n "$old" ] && [ -n "$new" ] && [ "$new" = $((old + 1)) ] ||
+			REASONS="$REASONS; the watchpoint's old and new values are ${old:-?} and ${new:-?}, not N and N+1 ($out)"
+		local w=$(sed -nE 's/^HIT-1 pc=([0-9a-f]+)$/\1/p' "$out") w4=$(sed -nE 's/^HIT-4 pc=([0-9a-f]+)$/\1/p' "$out")
+		[ -n "$w" ] && [ "$w" = "$w4" ] && [ $((0x$w > 0x$top && 0x$w < 0x$mid)) = 1 ] ||
+			REASONS="$REASONS; the watchpoint stopped at ${w:-?} and ${w4:-?}, not after the counter's store ($out)"
+		# gdb inserts at each resume and removes at each stop: here, all free
+		want '^slot 3: free$' "monitor slots did not list the slots"
+		want '^  phys ADDR LEN ' "monitor help did not list phys"
+		want "^0x0*$counter:( [0-9a-f]{2}){8}\$" "monitor phys did not print the counter's 8 bytes"
+		# the firmware's page tables map it one to one
+		want "^0x$counter -> guest-physical 0x$counter\$" "monitor translate did not walk the counter's address"
 		# each stepi moved RIP by one instruction's length within the loop
 		local from=$(sed -nE 's/^STEP-FROM ([0-9a-f]+)$/\1/p' "$out") to=$(sed -nE 's/^STEP-TO ([0-9a-f]+)$/\1/p' "$out")
 		local len=$(sed -nE 's/^   0x([0-9a-f]+):.*/\1/p' "$out" | head -1)
@@ -1327,8 +1371,11 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: loop_invariant_kept'
 	expect 'GUEST-TEST: PASS: loop_ran'
 	expect 'GUEST-TEST: PASS: debugger_dr3_invisible'
-	expect 'debugger: vcpu 0 reached the breakpoint at'
-	expect 'SUMMARY: t_gdb: 5 passed, 0 failed, 0 skipped'
+	expect 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots 1, '
+	expect 'GUEST-TEST: PASS: own_dr0_dr7_as_written'
+	expect 'GUEST-TEST: PASS: own_breakpoint_fired_every_turn'
+	expect 'GUEST-TEST: PASS: code_reads_original'
+	expect 'SUMMARY: t_gdb: 8 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
@@ -1368,12 +1415,14 @@ t_linux_gdb_live() {
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
 		timeout --foreground 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
 			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
-			-ex 'thread 2' -ex 'bt 1' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
+			-ex 'thread 2' -ex 'bt 1' -ex 'break *default_idle_call' -ex 'continue' -ex 'bt 2' \
+			-ex 'delete' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
 		gpid=$!
-		# the interrupt once gdb continued (the hypervisor says so: gdb's
-		# own output is buffered), well within the idle spell
+		# the interrupt once gdb continued the second time (the
+		# hypervisor says so: gdb's own output is buffered; the first
+		# resume ran to the breakpoint), well within the idle spell
 		for _ in $(seq 1 600); do
-			grep -qa 'debugger: every vCPU resumed' "$raw" && break
+			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -ge 2 ] && break
 			kill -0 $gpid 2>/dev/null || break
 			sleep 0.1
 		done
@@ -1390,12 +1439,18 @@ t_linux_gdb_live() {
 		want '^#0  0xffffffff[0-9a-f]+ in [a-z_][a-z0-9_.]* \(\)' "bt does not name frame 0 in the kernel"
 		want '^=> 0xffffffff[0-9a-f]+ <[a-z_][a-z0-9_.]*\+[0-9]+>:' "x/i \$pc shows no kernel instruction"
 		want '^gs_base +0xff[0-9a-f]{14} ' "GS base is not the kernel's per-CPU base"
+		# a software breakpoint (gdb's Z0, in a debug register) where an
+		# idle CPU comes back to after its wake-up
+		want '^Thread [12] "vCPU [01]" hit Breakpoint 1, 0xffffffff[0-9a-f]+ in default_idle_call \(\)' \
+			"no vCPU reached the breakpoint at default_idle_call"
+		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
 		want '^Thread [12] "vCPU [01]" received signal SIGINT, Interrupt' "the interrupt did not stop the kernel"
 		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
 	expect 'debugger: every vCPU held \(host request\)'
+	expect 'debugger: vcpu [01] reached a breakpoint or watchpoint'
 	expect 'HVTRACE-GUEST: idle done'
 	reject 'hvtrace: error'
 	rm -f "$shm"

@@ -73,17 +73,57 @@ static int l_set_regs(void *ctx, size_t t, const struct hvt_vcpu_regs *r)
 	return 0;
 }
 
-static int l_set_bp(void *ctx, uint64_t addr, int on)
+/* the hypervisor's slots as the server uses them: one set per slot at a
+ * time, a clear only of a set one, only while stopped */
+static unsigned l_slots;
+
+static int l_set_hw(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr)
 {
-	(void)ctx, (void)addr, (void)on;
-	if (live_running)
+	(void)ctx;
+	if (live_running || slot >= HVT_GDB_SLOTS || rw == 2 || rw > 3 || len > 3 || (!rw && len))
 		abort();
+	if (!!on == !!(l_slots & (1u << slot)))
+		abort();	/* set twice, or cleared when not set */
+	if (on && (addr & ((len == 2 ? 8 : len == 3 ? 4 : len + 1) - 1)))
+		abort();
+	l_slots ^= 1u << slot;
+	return 0;
+}
+
+static uint32_t l_hits(void *ctx, size_t t)
+{
+	(void)ctx;
+	if (t >= 2)
+		abort();
+	return live_cpu[t].rip & 0xf;	/* any slots, set or not */
+}
+
+static int l_read_phys(void *ctx, size_t t, uint64_t pa, void *buf, uint64_t len)
+{
+	(void)ctx;
+	if (t >= 2 || live_running || !len || len > 1024)
+		abort();
+	if (pa >= MEM || len > MEM - pa)
+		return -1;
+	memcpy(buf, mem + pa, len);
+	return 0;
+}
+
+static int l_translate(void *ctx, size_t t, uint64_t la, uint64_t *pa)
+{
+	(void)ctx;
+	if (t >= 2 || live_running)
+		abort();
+	if (la >= MEM)
+		return -1;
+	*pa = la;
 	return 0;
 }
 
 static const struct hvt_gdb_live live = { .stop = l_stop, .resume = l_resume, .step = l_step,
 					  .read = l_read, .write = l_write, .set_regs = l_set_regs,
-					  .set_bp = l_set_bp };
+					  .set_hw = l_set_hw, .hits = l_hits, .read_phys = l_read_phys,
+					  .translate = l_translate };
 
 static void put64(uint8_t *m, uint64_t pa, uint64_t v)
 {
@@ -148,6 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		ready = !setup();
 	th[0].bts = th[1].bts = th[0].sent = th[1].sent = 0;
 	live_running = 0;
+	l_slots = 0;
 	g = hvt_gdb_new(len && (data[0] & 1) ? &live_target : &target, sink, NULL);
 	if (!g)
 		return 0;

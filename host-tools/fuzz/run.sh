@@ -54,6 +54,21 @@ live = [b"vCont?", b"Hg2", b"P10=1122334455667788", b"P0=0100000000000000", b"P1
         b"vCont;c", b"g"]
 open(sys.argv[1] + "/live", "wb").write(b"+" + b"+".join(frame(p) for p in live) + b"\x03" +
                                         frame(b"c") + b"\x03" + frame(b"D"))
+# live breakpoints and watchpoints in the hypervisor's four slots (Z0-Z4,
+# shared, a fifth refused, removed), stop reasons, monitor commands
+hw = [b"qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386", b"Z0,1000,1", b"Z1,1000,1",
+      b"Z0,1008,1", b"Z2,2000,8", b"Z3,2008,4", b"Z4,2008,4", b"Z2,2001,8", b"Z2,2000,3", b"Z0,3000,2",
+      b"Z1,4000,1", b"Z0,5000,1", b"Z5,1000,1", b"Z0,1000", b"Z0,ffffffffffffffff,1", b"Z2,fffffffffffffff8,8",
+      b"z3,2008,4", b"z9,0,0", b"vCont;c", b"?", b"s", b"z0,1000,1", b"z1,1000,1", b"z0,1008,1",
+      b"z2,2000,8", b"z4,2008,4", b"z0,1000,1",
+      b"qRcmd,68656c70", b"qRcmd,736c6f7473", b"qRcmd,706879732030783130303020313620",
+      b"qRcmd,7068797320307831303030203136", b"qRcmd,706879732030203130323530", b"qRcmd,7a7a",
+      b"qRcmd,00", b"qRcmd,7",
+      b"Z2,1041,8", b"Z4,3000,10", b"Z3,3008,8", b"z4,3000,10", b"Z2,1041,20", b"Z2,fffffffffffffffc,8",
+      b"Z4,0,ffffffffffffffff", b"z2,1041,8", b"z3,3008,8",
+      b"qRcmd,7472616e736c6174652030783130", b"qRcmd,7472616e736c61746520"]
+open(sys.argv[1] + "/live-hw", "wb").write(b"+" + b"+".join(frame(p) for p in hw) + b"\x03" +
+                                           frame(b"?") + frame(b"D"))
 PY
 
 crashed=""

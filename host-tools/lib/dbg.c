@@ -242,10 +242,59 @@ int hvt_dbg_write(struct hvt_dbg *d, uint32_t v, uint64_t la, const void *buf, u
 	return req_ok(d, "write", HVTRACE_DBG_WRITE, (uint64_t)v | len << 32, la, result, err);
 }
 
+int hvt_dbg_read_phys(struct hvt_dbg *d, uint32_t v, uint64_t pa, void *buf, uint64_t len, int64_t *result,
+		      struct hvt_err *err)
+{
+	if (mem_args(d, v, len, err) ||
+	    req_ok(d, "read guest-physical memory", HVTRACE_DBG_READ,
+		   (uint64_t)v | len << 32 | HVTRACE_DBG_READ_PHYS, pa, result, err))
+		return -1;
+	memcpy(buf, (const void *)d->area->buf, len);
+	return 0;
+}
+
 int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, struct hvt_err *err)
 {
 	return req_ok(d, on ? "set the breakpoint" : "clear the breakpoint", HVTRACE_DBG_SET_BP,
 		      (uint64_t)!!on << 32, on ? addr : 0, result, err);
+}
+
+int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr,
+		   int64_t *result, struct hvt_err *err)
+{
+	if (slot >= HVTRACE_DBG_SLOTS || rw > 3 || len > 3) {
+		hvt_seterr(err, "slot %u, rw %u, len %u: out of range", slot, rw, len);
+		return -1;
+	}
+	if ((d->ch->hdr->abi_version & 0xffff) < 10) {
+		hvt_seterr(err, "the hypervisor (ABI %u.%u) has one breakpoint only (SET_HW is ABI 1.10)",
+			   d->ch->hdr->abi_version >> 16, d->ch->hdr->abi_version & 0xffff);
+		return -1;
+	}
+	return req_ok(d, on ? "set a breakpoint or watchpoint" : "clear a breakpoint or watchpoint",
+		      HVTRACE_DBG_SET_HW,
+		      on ? (uint64_t)slot | 1u << 8 | (uint64_t)rw << 16 | (uint64_t)len << 24 : slot,
+		      on ? addr : 0, result, err);
+}
+
+int hvt_dbg_translate(struct hvt_dbg *d, uint32_t v, uint64_t la, uint64_t *pa, int64_t *result,
+		      struct hvt_err *err)
+{
+	if (v >= d->nr_vcpus) {
+		hvt_seterr(err, "no vCPU %u", v);
+		return -1;
+	}
+	if (req_ok(d, "translate", HVTRACE_DBG_TRANSLATE, v, la, result, err))
+		return -1;
+	memcpy(pa, (const void *)d->area->buf, sizeof(*pa));
+	return 0;
+}
+
+uint32_t hvt_dbg_hits(const struct hvt_dbg *d, uint32_t v)
+{
+	if (v >= d->nr_vcpus || vstate(d, v) != HVTRACE_DBG_STOPPED)
+		return 0;
+	return __atomic_load_n(&d->area->vcpu[v].hits, __ATOMIC_ACQUIRE) & ((1u << HVTRACE_DBG_SLOTS) - 1);
 }
 
 int hvt_dbg_held(const struct hvt_dbg *d, uint32_t *vcpu)

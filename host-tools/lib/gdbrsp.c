@@ -36,8 +36,14 @@ struct hvt_gdb {
 	int over;			/* detached or killed */
 	int running;			/* live: continued, GDB waits for a stop reply */
 	int noreply;			/* this packet has no reply (a continue) */
-	uint64_t bp;			/* live: the hardware breakpoint GDB inserted; 0: none */
-	int bp_on;
+	/* live: GDB's breakpoints and watchpoints in the hypervisor's slots
+	 * (refs[n]: GDB's Zn that use the slot's address and length) */
+	struct {
+		unsigned refs[5];
+		unsigned rw, len;	/* as DR7 has them */
+		uint64_t addr, kind;	/* kind: its bytes */
+	} slot[HVT_GDB_SLOTS];
+	int swbreak, hwbreak;		/* the client takes these stop reasons */
 	int failed;			/* send failed */
 	size_t list_pos;		/* qsThreadInfo's position */
 	uint64_t packets, malformed;
@@ -55,6 +61,17 @@ struct hvt_gdb {
 	uint8_t out[2 * (HVT_GDB_PKT_MAX + 64) + 4];	/* framed; kept for a '-' */
 	size_t nout;
 };
+
+/* Bit n: GDB's Zn uses slot i (0: the slot is free). */
+static unsigned slot_types(const struct hvt_gdb *g, unsigned i)
+{
+	unsigned t, m = 0;
+
+	for (t = 0; t < 5; t++)
+		if (g->slot[i].refs[t])
+			m |= 1u << t;
+	return m;
+}
 
 /* ---------------------------------------------------------------- */
 /* Replies */
@@ -605,8 +622,21 @@ static void monitor_out(struct hvt_gdb *g, const char *text)
 	put_hex(g, text, strlen(text));
 }
 
+static const char monitor_help_dump[] =
+	"hvtrace gdb (a memory dump, read-only) monitor commands:\n"
+	"  phys ADDR LEN     guest-physical memory (LEN <= 1024)\n"
+	"  translate ADDR    the selected vCPU's linear ADDR through its page tables\n"
+	"  help              this list\n";
+static const char monitor_help_live[] =
+	"hvtrace gdb --shm (a running guest) monitor commands:\n"
+	"  phys ADDR LEN     guest-physical memory, guest RAM only (LEN <= 1024)\n"
+	"  translate ADDR    the selected vCPU's linear ADDR through its page tables\n"
+	"  slots             GDB's breakpoints and watchpoints in the hypervisor's 4 slots\n"
+	"  help              this list\n";
+
 static void handle_monitor(struct hvt_gdb *g, const char *hex)
 {
+	const struct hvt_gdb_live *l = g->t->live;
 	char cmd[256], out[6000];
 	size_t n = 0, o = 0;
 	uint64_t a, len;
@@ -623,20 +653,23 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 	if (*hex)
 		return bad_packet(g, "malformed qRcmd");
 	cmd[n] = 0;
-	if (g->t->live) {
-		monitor_out(g, "hvtrace gdb --shm: no monitor commands yet\n");
-		return;
-	}
+	if (strlen(cmd) != n)
+		return bad_packet(g, "NUL in qRcmd");
 	if (starts(cmd, "phys ")) {
 		uint8_t buf[1024];
 		uint64_t i;
+		int bad;
 
 		p = cmd + 5;
 		if (parse_u64_text(&p, &a) || *p++ != ' ' || parse_u64_text(&p, &len) || *p) {
 			monitor_out(g, "usage: monitor phys ADDR LEN (guest-physical, LEN <= 1024)\n");
 			return;
 		}
-		if (!len || len > sizeof(buf) || hvt_dump_read_phys(g->t->dump, a, buf, len)) {
+		bad = !len || len > sizeof(buf);
+		if (!bad)
+			bad = l ? !l->read_phys || l->read_phys(l->ctx, g->sel, a, buf, len)
+				: hvt_dump_read_phys(g->t->dump, a, buf, len);
+		if (bad) {
 			snprintf(out, sizeof(out), "Cannot access guest-physical memory at 0x%llx (%llu bytes)\n",
 				 (unsigned long long)a, (unsigned long long)len);
 			monitor_out(g, out);
@@ -661,7 +694,8 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 			monitor_out(g, "usage: monitor translate ADDR (a linear address of the selected vCPU)\n");
 			return;
 		}
-		if (hvt_vcpu_translate(g->t->dump, g->t->th[g->sel].regs, a, &pa, &left))
+		if (l ? !l->translate || l->translate(l->ctx, g->sel, a, &pa)
+		      : hvt_vcpu_translate(g->t->dump, g->t->th[g->sel].regs, a, &pa, &left))
 			snprintf(out, sizeof(out), "0x%llx: not mapped\n", (unsigned long long)a);
 		else
 			snprintf(out, sizeof(out), "0x%llx -> guest-physical 0x%llx\n", (unsigned long long)a,
@@ -669,9 +703,33 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 		monitor_out(g, out);
 		return;
 	}
-	monitor_out(g, "hvtrace gdb (a memory dump, read-only) monitor commands:\n"
-		       "  phys ADDR LEN     guest-physical memory (LEN <= 1024)\n"
-		       "  translate ADDR    the selected vCPU's linear ADDR through its page tables\n");
+	if (l && !strcmp(cmd, "slots")) {
+		static const char *const what[] = { "break", "hbreak", "watch", "rwatch", "awatch" };
+		unsigned i, t;
+
+		for (i = 0; i < HVT_GDB_SLOTS; i++) {
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "slot %u:", i);
+			if (!slot_types(g, i))
+				o += (size_t)snprintf(out + o, sizeof(out) - o, " free");
+			for (t = 0; t < 5; t++)
+				if (g->slot[i].refs[t])
+					o += (size_t)snprintf(out + o, sizeof(out) - o, " %s", what[t]);
+			if (slot_types(g, i))
+				o += (size_t)snprintf(out + o, sizeof(out) - o, " 0x%llx, %llu byte%s",
+						      (unsigned long long)g->slot[i].addr,
+						      (unsigned long long)g->slot[i].kind, g->slot[i].kind > 1 ? "s" : "");
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "\n");
+		}
+		monitor_out(g, out);
+		return;
+	}
+	if (strcmp(cmd, "help")) {
+		snprintf(out, sizeof(out), "unknown monitor command '%.64s'\n%s", cmd,
+			 l ? monitor_help_live : monitor_help_dump);
+		monitor_out(g, out);
+		return;
+	}
+	monitor_out(g, l ? monitor_help_live : monitor_help_dump);
 }
 
 /* ---------------------------------------------------------------- */
@@ -684,8 +742,13 @@ static void handle_query(struct hvt_gdb *g, const char *p)
 
 	if (starts(p, "qSupported")) {
 		g->err_text = strstr(p, "error-message+") != NULL;
+		/* a stop at a breakpoint is reported with its reason, so GDB
+		 * never moves the PC back over an INT3 that is not there */
+		g->swbreak = strstr(p, "swbreak+") != NULL;
+		g->hwbreak = strstr(p, "hwbreak+") != NULL;
 		if (g->t->live)	/* no branch history served live yet */
-			reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+%s",
+			reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;"
+				 "swbreak+;hwbreak+%s",
 			      HVT_GDB_PKT_MAX, g->t->exec_file ? ";qXfer:exec-file:read+" : "");
 		else
 			reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;"
@@ -855,7 +918,35 @@ static void handle_write_regs(struct hvt_gdb *g, const char *p)
  * attach, SIGINT after GDB's interrupt). */
 static void stop_reply(struct hvt_gdb *g, unsigned sig)
 {
-	reply(g, "T%02xthread:%zx;", sig, g->sel + 1);
+	const struct hvt_gdb_live *l = g->t->live;
+	uint32_t hits = sig == 5 && l && l->hits ? l->hits(l->ctx, g->sel) : 0;
+	const char *why = "";
+	uint64_t at = 0;
+	unsigned i;
+
+	/* the reason GDB can use: a watchpoint's address first (it reads the
+	 * value and says Old/New), else the breakpoint's kind */
+	for (i = 0; i < HVT_GDB_SLOTS; i++) {
+		unsigned t = slot_types(g, i);
+
+		if (!(hits & (1u << i)) || !t)
+			continue;
+		if (t & (1u << 2 | 1u << 3 | 1u << 4)) {
+			why = t & (1u << 2) ? "watch" : t & (1u << 4) ? "awatch" : "rwatch";
+			at = g->slot[i].addr;
+			break;
+		}
+		if ((t & 1u) && g->swbreak && !why[0])
+			why = "swbreak";
+		else if ((t & 2u) && g->hwbreak && !why[0])
+			why = "hwbreak";
+	}
+	if (at)
+		reply(g, "T%02xthread:%zx;%s:%llx;", sig, g->sel + 1, why, (unsigned long long)at);
+	else if (why[0])
+		reply(g, "T%02xthread:%zx;%s:;", sig, g->sel + 1, why);
+	else
+		reply(g, "T%02xthread:%zx;", sig, g->sel + 1);
 }
 
 /* c/s/vCont (live): continue every vCPU, or step the selected one. A
@@ -901,27 +992,135 @@ static void handle_vcont(struct hvt_gdb *g, const char *p)
 	live_resume(g, act == 's', id);
 }
 
-/* Z1/z1 (live): the one hardware breakpoint the hypervisor has (its DR3).
- * GDB inserts its breakpoints before each resume and removes them at each
- * stop; a second address gets an error (GDB: "Couldn't write debug
- * register"). */
-static void handle_hw_bp(struct hvt_gdb *g, const char *p)
+/*
+ * Z0-Z4/z0-z4 (live): GDB's breakpoints and watchpoints in the
+ * hypervisor's slots (its debug registers; nothing is ever written into
+ * the guest's memory). Z0 (software) and Z1 (hardware) are both
+ * instruction breakpoints there; Z2 is a write watchpoint, Z4 a read or
+ * write one, and Z3 (read) is read or write too (x86 has no read-only
+ * breakpoint: GDB then reports a read when the value did not change).
+ * A debug register watches 1, 2, 4 or 8 bytes aligned to their length
+ * (SDM Vol. 3 18.2.5): a longer or misaligned range takes one slot per
+ * aligned piece, largest first (as GDB's own x86 code splits it), all
+ * or none. GDB's breakpoints and watchpoints of one kind on one piece
+ * share its slot (counted). GDB inserts before each resume and removes
+ * at each stop; what does not fit gets an error ("Couldn't write debug
+ * register", "Could not insert hardware watchpoint").
+ */
+struct z_piece {
+	uint64_t addr, kind;
+	unsigned len;		/* DR7's LEN of kind */
+	unsigned slot;		/* its slot (insert: HVT_GDB_SLOTS until given one) */
+};
+
+/* The aligned pieces of [addr, addr + kind): how many (at most `max`), 0 when more. */
+static unsigned z_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsigned max)
 {
+	unsigned n = 0;
+
+	while (kind) {
+		uint64_t size = 8;
+
+		while (size > kind || (addr & (size - 1)))
+			size >>= 1;
+		if (n == max)
+			return 0;
+		p[n].addr = addr;
+		p[n].kind = size;
+		p[n].len = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 3 : 2;
+		n++;
+		addr += size;
+		kind -= size;
+	}
+	return n;
+}
+
+static unsigned z_find(const struct hvt_gdb *g, uint64_t addr, unsigned rw, unsigned len)
+{
+	unsigned i;
+
+	for (i = 0; i < HVT_GDB_SLOTS; i++)
+		if (slot_types(g, i) && g->slot[i].addr == addr && g->slot[i].rw == rw && g->slot[i].len == len)
+			return i;
+	return HVT_GDB_SLOTS;
+}
+
+static void handle_z(struct hvt_gdb *g, const char *p)
+{
+	const struct hvt_gdb_live *l = g->t->live;
 	int on = p[0] == 'Z';
+	unsigned type = (unsigned)(p[1] - '0'), rw, n, k, i, fresh = 0;
+	struct z_piece pc[HVT_GDB_SLOTS];
 	uint64_t addr, kind;
 
-	if (parse_addr_len(p + 3, &addr, &kind, 0))
-		return bad_packet(g, "malformed Z1/z1");
-	if (on && g->bp_on && g->bp != addr)
-		return reply_err(g, 0x1c, "one hardware breakpoint at a time (the hypervisor's DR3)");
-	if (!on && (!g->bp_on || g->bp != addr)) {
-		reply(g, "OK");	/* not inserted: nothing to remove */
+	if (p[1] < '0' || p[1] > '4' || p[2] != ',' || parse_addr_len(p + 3, &addr, &kind, 0))
+		return bad_packet(g, "malformed Z/z");
+	if (type < 2) {
+		if (kind != 1)
+			return reply_err(g, 0x16, "an x86 breakpoint is 1 byte (kind 1)");
+		rw = 0;
+		n = 1;
+		pc[0] = (struct z_piece){ .addr = addr, .kind = 1, .len = 0 };
+	} else {
+		rw = type == 2 ? 1 : 3;
+		n = kind && addr + kind - 1 >= addr ? z_pieces(addr, kind, pc, HVT_GDB_SLOTS) : 0;
+		if (!n)
+			return reply_err(g, 0x16, "a watchpoint the 4 debug registers cannot cover "
+						  "(each watches 1, 2, 4 or 8 aligned bytes)");
+	}
+	for (k = 0; k < n; k++)
+		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len);
+	if (!on) {
+		/* all its pieces must be there with this type, else it was not inserted */
+		for (k = 0; k < n; k++)
+			if (pc[k].slot == HVT_GDB_SLOTS || !g->slot[pc[k].slot].refs[type])
+				break;
+		if (k < n) {
+			reply(g, "OK");	/* not inserted: nothing to remove */
+			return;
+		}
+		for (k = 0; k < n; k++) {
+			i = pc[k].slot;
+			if (slot_types(g, i) == 1u << type && g->slot[i].refs[type] == 1 &&
+			    l->set_hw(l->ctx, i, 0, 0, 0, 0))
+				return reply_err(g, 0x16, "the hypervisor did not clear the breakpoint");
+			g->slot[i].refs[type]--;
+		}
+		reply(g, "OK");
 		return;
 	}
-	if (g->t->live->set_bp(g->t->live->ctx, addr, on))
-		return reply_err(g, 0x16, "the hypervisor refused the breakpoint");
-	g->bp_on = on;
-	g->bp = on ? addr : 0;
+	/* the free slots for the pieces that have none, then all set or none */
+	for (k = 0, i = 0; k < n; k++) {
+		if (pc[k].slot != HVT_GDB_SLOTS)
+			continue;
+		while (i < HVT_GDB_SLOTS && slot_types(g, i))
+			i++;
+		if (i == HVT_GDB_SLOTS)
+			return reply_err(g, 0x1c, "the debug registers are all in use (4 breakpoints and watchpoints)");
+		pc[k].slot = i++;
+		fresh |= 1u << k;
+	}
+	for (k = 0; k < n; k++) {
+		if (!(fresh & (1u << k)))
+			continue;
+		if (l->set_hw(l->ctx, pc[k].slot, 1, rw, pc[k].len, pc[k].addr)) {
+			while (k--)
+				if (fresh & (1u << k))
+					l->set_hw(l->ctx, pc[k].slot, 0, 0, 0, 0);
+			return reply_err(g, 0x16, "the hypervisor refused the breakpoint");
+		}
+	}
+	for (k = 0; k < n; k++) {
+		i = pc[k].slot;
+		if (fresh & (1u << k)) {
+			memset(g->slot[i].refs, 0, sizeof(g->slot[i].refs));
+			g->slot[i].rw = rw;
+			g->slot[i].len = pc[k].len;
+			g->slot[i].addr = pc[k].addr;
+			g->slot[i].kind = pc[k].kind;
+		}
+		g->slot[i].refs[type]++;
+	}
 	reply(g, "OK");
 }
 
@@ -1051,14 +1250,16 @@ static void handle_packet(struct hvt_gdb *g)
 			return;
 		reply_err(g, 0x01, "hvtrace gdb --dump: a memory dump is read-only and cannot run");
 		break;
-	case 'Z': case 'z': case 'i': case 'I':
-		if (g->t->live && p[1] == '1' && p[2] == ',') {
-			handle_hw_bp(g, p);
+	case 'Z': case 'z':
+		if (g->t->live) {
+			handle_z(g, p);
 			break;
 		}
-		/* live: an error, not an empty reply, or GDB would write INT3
-		 * into the guest's memory where the guest can see it */
-		reply_err(g, 0x01, g->t->live ? "hvtrace gdb --shm: hardware breakpoints only (hbreak)"
+		/* fall through */
+	case 'i': case 'I':
+		/* live: an error, never an empty reply, or GDB would write
+		 * INT3 into the guest's memory where the guest can see it */
+		reply_err(g, 0x01, g->t->live ? "hvtrace gdb --shm: no cycle or instruction stepping (i, I)"
 					       : "hvtrace gdb --dump: a memory dump is read-only and cannot run");
 		break;
 	default:

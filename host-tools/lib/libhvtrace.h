@@ -257,8 +257,16 @@ struct hvt_gdb_live {
 	int64_t (*read)(void *ctx, size_t th, uint64_t la, void *buf, uint64_t len);
 	int (*write)(void *ctx, size_t th, uint64_t la, const void *buf, uint64_t len);
 	int (*set_regs)(void *ctx, size_t th, const struct hvt_vcpu_regs *r);
-	int (*set_bp)(void *ctx, uint64_t addr, int on);	/* the one hardware breakpoint */
+	/* the hypervisor's slot (0..HVT_GDB_SLOTS-1): rw 0 execute, 1 write, 3 read or
+	 * write; len as DR7's LEN (0: 1 byte, 1: 2, 3: 4, 2: 8); on 0 clears it */
+	int (*set_hw)(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr);
+	uint32_t (*hits)(void *ctx, size_t th);		/* slots that fired at th's stop */
+	/* guest-physical memory through thread th's request (monitor phys) */
+	int (*read_phys)(void *ctx, size_t th, uint64_t pa, void *buf, uint64_t len);
+	/* thread th's linear la through its page tables: 0, or -1 not mapped (monitor translate) */
+	int (*translate)(void *ctx, size_t th, uint64_t la, uint64_t *pa);
 };
+#define HVT_GDB_SLOTS 4	/* breakpoints and watchpoints at once: the debug registers */
 
 struct hvt_gdb;
 /* send(ctx, buf, len): 0, or -1 when the connection is gone. */
@@ -329,6 +337,19 @@ int hvt_dbg_set_regs(struct hvt_dbg *d, uint32_t v, const struct hvt_vcpu_regs *
 /* The instruction breakpoint at linear addr on every untraced vCPU (on),
  * or none (!on). */
 int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, struct hvt_err *err);
+/* The debugger's slot (0..HVTRACE_DBG_SLOTS-1) set to a breakpoint (rw 0,
+ * len 0) or watchpoint (rw 1 write, 3 read or write; len as DR7's LEN)
+ * at linear addr on every untraced vCPU (on), or cleared (ABI 1.10). */
+int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr,
+		   int64_t *result, struct hvt_err *err);
+/* The slots (bit n: slot n) that fired at stopped vCPU v's stop; 0 when none or not stopped. */
+uint32_t hvt_dbg_hits(const struct hvt_dbg *d, uint32_t v);
+/* Stopped vCPU v's linear address la through its page tables (ABI 1.10). */
+int hvt_dbg_translate(struct hvt_dbg *d, uint32_t v, uint64_t la, uint64_t *pa, int64_t *result,
+		      struct hvt_err *err);
+/* Guest-physical memory (guest RAM only), read by stopped vCPU v's request. */
+int hvt_dbg_read_phys(struct hvt_dbg *d, uint32_t v, uint64_t pa, void *buf, uint64_t len, int64_t *result,
+		      struct hvt_err *err);
 /* 1 when the guest is held, *vcpu the one that reached the breakpoint
  * (UINT32_MAX: the host's STOP); 0 when it runs. */
 int hvt_dbg_held(const struct hvt_dbg *d, uint32_t *vcpu);

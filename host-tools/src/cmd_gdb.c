@@ -37,9 +37,12 @@ static const char gdb_help[] =
 	"connects every vCPU is stopped (threads are vCPUs, named with their APIC\n"
 	"IDs); registers (general, rip, eflags writable), memory read and written\n"
 	"through the selected vCPU's page tables, stepi on the selected vCPU with the\n"
-	"others held, continue until gdb's interrupt (Ctrl-C) or the hardware\n"
-	"breakpoint (one: `hbreak`, in the hypervisor's DR3, on every untraced vCPU).\n"
-	"When gdb detaches or goes away the guest runs on, the breakpoint removed.\n"
+	"others held, continue until gdb's interrupt (Ctrl-C), a breakpoint or a\n"
+	"watchpoint: up to 4 of `break`, `hbreak`, `watch`, `rwatch`, `awatch`, in\n"
+	"the hypervisor's debug registers on every untraced vCPU (never in guest\n"
+	"memory; the guest's own DR7 comes first). `monitor help` lists the monitor\n"
+	"commands. When gdb detaches or goes away the guest runs on, the breakpoints\n"
+	"removed.\n"
 	"\n"
 	"A GDB server over a memory dump of a guest that ran under hvtrace (QEMU's\n"
 	"dump-guest-memory ELF core, without -z/-l/-s/--paging), post mortem and\n"
@@ -88,7 +91,7 @@ struct gdb_state {
 	struct hvt_gdb_live live;
 	int lock_fd;
 	int held;		/* the guest is stopped by us */
-	int bp_set;		/* a breakpoint is armed in the hypervisor */
+	unsigned hw_set;	/* the hypervisor's slots armed (bit per slot) */
 	unsigned long stops;	/* live_stop's successes */
 	double stop_ms;		/* the last one's time */
 };
@@ -310,25 +313,68 @@ static int live_set_regs(void *ctx, size_t v, const struct hvt_vcpu_regs *r)
 	return live_refresh(s, v);
 }
 
-static int live_set_bp(void *ctx, uint64_t addr, int on)
+static int live_set_hw(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr)
 {
 	struct gdb_state *s = ctx;
 	struct hvt_err err;
 	int64_t res;
 
-	if (hvt_dbg_set_bp(&s->dbg, addr, on, &res, &err)) {
+	if (hvt_dbg_set_hw(&s->dbg, slot, on, rw, len, addr, &res, &err)) {
 		warn("gdb", "%s", err.msg);
 		return -1;
 	}
-	s->bp_set = on;
+	if (on)
+		s->hw_set |= 1u << slot;
+	else
+		s->hw_set &= ~(1u << slot);
 	return 0;
 }
 
-/* The session is over: no breakpoint left behind, the guest runs on. */
+static uint32_t live_hits(void *ctx, size_t v)
+{
+	struct gdb_state *s = ctx;
+
+	return hvt_dbg_hits(&s->dbg, (uint32_t)v);
+}
+
+static int live_read_phys(void *ctx, size_t v, uint64_t pa, void *buf, uint64_t len)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+	int64_t res;
+
+	if (hvt_dbg_read_phys(&s->dbg, (uint32_t)v, pa, buf, len, &res, &err)) {
+		if (res != -HVTRACE_EFAULT)
+			warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int live_translate(void *ctx, size_t v, uint64_t la, uint64_t *pa)
+{
+	struct gdb_state *s = ctx;
+	struct hvt_err err;
+	int64_t res;
+
+	if (hvt_dbg_translate(&s->dbg, (uint32_t)v, la, pa, &res, &err)) {
+		if (res != -HVTRACE_EFAULT)
+			warn("gdb", "%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The session is over: no breakpoint or watchpoint left behind, the
+ * guest runs on. */
 static void live_end(struct gdb_state *s)
 {
-	if (s->bp_set && (s->held || live_stop(s) == 0))
-		live_set_bp(s, 0, 0);
+	unsigned i;
+
+	if (s->hw_set && (s->held || live_stop(s) == 0))
+		for (i = 0; i < HVTRACE_DBG_SLOTS; i++)
+			if (s->hw_set & (1u << i))
+				live_set_hw(s, i, 0, 0, 0, 0);
 	if (s->held && live_resume(s) == 0)
 		fprintf(stderr, "hvtrace gdb: the guest runs on\n");
 }
@@ -351,7 +397,8 @@ static int open_live(struct gdb_state *s, const char *path)
 		return EXIT_DATA;
 	s->live = (struct hvt_gdb_live){ .ctx = s, .stop = live_stop, .resume = live_resume,
 					 .step = live_step, .read = live_read, .write = live_write,
-					 .set_regs = live_set_regs, .set_bp = live_set_bp };
+					 .set_regs = live_set_regs, .set_hw = live_set_hw, .hits = live_hits,
+					 .read_phys = live_read_phys, .translate = live_translate };
 	s->t = (struct hvt_gdb_target){ .th = s->th, .nth = s->ncpus, .live = &s->live };
 	return 0;
 }
@@ -553,7 +600,7 @@ static int serve(struct gdb_state *s, int lfd, const char *where, const struct h
 		uint32_t who;
 
 		/* continued: every 10 ms, whether the guest stopped by itself
-		 * (a vCPU reached the breakpoint) */
+		 * (a vCPU reached a breakpoint or watchpoint) */
 		if (s->t.live && hvt_gdb_running(g)) {
 			int n = poll(&pf, 1, 10);
 

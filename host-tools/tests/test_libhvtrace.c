@@ -997,6 +997,8 @@ struct dbg_peer {
 	struct hvtrace_dbg *a;
 	uint8_t mem[256];
 	int no_restop;
+	uint64_t hw_arg0, hw_arg1;	/* the last SET_HW */
+	int phys;			/* the last READ was guest-physical */
 	volatile int quit;
 };
 
@@ -1028,8 +1030,19 @@ static int64_t dbg_peer_apply(struct dbg_peer *p, uint32_t op, uint64_t arg0, ui
 			v->stops++;
 		}
 		return 0;
+	case HVTRACE_DBG_TRANSLATE:
+		if (arg1 >= sizeof(p->mem))
+			return -HVTRACE_EFAULT;
+		arg1 += 0x7000;
+		memcpy(p->a->buf, &arg1, 8);
+		return 0;
+	case HVTRACE_DBG_SET_HW:
+		p->hw_arg0 = arg0;
+		p->hw_arg1 = arg1;
+		return 0;
 	case HVTRACE_DBG_READ:
 	case HVTRACE_DBG_WRITE:
+		p->phys = !!(arg0 & HVTRACE_DBG_READ_PHYS);
 		if (!len || len > sizeof(p->mem) || arg1 > sizeof(p->mem) - len)
 			return -HVTRACE_EFAULT;
 		if (op == HVTRACE_DBG_READ)
@@ -1157,6 +1170,32 @@ static void test_dbg(void)
 	      "the breakpoint set and cleared: %s", err.msg);
 	CHECK(hvt_dbg_set_bp(&d, 0, 1, &res, &err) < 0 && res == -HVTRACE_EINVAL, "a refused breakpoint: %s",
 	      err.msg);
+	CHECK(hvt_dbg_set_hw(&d, 2, 1, 1, 2, 0x2008, &res, &err) == 0 &&
+		      peer->hw_arg0 == (2 | 1u << 8 | 1u << 16 | 2u << 24) && peer->hw_arg1 == 0x2008,
+	      "SET_HW: slot 2, a write watchpoint of 8 bytes: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0,
+	      err.msg);
+	CHECK(hvt_dbg_set_hw(&d, 2, 0, 1, 2, 0x2008, &res, &err) == 0 && peer->hw_arg0 == 2 && !peer->hw_arg1,
+	      "SET_HW cleared: slot alone, no address: %s", err.msg);
+	CHECK(hvt_dbg_set_hw(&d, 4, 1, 0, 0, 0x1000, &res, &err) < 0 && hvt_dbg_set_hw(&d, 0, 1, 4, 0, 1, &res, &err) < 0,
+	      "no slot 4, no RW 4: %s", err.msg);
+	a->vcpu[0].hits = 0xff;
+	CHECK(hvt_dbg_hits(&d, 0) == 0xf && hvt_dbg_hits(&d, 1) == 0, "hits: the 4 slots of a stopped vCPU only");
+	a->vcpu[0].hits = 0;
+	CHECK(hvt_dbg_read_phys(&d, 0, 16, buf8, 8, &res, &err) == 0 && peer->phys && buf8[0] == 16,
+	      "read guest-physical: READ with bit 48: %s", err.msg);
+	CHECK(hvt_dbg_read(&d, 0, 16, buf8, 8, &res, &err) == 0 && !peer->phys, "a linear read has no bit 48");
+	{
+		uint64_t pa = 0;
+
+		CHECK(hvt_dbg_translate(&d, 0, 16, &pa, &res, &err) == 0 && pa == 0x7010, "translate: %s", err.msg);
+		CHECK(hvt_dbg_translate(&d, 0, 4096, &pa, &res, &err) < 0 && res == -HVTRACE_EFAULT &&
+			      hvt_dbg_translate(&d, 1, 16, &pa, &res, &err) < 0,
+		      "translate: not mapped (EFAULT), no such vCPU");
+	}
+	h->abi_version = (1u << 16) | 9;
+	CHECK(hvt_dbg_set_hw(&d, 0, 1, 0, 0, 0x1000, &res, &err) < 0 && strstr(err.msg, "ABI 1.10"),
+	      "SET_HW of an ABI 1.9 hypervisor: %s", err.msg);
+	h->abi_version = HVTRACE_ABI_VERSION;
 	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
 	      "resume: %s", err.msg);
 	{
@@ -1183,8 +1222,7 @@ static void test_dbg(void)
  * asks of the target, and an error reply for every malformed one. */
 static struct hvt_vcpu_regs live_regs[2];
 static uint8_t live_mem[0x100];
-static int live_running, live_steps, live_stops, live_bp_on;
-static uint64_t live_bp;
+static int live_running, live_steps, live_stops;
 static char live_out[4096];
 static size_t live_nout;
 
@@ -1210,7 +1248,41 @@ static int lv_write(void *c, size_t t, uint64_t la, const void *buf, uint64_t le
 	return 0;
 }
 static int lv_set_regs(void *c, size_t t, const struct hvt_vcpu_regs *r) { (void)c; live_regs[t] = *r; return 0; }
-static int lv_set_bp(void *c, uint64_t a, int on) { (void)c; live_bp = a; live_bp_on = on; return 0; }
+static struct { int on; unsigned rw, len; uint64_t addr; } live_hw[HVT_GDB_SLOTS];
+static int live_hw_calls;
+static uint32_t live_hits;
+static uint64_t live_hw_refuse;	/* an address the hypervisor refuses */
+static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, uint64_t a)
+{
+	(void)c;
+	live_hw_calls++;
+	if (on && a == live_hw_refuse)
+		return -1;
+	if (slot >= HVT_GDB_SLOTS || (on && live_hw[slot].on) || (!on && !live_hw[slot].on))
+		return -1;	/* the server must never set a set slot or clear a clear one */
+	live_hw[slot].on = on;
+	live_hw[slot].rw = rw;
+	live_hw[slot].len = len;
+	live_hw[slot].addr = a;
+	return 0;
+}
+static uint32_t lv_hits(void *c, size_t t) { (void)c, (void)t; return live_hits; }
+static int lv_translate(void *c, size_t t, uint64_t la, uint64_t *pa)
+{
+	(void)c, (void)t;
+	if (la >= 0x10000)
+		return -1;
+	*pa = la + 0x200000;
+	return 0;
+}
+static int lv_read_phys(void *c, size_t t, uint64_t pa, void *buf, uint64_t len)
+{
+	(void)c, (void)t;
+	if (pa >= sizeof(live_mem) || len > sizeof(live_mem) - pa)
+		return -1;
+	memcpy(buf, live_mem + pa, len);
+	return 0;
+}
 static int lv_send(void *ctx, const void *buf, size_t len)
 {
 	(void)ctx;
@@ -1245,7 +1317,8 @@ static void test_gdb_live(void)
 {
 	static const struct hvt_gdb_live live = { .stop = lv_stop, .resume = lv_resume, .step = lv_step,
 						  .read = lv_read, .write = lv_write, .set_regs = lv_set_regs,
-						  .set_bp = lv_set_bp };
+						  .set_hw = lv_set_hw, .hits = lv_hits, .read_phys = lv_read_phys,
+						  .translate = lv_translate };
 	struct hvt_gdb_thread th[2] = { { .regs = &live_regs[0] }, { .regs = &live_regs[1] } };
 	struct hvt_gdb_target t = { .th = th, .nth = 2, .live = &live };
 	struct hvt_gdb *g;
@@ -1276,12 +1349,92 @@ static void test_gdb_live(void)
 	      "M malformed: short data, not hex, no address, no data");
 	CHECK(live_pkt(g, "M2000,1:00")[0] == 'E', "M where the target refuses");
 	CHECK(!strcmp(live_pkt(g, "X1000,0:"), ""), "X: empty, GDB uses M");
-	/* the hardware breakpoint */
-	CHECK(!strcmp(live_pkt(g, "Z1,1010,1"), "OK") && live_bp_on && live_bp == 0x1010, "Z1");
-	CHECK(live_pkt(g, "Z1,1020,1")[0] == 'E' && live_bp == 0x1010, "a second Z1 refused");
-	CHECK(!strcmp(live_pkt(g, "z1,1020,1"), "OK") && live_bp_on, "z1 of another address: nothing");
-	CHECK(!strcmp(live_pkt(g, "z1,1010,1"), "OK") && !live_bp_on, "z1");
-	CHECK(live_pkt(g, "Z1,zz")[0] == 'E' && live_pkt(g, "Z0,1000,1")[0] == 'E', "Z1 malformed, Z0 refused");
+	/* breakpoints and watchpoints in the hypervisor's four slots */
+	CHECK(!strcmp(live_pkt(g, "qSupported:multiprocess+;swbreak+;hwbreak+"),
+		      "PacketSize=4000;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;swbreak+;hwbreak+"),
+	      "swbreak and hwbreak offered");
+	CHECK(!strcmp(live_pkt(g, "Z1,1010,1"), "OK") && live_hw[0].on && live_hw[0].addr == 0x1010 && !live_hw[0].rw,
+	      "Z1 in slot 0");
+	CHECK(!strcmp(live_pkt(g, "Z0,1010,1"), "OK") && live_hw_calls == 1, "Z0 at the same address shares it");
+	CHECK(!strcmp(live_pkt(g, "Z0,1020,1"), "OK") && live_hw[1].on && live_hw[1].addr == 0x1020, "Z0 in slot 1");
+	CHECK(!strcmp(live_pkt(g, "Z2,1040,8"), "OK") && live_hw[2].rw == 1 && live_hw[2].len == 2, "Z2 of 8 bytes");
+	CHECK(!strcmp(live_pkt(g, "Z4,1048,4"), "OK") && live_hw[3].rw == 3 && live_hw[3].len == 3, "Z4 of 4 bytes");
+	CHECK(!strcmp(live_pkt(g, "Z3,1048,4"), "OK") && live_hw_calls == 4, "Z3 shares Z4's read-or-write slot");
+	CHECK(live_pkt(g, "Z0,1030,1")[0] == 'E' && live_pkt(g, "Z2,1050,2")[0] == 'E' && live_hw_calls == 4,
+	      "a fifth refused");
+	CHECK(live_pkt(g, "Z2,1041,8")[0] == 'E' && live_pkt(g, "Z2,1040,3")[0] == 'E' &&
+		      live_pkt(g, "Z0,1010,2")[0] == 'E' && live_pkt(g, "Z1,zz")[0] == 'E' &&
+		      live_pkt(g, "Z5,1000,1")[0] == 'E' && live_pkt(g, "Z0,1000")[0] == 'E',
+	      "all slots taken: a watchpoint of pieces refused; a breakpoint of 2 bytes, malformed, Z5, no kind");
+	live_hits = 1u << 2;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1040;"), "a write watchpoint's stop reply");
+	live_hits = 1u << 3;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;awatch:1048;"), "an access watchpoint's");
+	live_hits = 1u << 1;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;swbreak:;"), "a software breakpoint's");
+	live_hits = 1u;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;swbreak:;"), "Z0 and Z1 at one address: swbreak");
+	live_hits = 0;
+	CHECK(!strcmp(live_pkt(g, "z3,1048,4"), "OK") && live_hw[3].on, "z3: Z4 keeps the slot");
+	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !live_hw[3].on, "z4: the slot cleared");
+	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !strcmp(live_pkt(g, "z0,2000,1"), "OK") && live_hw_calls == 5,
+	      "z of what is not inserted: nothing");
+	live_hits = 1u << 3;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;"), "a cleared slot's hit: no reason");
+	live_hits = 0;
+	CHECK(!strcmp(live_pkt(g, "Z2,1050,2"), "OK") && live_hw[3].on && live_hw[3].addr == 0x1050, "a freed slot reused");
+	CHECK(!strcmp(live_pkt(g, "z2,1050,2"), "OK") && !strcmp(live_pkt(g, "z2,1040,8"), "OK") &&
+		      !strcmp(live_pkt(g, "z0,1020,1"), "OK") && !strcmp(live_pkt(g, "z0,1010,1"), "OK") && live_hw[0].on,
+	      "removed but slot 0's Z1");
+	live_hits = 1u;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;hwbreak:;"), "a hardware breakpoint's stop reply");
+	live_hits = 0;
+	CHECK(!strcmp(live_pkt(g, "z1,1010,1"), "OK") && !live_hw[0].on && !live_hw[1].on &&
+		      !live_hw[2].on && !live_hw[3].on,
+	      "all removed");
+	/* a misaligned or long watchpoint: a slot per aligned piece, all or none */
+	CHECK(!strcmp(live_pkt(g, "Z2,1041,8"), "OK") && live_hw[0].addr == 0x1041 && live_hw[0].len == 0 &&
+		      live_hw[1].addr == 0x1042 && live_hw[1].len == 1 && live_hw[2].addr == 0x1044 &&
+		      live_hw[2].len == 3 && live_hw[3].addr == 0x1048 && live_hw[3].len == 0 && live_hw[3].rw == 1,
+	      "Z2 of 8 bytes at an odd address: 1 + 2 + 4 + 1 bytes in four slots");
+	live_hits = 1u << 2;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1044;"), "a piece's hit: its address, in GDB's range");
+	live_hits = 0;
+	CHECK(live_pkt(g, "Z0,2000,1")[0] == 'E', "no slot left for a breakpoint");
+	CHECK(!strcmp(live_pkt(g, "z2,1041,8"), "OK") && !live_hw[0].on && !live_hw[1].on && !live_hw[2].on &&
+		      !live_hw[3].on, "z2 clears all four");
+	CHECK(!strcmp(live_pkt(g, "Z4,1040,10"), "OK") && live_hw[0].addr == 0x1040 && live_hw[0].len == 2 &&
+		      live_hw[1].addr == 0x1048 && live_hw[1].len == 2 && live_hw[0].rw == 3 && !live_hw[2].on,
+	      "Z4 of 16 aligned bytes: two slots of 8");
+	int calls = live_hw_calls;
+	CHECK(live_pkt(g, "Z2,1041,10")[0] == 'E' && live_pkt(g, "Z2,fffffffffffffff8,10")[0] == 'E' &&
+		      live_pkt(g, "Z2,1000,0")[0] == 'E' && live_pkt(g, "Z2,1000,ffffffffffffffff")[0] == 'E' &&
+		      live_hw_calls == calls,
+	      "five pieces, a range past 2^64, no bytes, all of memory: refused, nothing set");
+	live_hw_refuse = 0x1058;
+	CHECK(live_pkt(g, "Z2,1050,10")[0] == 'E' && !live_hw[2].on && !live_hw[3].on,
+	      "the hypervisor refuses the second piece: the first cleared again");
+	live_hw_refuse = 0;
+	CHECK(!strcmp(live_pkt(g, "Z3,1048,8"), "OK") && !live_hw[2].on, "Z3 on Z4's second piece shares its slot");
+	CHECK(!strcmp(live_pkt(g, "z4,1040,10"), "OK") && !live_hw[0].on && live_hw[1].on,
+	      "z4: the piece Z3 shares stays");
+	CHECK(!strcmp(live_pkt(g, "z3,1048,8"), "OK") && !live_hw[1].on, "z3: then it goes");
+	/* monitor */
+	r = live_pkt(g, "qRcmd,68656c70");	/* help */
+	CHECK(strstr(r, "706879732041444452204c454e"), "monitor help lists phys ADDR LEN: %.40s", r);
+	live_mem[0x10] = 0xab;
+	r = live_pkt(g, "qRcmd,7068797320307831302031");	/* phys 0x10 1 */
+	CHECK(strstr(r, "206162"), "monitor phys reads guest-physical memory: %s", r);	/* " ab" */
+	r = live_pkt(g, "qRcmd,706879732030783130303030302031");	/* phys 0x100000 1 */
+	CHECK(strstr(r, "43616e6e6f74"), "monitor phys where nothing is: Cannot: %.20s", r);
+	r = live_pkt(g, "qRcmd,7472616e736c6174652030783130");	/* translate 0x10 */
+	CHECK(strstr(r, "3078323030303130"), "monitor translate: 0x200010: %.60s", r);	/* "0x200010" */
+	r = live_pkt(g, "qRcmd,7472616e736c617465203078313030303030");	/* translate 0x100000 */
+	CHECK(strstr(r, "6e6f74206d6170706564"), "monitor translate where nothing is: not mapped: %.60s", r);
+	r = live_pkt(g, "qRcmd,736c6f7473");	/* slots */
+	CHECK(strstr(r, "736c6f7420303a2066726565"), "monitor slots: slot 0: free: %.30s", r);
+	CHECK(live_pkt(g, "qRcmd,7")[0] == 'E' && live_pkt(g, "qRcmd,zz")[0] == 'E' && live_pkt(g, "qRcmd,6800")[0] == 'E',
+	      "qRcmd malformed: odd, not hex, a NUL");
 	/* step and continue */
 	CHECK(live_pkt(g, "vCont;x")[0] == 'E' && live_pkt(g, "vCont;s:99")[0] == 'E' && live_pkt(g, "c1000")[0] == 'E',
 	      "vCont with another action, no such thread; c with an address");

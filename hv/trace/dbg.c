@@ -8,9 +8,9 @@
  * memory through a stopped vCPU's page tables (guest RAM only, like a
  * hypercall's buffer), sets its general registers, RIP and status flags,
  * steps one instruction with a hidden TF (the engine off only:
- * trace/hstep.c, as nmi.c steps an IRET), sets one instruction breakpoint
- * (the engine's DR3, as the recorder's start address takes it: the
- * guest's DR3 stays virtual), and
+ * trace/hstep.c, as nmi.c steps an IRET), sets up to four breakpoints and
+ * watchpoints in the debug registers the guest's DR7 leaves free (the
+ * guest's values of those and its DR7 kept here: dr_acquire), and
  * lets them all go. The guest's TSC runs on while it is held:
  * nothing is offset (a held guest sees the time it lost, as after an SMI).
  * Nothing here is read back from the channel but the request (copied once
@@ -37,6 +37,13 @@
 #define DBG_RFLAGS_WRITABLE \
 	(RFLAGS_CF | RFLAGS_PF | RFLAGS_AF | RFLAGS_ZF | RFLAGS_SF | RFLAGS_DF | RFLAGS_OF)
 
+/* A breakpoint or watchpoint of the debugger's (SET_HW). */
+struct dbg_hw {
+	bool on;
+	u8 rwlen;		/* DR7's RW (bits 1:0) and LEN (bits 3:2) for it */
+	u64 addr;
+};
+
 /*
  * Under `lock`: a vCPU's stopped bit is set by that vCPU when it starts
  * waiting and cleared by RESUME (every bit) or by the vCPU itself when it
@@ -52,7 +59,8 @@ static struct {
 	volatile u32 gen;		/* bumped by every RESUME */
 	volatile u32 step;		/* vCPU id + 1 allowed to run one instruction; 0: none */
 	volatile u64 stopped;		/* bit per vCPU held now */
-	volatile u64 bp_addr;		/* SET_BP's breakpoint; 0: none */
+	struct dbg_hw hw[HVTRACE_DBG_SLOTS];	/* SET_HW's slots */
+	volatile u32 hw_gen;		/* bumped by every SET_HW: each vCPU composes anew */
 	u64 stops[HV_MAX_CPUS];		/* each vCPU's publications (the channel's copy is not read) */
 	u8 buf[HVTRACE_DBG_BUF_SIZE];	/* READ and WRITE (one request at a time: rec_ctl_poll) */
 } dbg;
@@ -109,6 +117,7 @@ static void publish(struct vcpu *v)
 	r.kernel_gs_base = hv.ops->get_msr(v, MSR_KERNEL_GS_BASE);
 	struct hvtrace_dbg_vcpu *d = &dbg.area->vcpu[v->id];
 	d->regs = r;
+	d->hits = v->trace->dbg_dr.hits;
 	d->stops = ++dbg.stops[v->id];
 	asm volatile("" ::: "memory");	/* the registers before the state (x86 orders stores) */
 	*(volatile u32 *)&d->state = HVTRACE_DBG_STOPPED;
@@ -140,42 +149,139 @@ static void hold_all(struct vcpu *v, u32 stop_vcpu)
 	dbg.area->held = 1;
 	hv_kick_others(v);
 	if (stop_vcpu)
-		LOG_INFO("debugger: vcpu %u reached the breakpoint at %lx: every vCPU held", v->id, dbg.bp_addr);
+		LOG_INFO("debugger: vcpu %u reached a breakpoint or watchpoint (slots %x, rip %lx): every vCPU "
+			 "held", v->id, v->trace->dbg_dr.hits, v->rip);
 	else
 		LOG_INFO("debugger: every vCPU held (host request)");
 }
 
-/* The debugger's breakpoint in v's DR3 while the engine is off and nothing
- * else holds DR3 (the recorder's start address), else not; #DB
- * intercepted with it (trace_idle_exceptions). */
-static void bp_sync(struct vcpu *v)
+void dbg_dr_release(struct vcpu *v)
 {
-	struct handler_bp *bp = &v->trace->bp;
-	u64 want = v->trace->engine == HVTRACE_ENGINE_OFF ? dbg.bp_addr : 0;
-	bool mine = bp->armed && bp->kind == BP_DEBUGGER;
-	if ((mine && bp->addr == want) || (!mine && (bp->armed || !want)))
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	if (!d->on)
 		return;
-	if (mine)
-		bp_disarm(v);
-	if (want)
-		bp_arm(v, BP_DEBUGGER, want, 0, 0);
+	for (int n = 0; n < 4; n++)
+		if (d->held & (1u << n))
+			dr_hw_write(n, d->saved[n]);
+	hv.ops->set_dr(v, 7, d->saved_dr7);
+	d->on = false;
+	d->held = 0;
 	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
 }
 
+/*
+ * The debugger's slots into the registers the guest's DR7 (`guest7`)
+ * does not enable, DR3 first and down; a slot that finds none stays
+ * unarmed on this vCPU until the guest frees one. The guest's values of
+ * the registers taken and its DR7 are kept (guest_dr_read and
+ * guest_dr_write use them); the VMCB's DR7 is the guest's with the
+ * debugger's enable, RW and LEN bits in the registers it took. The slots
+ * are copied under dbg.lock (another vCPU may apply SET_HW meanwhile: this
+ * one then composes again at its next entry, hw_gen).
+ */
+static void dr_acquire(struct vcpu *v, u64 guest7)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	struct dbg_hw hw[HVTRACE_DBG_SLOTS];
+	u64 dr7 = guest7;
+	int n = 3;
+	spin_lock(&dbg.lock);	/* the slots whole, as SET_HW left them */
+	d->gen = dbg.hw_gen;
+	memcpy(hw, dbg.hw, sizeof(hw));
+	spin_unlock(&dbg.lock);
+	d->held = 0;
+	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++) {
+		struct dbg_hw h = hw[s];
+		if (!h.on)
+			continue;
+		while (n >= 0 && (guest7 & (DR7_L(n) | DR7_G(n))))
+			n--;
+		if (n < 0)
+			break;
+		d->saved[n] = dr_hw_read(n);
+		dr_hw_write(n, h.addr);
+		d->slot[n] = (u8)s;
+		d->held |= 1u << n;
+		dr7 = (dr7 & ~(DR7_L(n) | DR7_G(n) | DR7_RWLEN(n))) | DR7_L(n) |
+		      ((u64)h.rwlen << DR7_RW_SHIFT(n));
+		n--;
+	}
+	d->saved_dr7 = guest7;
+	d->on = true;
+	hv.ops->set_dr(v, 7, dr7);
+	hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v));
+}
+
+/* The guest writes its DR7 while the debugger's registers are composed:
+ * composed again around the new value (a register it now enables goes
+ * back to it, a slot moves to one it freed). */
+void dbg_dr_guest_dr7(struct vcpu *v, u64 val)
+{
+	dbg_dr_release(v);
+	dr_acquire(v, val);
+}
+
+/* The debugger's slots on v while the engine is off and its breakpoint
+ * (the recorder's start address) is not armed, else none. */
+static void dr_sync(struct vcpu *v)
+{
+	struct trace_vcpu *t = v->trace;
+	struct dbg_dr *d = &t->dbg_dr;
+	bool any = false;
+	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++)
+		any |= dbg.hw[s].on;
+	bool want = any && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed;
+	if (!want) {
+		dbg_dr_release(v);
+		return;
+	}
+	if (d->on && d->gen == dbg.hw_gen)
+		return;
+	dbg_dr_release(v);
+	dr_acquire(v, hv.ops->get_dr(v, 7));
+}
+
+/*
+ * A #DB with the engine off while the debugger holds registers. Their
+ * B0-B3 are the debugger's: cleared from DR6 whatever else came (the
+ * guest never sees a cause in a register it does not have). An
+ * instruction breakpoint counts at its address only (RF, or a step's
+ * report of a match, SDM Vol. 3 18.3.1.1), a data breakpoint always.
+ * A hit holds every vCPU. An instruction breakpoint at the instruction
+ * the debugger steps is no hit: RF lets that instruction run (GDB steps
+ * over a breakpoint it keeps inserted; without RF the step would fault
+ * there again and again). The #DB is the guest's when it had a cause of
+ * its own too (its breakpoints, BS of its TF, BD), else it is dropped.
+ */
 bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 {
-	struct handler_bp *bp = &v->trace->bp;
-	if (!dbg.area || ev->vector != X86_DB || !bp->armed || bp->kind != BP_DEBUGGER)
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	if (!dbg.area || ev->vector != X86_DB || !d->on || !d->held)
 		return false;
 	u64 dr6 = hv.ops->get_dr(v, 6);
-	if (!(dr6 & DR6_B3) || gmem_linear_rip(v) != bp->addr)
+	u64 mine = dr6 & d->held;
+	if (!mine)
 		return false;
-	hv.ops->set_dr(v, 6, dr6 & ~DR6_B3);
-	spin_lock(&dbg.lock);
-	hold_all(v, v->id + 1);
-	spin_unlock(&dbg.lock);
-	/* a cause of the guest's own at the same time goes to the guest */
-	return !(dr6 & DR6_CAUSES & ~DR6_B3);
+	hv.ops->set_dr(v, 6, dr6 & ~(u64)d->held);
+	u32 hits = 0;
+	u64 rip = gmem_linear_rip(v);
+	for (int n = 0; n < 4; n++) {
+		if (!(mine & (1u << n)))
+			continue;
+		u64 dr7 = hv.ops->get_dr(v, 7);
+		bool exec = !((dr7 >> DR7_RW_SHIFT(n)) & 3);
+		if (exec && rip == dr_hw_read(n) && v->trace->dbg_step.on && v->rip == v->trace->dbg_step.rip)
+			v->rflags |= RFLAGS_RF;
+		else if (!exec || rip == dr_hw_read(n))
+			hits |= 1u << d->slot[n];
+	}
+	if (hits) {
+		d->hits |= hits;
+		spin_lock(&dbg.lock);
+		hold_all(v, v->id + 1);
+		spin_unlock(&dbg.lock);
+	}
+	return !(dr6 & DR6_CAUSES & ~(u64)d->held);
 }
 
 /* The step's #DB: the debugger's alone, or the guest's too: its own TF,
@@ -202,7 +308,7 @@ void dbg_before_entry(struct vcpu *v)
 	}
 	if (dbg.held)
 		hold(v);
-	bp_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
+	dr_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
 }
 
 /* v waits in root mode until RESUME or its STEP. */
@@ -222,7 +328,9 @@ static void hold(struct vcpu *v)
 		spin_lock(&dbg.lock);
 		if (dbg.gen != gen) {
 			go = true;	/* RESUME cleared our bit and state */
+			v->trace->dbg_dr.hits = 0;
 		} else if (dbg.step == v->id + 1) {
+			v->trace->dbg_dr.hits = 0;
 			dbg.step = 0;
 			dbg.stopped &= ~(1ull << v->id);
 			unpublish(v->id);
@@ -267,6 +375,29 @@ static s64 set_regs(struct vcpu *w)
 	return 0;
 }
 
+/* SET_HW (record.h), under dbg.lock: each vCPU composes its registers
+ * anew before its next entry (dr_sync). */
+static s64 set_hw(u64 arg0, u64 arg1)
+{
+	u32 slot = arg0 & 3, rw = (arg0 >> 16) & 3, len = (arg0 >> 24) & 3;
+	bool on = arg0 & (1u << 8);
+	u64 size = len == 2 ? 8 : len == 3 ? 4 : len + 1;
+	if (arg0 & ~(u64)(3 | 1u << 8 | 3u << 16 | 3u << 24))
+		return -HVTRACE_EINVAL;
+	if (on ? !arg1 || !ADDR_CANONICAL(arg1, 57) || rw == 2 || (rw == 0 && len) || (arg1 & (size - 1))
+	       : arg1 || rw || len)
+		return -HVTRACE_EINVAL;
+	if (!dbg.held)
+		return -HVTRACE_EPERM;
+	if (on && rec_trigger_addr())
+		return -HVTRACE_EPERM;	/* trace.start's address holds DR3 */
+	dbg.hw[slot] = (struct dbg_hw){ .on = on, .rwlen = (u8)(rw | len << 2), .addr = arg1 };
+	dbg.hw_gen++;
+	if (slot == 0)
+		dbg.area->bp_addr = arg1;
+	return 0;
+}
+
 /* One request, under dbg.lock. */
 static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 {
@@ -304,12 +435,14 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 	case HVTRACE_DBG_READ:
 	case HVTRACE_DBG_WRITE: {
 		u64 len = (arg0 >> 32) & 0xffff;
-		if (arg0 >> 48 || !len || len > HVTRACE_DBG_BUF_SIZE)
+		bool phys = op == HVTRACE_DBG_READ && (arg0 & HVTRACE_DBG_READ_PHYS);
+		if ((arg0 & ~HVTRACE_DBG_READ_PHYS) >> 48 || (op == HVTRACE_DBG_WRITE && arg0 >> 48) || !len ||
+		    len > HVTRACE_DBG_BUF_SIZE)
 			return -HVTRACE_EINVAL;
 		if ((e = pick(arg0 & 0xffffffffu, &w)))
 			return e;
 		if (op == HVTRACE_DBG_READ) {
-			if (gmem_read_linear(w, arg1, dbg.buf, len) != len)
+			if (phys ? !gmem_read_phys(arg1, dbg.buf, len) : gmem_read_linear(w, arg1, dbg.buf, len) != len)
 				return -HVTRACE_EFAULT;
 			memcpy(dbg.area->buf, dbg.buf, len);
 			return 0;
@@ -326,13 +459,20 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 	case HVTRACE_DBG_SET_BP:
 		if (arg0 >> 33 || (arg0 >> 32 && (!arg1 || !ADDR_CANONICAL(arg1, 57))))
 			return -HVTRACE_EINVAL;
-		if (!dbg.held)
-			return -HVTRACE_EPERM;
-		if (arg0 >> 32 && rec_trigger_addr())
-			return -HVTRACE_EPERM;	/* trace.start's address holds DR3 */
-		dbg.bp_addr = arg0 >> 32 ? arg1 : 0;
-		dbg.area->bp_addr = dbg.bp_addr;	/* each vCPU arms it when it goes on (bp_sync) */
+		return set_hw(arg0 >> 32 ? 1u << 8 : 0, arg0 >> 32 ? arg1 : 0);
+	case HVTRACE_DBG_SET_HW:
+		return set_hw(arg0, arg1);
+	case HVTRACE_DBG_TRANSLATE: {
+		u64 gpa;
+		if (arg0 >> 32)
+			return -HVTRACE_EINVAL;
+		if ((e = pick(arg0, &w)))
+			return e;
+		if (!gmem_translate(w, arg1, &gpa))
+			return -HVTRACE_EFAULT;
+		memcpy(dbg.area->buf, &gpa, sizeof(gpa));
 		return 0;
+	}
 	}
 	return -HVTRACE_EINVAL;
 }

@@ -25,8 +25,16 @@ void dbg_before_entry(struct vcpu *v);
  * (v is held again at its next exit). */
 void dbg_step_cancel(struct vcpu *v);
 /* A #DB with the engine off: true when it was the debugger's breakpoint
- * (and no cause of the guest's own came with it); the guest is held. */
+ * or watchpoint alone (no cause of the guest's own came with it); the
+ * guest is held when one of them fired. */
 bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev);
 /* A #DB with the engine off: true when it was the debugger's step. */
 bool dbg_step_db(struct vcpu *v, const struct hv_event *ev);
+/* The debugger's registers go back to the guest on v (the engine starts,
+ * or takes DR3 for the recorder's start address); composed again at an
+ * entry with the engine off (dbg_before_entry). */
+void dbg_dr_release(struct vcpu *v);
+/* The guest writes DR7 (`val`, bit 10 set) while the debugger holds
+ * registers (v->trace->dbg_dr.on). */
+void dbg_dr_guest_dr7(struct vcpu *v, u64 val);
 #endif

@@ -13,9 +13,32 @@
 #include "base/log.h"
 #include "base/mm.h"
 #include "base/vcpu.h"
+#include "trace/dbg.h"
 #include "trace/engine.h"
 
 /* --- the engine's breakpoint ------------------------------------------- */
+
+/* DR0-DR3 of the processor: the guest's own values unless the engine or
+ * the host debugger holds the register (they keep the guest's meanwhile) */
+u64 dr_hw_read(int n)
+{
+	switch (n) {
+	case 0: return read_dr0();
+	case 1: return read_dr1();
+	case 2: return read_dr2();
+	default: return read_dr3();
+	}
+}
+
+void dr_hw_write(int n, u64 val)
+{
+	switch (n) {
+	case 0: write_dr0(val); return;
+	case 1: write_dr1(val); return;
+	case 2: write_dr2(val); return;
+	default: write_dr3(val); return;
+	}
+}
 
 /* DR7's enable and RW/LEN bits of the instruction breakpoints (enabled,
  * RW = 00) among DR`first`..DR`last` (SDM Vol. 3 18.2.4). */
@@ -68,6 +91,7 @@ void bp_arm2(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 addr2, u64 
 {
 	struct handler_bp *bp = &v->trace->bp;
 	bp_disarm(v);
+	dbg_dr_release(v);	/* the host debugger's registers go back to the guest first */
 	bp->saved_dr3 = read_dr3();
 	bp->saved_dr2 = addr2 ? read_dr2() : 0;
 	bp->saved_dr7 = hv.ops->get_dr(v, 7);
@@ -134,6 +158,11 @@ u64 guest_dr_read(struct vcpu *v, int n)
 {
 	struct trace_vcpu *t = v->trace;
 	struct handler_bp *bp = &t->bp;
+	const struct dbg_dr *d = &t->dbg_dr;
+	if (d->on && n < 4 && (d->held & (1u << n)))
+		return d->saved[n];
+	if (d->on && n == 7)
+		return d->saved_dr7;
 	switch (n) {
 	case 0: return read_dr0();
 	case 1: return read_dr1();
@@ -148,6 +177,15 @@ static void guest_dr_write(struct vcpu *v, int n, u64 val)
 {
 	struct trace_vcpu *t = v->trace;
 	struct handler_bp *bp = &t->bp;
+	struct dbg_dr *d = &t->dbg_dr;
+	if (d->on && n < 4 && (d->held & (1u << n))) {
+		d->saved[n] = val;	/* the debugger's value stays in the register */
+		return;
+	}
+	if (d->on && n == 7) {
+		dbg_dr_guest_dr7(v, val | DR7_FIXED1);	/* the engine is off meanwhile */
+		return;
+	}
 	switch (n) {
 	case 0: write_dr0(val); return;
 	case 1: write_dr1(val); return;

@@ -80,8 +80,7 @@ static void engine_stop(struct vcpu *v)
 u32 trace_idle_exceptions(struct vcpu *v)
 {
 	const struct trace_vcpu *t = v->trace;
-	return (t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER)) || t->nmi_step.on ||
-			       t->dbg_step.on
+	return (t->bp.armed && t->bp.kind == BP_TRIGGER) || t->nmi_step.on || t->dbg_step.on || t->dbg_dr.held
 		       ? 1u << X86_DB
 		       : 0;
 }
@@ -204,7 +203,9 @@ void trace_update(struct vcpu *v)
 	if (which == HVTRACE_ENGINE_LBR && !lbr_engine_ok(v))
 		which = HVTRACE_ENGINE_FAST;
 
-	if (want && t->bp.armed && (t->bp.kind == BP_TRIGGER || t->bp.kind == BP_DEBUGGER))
+	if (want)
+		dbg_dr_release(v);	/* the debugger's registers go back to the guest */
+	if (want && t->bp.armed && t->bp.kind == BP_TRIGGER)
 		bp_disarm(v);	/* the engine's DR3 from now on */
 	if (want && t->engine != HVTRACE_ENGINE_OFF)
 		engine_set(v, which);

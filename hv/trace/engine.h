@@ -23,6 +23,8 @@ bool step_branched(const struct step_state *s);
 
 /* dr.c: the engine's breakpoint (DR3, and DR2 for a second stop) and the
  * guest's debug registers while the engine holds some */
+u64 dr_hw_read(int n);		/* DR0-DR3 of the processor */
+void dr_hw_write(int n, u64 val);
 u64 exec_bps(u64 dr7, int first, int last);
 u64 guest_exec_bps(u64 dr7);
 bool guest_dr23_data(struct vcpu *v);

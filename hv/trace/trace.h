@@ -43,6 +43,21 @@ struct hidden_step {
 	u64 rip;		/* where it began */
 };
 
+/* The host debugger's breakpoints and watchpoints in this vCPU's debug
+ * registers (trace/dbg.c), only while the engine is off and its own
+ * breakpoint (struct handler_bp) is not armed: the registers it holds,
+ * and the guest's values of them and of DR7, read and written in their
+ * place (trace/dr.c guest_dr_read, guest_dr_write). */
+struct dbg_dr {
+	bool on;		/* the guest's DR7 is saved_dr7; the VMCB's is composed */
+	u8 held;		/* bit n: the debugger holds DRn */
+	u8 slot[4];		/* a held DRn's debugger slot */
+	u32 gen;		/* the debugger's slots as composed (dbg.c hw_gen) */
+	u32 hits;		/* slots that fired since the vCPU last went on */
+	u64 saved[4];		/* the guest's DRn while held */
+	u64 saved_dr7;
+};
+
 /* Where the vCPU was before the instruction now being stepped. */
 struct step_state {
 	bool valid;
@@ -58,8 +73,7 @@ struct step_state {
 /* The engine's own breakpoint (DR3, execute): on the first instruction of
  * a handler an event is being delivered to (the record is made when it is
  * reached), or, for the fast engine, on the next control transfer. */
-enum engine_bp_kind { BP_HANDLER, BP_STOP, BP_TRIGGER /* the recorder's start address */,
-		     BP_DEBUGGER /* the host debugger's breakpoint (trace/dbg.c) */ };
+enum engine_bp_kind { BP_HANDLER, BP_STOP, BP_TRIGGER /* the recorder's start address */ };
 struct handler_bp {
 	bool armed;
 	enum engine_bp_kind kind;
@@ -248,8 +262,9 @@ struct trace_vcpu {
 	 * interp runs. Any other may have raised an event the processor takes right after the
 	 * instruction that exited (a self-IPI through the ICR, an NMI) before the next one. */
 	bool interp_db_exit;
-	/* the host debugger's step (trace/dbg.c) */
+	/* the host debugger's step and debug registers (trace/dbg.c) */
 	struct hidden_step dbg_step;
+	struct dbg_dr dbg_dr;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

@@ -242,12 +242,25 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     rflags become the vCPU's (RIP canonical, RFLAGS' reserved bits as
  *     the processor has them, TF and VM unchanged: else EINVAL); the
  *     other fields are not read.
- *   SET_BP (arg0 bits 31:0 ignored, bit 32: 1 set, 0 clear; arg1 = a
- *     canonical linear address): the one instruction breakpoint, on every
- *     untraced vCPU, in the hypervisor's own DR3 (the guest's DR3 and its
- *     DR7 bits stay virtual meanwhile). EPERM while trace.start waits for
- *     an address (it holds DR3). A vCPU that reaches it holds the guest as
- *     STOP does, with stop_vcpu = its number + 1.
+ *   READ with arg0 bit 48 set (ABI 1.10): arg1 is a guest-physical
+ *     address (guest RAM only; the vCPU must still be a stopped one).
+ *   SET_HW (ABI 1.10; no vCPU: arg0 bits 1:0 = the debugger's slot 0-3,
+ *     bit 8: 1 set, 0 clear, bits 17:16 = RW as DR7 has it (0 execute, 1
+ *     write, 3 read or write; 2, I/O, refused), bits 25:24 = LEN as DR7
+ *     has it (0: 1 byte, 1: 2, 3: 4, 2: 8; 0 for execute), every other
+ *     bit 0; arg1 = a canonical linear address aligned to the length, 0
+ *     to clear): a breakpoint or watchpoint of the debugger's, on every
+ *     untraced vCPU, in a debug register the guest's DR7 does not enable
+ *     (docs/channel.md "The debugger": the guest's DR0-DR3 and DR7 read
+ *     and write as they would without it). EPERM while trace.start waits
+ *     for an address. A vCPU that reaches one holds the guest as STOP
+ *     does, stop_vcpu = its number + 1, and publishes the slots that
+ *     fired in its `hits`.
+ *   TRANSLATE (ABI 1.10; arg0 = the vCPU, arg1 = a linear address): its
+ *     guest-physical address through that vCPU's page tables, 8 bytes
+ *     into buf (EFAULT: not mapped).
+ *   SET_BP: SET_HW's slot 0 as an instruction breakpoint (ABI 1.9: arg0
+ *     bit 32: 1 set, 0 clear; arg1 = a canonical linear address).
  * The host writes buf only while the guest is held and no request is
  * pending; the hypervisor copies what it reads from the channel once.
  */
@@ -259,7 +272,11 @@ enum hvtrace_dbg_op {
 	HVTRACE_DBG_WRITE = 20,
 	HVTRACE_DBG_SET_REGS = 21,
 	HVTRACE_DBG_SET_BP = 22,
+	HVTRACE_DBG_SET_HW = 23,
+	HVTRACE_DBG_TRANSLATE = 24,
 };
+#define HVTRACE_DBG_SLOTS	4u	/* SET_HW's slots: as many as there are debug registers */
+#define HVTRACE_DBG_READ_PHYS	(1ull << 48)	/* READ: arg1 is guest-physical */
 #define HVTRACE_EAGAIN		11	/* the vCPU is not stopped yet: ask again */
 #define HVTRACE_DBG_MAGIC	0x3147424454565648ull	/* "HVTVDBG1" */
 #define HVTRACE_DBG_BUF_SIZE	2048u
@@ -289,7 +306,9 @@ struct hvtrace_dbg_vcpu {
 	uint32_t apic_id;
 	uint64_t stops;		/* times it stopped (each publication) */
 	struct hvtrace_dbg_regs regs;
-	uint8_t pad[512 - 16 - 320];
+	uint32_t hits;		/* SET_HW slots (bit n: slot n) that fired at this stop (ABI 1.10) */
+	uint32_t reserved;
+	uint8_t pad[512 - 16 - 320 - 8];
 };
 _Static_assert(sizeof(struct hvtrace_dbg_vcpu) == 512, "hvtrace_dbg_vcpu is 512 bytes");
 
@@ -301,7 +320,7 @@ struct hvtrace_dbg {
 	uint32_t stop_vcpu;	/* 0: the host's STOP held the guest; else the vCPU + 1 that
 				 * reached the breakpoint (SET_BP) */
 	uint32_t reserved0;
-	uint64_t bp_addr;	/* the breakpoint SET_BP armed; 0: none */
+	uint64_t bp_addr;	/* slot 0's address (SET_BP or SET_HW); 0: none */
 	uint8_t reserved[24];
 	uint8_t buf[HVTRACE_DBG_BUF_SIZE];	/* READ, WRITE, SET_REGS data */
 	uint8_t pad[HVTRACE_DBG_VCPU_OFFSET - 64 - HVTRACE_DBG_BUF_SIZE];

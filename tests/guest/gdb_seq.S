@@ -13,8 +13,17 @@
  * R12 kept and checked (gdb_bad counts breaks of it), R15 stored into
  * gdb_r15 (the debugger sets R15), DR3 and DR7 as the guest reads them
  * ORed into gdb_dr3 and gdb_dr7 (the debugger's breakpoint must never
- * show there; each MOV from a debug register exits). Returns the turns. */
-	.globl gdb_loop, gdb_loop_top, gdb_loop_end
+ * show there; each MOV from a debug register exits). Then the guest's
+ * own breakpoint, written anew: DR7 = 0 (every register free: a debugger
+ * with four breakpoints takes DR0 too), DR0 = gdb_own_bp, DR7 =
+ * gdb_own_dr7 (L0, an instruction breakpoint: DR0 the guest's again),
+ * both read back (gdb_dr_bad counts a value not as written); gdb_own_bp's instruction counts the turns that
+ * reached it (gdb_own_turns), gdb_db_handler the #DBs (gdb_own_hits).
+ * And the code the debugger puts its breakpoints on, read as data: the
+ * first 8 bytes at gdb_loop_top and gdb_loop_mid against their copies
+ * taken before the debugger came (gdb_top_orig, gdb_mid_orig; gdb_code_bad
+ * counts a difference). Returns the turns. */
+	.globl gdb_loop, gdb_loop_top, gdb_loop_end, gdb_loop_mid, gdb_own_bp
 gdb_loop:
 	push	%rbx
 	push	%r12
@@ -38,6 +47,30 @@ gdb_loop_top:
 	or	%rax, gdb_dr3(%rip)
 	mov	%dr7, %rax
 	or	%rax, gdb_dr7(%rip)
+	mov	$0x400, %eax
+	mov	%rax, %dr7
+	lea	gdb_own_bp(%rip), %rax
+	mov	%rax, %dr0
+	mov	gdb_own_dr7(%rip), %rax
+	mov	%rax, %dr7
+	mov	%dr0, %rax
+	lea	gdb_own_bp(%rip), %rcx
+	cmp	%rcx, %rax
+	jne	3f
+	mov	%dr7, %rax
+	cmp	gdb_own_dr7(%rip), %rax
+	je	4f
+3:	incq	gdb_dr_bad(%rip)
+4:	mov	gdb_loop_top(%rip), %rax
+	cmp	gdb_top_orig(%rip), %rax
+	jne	5f
+	mov	gdb_loop_mid(%rip), %rax
+	cmp	gdb_mid_orig(%rip), %rax
+	je	gdb_own_bp
+5:	incq	gdb_code_bad(%rip)
+gdb_own_bp:
+	incq	gdb_own_turns(%rip)
+gdb_loop_mid:
 	movabs	$0x6764626d61676963, %rax
 	cmp	%rax, gdb_poke(%rip)
 	je	2f
@@ -54,9 +87,25 @@ gdb_loop_end:
 	pop	%rbx
 	ret
 
+/* The guest's own #DB handler: its breakpoint at gdb_own_bp counted,
+ * RF set so that the instruction then runs (SDM Vol. 3 18.3.1.1) */
+	.globl gdb_db_handler
+gdb_db_handler:
+	incq	gdb_own_hits(%rip)
+	orq	$0x10000, 16(%rsp)
+	iretq
+
 	.data
 	.balign 8
 	.globl gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7
+	.globl gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig, gdb_code_bad
+gdb_own_dr7:	.quad 0x400
+gdb_dr_bad:	.quad 0
+gdb_own_turns:	.quad 0
+gdb_own_hits:	.quad 0
+gdb_top_orig:	.quad 0
+gdb_mid_orig:	.quad 0
+gdb_code_bad:	.quad 0
 gdb_counter:	.quad 0
 gdb_r15:	.quad 0
 gdb_poke:	.quad 0

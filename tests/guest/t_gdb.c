@@ -7,7 +7,14 @@
  * through, the loop's own invariant never broke (a stop, a step and
  * register writes of R15 only leave it intact), the loop went on after
  * the debugger let it go, and the debugger's hardware breakpoint never
- * showed in the DR3 and DR7 the loop read (they stay the guest's).
+ * showed in the DR3 and DR7 the loop read (they stay the guest's). And,
+ * while the debugger holds breakpoints and watchpoints in the loop, the
+ * guest's own: its DR0 and DR7 written every turn (DR7 cleared first, so
+ * that a debugger with four takes DR0, then DR0 and DR7 set) read back
+ * as written,
+ * its DR0 breakpoint fired once every turn (its #DB handler counted as
+ * many as the turns), and the code under the debugger's breakpoints read
+ * as data is always the original bytes.
  */
 #include "guest.h"
 
@@ -16,7 +23,10 @@
 
 uint64_t gdb_loop(uint64_t deadline_tsc);
 extern const char gdb_loop_top[], gdb_loop_end[];
+extern const char gdb_loop_mid[], gdb_own_bp[], gdb_db_handler[];
 extern volatile uint64_t gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7;
+extern volatile uint64_t gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig,
+	gdb_code_bad;
 
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
@@ -31,8 +41,16 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		    (uint64_t)(uintptr_t)gdb_loop, (uint64_t)(uintptr_t)gdb_loop_top, (uint64_t)(uintptr_t)gdb_loop_end,
 		    (uint64_t)(uintptr_t)&gdb_counter, (uint64_t)(uintptr_t)&gdb_r15,
 		    (uint64_t)(uintptr_t)&gdb_poke, (uint64_t)(uintptr_t)&gdb_bad);
+	report_info("GDB-TARGET2: mid=%lx own_bp=%lx", A(gdb_loop_mid), A(gdb_own_bp));
+	/* the code as it is before the debugger, and the guest's own breakpoint */
+	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
+	gdb_mid_orig = *(const volatile uint64_t *)gdb_loop_mid;
+	struct gate old_db = handle_exception(X86_DB, (void *)gdb_db_handler);
+	gdb_own_dr7 = 0x401;	/* L0, RW0 = LEN0 = 0: an instruction breakpoint (SDM Vol. 3 18.2.4) */
 	report_info("GDB-LOOP: running");
 	uint64_t turns = gdb_loop(rdtsc() + 120 * hz);
+	asm volatile("mov %0, %%dr7" ::"r"(0x400ull));
+	gate_restore(X86_DB, old_db);
 	report(gdb_poke == GDB_MAGIC, "debugger_wrote_memory", "gdb_poke %lx", gdb_poke);
 	report(gdb_r15 == GDB_R15, "debugger_set_r15", "gdb_r15 %lx", gdb_r15);
 	report(gdb_bad == 0, "loop_invariant_kept", "%lu breaks", gdb_bad);
@@ -40,5 +58,10 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	/* DR7 bits 6-7 (L3, G3) and 28-31 (RW3, LEN3): the breakpoint's */
 	report(gdb_dr3 == dr3 && !((gdb_dr7 & ~dr7) & (0xc0ull | 0xf0000000ull)), "debugger_dr3_invisible",
 	       "DR3 seen %lx (was %lx), DR7 seen %lx (was %lx)", gdb_dr3, dr3, gdb_dr7, dr7);
+	report(gdb_dr_bad == 0, "own_dr0_dr7_as_written", "%lu turns read another DR0 or DR7", gdb_dr_bad);
+	report(gdb_own_hits == turns && gdb_own_turns == turns, "own_breakpoint_fired_every_turn",
+	       "%lu #DBs, %lu turns reached it, %lu turns", gdb_own_hits, gdb_own_turns, turns);
+	report(gdb_code_bad == 0, "code_reads_original", "%lu turns read other bytes at the breakpoints",
+	       gdb_code_bad);
 	report_done();
 }

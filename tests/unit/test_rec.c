@@ -69,8 +69,19 @@ static void get_seg(struct vcpu *v, enum hv_seg s, struct hv_segment *out)
 	*out = (struct hv_segment){ .sel = (u16)(8 * s), .base = s == SEG_GS ? 0xffff888000000000ull : 0 };
 }
 static u64 get_msr(struct vcpu *v, u32 msr) { (void)v; return msr == MSR_KERNEL_GS_BASE ? 0x4000 : 0; }
-static u64 get_dr(struct vcpu *v, int n) { (void)v; return n == 6 ? fake_dr6 : 0x400; }
-static void set_dr(struct vcpu *v, int n, u64 val) { (void)v; if (n == 6) fake_dr6 = val; }
+static u64 fake_dr7 = 0x400, fake_drs[4];
+static u64 get_dr(struct vcpu *v, int n) { (void)v; return n == 6 ? fake_dr6 : fake_dr7; }
+static void set_dr(struct vcpu *v, int n, u64 val)
+{
+	(void)v;
+	if (n == 6)
+		fake_dr6 = val;
+	else
+		fake_dr7 = val;
+}
+/* the processor's DR0-DR3 (trace/dr.c) */
+u64 dr_hw_read(int n) { return fake_drs[n & 3]; }
+void dr_hw_write(int n, u64 val) { fake_drs[n & 3] = val; }
 static void set_exception_intercepts(struct vcpu *v, u32 mask) { (void)v; fake_intercepts = mask; }
 static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr, .get_efer = get_efer,
 					.get_seg = get_seg, .get_msr = get_msr, .get_dr = get_dr,
@@ -82,6 +93,21 @@ size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 		return 0;
 	memcpy(buf, fake_ram + (gva - 0x1000), len);
 	return len;
+}
+bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
+{
+	(void)v;
+	if (gva < 0x1000 || gva >= 0x1100)
+		return false;
+	*gpa = gva + 0x100000;
+	return true;
+}
+bool gmem_read_phys(u64 gpa, void *buf, size_t len)
+{
+	if (gpa < 0x1000 || gpa >= 0x1100 || len > 0x1100 - gpa)
+		return false;
+	memcpy(buf, fake_ram + (gpa - 0x1000), len);
+	return true;
 }
 bool gmem_write_linear(struct vcpu *v, u64 gva, const void *buf, size_t len)
 {
@@ -97,7 +123,7 @@ bool trace_guest_tf(const struct vcpu *v)
 }
 u32 trace_idle_exceptions(struct vcpu *v)
 {
-	return v->trace->dbg_step.on || (v->trace->bp.armed && v->trace->bp.kind == BP_DEBUGGER) ? 1u << X86_DB : 0;
+	return v->trace->dbg_step.on || v->trace->dbg_dr.held ? 1u << X86_DB : 0;
 }
 /* the engine's DR3 (trace/dr.c), as far as dbg.c sees it */
 void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
@@ -241,7 +267,7 @@ static void test_dbg(void)
 
 	/* memory: lengths, vCPU numbers and addresses checked */
 	u64 bad[][2] = { { 0, 0x1000 }, { 0 | (u64)(HVTRACE_DBG_BUF_SIZE + 1) << 32, 0x1000 },
-			 { 0 | 8ull << 32 | 1ull << 48, 0x1000 }, { 1 | 8ull << 32, 0x1000 } };
+			 { 0 | 8ull << 32 | 1ull << 49, 0x1000 }, { 1 | 8ull << 32, 0x1000 } };
 	for (u32 i = 0; i < ARRAY_SIZE(bad); i++)
 		CHECK(dbg_req(HVTRACE_DBG_READ, bad[i][0], bad[i][1], true) == -HVTRACE_EINVAL &&
 		      dbg_req(HVTRACE_DBG_WRITE, bad[i][0], bad[i][1], true) == -HVTRACE_EINVAL,
@@ -300,32 +326,107 @@ static void test_dbg(void)
 		;
 	CHECK(r->rip == 0x401013 && a->vcpu[0].stops == 3 && !(r->rflags & RFLAGS_TF), "stopped again after the step");
 	/* the breakpoint: checked, armed when the vCPU goes on, reached */
+	struct dbg_dr *dd = &vcpu0.trace->dbg_dr;
+	fake_dr7 = 0x400;
+	fake_drs[3] = 0x3333;
 	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 33, 0x401020, true) == -HVTRACE_EINVAL &&
 	      dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0, true) == -HVTRACE_EINVAL &&
 	      dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x0100000000000000ull, true) == -HVTRACE_EINVAL &&
 	      a->bp_addr == 0, "SET_BP: bad flags, address 0, a non-canonical address");
-	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x401020, true) == 0 && a->bp_addr == 0x401020 &&
-	      !vcpu0.trace->bp.armed, "SET_BP: recorded, armed only when the vCPU goes on");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x401020, true) == 0 && a->bp_addr == 0x401020 && !dd->on,
+	      "SET_BP: recorded, armed only when the vCPU goes on");
 	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
 	pthread_join(th, NULL);
 	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING && !a->held, "running again");
-	CHECK(vcpu0.trace->bp.armed && vcpu0.trace->bp.kind == BP_DEBUGGER && vcpu0.trace->bp.addr == 0x401020 &&
-	      fake_intercepts == 1u << X86_DB, "the breakpoint in DR3, #DB intercepted");
+	CHECK(dd->on && dd->held == 1u << 3 && fake_drs[3] == 0x401020 && dd->saved[3] == 0x3333 &&
+	      dd->saved_dr7 == 0x400 && fake_dr7 == (0x400 | DR7_L(3)) && fake_intercepts == 1u << X86_DB,
+	      "the breakpoint in DR3 (the guest's kept), L3 in the DR7 entered with, #DB intercepted");
 	fake_dr6 = 0xffff0ff0 | DR6_B3;
 	vcpu0.rip = 0x401010;
-	CHECK(!dbg_bp_hit(&vcpu0, &db) && !a->held, "B3 elsewhere: not the debugger's");
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !a->held && fake_dr6 == 0xffff0ff0,
+	      "B3 elsewhere (a match RF hid): not a hit, but B3 is never the guest's");
+	fake_dr6 = 0xffff0ff0 | DR6_B0;
+	CHECK(!dbg_bp_hit(&vcpu0, &db) && fake_dr6 == (0xffff0ff0 | DR6_B0), "the guest's own B0: its #DB");
 	vcpu0.rip = 0x401020;
 	kicks = 0;
-	CHECK(dbg_bp_hit(&vcpu0, &db) && a->held && a->stop_vcpu == 1 && kicks == 1 && fake_dr6 == 0xffff0ff0,
-	      "the breakpoint reached: held, by vCPU 0, B3 taken from DR6");
+	fake_dr6 = 0xffff0ff0 | DR6_B3 | DR6_B0;
+	CHECK(!dbg_bp_hit(&vcpu0, &db) && a->held && a->stop_vcpu == 1 && kicks == 1 && fake_dr6 == (0xffff0ff0 | DR6_B0),
+	      "the breakpoint reached with the guest's B0: held, by vCPU 0, B3 taken from DR6, the #DB the guest's");
 	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
 	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
 		;
-	CHECK(r->rip == 0x401020, "stopped at the breakpoint");
-	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0, "SET_BP: cleared");
+	CHECK(r->rip == 0x401020 && a->vcpu[0].hits == 1, "stopped at the breakpoint, slot 0 its hit");
+	/* SET_HW: its checks, then a second breakpoint and a watchpoint */
+	u64 bad_hw[][2] = { { 4, 0x1000 }, { 1u << 8 | 2u << 16 | 0, 0x1000 }, { 1u << 8 | 1u << 24, 0x1000 },
+			    { 1u << 8 | 1u << 16 | 3u << 24, 0x1002 }, { 1u << 8, 0 }, { 1, 0x1000 },
+			    { 1u << 8, 0x0100000000000000ull }, { 1u << 8 | 1u << 16 | 2u << 24, 0x1004 } };
+	for (u32 i = 0; i < ARRAY_SIZE(bad_hw); i++)
+		CHECK(dbg_req(HVTRACE_DBG_SET_HW, bad_hw[i][0], bad_hw[i][1], true) == -HVTRACE_EINVAL,
+		      "SET_HW %u refused: an unknown bit, I/O, an execute length, unaligned, no address, "
+		      "an address to clear, non-canonical", i);
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 1 | 1u << 8, 0x401030, true) == 0 &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 2 | 1u << 8 | 1u << 16 | 2u << 24, 0x1040, true) == 0,
+	      "SET_HW: a breakpoint in slot 1, a write watchpoint of 8 bytes in slot 2");
+	fake_drs[0] = 0x1111;
+	fake_drs[1] = 0x2222;
+	fake_drs[2] = 0x2020;
 	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
 	pthread_join(th, NULL);
-	CHECK(!vcpu0.trace->bp.armed && !fake_intercepts, "the breakpoint taken out when the vCPU went on");
+	CHECK(dd->held == 0xe && fake_drs[3] == 0x401020 && fake_drs[2] == 0x401030 && fake_drs[1] == 0x1040 &&
+	      dd->saved[3] == 0x3333 && dd->saved[2] == 0x2020 && dd->saved[1] == 0x2222 && fake_drs[0] == 0x1111 &&
+	      fake_dr7 == (0x400 | DR7_L(3) | DR7_L(2) | DR7_L(1) | (0x9ull << DR7_RW_SHIFT(1))) && !dd->hits,
+	      "three slots in DR3, DR2, DR1 (RW 01, LEN 10), DR0 the guest's: dr7 %llx",
+	      (unsigned long long)fake_dr7);
+	/* the guest enables its DR2: it gets its register back, the slots move down */
+	dbg_dr_guest_dr7(&vcpu0, 0x400 | DR7_G(2));
+	CHECK(dd->held == 0xb && fake_drs[2] == 0x2020 && fake_drs[1] == 0x401030 && fake_drs[0] == 0x1040 &&
+	      dd->saved[0] == 0x1111 && dd->saved[1] == 0x2222 &&
+	      dd->saved_dr7 == (0x400 | DR7_G(2)) && (fake_dr7 & (DR7_G(2) | DR7_L(0) | DR7_L(1) | DR7_L(3))) ==
+	      (DR7_G(2) | DR7_L(0) | DR7_L(1) | DR7_L(3)) && !(fake_dr7 & DR7_L(2)),
+	      "the guest's DR7 takes DR2 back: slot 1 in DR1, slot 2 in DR0 now (dr7 %llx)", (unsigned long long)fake_dr7);
+	/* all four its own: the debugger's wait */
+	dbg_dr_guest_dr7(&vcpu0, 0x400 | 0xff);
+	CHECK(dd->on && !dd->held && fake_drs[0] == 0x1111 && fake_drs[1] == 0x2222 && fake_drs[2] == 0x2020 &&
+	      fake_drs[3] == 0x3333 && fake_dr7 == 0x4ff && !fake_intercepts,
+	      "the guest enables all four: its values back, nothing of the debugger's, #DB not intercepted");
+	dbg_dr_guest_dr7(&vcpu0, 0x400);
+	CHECK(dd->held == 0xe && fake_drs[1] == 0x1040, "and freed again: the slots back");
+	/* the debugger steps the instruction its breakpoint is on: RF, no hit */
+	vcpu0.trace->dbg_step.on = true;
+	vcpu0.trace->dbg_step.rip = vcpu0.rip = 0x401020;
+	vcpu0.rflags &= ~RFLAGS_RF;
+	fake_dr6 = 0xffff0ff0 | DR6_B3;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !a->held && (vcpu0.rflags & RFLAGS_RF) && !dd->hits && fake_dr6 == 0xffff0ff0,
+	      "a breakpoint at the stepped instruction: RF set, not held, the #DB dropped");
+	vcpu0.trace->dbg_step.on = false;
+	vcpu0.rflags &= ~RFLAGS_RF;
+	/* the watchpoint: a trap, wherever RIP is */
+	vcpu0.rip = 0x401077;
+	fake_dr6 = 0xffff0ff0 | DR6_B1;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && a->held && fake_dr6 == 0xffff0ff0 && dd->hits == 1u << 2,
+	      "the watchpoint in DR1: slot 2's hit, held, the #DB dropped");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(a->vcpu[0].hits == 1u << 2, "hits published: %x", a->vcpu[0].hits);
+	CHECK(dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32 | HVTRACE_DBG_READ_PHYS, 0x1010, true) == 0 && a->buf[0] == 0x5a &&
+	      dbg_req(HVTRACE_DBG_READ, 0 | 8ull << 32 | HVTRACE_DBG_READ_PHYS, 0x10fc, true) == -HVTRACE_EFAULT &&
+	      dbg_req(HVTRACE_DBG_WRITE, 0 | 8ull << 32 | HVTRACE_DBG_READ_PHYS, 0x1010, true) == -HVTRACE_EINVAL,
+	      "READ_PHYS: guest RAM, past it EFAULT, no physical write");
+	u64 gpa = 0;
+	CHECK(dbg_req(HVTRACE_DBG_TRANSLATE, 0, 0x1010, true) == 0 && (memcpy(&gpa, a->buf, 8), gpa == 0x101010) &&
+	      dbg_req(HVTRACE_DBG_TRANSLATE, 0, 0x2000, true) == -HVTRACE_EFAULT &&
+	      dbg_req(HVTRACE_DBG_TRANSLATE, 1, 0x1010, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_TRANSLATE, 1ull << 32, 0x1010, true) == -HVTRACE_EINVAL,
+	      "TRANSLATE: the walk's address into buf, unmapped EFAULT, no such vCPU, a stray bit");
+	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0 &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 1, 0, true) == 0 && dbg_req(HVTRACE_DBG_SET_HW, 2, 0, true) == 0,
+	      "SET_BP and SET_HW: cleared");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	CHECK(!dd->on && !dd->held && !fake_intercepts && fake_drs[3] == 0x3333 && fake_drs[2] == 0x2020 &&
+	      fake_drs[1] == 0x2222 && fake_dr7 == 0x400 && !dd->hits,
+	      "the registers the guest's again when the vCPU went on");
 	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 32, 0x401020, false) == -HVTRACE_EPERM, "SET_BP not held");
 	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, false) == -HVTRACE_EPERM, "STEP after RESUME");
 	dbg_before_entry(&vcpu0);	/* not held: returns at once */
