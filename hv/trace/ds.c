@@ -228,10 +228,13 @@ static inline bool ds_put(struct vcpu *v, const struct gmem_xlat_key *key, u64 g
 	void *p = gmem_pin_hit(&ds->pin, gva, len, true);
 	if (!p && ds->pin.on)
 		p = gmem_pin_ptr(v, &ds->xlat, &ds->pin, gva, len, true);
+	/* a record the interpreting engine's burst writes may land in code it checked */
 	if (p) {
+		interp_code_written(&v->trace->dcache, p, p);	/* a pin: one page */
 		__builtin_memcpy(p, buf, len);	/* inline moves where len is a constant */
 		return true;
 	}
+	interp_code_written(&v->trace->dcache, NULL, NULL);
 	return gmem_write_linear_cached(v, &ds->xlat, key, gva, buf, len);
 }
 

@@ -174,6 +174,8 @@ static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
 		memcpy(&m->shadow->wval, buf, len);
 		return INTERP_MEM_OK;
 	}
+	interp_code_written(&m->v->trace->dcache, p + off,
+			    off + len <= PAGE_SIZE ? p + off + len - 1 : q + (off + len - 1 - PAGE_SIZE));
 	p += off;
 	if (!(lin & (len - 1))) {
 		switch (len) {
@@ -236,17 +238,27 @@ static inline struct interp_dcache_entry *dcache_entry(struct imem *m, u64 lin)
  * a page is fetched through both pages' translations and compared there. */
 static inline __attribute__((always_inline)) struct interp_dcache_entry *dcache_hit(struct imem *m, u64 lin)
 {
+	struct interp_dcache *dc = &m->v->trace->dcache;
 	struct interp_dcache_entry *e = dcache_entry(m, lin);
 	if (!e->len || e->len > 15 || e->lin != lin)
 		return NULL;
-	/* compared in place when the instruction is within one page */
+	if (e->epoch == dc->epoch) {
+		dc->hits++;
+		return e;	/* checked in this burst, no write to its page since */
+	}
+	/* compared in place when the instruction is within one page (and then not again in
+	 * this epoch: its page noted); one across pages every time */
 	u64 off = lin & (PAGE_SIZE - 1);
 	const u8 *p = off + e->len <= PAGE_SIZE ? imem_page(m, lin, PGWALK_FETCH) : NULL;
 	u8 now[15];
 	if (p ? !code_same(p + off, off, e)
 	      : imem_fetch(m, lin, now, e->len) != e->len || memcmp(now, e->bytes, e->len))
 		return NULL;
-	m->v->trace->dcache.hits++;
+	if (p) {
+		e->epoch = dc->epoch;
+		dc->code |= interp_code_bit(p);
+	}
+	dc->hits++;
 	return e;
 }
 
@@ -258,6 +270,7 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 		e = dcache_entry(m, lin);
 		m->v->trace->interp.decodes++;
 		e->len = 0;
+		e->epoch = 0;	/* checked at its next hit, its page noted then */
 		e->w[0] = e->w[1] = 0;
 		unsigned got = imem_fetch(m, lin, e->bytes, 15);
 		int st = dec_decode(e->bytes, got, DEC_MODE_64, lin, &e->in);
@@ -432,6 +445,8 @@ void interp_run(struct vcpu *v)
 	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };
 	_Static_assert(DEC_BR_RET < 8, "the near transfers the core executes");
 	t->interp.runs++;
+	t->dcache.epoch++;	/* every entry checked again once in this burst */
+	t->dcache.code = 0;
 	ds_burst_begin(v);
 	for (;;) {
 		struct interp_result r;

@@ -188,6 +188,7 @@ struct interp_stats {
 #define INTERP_DCACHE	2048
 struct interp_dcache_entry {
 	u64 lin;
+	u64 epoch;		/* interp_dcache.epoch when its bytes were last checked, 0: never */
 	u8 len;			/* 0: empty */
 	union {
 		u8 bytes[16];	/* the instruction's, zero past its length */
@@ -197,10 +198,33 @@ struct interp_dcache_entry {
 	struct dec_insn in;
 	struct interp_pre pre;	/* the core's derived fields, cleared at each decode */
 };
+/* Within a burst an entry checked once is not checked again (dcache_hit) until a write the
+ * burst makes (the interpreter's, or the hypervisor's BTS or PEBS record) lands in a page of
+ * code checked in it: `code` holds those pages, one bit per host page frame number modulo 64,
+ * and such a write starts a new epoch (interp_code_written). */
 struct interp_dcache {
 	struct interp_dcache_entry e[INTERP_DCACHE];
 	u64 hits;
+	u64 epoch;		/* this burst's, or since its last write to its code */
+	u64 code;		/* the pages checked this epoch (bits: host frame % 64) */
 };
+
+static inline u64 interp_code_bit(const void *p)
+{
+	return 1ull << (((uintptr_t)p >> 12) & 63);
+}
+
+/* A write during a burst whose first and last bytes are at host addresses first and last (at
+ * most two pages): a new epoch of the decode cache's checks where it may land in code checked
+ * in this one; last NULL: anywhere (a write through translations whose host pages are not
+ * known here) */
+static inline void interp_code_written(struct interp_dcache *dc, const void *first, const void *last)
+{
+	if (!last || (dc->code & (interp_code_bit(first) | interp_code_bit(last)))) {
+		dc->epoch++;
+		dc->code = 0;
+	}
+}
 
 /* interp.verify = yes: the instruction interp_verify_prepare interpreted into a shadow (its
  * one write buffered), which the reference engine's step then runs on the processor; the
