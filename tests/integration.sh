@@ -518,6 +518,24 @@ t_svm_smp() {
 	finish svm-smp
 }
 
+# The same with engine = interp (issue #24): t_smp's cross-modifying check
+# (another processor rewrites the code the traced one calls between calls)
+# under the interpreter's decode cache, whose entries are checked once per
+# burst (docs/branch-engine.md "The interpreting engine")
+t_svm_smp_interp() {
+	local d=$(esp svm-smp-interp)
+	add_guest "$d" t_smp
+	printf 'next = \\EFI\\hvtrace\\t_smp.efi\nengine = interp\n' >"$d/EFI/hvtrace/hvtrace.cfg"
+	run svm-smp-interp 90 --smp 4
+	expect 'hvtrace: engine = interp'
+	expect 'GUEST-TEST: PASS: xmc_cross_modifying_code'
+	expect 'GUEST-TEST: INFO: xmc: [1-9][0-9]* instructions interpreted'
+	expect 'SUMMARY: t_smp: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	reject 'GUEST-TEST: FAIL'
+	reject 'hvtrace: error'
+	finish svm-smp-interp
+}
+
 # Processors ACPI lists that the firmware does not run (hot-pluggable ones,
 # -smp 2,maxcpus=4): not taken, said on the console, and never startable
 # by the guest; the two that run are both under the hypervisor.
@@ -673,7 +691,7 @@ t_demo() {
 	finish demo
 }
 
-ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_hotplug t_svm_irq_once t_svm_irq_8259_traced t_linux_smp t_svm_hostile t_svm_hostile_interp t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_interp_verify t_svm_workload_interp_verify t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_interp t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
+ALL="t_demo t_svm_guest_basic t_svm_intel_vendor t_svm_smp t_svm_smp_interp t_svm_smp_hotplug t_svm_irq_once t_svm_irq_8259_traced t_linux_smp t_svm_hostile t_svm_hostile_interp t_svm_triple_fault t_svm_triple_fault_halt t_svm_cr0_nw_gp t_svm_mmio_high_bar t_svm_chan_hidden t_svm_chan_visible_without_hv t_svm_bts_reference t_svm_bts_fast t_svm_bts_interp t_svm_bts_lbr_fallback t_svm_bts_engines_agree t_svm_bts_interp_agrees t_svm_bts_interp_verify t_svm_workload_interp_verify t_svm_bts_intel_vendor t_svm_pmu t_svm_pmu_interp t_svm_pmu_amd t_svm_no_svm_cpu t_loader_missing_config
 t_loader_enable_no t_loader_memory_too_small_for_heap t_linux_boot t_linux_bootvmlinux t_linux_intel_vendor t_linux_chan_hidden t_linux_broken_config"
 
 [ "${1:-}" = --list ] || accel_note
