@@ -194,6 +194,10 @@ struct hv_arch_ops {
 	 * whose delivery this exit cut short and the backend injects again
 	 * after core. NULL: never asked (set_iret_intercept NULL). */
 	bool (*event_pending)(struct vcpu *v);
+	/* The guest's PKRU (only asked while its CR4.PKE is set): true and *pkru, or NULL or
+	 * false where the backend cannot read it safely. No world switch saves PKRU: in root
+	 * mode the register is the guest's. */
+	bool (*guest_pkru)(struct vcpu *v, u32 *pkru);
 	/* the guest's value of an MSR the CPU switches for it (STAR, LSTAR,
 	 * CSTAR, SFMASK, SYSENTER_CS/ESP/EIP, KERNEL_GS_BASE) */
 	u64 (*get_msr)(struct vcpu *v, u32 msr);

@@ -529,6 +529,26 @@ static void svm_set_iret_intercept(struct vcpu *v, bool on)
 		c->intercept_misc3 &= ~INTERCEPT3_IRET;
 }
 
+/* The guest's PKRU: VMRUN and #VMEXIT leave PKRU as it is (APM Vol. 2 15.5.1 and 15.6 list
+ * what they load and save), so in root mode it is the guest's. RDPKRU needs CR4.PKE, which
+ * the hypervisor's own CR4 may lack: set for that one instruction. The guest's CR4.PKE is set
+ * (the caller asks only then), so the processor has protection keys. Root mode runs with GIF
+ * clear (svm_stgi only in the exit handler's short windows), so no NMI, SMI or interrupt
+ * comes between the two CR4 writes: nothing but RDPKRU runs with PKE set. */
+static bool svm_guest_pkru(struct vcpu *v, u32 *pkru)
+{
+	(void)v;
+	u64 cr4 = read_cr4();
+	if (cr4 & CR4_PKE) {
+		*pkru = rdpkru();
+		return true;
+	}
+	write_cr4(cr4 | CR4_PKE);
+	*pkru = rdpkru();
+	write_cr4(cr4);
+	return true;
+}
+
 /* EVENTINJ holds an event, or EXITINTINFO one svm_handle_exit() injects
  * again after core (APM 15.7.2) */
 static bool svm_event_pending(struct vcpu *v)
@@ -629,6 +649,7 @@ const struct hv_arch_ops svm_ops = {
 	.inject_nmi = svm_inject_nmi,
 	.set_iret_intercept = svm_set_iret_intercept,
 	.event_pending = svm_event_pending,
+	.guest_pkru = svm_guest_pkru,
 	.get_msr = svm_get_msr,
 	.set_base_msr = svm_set_base_msr,
 	.intercept_msr_read = svm_intercept_msr_read,

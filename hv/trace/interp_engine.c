@@ -57,6 +57,7 @@ struct imem {
 	struct imem_tlb itlb[IMEM_TLB], dtlb[IMEM_TLB];
 	int refused;		/* enum pgwalk_status of the last access refused */
 	u64 ram_base, ram_size;	/* the guest RAM range found last (imem_ram), size 0: none */
+	bool pkru_tried;	/* ctl.pkru asked of the backend (imem_walk) */
 	struct interp_verify *shadow;	/* verify mode: the write is buffered there, not made */
 };
 
@@ -99,6 +100,15 @@ static u8 *imem_walk(struct imem *m, u64 page, enum pgwalk_access acc, struct im
 	m->v->trace->interp.walks++;
 	u32 was = prof_switch(m->v, HVTRACE_PROF_WALK);
 	int st = pgwalk(&m->ctl, imem_entry, m, page, acc, &gpa, &size);
+	if (st == PGWALK_PKEY && !m->pkru_tried) {
+		/* a user page's data under CR4.PKE: the guest's PKRU, read once a burst (only
+		 * WRPKRU and XRSTOR change it, which the core leaves), then the walk again */
+		m->pkru_tried = true;
+		if (hv.ops->guest_pkru && hv.ops->guest_pkru(m->v, &m->ctl.pkru)) {
+			m->ctl.pkru_known = true;
+			st = pgwalk(&m->ctl, imem_entry, m, page, acc, &gpa, &size);
+		}
+	}
 	prof_switch(m->v, was);
 	/* only ordinary guest RAM: never the hypervisor's ranges, MMIO, ROM or the channel */
 	if (st == PGWALK_OK && !imem_ram(m, gpa, PAGE_SIZE))
@@ -383,6 +393,7 @@ static void ctl_read(struct vcpu *v, struct pgwalk_ctl *c)
 	c->pg1g = r.edx & (1u << 26);
 	c->cpl = (u8)hv.ops->get_cpl(v);
 	c->ac = v->rflags & RFLAGS_AC;
+	c->pkru_known = false;	/* read when a walk needs it (imem_walk) */
 }
 
 /* A held external interrupt the pacing lets go now (dispatch/irq.c would inject it at the

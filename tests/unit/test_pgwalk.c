@@ -169,8 +169,31 @@ int main(void)
 		CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_PKEY, "CR4.PKE: write of a user page, CPL %u", c.cpl);
 		CHECK(walk(&c, lin, PGWALK_FETCH, NULL) == PGWALK_OK, "CR4.PKE: fetch from a user page, CPL %u", c.cpl);
 	}
+	/* with PKRU known: the leaf's key (bits 62:59) selects AD and WD */
+	c.pkru_known = true;
+	*e[3] |= 5ull << PTE_PKEY_SHIFT;	/* key 5: PKRU bits 10 (AD) and 11 (WD) */
+	for (c.cpl = 0; c.cpl <= 3; c.cpl += 3) {
+		c.pkru = 0xfffff3ffu;	/* every other key AD and WD, key 5 free */
+		CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_OK, "PKRU: key 5 free, read, CPL %u", c.cpl);
+		CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_OK, "PKRU: key 5 free, write, CPL %u", c.cpl);
+		c.pkru = 1u << 10;	/* key 5 AD */
+		CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_RIGHTS, "PKRU: AD, read, CPL %u", c.cpl);
+		CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_RIGHTS, "PKRU: AD, write, CPL %u", c.cpl);
+		CHECK(walk(&c, lin, PGWALK_FETCH, NULL) == PGWALK_OK, "PKRU: AD, fetch, CPL %u", c.cpl);
+		c.pkru = 1u << 11;	/* key 5 WD */
+		CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_OK, "PKRU: WD, read, CPL %u", c.cpl);
+		CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_RIGHTS, "PKRU: WD, write, CPL %u, WP", c.cpl);
+		c.cr0 &= ~CR0_WP;
+		CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == (c.cpl == 3 ? PGWALK_RIGHTS : PGWALK_OK),
+		      "PKRU: WD, write, CPL %u, WP clear: only user accesses refused", c.cpl);
+		c.cr0 |= CR0_WP;
+	}
+	c.pkru = 3u << 10;	/* key 5 AD and WD: a supervisor page is not checked */
 	c.cpl = 0;
 	*e[3] &= ~PTE_US;
+	CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_OK, "PKRU: a supervisor page's key is not checked");
+	*e[3] &= ~(15ull << PTE_PKEY_SHIFT);
+	c.pkru_known = false;
 	CHECK(walk(&c, lin, PGWALK_READ, NULL) == PGWALK_OK, "CR4.PKE: read of a supervisor page");
 	CHECK(walk(&c, lin, PGWALK_WRITE, NULL) == PGWALK_OK, "CR4.PKE: write of a supervisor page");
 	*e[3] |= PTE_US;

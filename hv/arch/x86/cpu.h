@@ -67,6 +67,14 @@ static inline void write_cr3(u64 v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "m
 static inline void write_cr4(u64 v) { asm volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
 static inline void write_cr8(u64 v) { asm volatile("mov %0, %%cr8" ::"r"(v) : "memory"); }
 
+/* RDPKRU (SDM Vol. 2B; #UD unless CR4.PKE): EAX = PKRU, ECX must be 0 */
+static inline u32 rdpkru(void)
+{
+	u32 eax, edx;
+	asm volatile(".byte 0x0f, 0x01, 0xee" : "=a"(eax), "=d"(edx) : "c"(0));
+	return eax;
+}
+
 static inline u64 read_dr0(void) { u64 v; asm volatile("mov %%dr0, %0" : "=r"(v)); return v; }
 static inline void write_dr0(u64 v) { asm volatile("mov %0, %%dr0" ::"r"(v)); }
 static inline u64 read_dr1(void) { u64 v; asm volatile("mov %%dr1, %0" : "=r"(v)); return v; }

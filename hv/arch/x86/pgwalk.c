@@ -37,6 +37,7 @@ int pgwalk(const struct pgwalk_ctl *c, pgwalk_entry_fn entry, void *ctx, u64 lin
 
 	bool write = acc == PGWALK_WRITE;
 	bool rw = true, us = true, xd = false;
+	u64 leaf_e = 0;
 	/* CR3 bits 11:0 are flags or the PCID, the root's address bits above MAXPHYADDR must be 0
 	 * (SDM Vol. 3 4.5.2; a VM entry would have refused such a CR3, a MOV faults) */
 	u64 table = c->cr3 & PTE_ADDR_MASK;
@@ -63,6 +64,7 @@ int pgwalk(const struct pgwalk_ctl *c, pgwalk_entry_fn entry, void *ctx, u64 lin
 		xd = xd || ((c->efer & EFER_NXE) && (e & PTE_NX));
 		if (leaf) {
 			u64 size = 1ull << shift;
+			leaf_e = e;
 			*gpa = (e & PTE_ADDR_MASK & ~(size - 1)) | (lin & (size - 1));
 			*page = size;
 			break;
@@ -74,11 +76,18 @@ int pgwalk(const struct pgwalk_ctl *c, pgwalk_entry_fn entry, void *ctx, u64 lin
 	 * implicit supervisor access to descriptor tables), so CPL alone says user or supervisor. */
 	bool user = c->cpl == 3;
 	/* SDM Vol. 3 4.6.2: with CR4.PKE every data access to a user-mode address, at any CPL, is
-	 * also checked against PKRU for the page's key. The walk does not know PKRU (the guest's
-	 * register, not in the VMCB or VMCS): such an access is the processor's. Fetches are not
-	 * checked against keys. */
-	if ((c->cr4 & CR4_PKE) && us && acc != PGWALK_FETCH)
-		return PGWALK_PKEY;
+	 * also checked against PKRU for the leaf's key (bits 62:59): AD forbids any data access,
+	 * WD writes by user-mode accesses and, with CR0.WP, by supervisor ones. Without PKRU (the
+	 * guest's register, in neither the VMCB nor the VMCS: the caller reads it where it can)
+	 * such an access is the processor's. Fetches are not checked against keys. */
+	if ((c->cr4 & CR4_PKE) && us && acc != PGWALK_FETCH) {
+		if (!c->pkru_known)
+			return PGWALK_PKEY;
+		unsigned key = (unsigned)(leaf_e >> PTE_PKEY_SHIFT) & 15;
+		bool ad = (c->pkru >> (2 * key)) & 1, wd = (c->pkru >> (2 * key + 1)) & 1;
+		if (ad || (write && wd && (c->cpl == 3 || (c->cr0 & CR0_WP))))
+			return PGWALK_RIGHTS;
+	}
 	if (user) {
 		if (!us || (write && !rw) || (acc == PGWALK_FETCH && xd))
 			return PGWALK_RIGHTS;

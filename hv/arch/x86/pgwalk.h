@@ -16,6 +16,8 @@ struct pgwalk_ctl {
 	bool pg1g;		/* CPUID.80000001H:EDX[26]: 1-GByte pages exist */
 	u8 cpl;
 	bool ac;		/* RFLAGS.AC (SMAP, SDM Vol. 3 4.6.1) */
+	bool pkru_known;	/* CR4.PKE: pkru is the guest's PKRU, else user-page data is left */
+	u32 pkru;
 };
 
 enum pgwalk_access { PGWALK_READ, PGWALK_WRITE, PGWALK_FETCH };
@@ -31,7 +33,7 @@ enum pgwalk_status {
 	PGWALK_RESERVED,	/* #PF with RSVD (or a bit the walk does not model: left too) */
 	PGWALK_RIGHTS,		/* #PF: R/W, U/S, NX, SMEP, SMAP */
 	PGWALK_AD,		/* an accessed or dirty bit the processor would set */
-	PGWALK_PKEY,		/* a data access to a user-mode page under CR4.PKE: PKRU decides */
+	PGWALK_PKEY,		/* a data access to a user-mode page under CR4.PKE, PKRU not known */
 	PGWALK_NSTATUS
 };
 
