@@ -1196,7 +1196,15 @@ gdb_interrupted_twice() {
 # twice (the second time after a whole turn that read DR3 and DR7 with
 # the breakpoint armed), and after `detach` the guest finishes its own
 # checks: the debugger's write and register arrived, its invariant never
-# broke, its DR3 and DR7 never showed the breakpoint.
+# broke, its DR3 and DR7 never showed the breakpoint. Last, the branch
+# history live: a breakpoint where t_gdb's traced call chain ends
+# (gdb_chain: trace_ctl start, gdb_chain_a -> _b -> _c, trace_ctl stop,
+# gdb_chain_bp), then, with t_gdb's symbols, `record btrace bts`: the
+# function-call history holds a -> b -> c, each a level deeper; the
+# recorder's own records of vCPU 0 (hvtrace snapshot --shm while gdb
+# holds the guest) hold those three calls, and each one's source is a
+# call instruction of gdb's instruction history; reverse-stepi goes back
+# into the history, `record goto end` returns to the breakpoint.
 t_svm_gdb_live() {
 	local name=svm-gdb-live
 	local d=$(esp $name)
@@ -1216,6 +1224,11 @@ t_svm_gdb_live() {
 		set -- $a
 		local loop=$1 top=$2 end=$3 counter=$4 r15=$5 poke=$6 bad=$7 gport= pid
 		local mid=$(sed -nE 's/.*GDB-TARGET2: mid=([0-9a-f]+) .*/\1/p' "$raw")
+		local c3=$(sed -nE 's/.*GDB-TARGET3: chain_a=([0-9a-f]+) chain_b=([0-9a-f]+) chain_c=([0-9a-f]+) chain_bp=([0-9a-f]+).*/\1 \2 \3 \4/p' "$raw")
+		set -- $c3
+		local ca=$1 cb=$2 cc=$3 cbp=$4 so=$BUILD/tests/guest/t_gdb.so snap=$RUNS/$name/chain.trace
+		# t_gdb's symbols where the firmware loaded it: the loop's address less its link address
+		local off=$(printf '%x' $((0x$loop - 0x$(nm "$so" | awk '$3 == "gdb_loop" { print $1 }'))))
 		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 >"$srv" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 50); do
@@ -1289,8 +1302,25 @@ t_svm_gdb_live() {
 		monitor help
 		monitor phys 0x$counter 8
 		monitor translate 0x$counter
+		break *0x$cbp
 		set {unsigned long}0x$poke = 0x6764626d61676963
 		printf "POKE-2 %lx\n", *(unsigned long *)0x$poke
+		add-symbol-file $so -o 0x$off
+		continue
+		printf "CHAIN-BP pc=%lx\n", \$pc
+		shell "$HVTRACE" snapshot --shm "$shm" -o "$snap"
+		record btrace bts
+		info record
+		set record function-call-history-size unlimited
+		set record instruction-history-size unlimited
+		record function-call-history /c
+		record instruction-history
+		reverse-stepi
+		printf "REVERSE pc=%lx\n", \$pc
+		record goto end
+		printf "GOTO-END pc=%lx\n", \$pc
+		record stop
+		delete
 		detach
 		GDB
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
@@ -1362,10 +1392,40 @@ t_svm_gdb_live() {
 		[ -n "$c1" ] && [ -n "$c2" ] && [ "$c2" -gt "$c1" ] ||
 			REASONS="$REASONS; the counter did not go on while continued: ${c1:-?} then ${c2:-?}"
 		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+		# the branch history live, at the breakpoint after the traced chain
+		want "^CHAIN-BP pc=$cbp\$" "continue did not stop at gdb_chain_bp"
+		want '^Recorded [0-9]+ instructions in [0-9]+ functions' "record btrace recorded nothing"
+		awk -F'\t' '/^[0-9]+\t/ { n = $2; d = match(n, /[^ ]/); sub(/^ +/, "", n);
+			if (n == "gdb_chain_a") { da = d; s = 1; next }
+			if (s == 1 && n == "gdb_chain_b" && d > da) { db = d; s = 2; next }
+			if (s == 2 && n == "gdb_chain_c" && d > db) { ok = 1; exit } }
+			END { exit !ok }' "$out" ||
+			REASONS="$REASONS; the call history lacks gdb_chain_a -> gdb_chain_b -> gdb_chain_c ($out)"
+		# the recorder's own records of vCPU 0 since tracing started: the three calls
+		local calls=$("$HVTRACE" dump "$snap" 2>/dev/null | awk '$2 == 0 && $3 == "marker" && $4 == "start" { n = "" }
+			$2 == 0 && $3 == "branch" && $NF == "call" { n = n " " $4 ":" $6 } END { print n }')
+		local t f to
+		for t in $ca $cb $cc; do
+			f=
+			for to in $calls; do
+				[ $((${to#*:})) = $((0x$t)) ] && f=${to%%:*}
+			done
+			if [ -z "$f" ]; then
+				REASONS="$REASONS; the recorder has no call to 0x$t on vCPU 0 ($snap)"
+			else
+				grep -qE "^[0-9]+"$'\t'" +0x0*${f#0x} <[^>]*>:"$'\t'"call " "$out" ||
+					REASONS="$REASONS; the recorder's call from $f to 0x$t is not a call in gdb's instruction history ($out)"
+			fi
+		done
+		local rev=$(sed -nE 's/^REVERSE pc=([0-9a-f]+)$/\1/p' "$out")
+		[ -n "$rev" ] && [ "$rev" != "$cbp" ] && grep -qE "^[0-9]+"$'\t'" +0x0*$rev " "$out" ||
+			REASONS="$REASONS; reverse-stepi did not go back into the history: pc ${rev:-?} ($out)"
+		want "^GOTO-END pc=$cbp\$" "record goto end did not return to the breakpoint"
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
 	expect 'debugger: every vCPU held \(host request\)'
+	expect 'GUEST-TEST: PASS: traced_chain'
 	expect 'GUEST-TEST: PASS: debugger_wrote_memory'
 	expect 'GUEST-TEST: PASS: debugger_set_r15'
 	expect 'GUEST-TEST: PASS: loop_invariant_kept'
@@ -1375,7 +1435,7 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: own_dr0_dr7_as_written'
 	expect 'GUEST-TEST: PASS: own_breakpoint_fired_every_turn'
 	expect 'GUEST-TEST: PASS: code_reads_original'
-	expect 'SUMMARY: t_gdb: 8 passed, 0 failed, 0 skipped'
+	expect 'SUMMARY: t_gdb: 9 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
