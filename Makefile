@@ -28,7 +28,7 @@ help:
 	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU 10's TCG, fetched; not in make test)"
 	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel (fast, then interp engine), then Debian's (over an hour)"
-	@echo "make test-gdb-live  GDB on a running guest alone, EFI program and Debian kernel (both in make test too)"
+	@echo "make test-gdb-live  GDB on a running guest alone, EFI program (untraced, traced) and Debian kernel (all in make test too)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU, trace it from start_kernel, show the report"
 	@echo "make bench       benchmarks, results in bench/results/"
 	@echo "make deps        install the Debian packages needed (as root)"
@@ -106,7 +106,7 @@ test-nested: deps
 	@tests/integration-nested.sh --all
 
 # GDB on a running guest alone (tests/integration-rec.sh svm-gdb-live,
-# linux-gdb-live; both in make test too)
+# svm-gdb-live-traced, linux-gdb-live; all in make test too)
 test-gdb-live: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(BOOT_IMAGES) $(KERNEL_DIR)/modules/order
 	@tests/integration-rec.sh gdb-live

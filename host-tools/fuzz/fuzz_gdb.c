@@ -3,7 +3,7 @@
  * over a small dump made once (two vCPUs, 4-level page tables, a few
  * branch records on vCPU 0), and, when the input's first byte is odd,
  * over a live target played here (register and memory writes, step,
- * continue and GDB's interrupt). Replies must stay within the framed
+ * continue and GDB's interrupt, the branch trace read at each stop). Replies must stay within the framed
  * size; the live target's callbacks must only be asked for what exists. */
 #include <stdlib.h>
 #include <string.h>
@@ -120,10 +120,21 @@ static int l_translate(void *ctx, size_t t, uint64_t la, uint64_t *pa)
 	return 0;
 }
 
+/* the flight recorder read while stopped: vCPU 0's records */
+static int l_history(void *ctx, size_t t)
+{
+	(void)ctx;
+	if (t >= 2 || live_running)
+		abort();
+	live_th[t].recs = t ? NULL : recs;
+	live_th[t].nr = t ? 0 : 4;
+	return 0;
+}
+
 static const struct hvt_gdb_live live = { .stop = l_stop, .resume = l_resume, .step = l_step,
 					  .read = l_read, .write = l_write, .set_regs = l_set_regs,
 					  .set_hw = l_set_hw, .hits = l_hits, .read_phys = l_read_phys,
-					  .translate = l_translate };
+					  .translate = l_translate, .history = l_history };
 
 static void put64(uint8_t *m, uint64_t pa, uint64_t v)
 {
@@ -166,7 +177,7 @@ static int setup(void)
 		live_cpu[i].apic_id = i;
 		live_th[i].regs = &live_cpu[i];
 	}
-	live_target = (struct hvt_gdb_target){ .th = live_th, .nth = 2, .live = &live };
+	live_target = (struct hvt_gdb_target){ .th = live_th, .nth = 2, .live = &live, .bts_size = 4096 };
 	return 0;
 }
 
@@ -187,6 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (!ready)
 		ready = !setup();
 	th[0].bts = th[1].bts = th[0].sent = th[1].sent = 0;
+	live_th[0].bts = live_th[1].bts = live_th[0].sent = live_th[1].sent = 0;
 	live_running = 0;
 	l_slots = 0;
 	g = hvt_gdb_new(len && (data[0] & 1) ? &live_target : &target, sink, NULL);

@@ -67,6 +67,16 @@ hw = [b"qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386", b"Z0,1000
       b"Z2,1041,8", b"Z4,3000,10", b"Z3,3008,8", b"z4,3000,10", b"Z2,1041,20", b"Z2,fffffffffffffffc,8",
       b"Z4,0,ffffffffffffffff", b"z2,1041,8", b"z3,3008,8",
       b"qRcmd,7472616e736c6174652030783130", b"qRcmd,7472616e736c61746520"]
+# the live branch trace: on, read, continue, interrupted, read again (a
+# fresh history), a step, off
+bt = [b"qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386", b"Hg1", b"Qbtrace:bts",
+      b"qXfer:btrace-conf:read::0,1000", b"qXfer:btrace:read:delta:0,1000", b"qXfer:btrace:read:new:0,1000",
+      b"qXfer:btrace:read:new:0,1000", b"qXfer:btrace:read:all:0,40", b"Hg2", b"Qbtrace:bts", b"Qbtrace:pt",
+      b"qXfer:btrace:read:all:0,1000", b"vCont;c"]
+after = [b"qXfer:btrace:read:new:0,1000", b"s", b"qXfer:btrace:read:new:40,1000", b"Qbtrace:off",
+         b"Qbtrace:off", b"qXfer:btrace:read:all:0,1000", b"D"]
+open(sys.argv[1] + "/live-btrace", "wb").write(b"+" + b"+".join(frame(p) for p in bt) + b"\x03" +
+                                               b"".join(frame(p) for p in after))
 open(sys.argv[1] + "/live-hw", "wb").write(b"+" + b"+".join(frame(p) for p in hw) + b"\x03" +
                                            frame(b"?") + frame(b"D"))
 PY

@@ -10,7 +10,8 @@
  * (t->live, `hvtrace gdb --shm`) the server stops it when GDB attaches,
  * reads and writes registers and memory through the hypervisor, steps
  * the selected vCPU, continues until GDB's interrupt (Ctrl-C, the 0x03
- * byte) and lets the guest go on when GDB detaches.
+ * byte) and lets the guest go on when GDB detaches; its branch trace is
+ * the flight recorder's records read at each stop (live->history).
  *
  * Every byte comes from a client that may be hostile: packets are held in
  * fixed buffers of HVT_GDB_PKT_MAX bytes (a longer one is drained and
@@ -508,6 +509,27 @@ static int make_btrace(struct hvt_gdb *g, struct hvt_gdb_thread *th)
 	return 0;
 }
 
+/* Live: the guest ran (or is about to), so every thread's history and the
+ * document made from it are stale; GDB's next read of what is new gets
+ * the whole trace again, read afresh at that stop. */
+static void btrace_forget(struct hvt_gdb *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->t->nth; i++) {
+		free(g->t->th[i].btrace);
+		g->t->th[i].btrace = NULL;
+		g->t->th[i].btrace_len = 0;
+		g->t->th[i].sent = 0;
+	}
+}
+
+/* Live: the branch trace is served (the server reads the flight recorder). */
+static int live_btrace(const struct hvt_gdb *g)
+{
+	return g->t->live && g->t->live->history;
+}
+
 /* ---------------------------------------------------------------- */
 /* qXfer:OBJECT:read:ANNEX:OFFSET,LENGTH: a slice of a document. */
 
@@ -592,8 +614,9 @@ static void handle_xfer(struct hvt_gdb *g, const char *p)
 
 		/* GDB asks for a delta first: the trace since the PC where it
 		 * turned tracing on, which a dump's history is not; refused,
-		 * it asks for what is new (all of it once, then nothing: the
-		 * target never runs again) and, failing that, for all. */
+		 * it asks for what is new (all of it once, then nothing until
+		 * the target runs again: never for a dump, at each resume
+		 * live) and, failing that, for all. */
 		if (!strcmp(annex, "delta"))
 			return reply_err(g, 0x16, "no delta trace: read new or all");
 		if (strcmp(annex, "all") && strcmp(annex, "new"))
@@ -606,6 +629,9 @@ static void handle_xfer(struct hvt_gdb *g, const char *p)
 			th->sent = 1;
 		if (th->sent == 2)
 			return reply_slice(g, empty, sizeof(empty) - 1, off, len);
+		if (!th->btrace && g->t->live &&
+		    (!g->t->live->history || g->t->live->history(g->t->live->ctx, g->sel)))
+			return reply_err(g, 0x05, "the flight recorder could not be read");
 		if (!th->btrace && make_btrace(g, th))
 			return reply_err(g, 0x0c, "out of memory");
 		return reply_slice(g, th->btrace, th->btrace_len, off, len);
@@ -746,10 +772,13 @@ static void handle_query(struct hvt_gdb *g, const char *p)
 		 * never moves the PC back over an INT3 that is not there */
 		g->swbreak = strstr(p, "swbreak+") != NULL;
 		g->hwbreak = strstr(p, "hwbreak+") != NULL;
-		if (g->t->live)	/* no branch history served live yet */
+		if (g->t->live)	/* the branch history when the server can read it */
 			reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;"
-				 "swbreak+;hwbreak+%s",
-			      HVT_GDB_PKT_MAX, g->t->exec_file ? ";qXfer:exec-file:read+" : "");
+				 "swbreak+;hwbreak+%s%s",
+			      HVT_GDB_PKT_MAX,
+			      live_btrace(g) ? ";qXfer:btrace:read+;qXfer:btrace-conf:read+;Qbtrace:bts+;"
+					       "Qbtrace:off+;Qbtrace:pt-" : "",
+			      g->t->exec_file ? ";qXfer:exec-file:read+" : "");
 		else
 			reply(g, "PacketSize=%x;QStartNoAckMode+;qXfer:features:read+;qXfer:threads:read+;"
 				 "qXfer:btrace:read+;qXfer:btrace-conf:read+;Qbtrace:bts+;Qbtrace:off+;"
@@ -955,6 +984,7 @@ static void live_resume(struct hvt_gdb *g, int step, size_t th)
 {
 	const struct hvt_gdb_live *l = g->t->live;
 
+	btrace_forget(g);	/* the guest runs: its history goes on */
 	if (step) {
 		if (l->step(l->ctx, th))
 			return reply_err(g, 0x01, "the step failed (the vCPU did not stop again, or it traces)");
@@ -1124,6 +1154,26 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 	reply(g, "OK");
 }
 
+/* Qbtrace:bts / Qbtrace:off: the history is the flight recorder's (the
+ * dump's, or the running guest's as of its last stop): nothing starts or
+ * stops, GDB is only told (btrace-conf) what it asked for. */
+static void handle_qbtrace(struct hvt_gdb *g, const char *fmt)
+{
+	struct hvt_gdb_thread *th = &g->t->th[g->sel];
+	int on = !strcmp(fmt, "bts");
+
+	if (!on && strcmp(fmt, "off"))
+		return reply_err(g, 0x16, "only the bts format: the flight recorder's branch records");
+	if (on && g->t->live && !g->t->bts_size)
+		return reply_err(g, 0x16, "no flight recorder in the channel (flight.size)");
+	if (th->bts == on)
+		reply_err(g, 0x16, on ? "branch tracing already on" : "branch tracing not on");
+	else
+		reply(g, "OK");
+	th->bts = on;
+	th->sent = 0;
+}
+
 static const char resume_msg[] =
 	"hvtrace gdb: the target is a memory dump: it cannot continue or step "
 	"(the live mode is not built yet)\n";
@@ -1185,20 +1235,8 @@ static void handle_packet(struct hvt_gdb *g)
 		if (!strcmp(p, "QStartNoAckMode")) {
 			reply(g, "OK");
 			g->noack = 2;	/* from after this reply */
-		} else if (!strcmp(p, "Qbtrace:bts") || !strcmp(p, "Qbtrace:off")) {
-			/* the history is the dump's: nothing starts or stops,
-			 * GDB is only told (btrace-conf) what it asked for */
-			struct hvt_gdb_thread *th = &g->t->th[g->sel];
-			int on = p[8] == 'b';
-
-			if (th->bts == on)
-				reply_err(g, 0x16, on ? "branch tracing already on" : "branch tracing not on");
-			else
-				reply(g, "OK");
-			th->bts = on;
-			th->sent = 0;
-		} else if (starts(p, "Qbtrace:")) {
-			reply_err(g, 0x16, "only the bts format: the flight recorder's branch records");
+		} else if (starts(p, "Qbtrace:") && (!g->t->live || live_btrace(g))) {
+			handle_qbtrace(g, p + 8);
 		} else {
 			reply(g, "%s", "");
 		}
@@ -1360,6 +1398,7 @@ int hvt_gdb_input(struct hvt_gdb *g, const void *buf, size_t len)
 			if (c == 0x03 && g->running) {
 				/* GDB's interrupt: stop the guest, then the stop reply */
 				g->running = 0;
+				btrace_forget(g);
 				if (g->t->live->stop(g->t->live->ctx)) {
 					reply_err(g, 0x01, "the guest did not stop");
 				} else {
@@ -1429,6 +1468,7 @@ int hvt_gdb_stopped(struct hvt_gdb *g, size_t th)
 		return 0;
 	g->running = 0;
 	g->nreply = 0;
+	btrace_forget(g);
 	if (g->t->live->stop(g->t->live->ctx)) {
 		reply_err(g, 0x01, "the guest did not stop");
 	} else {

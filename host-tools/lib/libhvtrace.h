@@ -228,7 +228,8 @@ struct hvt_gdb_thread {
 	const struct hvtrace_rec *recs;	/* its flight recorder, oldest first (may be 0) */
 	uint64_t nr;
 	/* private */
-	char *btrace;			/* its btrace XML, made on first read */
+	char *btrace;			/* its btrace XML, made on first read (live: since
+					 * the last stop) */
 	size_t btrace_len;
 	int bts;			/* GDB turned branch tracing on (Qbtrace:bts) */
 	int sent;			/* since: 1 the trace sent, 2 then asked again */
@@ -239,8 +240,9 @@ struct hvt_gdb_target {
 	struct hvt_gdb_thread *th;
 	size_t nth;			/* >= 1 */
 	size_t first;			/* the thread selected at first (index) */
-	int trace_live;			/* the recorder still traced when the dump was taken:
-					 * the newest block runs to the vCPU's RIP */
+	int trace_live;			/* the recorder still traced when the dump was taken
+					 * (live: when the guest stopped): the newest block
+					 * runs to the vCPU's RIP */
 	uint64_t bts_size;		/* bytes of a flight ring (btrace-conf) */
 	const char *exec_file;		/* a host path GDB loads symbols from
 					 * (qXfer:exec-file:read), or NULL */
@@ -265,6 +267,10 @@ struct hvt_gdb_live {
 	int (*read_phys)(void *ctx, size_t th, uint64_t pa, void *buf, uint64_t len);
 	/* thread th's linear la through its page tables: 0, or -1 not mapped (monitor translate) */
 	int (*translate)(void *ctx, size_t th, uint64_t la, uint64_t *pa);
+	/* thread th's flight-recorder records read anew into th[th].recs/nr
+	 * (and trace_live set), while every vCPU is stopped: 0 or -1. NULL:
+	 * no branch history offered (record btrace) */
+	int (*history)(void *ctx, size_t th);
 };
 #define HVT_GDB_SLOTS 4	/* breakpoints and watchpoints at once: the debug registers */
 

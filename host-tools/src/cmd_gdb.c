@@ -8,7 +8,9 @@
  *
  * hvtrace gdb --shm PATH: the same server over a running guest, through
  * the channel's debugger requests (libhvtrace dbg.c): the guest is
- * stopped when GDB connects and goes on when the session ends.
+ * stopped when GDB connects and goes on when the session ends; its
+ * branch trace is each vCPU's flight ring, read from the channel while
+ * the guest is stopped.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,7 +43,9 @@ static const char gdb_help[] =
 	"watchpoint: up to 4 of `break`, `hbreak`, `watch`, `rwatch`, `awatch`, in\n"
 	"the hypervisor's debug registers on every untraced vCPU (never in guest\n"
 	"memory; the guest's own DR7 comes first). `monitor help` lists the monitor\n"
-	"commands. When gdb detaches or goes away the guest runs on, the breakpoints\n"
+	"commands. The flight recorder's records of each vCPU, read at each stop, are\n"
+	"its branch trace: `record btrace bts` (needs flight.size, and tracing on for a\n"
+	"history). When gdb detaches or goes away the guest runs on, the breakpoints\n"
 	"removed.\n"
 	"\n"
 	"A GDB server over a memory dump of a guest that ran under hvtrace (QEMU's\n"
@@ -96,37 +100,67 @@ struct gdb_state {
 	double stop_ms;		/* the last one's time */
 };
 
-/* Each vCPU's flight ring (records checked; those refused dropped). */
-static int load_history(struct gdb_state *s)
+/* vCPU v's flight ring (the first such ring of v's), or nr_rings. */
+static unsigned flight_ring(const struct gdb_state *s, size_t v)
 {
 	unsigned r;
-	uint64_t cap = 0;
 
-	for (r = 0; r < s->ch.nr_rings; r++) {
-		const struct hvt_ring_desc *d = &s->ch.ring[r];
-		uint32_t v = d->vcpu;
-		struct hvt_err err;
-		uint64_t torn = 0, bad = 0;
-		int64_t n;
+	for (r = 0; r < s->ch.nr_rings; r++)
+		if (s->ch.ring[r].consumer == HVTRACE_CONSUMER_FLIGHT && s->ch.ring[r].vcpu == v)
+			return r;
+	return s->ch.nr_rings;
+}
 
-		if (d->consumer != HVTRACE_CONSUMER_FLIGHT || v >= s->ncpus || s->recs[v])
-			continue;
-		s->recs[v] = malloc(d->capacity * sizeof(struct hvtrace_rec));
-		if (!s->recs[v])
-			return fail("gdb", "out of memory for vCPU %u's records", v);
-		n = hvt_ring_snapshot(&s->ch, r, 0, s->recs[v], &torn, &err);
-		if (n < 0) {
-			warn("gdb", "vCPU %u's flight recorder: %s", v, err.msg);
-			n = 0;
-		}
-		s->th[v].recs = s->recs[v];
-		s->th[v].nr = hvt_recs_filter(s->recs[v], (uint64_t)n, &bad);
-		if (bad)
-			warn("gdb", "vCPU %u: %llu records refused", v, (unsigned long long)bad);
-		if (d->capacity > cap)
-			cap = d->capacity;
+/* vCPU v's flight ring into its thread's records (checked; those refused
+ * dropped). `live`: the ring is in shared memory, where the oldest slot
+ * of a full ring may be under the producer's pen. An unreadable ring is
+ * an empty history, said once. */
+static int snap_history(struct gdb_state *s, size_t v, int live)
+{
+	unsigned r = flight_ring(s, v);
+	struct hvt_err err;
+	uint64_t torn = 0, bad = 0;
+	int64_t n;
+
+	if (r == s->ch.nr_rings)
+		return 0;
+	if (!s->recs[v])
+		s->recs[v] = malloc(s->ch.ring[r].capacity * sizeof(struct hvtrace_rec));
+	if (!s->recs[v])
+		return fail("gdb", "out of memory for vCPU %zu's records", v);
+	n = hvt_ring_snapshot(&s->ch, r, live, s->recs[v], &torn, &err);
+	if (n < 0) {
+		warn("gdb", "vCPU %zu's flight recorder: %s", v, err.msg);
+		n = 0;
 	}
-	s->t.bts_size = cap * sizeof(struct hvtrace_rec);
+	s->th[v].recs = s->recs[v];
+	s->th[v].nr = hvt_recs_filter(s->recs[v], (uint64_t)n, &bad);
+	if (bad)
+		warn("gdb", "vCPU %zu: %llu records refused", v, (unsigned long long)bad);
+	return 0;
+}
+
+/* The flight rings' size (btrace-conf), 0 when there is none. */
+static uint64_t flight_bytes(const struct gdb_state *s)
+{
+	uint64_t cap = 0;
+	unsigned r;
+
+	for (r = 0; r < s->ch.nr_rings; r++)
+		if (s->ch.ring[r].consumer == HVTRACE_CONSUMER_FLIGHT && s->ch.ring[r].capacity > cap)
+			cap = s->ch.ring[r].capacity;
+	return cap * sizeof(struct hvtrace_rec);
+}
+
+/* Each vCPU's flight ring. */
+static int load_history(struct gdb_state *s)
+{
+	size_t v;
+
+	for (v = 0; v < s->ncpus; v++)
+		if (snap_history(s, v, 0))
+			return -1;
+	s->t.bts_size = flight_bytes(s);
 	s->t.trace_live = hvt_chan_state(&s->ch) == HVTRACE_STATE_TRACING;
 	return 0;
 }
@@ -365,6 +399,18 @@ static int live_translate(void *ctx, size_t v, uint64_t la, uint64_t *pa)
 	return 0;
 }
 
+/* GDB reads vCPU v's branch trace (every vCPU is stopped: nothing is
+ * recorded meanwhile): its flight ring as it is now, through the channel. */
+static int live_history(void *ctx, size_t v)
+{
+	struct gdb_state *s = ctx;
+
+	if (!s->held || v >= s->ncpus || snap_history(s, v, 1))
+		return -1;
+	s->t.trace_live = hvt_chan_state(&s->ch) == HVTRACE_STATE_TRACING;
+	return 0;
+}
+
 /* The session is over: no breakpoint or watchpoint left behind, the
  * guest runs on. */
 static void live_end(struct gdb_state *s)
@@ -398,8 +444,10 @@ static int open_live(struct gdb_state *s, const char *path)
 	s->live = (struct hvt_gdb_live){ .ctx = s, .stop = live_stop, .resume = live_resume,
 					 .step = live_step, .read = live_read, .write = live_write,
 					 .set_regs = live_set_regs, .set_hw = live_set_hw, .hits = live_hits,
-					 .read_phys = live_read_phys, .translate = live_translate };
-	s->t = (struct hvt_gdb_target){ .th = s->th, .nth = s->ncpus, .live = &s->live };
+					 .read_phys = live_read_phys, .translate = live_translate,
+					 .history = live_history };
+	s->t = (struct hvt_gdb_target){ .th = s->th, .nth = s->ncpus, .live = &s->live,
+					.bts_size = flight_bytes(s) };
 	return 0;
 }
 

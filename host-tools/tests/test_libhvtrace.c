@@ -1472,6 +1472,100 @@ static void test_gdb_live(void)
 	hvt_gdb_free(g);
 }
 
+/* The live branch trace: the flight recorder read again at each stop
+ * (history), the document made from it, forgotten at each resume. */
+static struct hvt_gdb_thread *lvb_th;
+static struct hvtrace_rec lvb_recs[4];
+static uint64_t lvb_nr;
+static int lvb_calls, lvb_fail;
+static int lv_history(void *c, size_t t)
+{
+	(void)c;
+	lvb_calls++;
+	if (lvb_fail || live_running)
+		return -1;
+	lvb_th[t].recs = lvb_recs;
+	lvb_th[t].nr = lvb_nr;
+	return 0;
+}
+
+static void test_gdb_live_btrace(void)
+{
+	static const struct hvt_gdb_live live = { .stop = lv_stop, .resume = lv_resume, .step = lv_step,
+						  .read = lv_read, .write = lv_write, .set_regs = lv_set_regs,
+						  .set_hw = lv_set_hw, .hits = lv_hits, .read_phys = lv_read_phys,
+						  .translate = lv_translate, .history = lv_history };
+	struct hvt_gdb_thread th[2] = { { .regs = &live_regs[0] }, { .regs = &live_regs[1] } };
+	struct hvt_gdb_target t = { .th = th, .nth = 2, .live = &live, .bts_size = 0x1000 };
+	struct hvt_gdb *g;
+	const char *r;
+
+	lvb_th = th;
+	live_running = 0;
+	for (int i = 0; i < 2; i++)
+		live_regs[i] = (struct hvt_vcpu_regs){ .id = (uint32_t)i + 1, .has_apic = 1, .apic_id = (uint32_t)i,
+						      .rip = 0x1048 };
+	/* call 0x1040 from 0x1010, then a jump from 0x1044 to 0x1046 */
+	lvb_recs[0] = (struct hvtrace_rec){ .from = 0x1010, .to = 0x1040, .kind = HVTRACE_REC_BRANCH,
+					    .aux = HVTRACE_BR_CALL };
+	lvb_recs[1] = (struct hvtrace_rec){ .from = 0x1044, .to = 0x1046, .kind = HVTRACE_REC_BRANCH,
+					    .aux = HVTRACE_BR_JMP };
+	lvb_nr = 1;
+	g = hvt_gdb_new(&t, lv_send, NULL);
+	CHECK(g && !strcmp(live_pkt(g, "QStartNoAckMode"), "OK"), "no-ack mode");
+	r = live_pkt(g, "qSupported:multiprocess+;swbreak+;hwbreak+");
+	CHECK(strstr(r, ";qXfer:btrace:read+;qXfer:btrace-conf:read+;Qbtrace:bts+;Qbtrace:off+;Qbtrace:pt-"),
+	      "live with a history: btrace offered: %s", r);
+	CHECK(live_pkt(g, "qXfer:btrace:read:all:0,fff")[0] == 'E' && !lvb_calls, "not on: an error, nothing read");
+	CHECK(live_pkt(g, "Qbtrace:pt")[0] == 'E' && live_pkt(g, "Qbtrace:bogus")[0] == 'E', "pt and others refused");
+	CHECK(!strcmp(live_pkt(g, "Qbtrace:bts"), "OK") && live_pkt(g, "Qbtrace:bts")[0] == 'E', "bts on, once");
+	r = live_pkt(g, "qXfer:btrace-conf:read::0,fff");
+	CHECK(strstr(r, "<bts size=\"0x1000\"/>"), "btrace-conf: bts and its size: %s", r);
+	CHECK(live_pkt(g, "qXfer:btrace:read:delta:0,fff")[0] == 'E', "no delta");
+	r = live_pkt(g, "qXfer:btrace:read:new:0,fff");
+	CHECK(lvb_calls == 1 && strstr(r, "<block begin=\"0x1040\" end=\"0x1048\"/>"),
+	      "new: the records read at this stop, the block to the RIP: %s", r);
+	CHECK(strstr(live_pkt(g, "qXfer:btrace:read:new:0,fff"), "<btrace version=\"1.0\"/>") && lvb_calls == 1,
+	      "new again while stopped: nothing new, not read again");
+	r = live_pkt(g, "qXfer:btrace:read:all:0,20");
+	CHECK(r[0] == 'm' && lvb_calls == 1, "all, a slice: from the same document");
+	/* the guest runs, records a branch more, stops */
+	lvb_nr = 2;
+	CHECK(!strcmp(live_pkt(g, "c"), "") && live_running, "continue");
+	live_nout = 0;
+	hvt_gdb_input(g, "\x03", 1);
+	CHECK(!live_running && strstr(live_out, "$T02thread:1;#"), "interrupted");
+	r = live_pkt(g, "qXfer:btrace:read:new:0,fff");
+	CHECK(lvb_calls == 2 && strstr(r, "<block begin=\"0x1046\" end=\"0x1048\"/>\n<block begin=\"0x1040\" "
+					  "end=\"0x1044\"/>"),
+	      "after a stop: read again, the new branch newest: %s", r);
+	/* a step: the document is made again */
+	live_regs[0].rip = 0x1047;
+	CHECK(!strcmp(live_pkt(g, "s"), "T05thread:1;"), "step");
+	r = live_pkt(g, "qXfer:btrace:read:new:0,fff");
+	CHECK(lvb_calls == 3 && strstr(r, "end=\"0x1048\""), "after a step: read again: %s", r);
+	/* a recorder that cannot be read: an error, never a stale trace */
+	lvb_fail = 1;
+	CHECK(!strcmp(live_pkt(g, "s"), "T05thread:1;"), "step again");
+	CHECK(live_pkt(g, "qXfer:btrace:read:new:0,fff")[0] == 'E', "history unreadable: an error");
+	lvb_fail = 0;
+	CHECK(!strcmp(live_pkt(g, "Qbtrace:off"), "OK") && live_pkt(g, "Qbtrace:off")[0] == 'E', "bts off, once");
+	CHECK(!strcmp(live_pkt(g, "D"), "OK"), "detach");
+	hvt_gdb_free(g);
+	/* no flight recorder in the channel: bts refused */
+	t.bts_size = 0;
+	g = hvt_gdb_new(&t, lv_send, NULL);
+	CHECK(g && live_pkt(g, "Qbtrace:bts")[0] == 'E' && !th[0].bts, "no flight recorder: bts refused");
+	hvt_gdb_free(g);
+	/* a live target without a history: nothing offered */
+	static const struct hvt_gdb_live bare = { .stop = lv_stop, .resume = lv_resume, .step = lv_step };
+	t.live = &bare;
+	g = hvt_gdb_new(&t, lv_send, NULL);
+	r = live_pkt(g, "qSupported:swbreak+");
+	CHECK(g && !strstr(r, "btrace") && !strcmp(live_pkt(g, "Qbtrace:bts"), ""), "no history: no btrace: %s", r);
+	hvt_gdb_free(g);
+}
+
 /* The page walks of every paging mode over a raw dump of 64 KiB, and an
  * ELF of symbols read back. */
 static void put_pte(uint8_t *m, uint64_t pa, uint64_t v, unsigned size)
@@ -1576,6 +1670,7 @@ int main(void)
 	test_ctl();
 	test_dbg();
 	test_gdb_live();
+	test_gdb_live_btrace();
 	test_page_walks();
 	{
 		char cmd[300];

@@ -330,5 +330,6 @@ void hv_prepare_entry(struct vcpu *v)
 	trace_entry_sync(v);
 	irq_deliver(v);		/* a held external interrupt, when it may go */
 	trace_before_entry(v);
+	dbg_after_trace_sync(v);	/* tracing may have stopped just now */
 	write_dr7(trace_host_dr7(v));	/* last: see trace_host_dr7 */
 }

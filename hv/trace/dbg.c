@@ -311,6 +311,18 @@ void dbg_before_entry(struct vcpu *v)
 	dr_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
 }
 
+/* Again after the recorder's updates of this exit (trace_entry_sync,
+ * trace_before_entry): tracing may have stopped here (a trace_ctl stop
+ * hypercall, `trace.stop`), and the debugger's registers are armed for
+ * this entry, not at the vCPU's next exit, which with the engine off may
+ * come long after the breakpoint (t_gdb's gdb_chain_bp, a few
+ * instructions after its stop hypercall). */
+void dbg_after_trace_sync(struct vcpu *v)
+{
+	if (dbg.area)
+		dr_sync(v);
+}
+
 /* v waits in root mode until RESUME or its STEP. */
 static void hold(struct vcpu *v)
 {

@@ -21,6 +21,9 @@ bool dbg_held(void);
 /* Before every entry: while the guest is held, v waits here in root mode,
  * looking at the host's requests, until RESUME or a STEP of its own. */
 void dbg_before_entry(struct vcpu *v);
+/* After the recorder's own updates before an entry: the debugger's
+ * registers composed for the engine's state as it now is. */
+void dbg_after_trace_sync(struct vcpu *v);
 /* Tracing starts on v: the engine owns TF, a step of the debugger's ends
  * (v is held again at its next exit). */
 void dbg_step_cancel(struct vcpu *v);

@@ -95,8 +95,49 @@ gdb_db_handler:
 	orq	$0x10000, 16(%rsp)
 	iretq
 
+/* void gdb_chain(void): calls for the debugger's branch history
+ * (`record btrace` live, svm-gdb-live): tracing on (gdb_trace(1): the
+ * trace_ctl start hypercall), gdb_chain_a -> gdb_chain_b -> gdb_chain_c,
+ * which turns tracing off (gdb_trace(2): stop) and then reaches
+ * gdb_chain_bp, where the debugger's breakpoint waits (it is armed only
+ * while the vCPU does not trace). In assembly so that no compiler
+ * inlines or turns a call into a jump. Each function keeps the stack
+ * 16-byte aligned at its calls (SysV ABI). */
+	.globl gdb_chain, gdb_chain_a, gdb_chain_b, gdb_chain_c, gdb_chain_bp
+gdb_chain:
+	push	%rbx
+	mov	$1, %edi
+	call	gdb_trace
+	mov	%rax, gdb_chain_start_rc(%rip)
+	call	gdb_chain_a
+	pop	%rbx
+	ret
+gdb_chain_a:
+	push	%rbx
+	call	gdb_chain_b
+	pop	%rbx
+	ret
+gdb_chain_b:
+	push	%rbx
+	call	gdb_chain_c
+	pop	%rbx
+	ret
+gdb_chain_c:
+	push	%rbx
+	mov	$2, %edi
+	call	gdb_trace
+	mov	%rax, gdb_chain_stop_rc(%rip)
+gdb_chain_bp:
+	incq	gdb_chain_done(%rip)
+	pop	%rbx
+	ret
+
 	.data
 	.balign 8
+	.globl gdb_chain_start_rc, gdb_chain_stop_rc, gdb_chain_done
+gdb_chain_start_rc:	.quad -1
+gdb_chain_stop_rc:	.quad -1
+gdb_chain_done:		.quad 0
 	.globl gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7
 	.globl gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig, gdb_code_bad
 gdb_own_dr7:	.quad 0x400

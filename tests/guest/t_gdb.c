@@ -14,9 +14,12 @@
  * as written,
  * its DR0 breakpoint fired once every turn (its #DB handler counted as
  * many as the turns), and the code under the debugger's breakpoints read
- * as data is always the original bytes.
+ * as data is always the original bytes. Then gdb_chain (gdb_seq.S): a
+ * traced call chain ending at gdb_chain_bp, where the debugger stops it
+ * and reads the branch history that led there (record btrace).
  */
 #include "guest.h"
+#include "hvtrace/abi.h"
 
 #define GDB_MAGIC 0x6764626d61676963ull	/* "cigamBDg" */
 #define GDB_R15 0x1234567887654321ull
@@ -25,8 +28,20 @@ uint64_t gdb_loop(uint64_t deadline_tsc);
 extern const char gdb_loop_top[], gdb_loop_end[];
 extern const char gdb_loop_mid[], gdb_own_bp[], gdb_db_handler[];
 extern volatile uint64_t gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7;
+void gdb_chain(void);
+extern const char gdb_chain_a[], gdb_chain_b[], gdb_chain_c[], gdb_chain_bp[];
+extern volatile int64_t gdb_chain_start_rc, gdb_chain_stop_rc;
+extern volatile uint64_t gdb_chain_done;
 extern volatile uint64_t gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig,
 	gdb_code_bad;
+
+/* trace_ctl (docs/hypercalls.md): HVTRACE_TRACE_START or _STOP; gdb_chain's calls */
+int64_t gdb_trace(uint64_t op);
+int64_t gdb_trace(uint64_t op)
+{
+	uint64_t val = 0;
+	return hypercall(HVTRACE_HC_TRACE_CTL, &op, &val);
+}
 
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
@@ -42,6 +57,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		    (uint64_t)(uintptr_t)&gdb_counter, (uint64_t)(uintptr_t)&gdb_r15,
 		    (uint64_t)(uintptr_t)&gdb_poke, (uint64_t)(uintptr_t)&gdb_bad);
 	report_info("GDB-TARGET2: mid=%lx own_bp=%lx", A(gdb_loop_mid), A(gdb_own_bp));
+	report_info("GDB-TARGET3: chain_a=%lx chain_b=%lx chain_c=%lx chain_bp=%lx", A(gdb_chain_a),
+		    A(gdb_chain_b), A(gdb_chain_c), A(gdb_chain_bp));
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
 	gdb_mid_orig = *(const volatile uint64_t *)gdb_loop_mid;
@@ -63,5 +80,9 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	       "%lu #DBs, %lu turns reached it, %lu turns", gdb_own_hits, gdb_own_turns, turns);
 	report(gdb_code_bad == 0, "code_reads_original", "%lu turns read other bytes at the breakpoints",
 	       gdb_code_bad);
+	gdb_chain();
+	report(gdb_chain_start_rc == 0 && gdb_chain_stop_rc == 0 && gdb_chain_done == 1, "traced_chain",
+	       "trace_ctl start %ld, stop %ld, reached its end %lu times", gdb_chain_start_rc, gdb_chain_stop_rc,
+	       gdb_chain_done);
 	report_done();
 }

@@ -377,6 +377,18 @@ static void test_dbg(void)
 	      fake_dr7 == (0x400 | DR7_L(3) | DR7_L(2) | DR7_L(1) | (0x9ull << DR7_RW_SHIFT(1))) && !dd->hits,
 	      "three slots in DR3, DR2, DR1 (RW 01, LEN 10), DR0 the guest's: dr7 %llx",
 	      (unsigned long long)fake_dr7);
+	/* tracing starts: the registers go back; it stops at an exit: the
+	 * slots come back before that exit's entry, not at a later exit */
+	vcpu0.trace->engine = HVTRACE_ENGINE_FAST;
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(!dd->on && !dd->held && fake_drs[3] == 0x3333 && fake_drs[2] == 0x2020 && fake_dr7 == 0x400,
+	      "the engine on: the guest's registers and DR7 back");
+	vcpu0.trace->engine = HVTRACE_ENGINE_OFF;
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(dd->on && dd->held == 0xe && fake_drs[3] == 0x401020 && fake_drs[1] == 0x1040,
+	      "the engine off again: the three slots armed at this entry");
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(dd->held == 0xe && dd->saved[3] == 0x3333, "again: nothing changes (the guest's values kept)");
 	/* the guest enables its DR2: it gets its register back, the slots move down */
 	dbg_dr_guest_dr7(&vcpu0, 0x400 | DR7_G(2));
 	CHECK(dd->held == 0xb && fake_drs[2] == 0x2020 && fake_drs[1] == 0x401030 && fake_drs[0] == 0x1040 &&
