@@ -161,7 +161,9 @@ vmx_bts_with_engine() {
 	local name=vmx-bts-$1
 	local d=$(esp $name)
 	add_guest "$d" t_bts
-	printf 'next = \\EFI\\hvtrace\\t_bts.efi\nengine = %s\n' "$1" >"$d/EFI/hvtrace/hvtrace.cfg"
+	# cmdline = bochs: t_bts's bts_code_cross_page names Bochs's own stale
+	# immediate a skip (docs/testing.md "Known emulator divergences")
+	printf 'next = \\EFI\\hvtrace\\t_bts.efi\nengine = %s\ncmdline = bochs\n' "$1" >"$d/EFI/hvtrace/hvtrace.cfg"
 	run $name 200 --until 'SUMMARY: t_bts'
 	expect 'hvtrace: vmx backend ready'
 	expect 'SUMMARY: t_bts: [1-9][0-9]* passed, 0 failed'
