@@ -26,7 +26,7 @@ help:
 	@echo "make             build the hypervisor, loader, guest agent and guest tests"
 	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
 	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
-	@echo "make test-perf-suite  Linux's whole perf test suite in the guest (make test runs a part)"
+	@echo "make test-perf-suite  Linux's perf test suite in the guest, all but one test (make test runs a part)"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU 10's TCG, fetched; not in make test)"
 	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel (fast, then interp engine), then Debian's (over an hour)"
 	@echo "make test-gdb-live  GDB on a running guest alone, EFI program and Debian kernel (both in make test too)"
@@ -97,8 +97,8 @@ test-integration: all $(GUEST_IMAGES) $(BOOT_IMAGES)
 test-perf: all $(GUEST_IMAGES) $(PERF_IMAGES)
 	@tests/integration-perf.sh
 
-# Linux's whole perf test suite in the guest (docs/pmu.md "Linux's perf test
-# suite"); make test runs a named part of it (linux-perf-suite)
+# Linux's whole perf test suite in the guest but test 97 (docs/pmu.md "Linux's
+# perf test suite"); make test runs a named part of it (linux-perf-suite)
 test-perf-suite: all $(PERF_IMAGES)
 	@PERF_SUITE_ALL=1 tests/integration-perf.sh
 

@@ -129,7 +129,7 @@ suite_boot() {
 	mkdir -p "$d/EFI/linux"
 	cp "$BUILD/cache/linux/vmlinuz" "$BUILD/initrd-perf.gz" "$d/EFI/linux/"
 	printf '%s\n' 'next = \EFI\linux\vmlinuz' \
-		"cmdline = $PERF_CMDLINE pti=off hvtrace.perf=suite hvtrace.perftest.timeout=$bound${SUITE_LIVE:+ hvtrace.perftest.live}${SUITE_V:+ hvtrace.perftest.v=$SUITE_V}${tests:+ hvtrace.perftest=$tests}" \
+		"cmdline = $PERF_CMDLINE pti=off hvtrace.perf=suite hvtrace.perftest.timeout=$bound${SUITE_LIVE:+ hvtrace.perftest.live}${SUITE_V:+ hvtrace.perftest.v=$SUITE_V}${SUITE_SKIP:+ hvtrace.perftest.skip=$SUITE_SKIP}${tests:+ hvtrace.perftest=$tests}" \
 		"$@" >"$d/EFI/hvtrace/hvtrace.cfg"
 	run "$name" "$t" --cpu-flags -hypervisor,vendor=GenuineIntel
 	sed -nE 's/^.*HVTRACE-PERFTEST: //p' "$LOG" >"$RESULTS"
@@ -403,9 +403,13 @@ t_linux_perf_suite() {
 	suite_check $SUITE_TESTS
 	finish $name
 }
+# not run by linux-perf-suite-all: 97 (perf stat -a of instructions for
+# `sleep 1`) single-steps the whole guest, which starves and does not
+# reach its bound's end in 10 minutes and more (docs/pmu.md)
+SUITE_NOT_RUN=97
 t_linux_perf_suite_all() {
 	local name=linux-perf-suite-all
-	suite_boot $name "" $SUITE_BOUND 3600 'trace.pace = 1000' || { finish $name; return 0; }
+	SUITE_SKIP=$SUITE_NOT_RUN suite_boot $name "" $SUITE_BOUND 3600 'trace.pace = 1000' || { finish $name; return 0; }
 	suite_check "$(sed -nE 's/^.*HVTRACE-PERFTEST-LIST: +([0-9]+): .*/\1/p' "$LOG" | tr '\n' , | sed 's/,$//')"
 	finish $name
 }

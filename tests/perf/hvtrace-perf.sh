@@ -31,7 +31,8 @@
 #           and the verbose output of a test not Ok (perf test -v N, its
 #           first 60 and last 90 lines, and the kernel's last 20 lines
 #           meanwhile) behind HVTRACE-PERFTEST-LOG: N:
-#           (hvtrace.perftest.v=-vvv: more of it); with
+#           (hvtrace.perftest.v=-vvv: more of it); hvtrace.perftest.skip=N[,N]:
+#           those not run ("NOT RUN"); with
 #           hvtrace.perftest.live, all of it as it comes (for a test that
 #           hangs)
 SAMPLE_PERIOD=997
@@ -149,13 +150,14 @@ bounded() {
 
 # the suite's (docs/pmu.md "Linux's perf test suite")
 step_suite() {
-	local list="" bound=120 live=0 v=-v arg n t0 t1 rc
+	local list="" bound=120 live=0 v=-v skip="" arg n t0 t1 rc
 	for arg in $(cat /proc/cmdline); do
 		case "$arg" in
 		hvtrace.perftest=*) list=$(echo "${arg#hvtrace.perftest=}" | tr , ' ') ;;
 		hvtrace.perftest.timeout=*) bound=${arg#hvtrace.perftest.timeout=} ;;
 		hvtrace.perftest.live) live=1 ;;
 		hvtrace.perftest.v=*) v=${arg#hvtrace.perftest.v=} ;;
+		hvtrace.perftest.skip=*) skip=" $(echo "${arg#hvtrace.perftest.skip=}" | tr , ' ') " ;;
 		esac
 	done
 	# Debian's PATH: coreutils' programs (scripts/fetch-perf-tests.sh) before
@@ -168,6 +170,10 @@ step_suite() {
 	sed 's/^/HVTRACE-PERFTEST-LIST: /' /tmp/suite-list.txt
 	[ -n "$list" ] || list=$(sed -nE 's/^ *([0-9]+): .*/\1/p' /tmp/suite-list.txt)
 	for n in $list; do
+		case "$skip" in *" $n "*)
+			echo "HVTRACE-PERFTEST: $n 0.0 NOT RUN (hvtrace.perftest.skip)"
+			continue ;;
+		esac
 		dmesg -c >/dev/null	# the kernel's lines of this test only, below
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		if [ $live = 1 ]; then
