@@ -8,7 +8,7 @@ LD ?= ld
 OBJCOPY ?= objcopy
 KERNEL_DIR ?= $(BUILD)/cache/linux
 
-.PHONY: all guest-tests deps test test-run test-unit test-integration test-perf test-nested test-boot test-gdb-live demo demo-run bench bench-run clean help
+.PHONY: all guest-tests deps test test-run test-unit test-integration test-perf test-perf-suite test-nested test-boot test-gdb-live demo demo-run bench bench-run clean help
 all: $(BUILD)/hvtrace.efi $(BUILD)/guest-agent/hvtrace-agent guest-tests
 
 include hv/hv.mk
@@ -26,6 +26,7 @@ help:
 	@echo "make             build the hypervisor, loader, guest agent and guest tests"
 	@echo "make test        every test tier (unit, EFI guest programs, Linux boots)"
 	@echo "make test-perf   Linux's perf in the Debian guest on the virtual PMU and BTS"
+	@echo "make test-perf-suite  Linux's perf test suite in the guest, all but one test (make test runs a part)"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU 10's TCG, fetched; not in make test)"
 	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel (fast, then interp engine), then Debian's (over an hour)"
 	@echo "make test-gdb-live  GDB on a running guest alone, EFI program (untraced, traced) and Debian kernel (all in make test too)"
@@ -68,14 +69,18 @@ $(TINY_DIR)/vmlinux: scripts/build-tiny-kernel.sh tests/linux/tiny.config
 # initramfs that adds them and the test program to the first.
 PERF_DIR ?= $(BUILD)/cache/perf
 GDB_DIR ?= $(BUILD)/cache/gdb
+PERF_TESTS_DIR ?= $(BUILD)/cache/perf-tests
 $(PERF_DIR)/version:
 	scripts/fetch-perf.sh $(PERF_DIR)
+$(PERF_TESTS_DIR)/version:
+	scripts/fetch-perf-tests.sh $(PERF_TESTS_DIR)
 $(GDB_DIR)/version:
 	scripts/fetch-gdb.sh $(GDB_DIR)
 
 $(BUILD)/initrd-perf.gz: scripts/mkinitramfs.sh tests/perf/hvtrace-perf.sh $(PERF_DIR)/version \
-		$(GDB_DIR)/version $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz
-	scripts/mkinitramfs.sh --perf $(PERF_DIR)/root $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz $@ $(GDB_DIR)/root
+		$(GDB_DIR)/version $(PERF_TESTS_DIR)/version $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz
+	scripts/mkinitramfs.sh --perf $(PERF_DIR)/root $(BUILD)/tests/perf/perf-work $(BUILD)/initrd.gz $@ \
+		$(GDB_DIR)/root $(PERF_TESTS_DIR)/root
 
 PERF_IMAGES := $(BUILD)/initrd-perf.gz $(BUILD)/tests/perf/perf-work
 
@@ -91,6 +96,11 @@ test-integration: all $(GUEST_IMAGES) $(BOOT_IMAGES)
 
 test-perf: all $(GUEST_IMAGES) $(PERF_IMAGES)
 	@tests/integration-perf.sh
+
+# Linux's whole perf test suite in the guest but test 97 (docs/pmu.md "Linux's
+# perf test suite"); make test runs a named part of it (linux-perf-suite)
+test-perf-suite: all $(PERF_IMAGES)
+	@PERF_SUITE_ALL=1 tests/integration-perf.sh
 
 # hvtrace under Linux's real KVM with nested SVM, inside QEMU TCG
 # (tests/integration-nested.sh, docs/testing.md "Under KVM"); not in make test: the emulated

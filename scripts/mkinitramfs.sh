@@ -6,17 +6,19 @@
 # hvtrace.crash panics the kernel through sysrq c; hvtrace.idle=S sleeps S
 # seconds), then powers off.
 # Usage: scripts/mkinitramfs.sh AGENT OUT.cpio.gz
-#        scripts/mkinitramfs.sh --perf PERFROOT WORK BASE.cpio.gz OUT.cpio.gz [GDBROOT]
+#        scripts/mkinitramfs.sh --perf PERFROOT WORK BASE.cpio.gz OUT.cpio.gz [GDBROOT [ROOT...]]
 # The second form is the perf tests' initramfs (tests/integration-perf.sh):
 # BASE with a second archive appended (the kernel unpacks both) that adds
 # Debian's perf and its libraries (PERFROOT, from scripts/fetch-perf.sh),
 # Debian's gdb and its libraries (GDBROOT, from scripts/fetch-gdb.sh),
+# perf's own test suite and bash (a ROOT, from scripts/fetch-perf-tests.sh),
 # the test program WORK as /bin/perf-work and tests/perf/hvtrace-perf.sh as
 # /bin/hvtrace-perf, which /init runs for hvtrace.perf=STEPS. The other
 # Linux tests keep the small BASE.
 set -eu
 if [ "${1:-}" = --perf ]; then
 	perfroot=${2:?} work=${3:?} base=${4:?} out=${5:?} gdbroot=${6:-}
+	shift 5; [ $# = 0 ] || shift
 	root=$(mktemp -d)
 	trap 'rm -rf "$root"' EXIT
 	cp -a "$perfroot/." "$root/"
@@ -25,6 +27,7 @@ if [ "${1:-}" = --perf ]; then
 		cp -a "$gdbroot/." "$root/"
 		ln -s /usr/bin/gdb "$root/bin/gdb"
 	fi
+	for r in "$@"; do cp -a "$r/." "$root/"; done
 	cp "$work" "$root/bin/perf-work"
 	cp "$(dirname "$0")/../tests/perf/hvtrace-perf.sh" "$root/bin/hvtrace-perf"
 	ln -s /usr/bin/perf "$root/bin/perf"

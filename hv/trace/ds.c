@@ -171,7 +171,7 @@ void pmu_sync(struct vcpu *v)
 {
 	struct pmu_state *p = &v->trace->pmu;
 	if (pmu_counts_tsc(p))
-		pmu_overflowed(v, pmu_tsc_advance(p, rdtsc()));
+		pmu_overflowed(v, pmu_tsc_advance(p, rdtsc(), hv.ops->get_cpl(v)));
 	else
 		p->tsc_last = rdtsc();
 }

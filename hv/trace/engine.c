@@ -63,8 +63,9 @@ static void engine_stop(struct vcpu *v)
 		interp_log(v);	/* the counts, and verify mode's result */
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		v->rflags = (v->rflags & ~RFLAGS_TF) | (t->guest_tf ? RFLAGS_TF : 0);
-		/* the watcher's stay intercepted (dispatch/irq.c) */
-		hv.ops->set_intr_intercept(v, rec_ctl_watcher(v));
+		/* the watcher's stay intercepted (dispatch/irq.c), and those
+		 * that split a filtered cycles counter's ticks (pmu_sync) */
+		hv.ops->set_intr_intercept(v, rec_ctl_watcher(v) || pmu_tsc_split(&t->pmu));
 		hv.ops->set_dr(v, 6, t->guest_dr6);
 	}
 	t->engine = HVTRACE_ENGINE_OFF;
@@ -230,6 +231,10 @@ void trace_update(struct vcpu *v)
 	}
 	if (!want)
 		trigger_update(v);
+	/* a cycles counter filtered by privilege level: its ticks go to the
+	 * level at each exit, so interrupts exit (pmu_sync, docs/pmu.md) */
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		hv.ops->set_intr_intercept(v, rec_ctl_watcher(v) || pmu_tsc_split(&t->pmu));
 }
 
 /* --- every exit ----------------------------------------------------------- */

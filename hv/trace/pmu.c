@@ -146,13 +146,28 @@ u64 pmu_count(struct pmu_state *p, u32 occ, int cpl)
 	return count(p, occ & ~PMU_OCC_TSC, cpl, 1);
 }
 
-/* The TSC-counted events are counted at any privilege level: the TSC
- * does not say which level its ticks were spent at (docs/pmu.md). */
-u64 pmu_tsc_advance(struct pmu_state *p, u64 now)
+/* The TSC-counted events: the ticks since the last call go to the
+ * counters whose USR/OS filter takes `cpl` (SDM Vol. 3 20.2.1.1: USR
+ * counts at CPL > 0, OS at CPL 0), the level the guest is at now. The TSC
+ * does not say at which level its ticks were spent: the caller calls at
+ * every exit and PMU access, and while a counter filters, external
+ * interrupts exit too (pmu_tsc_split), so each interval goes to the level
+ * it ended at (docs/pmu.md). cpl < 0: any level. */
+u64 pmu_tsc_advance(struct pmu_state *p, u64 now, int cpl)
 {
 	u64 delta = now - p->tsc_last;
 	p->tsc_last = now;
-	return delta ? count(p, PMU_OCC_TSC, -1, delta) : 0;
+	return delta ? count(p, PMU_OCC_TSC, cpl, delta) : 0;
+}
+
+bool pmu_tsc_split(const struct pmu_state *p)
+{
+	u64 all = counters(p);
+	for (unsigned i = 0; i < 64; i++)
+		if ((all & (1ull << i)) && counter_occ(p, i, -1) == PMU_OCC_TSC &&
+		    (counter_occ(p, i, 0) == 0) != (counter_occ(p, i, 3) == 0))
+			return true;
+	return false;
 }
 
 u64 pmu_pmi_bits(const struct pmu_state *p, u64 ovf)

@@ -70,8 +70,13 @@ bool pmu_read_counter(const struct pmu_state *p, u32 ecx, u64 *val);
  * every counter counting it advances. Returns the GLOBAL_STATUS bits of
  * the counters that wrapped (set in global_status too). */
 u64 pmu_count(struct pmu_state *p, u32 occ, int cpl);
-/* The TSC-counted events up to `now`; the bits of counters that wrapped. */
-u64 pmu_tsc_advance(struct pmu_state *p, u64 now);
+/* The TSC-counted events up to `now`, the ticks since the last call
+ * spent at privilege `cpl` (< 0: counted at any); the bits of counters
+ * that wrapped. */
+u64 pmu_tsc_advance(struct pmu_state *p, u64 now, int cpl);
+/* Does an enabled TSC-counted counter count at one privilege level only
+ * (USR or OS, not both)? Its ticks are split by the level at each exit. */
+bool pmu_tsc_split(const struct pmu_state *p);
 /* Of the wrapped counters `ovf`, those whose INT/PMI bit asks for a PMI. */
 u64 pmu_pmi_bits(const struct pmu_state *p, u64 ovf);
 /* Does some enabled counter count events only the engine sees? */

@@ -20,6 +20,21 @@
 #           breakpoint on the exit's SYSCALL, then record
 #           function-call-history /i ("N FUNCTION inst A,B" a line) and
 #           record instruction-history (each instruction's address)
+#   cycles  perf stat of cycles:u, cycles:k and cycles, and cycles:u sampled
+#   suite   Linux's own perf test suite (perf test, the tests from the
+#           linux-perf package: scripts/fetch-perf-tests.sh), one test at a
+#           time, each bounded (bounded: hvtrace.perftest.timeout=S on the kernel's
+#           command line, 120 s unless given) and timed; the tests
+#           hvtrace.perftest=N[,N...] names, all of them unless given. Each
+#           result "HVTRACE-PERFTEST: N[.K] SECONDS RESULT" (Ok, FAILED!,
+#           Skip..., TIMEOUT: killed at the bound, NONE: no result line),
+#           and the verbose output of a test not Ok (perf test -v N, its
+#           first 60 and last 90 lines, and the kernel's last 20 lines
+#           meanwhile) behind HVTRACE-PERFTEST-LOG: N:
+#           (hvtrace.perftest.v=-vvv: more of it); hvtrace.perftest.skip=N[,N]:
+#           those not run ("NOT RUN"); with
+#           hvtrace.perftest.live, all of it as it comes (for a test that
+#           hangs)
 SAMPLE_PERIOD=997
 PEBS_PERIOD=499
 W=/bin/perf-work
@@ -82,6 +97,19 @@ step_branches() {
 	user_pairs </tmp/branches.raw | sed 's/^/HVTRACE-BRANCH: /'
 }
 
+# the cycles events' privilege filter (docs/pmu.md "The TSC-counted
+# events"): perf stat of cycles:u, cycles:k and cycles, then cycles:u
+# sampled every 1,000,000 ticks, a spinning program's (sh's loop)
+step_cycles() {
+	perf stat -x, -e cycles:u,cycles:k,cycles -o /tmp/cycles.txt -- $W
+	echo "HVTRACE-PERF: cycles stat exit $?"
+	grep -v '^#' /tmp/cycles.txt | grep . | sed 's/^/HVTRACE-PERF: cycles: /'
+	perf record -N -q -e cycles:u -c 1000000 -o /tmp/cycles.data -- sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done'
+	echo "HVTRACE-PERF: cycles record exit $?"
+	perf script -i /tmp/cycles.data -F ip,sym 2>/dev/null >/tmp/cycles-s.txt
+	echo "HVTRACE-PERF: cycles samples $(grep -c . /tmp/cycles-s.txt), kernel $(grep -c '^ *ffff' /tmp/cycles-s.txt)"
+}
+
 # the exit's SYSCALL is the 2 bytes before leaf (tests/perf/work.S); GDB's
 # BTS buffer (64 KiB by default, 24 bytes a sample) made large enough for
 # the program's 3500 branches
@@ -99,6 +127,84 @@ step_gdb() {
 	awk '$1 ~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) if ($i ~ /^0x[0-9a-f]+$/) { print "HVTRACE-GDB-INSN:", $i; break } }' /tmp/gdb.txt
 }
 
+# bounded S CMD...: CMD in a session of its own, killed whole (TERM, then
+# KILL 5 s later: a shell test's perf and its workload too) once it has run
+# S seconds of the guest's time; CMD's status, 124 when cut. One sleep, not
+# busybox timeout's one a second: while a counter counts, every
+# instruction is single-stepped and each wakeup costs.
+bounded() {
+	local s=$1 pid wd rc
+	shift
+	rm -f /tmp/suite-cut
+	setsid "$@" &
+	pid=$!
+	( sleep "$s"; echo cut >/tmp/suite-cut; kill -TERM -"$pid"; sleep 5; kill -KILL -"$pid" ) 2>/dev/null &
+	wd=$!
+	wait $pid
+	rc=$?
+	kill $wd 2>/dev/null
+	wait $wd 2>/dev/null
+	[ -e /tmp/suite-cut ] && rc=124
+	return $rc
+}
+
+# the suite's (docs/pmu.md "Linux's perf test suite")
+step_suite() {
+	local list="" bound=120 live=0 v=-v skip="" arg n t0 t1 rc
+	for arg in $(cat /proc/cmdline); do
+		case "$arg" in
+		hvtrace.perftest=*) list=$(echo "${arg#hvtrace.perftest=}" | tr , ' ') ;;
+		hvtrace.perftest.timeout=*) bound=${arg#hvtrace.perftest.timeout=} ;;
+		hvtrace.perftest.live) live=1 ;;
+		hvtrace.perftest.v=*) v=${arg#hvtrace.perftest.v=} ;;
+		hvtrace.perftest.skip=*) skip=" $(echo "${arg#hvtrace.perftest.skip=}" | tr , ' ') " ;;
+		esac
+	done
+	# Debian's PATH: coreutils' programs (scripts/fetch-perf-tests.sh) before
+	# busybox's applets in /bin
+	export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+	# what a Debian system mounts, and the tracepoint tests read
+	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	perf test list >/tmp/suite-list.txt 2>&1
+	sed 's/^/HVTRACE-PERFTEST-LIST: /' /tmp/suite-list.txt
+	[ -n "$list" ] || list=$(sed -nE 's/^ *([0-9]+): .*/\1/p' /tmp/suite-list.txt)
+	for n in $list; do
+		case "$skip" in *" $n "*)
+			echo "HVTRACE-PERFTEST: $n 0.0 NOT RUN (hvtrace.perftest.skip)"
+			continue ;;
+		esac
+		dmesg -c >/dev/null	# the kernel's lines of this test only, below
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		if [ $live = 1 ]; then
+			{ bounded "$bound" perf test $v "$n" 2>&1; echo "rc $?" >/tmp/suite-rc; } |
+				tee /tmp/suite-$n.txt | sed "s/^/HVTRACE-PERFTEST-LIVE: $n: /"
+			read -r _ rc </tmp/suite-rc
+		else
+			bounded "$bound" perf test $v "$n" >/tmp/suite-$n.txt 2>&1
+			rc=$?
+		fi
+		t1=$(cut -d' ' -f1 /proc/uptime)
+		# the result lines follow each test's (or subtest's) "---- end ----":
+		# "DESC: Ok", "DESC subtest K: FAILED!", ...
+		awk -v n="$n" -v rc="$rc" -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" '
+			end { end = 0; r = $0; k = ""
+			      if (match(r, / subtest [0-9]+: /)) { k = substr(r, RSTART + 9, RLENGTH - 11); k = "." k }
+			      sub(/^.*: /, "", r); print "HVTRACE-PERFTEST: " n k " " s " " r; got = 1; next }
+			/^---- end ----$/ { end = 1 }
+			END { if (rc == 124 || rc == 143) print "HVTRACE-PERFTEST: " n " " s " TIMEOUT"
+			      else if (!got) print "HVTRACE-PERFTEST: " n " " s " NONE (exit " rc ")" }' /tmp/suite-$n.txt
+		grep -q -- '---- end ----' /tmp/suite-$n.txt && ! grep -A1 -- '---- end ----' /tmp/suite-$n.txt |
+			grep -qvE -- '^---- end ----$|^--$|: Ok$' && [ $rc != 124 ] && continue
+		awk 'NR <= 60 { print; next } { t[NR % 90] = $0 } END { if (NR > 150) print "[... " NR - 150 " lines ...]"
+			for (i = (NR > 150 ? NR - 89 : 61); i <= NR; i++) print t[i % 90] }' /tmp/suite-$n.txt |
+			sed "s/^/HVTRACE-PERFTEST-LOG: $n: /"
+		dmesg | tail -n 20 | sed "s/^/HVTRACE-PERFTEST-LOG: $n: dmesg: /"
+		echo "HVTRACE-PERFTEST-LOG: $n: clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+	done
+	echo "HVTRACE-PERF: suite done"
+}
+
 echo "HVTRACE-PERF: $(perf version)"
 # Linux lowers perf_event_max_sample_rate when a PMI handler takes long
 # (here: every instruction is single-stepped while a counter counts, under
@@ -113,7 +219,7 @@ echo "HVTRACE-PERF: perf_event_max_sample_rate $(cat /proc/sys/kernel/perf_event
 	"perf_cpu_time_max_percent $(cat /proc/sys/kernel/perf_cpu_time_max_percent)"
 for s in $(echo "$1" | tr , ' '); do
 	case "$s" in
-	stat|bts|sample|pebs|branches|gdb) step_$s ;;
+	stat|bts|sample|pebs|branches|gdb|suite|cycles) step_$s ;;
 	*) echo "HVTRACE-PERF: unknown step $s" ;;
 	esac
 done

@@ -167,21 +167,37 @@ int main(void)
 	ovf = pmu_count(&p, PMU_OCC_INSN, 0);
 	CHECK(ovf == PERF_GLOBAL_FIXED(0) && pmu_pmi_bits(&p, ovf) == ovf, "fixed 0 wraps with its PMI");
 
-	/* TSC-counted: cycles at any CPL, by TSC ticks, with their wrap */
+	/* TSC-counted: cycles by TSC ticks, with their wrap; the ticks since
+	 * the last call go to the counters whose USR/OS takes the CPL now */
 	p = intel();
-	pmu_tsc_advance(&p, 1000);
+	pmu_tsc_advance(&p, 1000, 3);
 	pmu_msr_set(&p, MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_USR(1) | FIXED_CTRL_OS(2));
 	pmu_msr_set(&p, MSR_IA32_PERF_GLOBAL_CTRL, PERF_GLOBAL_FIXED(1) | PERF_GLOBAL_FIXED(2));
 	CHECK(pmu_counts_tsc(&p) && !pmu_needs_engine(&p), "cycles are the TSC's");
-	pmu_tsc_advance(&p, 1500);
-	CHECK(get(&p, MSR_IA32_FIXED_CTR0 + 1) == 500 && get(&p, MSR_IA32_FIXED_CTR0 + 2) == 500,
-	      "500 ticks: %lu", get(&p, MSR_IA32_FIXED_CTR0 + 1));
+	CHECK(pmu_tsc_split(&p), "a USR-only cycles counter splits the ticks");
+	pmu_tsc_advance(&p, 1500, 3);
+	CHECK(get(&p, MSR_IA32_FIXED_CTR0 + 1) == 500 && get(&p, MSR_IA32_FIXED_CTR0 + 2) == 0,
+	      "500 ticks at CPL 3: USR %lu, OS %lu", get(&p, MSR_IA32_FIXED_CTR0 + 1), get(&p, MSR_IA32_FIXED_CTR0 + 2));
+	pmu_tsc_advance(&p, 1700, 0);
+	CHECK(get(&p, MSR_IA32_FIXED_CTR0 + 1) == 500 && get(&p, MSR_IA32_FIXED_CTR0 + 2) == 200,
+	      "200 ticks at CPL 0: USR %lu, OS %lu", get(&p, MSR_IA32_FIXED_CTR0 + 1), get(&p, MSR_IA32_FIXED_CTR0 + 2));
+	pmu_tsc_advance(&p, 1800, -1);
+	CHECK(get(&p, MSR_IA32_FIXED_CTR0 + 1) == 600 && get(&p, MSR_IA32_FIXED_CTR0 + 2) == 300, "any CPL: both");
 	pmu_count(&p, jmp, 3);
-	CHECK(get(&p, MSR_IA32_FIXED_CTR0 + 1) == 500, "instructions are not cycles");
+	CHECK(get(&p, MSR_IA32_FIXED_CTR0 + 1) == 600, "instructions are not cycles");
+	pmu_msr_set(&p, MSR_IA32_FIXED_CTR_CTRL, FIXED_CTRL_USR(1) | FIXED_CTRL_OS(1));
+	CHECK(!pmu_tsc_split(&p), "USR and OS: no split");
 	pmu_msr_set(&p, MSR_IA32_FIXED_CTR0 + 1, PMU_MASK - 9);
-	CHECK(pmu_tsc_advance(&p, 1509) == 0 && get(&p, MSR_IA32_FIXED_CTR0 + 1) == PMU_MASK, "no wrap at 2^48-1");
-	CHECK(pmu_tsc_advance(&p, 1519) == PERF_GLOBAL_FIXED(1), "wrap after ten more");
+	CHECK(pmu_tsc_advance(&p, 1809, 0) == 0 && get(&p, MSR_IA32_FIXED_CTR0 + 1) == PMU_MASK, "no wrap at 2^48-1");
+	CHECK(pmu_tsc_advance(&p, 1819, 3) == PERF_GLOBAL_FIXED(1), "wrap after ten more");
 	CHECK(get(&p, MSR_IA32_FIXED_CTR0 + 1) == 9, "counts on past the wrap: %lu", get(&p, MSR_IA32_FIXED_CTR0 + 1));
+	pmu_msr_set(&p, MSR_IA32_PERFEVTSEL0, 0x3c | PERFEVTSEL_EN | PERFEVTSEL_OS);
+	pmu_msr_set(&p, MSR_IA32_PERF_GLOBAL_CTRL, PERF_GLOBAL_PMC(0));
+	CHECK(pmu_tsc_split(&p), "an OS-only cycles PMC splits");
+	pmu_tsc_advance(&p, 1900, 3);
+	CHECK(get(&p, MSR_IA32_PMC0) == 0, "not at CPL 3");
+	pmu_tsc_advance(&p, 1950, 0);
+	CHECK(get(&p, MSR_IA32_PMC0) == 50, "50 at CPL 0: %lu", get(&p, MSR_IA32_PMC0));
 
 	/* RDPMC's index: bit 30 the fixed counters, the rest #GP */
 	p = intel();
