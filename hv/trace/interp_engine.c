@@ -456,8 +456,7 @@ void interp_run(struct vcpu *v)
 	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };
 	_Static_assert(DEC_BR_RET < 8, "the near transfers the core executes");
 	t->interp.runs++;
-	t->dcache.epoch++;	/* every entry checked again once in this burst */
-	t->dcache.code = 0;
+	interp_dcache_epoch(&t->dcache);	/* every entry checked again once in this burst */
 	ds_burst_begin(v);
 	for (;;) {
 		struct interp_result r;
@@ -573,6 +572,7 @@ void interp_verify_prepare(struct vcpu *v)
 	struct imem m = { .v = v, .shadow = f };
 	struct interp_result r;
 	f->valid = f->wrote = false;
+	interp_dcache_epoch(&v->trace->dcache);	/* the processor ran since the last step */
 	ctl_read(v, &m.ctl);
 	if (!interp_allowed(v, &m.ctl))
 		return;

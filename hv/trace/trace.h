@@ -209,6 +209,16 @@ struct interp_dcache {
 	u64 code;		/* the pages checked this epoch (bits: host frame % 64) */
 };
 
+/* A new epoch of the decode cache's checks: every entry is compared with memory again at its
+ * next hit. At each use after the processor ran guest code (a burst, a verify step: the
+ * guest's own writes meanwhile were the processor's, which interp_code_written does not see),
+ * and after a write of the burst's into code it checked. */
+static inline void interp_dcache_epoch(struct interp_dcache *dc)
+{
+	dc->epoch++;
+	dc->code = 0;
+}
+
 static inline u64 interp_code_bit(const void *p)
 {
 	return 1ull << (((uintptr_t)p >> 12) & 63);
@@ -220,10 +230,8 @@ static inline u64 interp_code_bit(const void *p)
  * known here) */
 static inline void interp_code_written(struct interp_dcache *dc, const void *first, const void *last)
 {
-	if (!last || (dc->code & (interp_code_bit(first) | interp_code_bit(last)))) {
-		dc->epoch++;
-		dc->code = 0;
-	}
+	if (!last || (dc->code & (interp_code_bit(first) | interp_code_bit(last))))
+		interp_dcache_epoch(dc);
 }
 
 /* interp.verify = yes: the instruction interp_verify_prepare interpreted into a shadow (its
