@@ -646,15 +646,17 @@ static void step_complete_one(struct vcpu *v, const struct step_state *s, u64 to
 	}
 }
 
-/* MOV SS, POP SS, and STI that sets IF: interrupts, and on some
- * processors the single-step trap, wait for the end of the next
- * instruction (SDM Vol. 3 6.8.3; QEMU's TCG holds the trap after STI too) */
+/* MOV SS, POP SS, and STI: interrupts, and on some processors the
+ * single-step trap, wait for the end of the next instruction (SDM Vol. 3
+ * 6.8.3). STI blocks only when it sets IF (Vol. 2B STI; Vol. 3 25.4.2,
+ * blocking by STI), but QEMU's TCG holds the trap after every STI, IF set
+ * before or not (it sets its inhibit flag unconditionally): where the
+ * processor traps after the STI alone, step_completed sees it end there. */
 static bool shadows_next(const struct step_state *s)
 {
 	const struct dec_insn *in = &s->insn;
 	return (is_legacy_op(in, 0, 0x8e) && ((in->modrm >> 3) & 7) == 2) ||
-	       (is_legacy_op(in, 0, 0x17) && s->mode != DEC_MODE_64) ||
-	       (is_legacy_op(in, 0, 0xfb) && !(s->rflags & RFLAGS_IF));
+	       (is_legacy_op(in, 0, 0x17) && s->mode != DEC_MODE_64) || is_legacy_op(in, 0, 0xfb);
 }
 
 /*

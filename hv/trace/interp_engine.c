@@ -406,23 +406,31 @@ static bool irq_due(struct vcpu *v)
 	return false;
 }
 
+_Static_assert(SEG_ES == 0 && SEG_CS == 1 && SEG_SS == 2 && SEG_DS == 3 && SEG_FS == 4 && SEG_GS == 5,
+	       "interp_cpu.sel[] in the order of ModRM.reg's Sreg encoding (SDM Vol. 2A 3.1.1.3)");
+
 /* The core's register file from the vCPU's */
 static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp_cpu *c)
 {
-	struct hv_segment fs, gs;
-	hv.ops->get_seg(v, SEG_FS, &fs);
-	hv.ops->get_seg(v, SEG_GS, &gs);
+	struct hv_segment seg;
+	for (u32 s = SEG_ES; s <= SEG_GS; s++) {
+		hv.ops->get_seg(v, (enum hv_seg)s, &seg);
+		c->sel[s] = seg.sel;
+		if (s == SEG_FS)
+			c->fs_base = seg.base;
+		else if (s == SEG_GS)
+			c->gs_base = seg.base;
+	}
 	for (u32 i = 0; i < INTERP_NGPR; i++)
 		c->gpr[i] = ((volatile u64 *)v->gpr)[i];
 	c->rip = v->rip;
 	c->rflags = v->rflags;
-	c->fs_base = fs.base;
-	c->gs_base = gs.base;
 	c->mode = DEC_MODE_64;
 	c->cpl = ctl->cpl;
 	c->cr0_am = ctl->cr0 & CR0_AM;
 	c->cet = false;	/* interp_allowed: CR4.CET is clear */
 	c->la57 = ctl->cr4 & CR4_LA57;	/* IA-32e paging (interp_allowed): 5 levels with LA57 */
+	c->shadow_ok = false;	/* interp_run's loop holds an STI's shadow */
 }
 
 /* The interpreted state becomes the vCPU's (each committed instruction's state is whole); a
@@ -451,6 +459,7 @@ void interp_run(struct vcpu *v)
 	cpu_load(v, &m.ctl, &c);
 	bool tracing = rec_tracing();
 	bool counting = t->interp_counting;
+	c.shadow_ok = !counting;	/* a counted STI is not put back */
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
 	u32 n = 0;
 	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };
@@ -458,9 +467,15 @@ void interp_run(struct vcpu *v)
 	t->interp.runs++;
 	interp_dcache_epoch(&t->dcache);	/* every entry checked again once in this burst */
 	ds_burst_begin(v);
+	/* an STI that set IF (interp_result.shadow): interrupts stay blocked until the next
+	 * instruction completes, so the burst does not end between them; if that one is left,
+	 * the STI (which changed IF and RIP alone) is put back and the processor runs both */
+	bool in_shadow = false;
+	u64 sti_at = 0, sti_flags = 0;
 	for (;;) {
 		struct interp_result r;
 		u64 at = c.rip;	/* its linear address: 64-bit code, CS's base is 0 */
+		u64 fl0 = c.rflags;
 		struct interp_dcache_entry *e = dcache_hit(&m, c.rip);
 		/* a hit was fetched at a canonical RIP; interp_allowed saw 64-bit code and TF clear,
 		 * which no interpreted instruction changes */
@@ -468,9 +483,23 @@ void interp_run(struct vcpu *v)
 			count_left(&t->interp, &r);
 			if (r.leave == INTERP_LEAVE_MEMORY)
 				t->interp.refused[m.refused < PGWALK_NSTATUS ? m.refused : 0]++;
+			if (in_shadow) {
+				c.rip = sti_at;
+				c.rflags = sti_flags;
+				n--;
+			}
 			break;
 		}
 		n++;
+		/* IF set: an interrupt pending at the processor (the hypervisor does not see those
+		 * the guest's IF holds back) comes after this instruction (POPF), or after the
+		 * next (STI): the burst ends there, and the processor takes it at that boundary */
+		bool opened = in_shadow || (!(fl0 & RFLAGS_IF) && (c.rflags & RFLAGS_IF) && !r.shadow);
+		in_shadow = r.shadow;
+		if (r.shadow) {
+			sti_at = at;
+			sti_flags = fl0;
+		}
 		u8 kind = 0;
 		u32 type = 0;
 		if (r.branch != DEC_BR_NONE) {
@@ -509,6 +538,10 @@ void interp_run(struct vcpu *v)
 		}
 		if (wrapped)
 			break;
+		if (opened)
+			break;
+		if (in_shadow)
+			continue;
 		if (n >= INTERP_BUDGET_INSNS || (!(n % INTERP_TSC_EVERY) && rdtsc() - t0 >= limit)) {
 			t->interp.budget++;
 			break;
@@ -557,6 +590,24 @@ void interp_log(struct vcpu *v)
 		 "most left %x (%u), %x (%u)", v->id, w[PGWALK_NOT_RAM], w[PGWALK_NOT_PRESENT], w[PGWALK_RESERVED],
 		 w[PGWALK_RIGHTS], w[PGWALK_AD], w[PGWALK_PKEY], w[PGWALK_MODE], HVTRACE_INTERP_TOP_KEY(top[0]),
 		 HVTRACE_INTERP_TOP_COUNT(top[0]), HVTRACE_INTERP_TOP_KEY(top[1]), HVTRACE_INTERP_TOP_COUNT(top[1]));
+	/* the eight most often left, largest first (key: leave << 24 | interp_opkey) */
+	char line[8 * 32 + 1];	/* " %x (%lu)": at most 32 characters each */
+	_Static_assert(INTERP_TOP <= 32, "done: one bit per entry");
+	u32 len = 0, done = 0;
+	line[0] = 0;
+	for (u32 k = 0; k < 8; k++) {
+		u32 best = INTERP_TOP;
+		for (u32 i = 0; i < INTERP_TOP; i++)
+			if (st->top[i].count && !(done & 1u << i) && (best == INTERP_TOP || st->top[i].count > st->top[best].count))
+				best = i;
+		if (best == INTERP_TOP)
+			break;
+		done |= 1u << best;
+		len += (u32)hv_snprintf(line + len, sizeof(line) - len, " %x (%lu)", st->top[best].key, st->top[best].count);
+		if (len >= sizeof(line))
+			break;
+	}
+	LOG_INFO("interp: vcpu %u most left:%s", v->id, line);
 }
 
 /* --- verify mode (interp.verify = yes) ------------------------------------------------------
@@ -585,6 +636,16 @@ void interp_verify_prepare(struct vcpu *v)
 	f->len = r.len;
 	m.shadow = NULL;
 	imem_fetch(&m, f->before.rip, f->bytes, r.len);
+	struct dec_insn d;
+	if (dec_decode(f->bytes, r.len, DEC_MODE_64, f->before.rip, &d) != DEC_OK)
+		return;
+	bool legacy = d.encoding == DEC_ENC_LEGACY && d.map == 0;
+	/* STI: the step's trap may come after the next instruction too (QEMU's TCG holds it
+	 * after every STI: trace/engine.c shadows_next), so the processor's state there is not
+	 * this instruction's alone: not compared */
+	if (legacy && d.opcode == 0xfb)
+		return;
+	f->flags_image = legacy && d.opcode == 0x9c;
 	f->valid = true;
 }
 
@@ -630,7 +691,8 @@ void interp_verify_check(struct vcpu *v)
 		struct imem m = { .v = v };
 		u64 got = 0;
 		ctl_read(v, &m.ctl);
-		if (imem_read(&m, f->wlin, &got, f->wlen) != INTERP_MEM_OK || got != f->wval) {
+		u64 cmp = f->flags_image ? ~RFLAGS_TF : ~0ull;
+		if (imem_read(&m, f->wlin, &got, f->wlen) != INTERP_MEM_OK || ((got ^ f->wval) & cmp)) {
 			verify_report(v, "memory differs");
 			LOG_ERR("  write of %u bytes at %lx: interpreter %lx, processor %lx", f->wlen, f->wlin, f->wval,
 				got);

@@ -240,6 +240,9 @@ static inline void interp_code_written(struct interp_dcache *dc, const void *fir
 struct interp_verify {
 	bool valid;
 	bool wrote;
+	/* the write is a PUSHF image: the processor's carries the reference engine's TF, which
+	 * step_complete_one then replaces with the guest's own; TF is not compared */
+	bool flags_image;
 	u8 len, wlen;
 	u8 bytes[15];
 	u64 wlin, wval;

@@ -423,7 +423,7 @@ static int lea_target(struct seq *q, int u, struct ib *b)
 static void gen_unit(struct seq *q, int u)
 {
 	struct ib *b = add(q, u);
-	int w, k = (int)rnd(41);
+	int w, k = (int)rnd(44);
 	uint8_t o;
 
 	switch (k) {
@@ -783,6 +783,67 @@ static void gen_unit(struct seq *q, int u)
 		}
 		break;
 	}
+	case 35: case 36: {	/* PUSHF; POP r / PUSH imm; POPF / MOV r/m, Sreg / PREFETCHh / BT* m */
+		int r;
+		switch (rnd(6)) {
+		case 0:				/* PUSHFQ, POP r: the image in a register and memory */
+			op1(b, 0x9c);
+			b = add(q, u);
+			r = pick_reg(b, 8, true);
+			op1(b, (uint8_t)(0x58 + (r & 7)));
+			if (r & 8)
+				b->rex = 0x41;
+			break;
+		case 1: {			/* PUSH imm32; POPFQ: arithmetic flags, DF, and IF and
+						 * IOPL, which CPL 3 keeps (never TF, AC, NT or ID) */
+			uint32_t img = 0x2 | ((uint32_t)unit_rand() & (INTERP_ARITH_FLAGS | RFLAGS_IF | RFLAGS_IOPL)) |
+				       (rnd(4) ? 0 : RFLAGS_DF);
+			op1(b, 0x68);
+			b->nimm = 4;
+			memcpy(b->imm, &img, 4);
+			b = add(q, u);
+			op1(b, 0x9d);
+			break;
+		}
+		case 2:				/* MOV r/m, Sreg: ES ... GS, any size */
+			op1(b, 0x8c);
+			w = set_vsize(b, true);
+			b->modrm = (uint8_t)(rnd(6) << 3);
+			set_rm(b, w, true, 1);
+			break;
+		case 3:				/* PREFETCHh /0-/3: any address, never accessed */
+			op2(b, 0x18);
+			b->modrm = (uint8_t)(rnd(4) << 3);
+			set_rm_any(b);
+			break;
+		case 4:				/* BT/BTS/BTR/BTC m, imm8 */
+			op2(b, 0xba);
+			w = set_vsize(b, true);
+			b->modrm = (uint8_t)((4 + rnd(4)) << 3);
+			set_rm_mem(b);
+			set_imm(b, 1);
+			break;
+		default: {			/* MOV r, offset; BT/BTS/BTR/BTC m, r: bit-string
+						 * addressing within 128 bytes either way */
+			int64_t off = (int64_t)rnd(2048) - 1024;
+			do
+				r = (int)rnd(16);
+			while (reserved(r));
+			op1(b, (uint8_t)(0xb8 + (r & 7)));
+			b->rex = (uint8_t)(0x48 | (r & 8 ? 1 : 0));
+			b->nimm = 8;
+			memcpy(b->imm, &off, 8);
+			b = add(q, u);
+			op2(b, (uint8_t[]){ 0xa3, 0xab, 0xb3, 0xbb }[rnd(4)]);
+			w = set_vsize(b, true);
+			set_rm_mem(b);
+			b->p67 = false;	/* the 67 form is left */
+			set_reg_field(b, r);
+			break;
+		}
+		}
+		break;
+	}
 	case 33:					/* LEAVE, once a sequence (RBP is then garbage) */
 		if (q->leave_used) {
 			op1(b, 0x90);
@@ -992,6 +1053,12 @@ static void init_cpu(struct interp_cpu *c)
 	c->gs_base = GS_BASE;
 	c->mode = DEC_MODE_64;
 	c->rip = CODE;
+	/* the host runs the native side at CPL 3 with IOPL 0 (CLI, STI are then left; POPF keeps
+	 * IF), with its own segment selectors (MOV r/m, Sreg) */
+	c->cpl = 3;
+	__asm__("mov %%es, %0; mov %%cs, %1; mov %%ss, %2; mov %%ds, %3; mov %%fs, %4; mov %%gs, %5"
+		: "=m"(c->sel[0]), "=m"(c->sel[1]), "=m"(c->sel[2]), "=m"(c->sel[3]), "=m"(c->sel[4]),
+		  "=m"(c->sel[5]));
 }
 
 static void fill_sandbox(bool pointers)

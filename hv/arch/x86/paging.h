@@ -76,9 +76,15 @@
 #define RFLAGS_IF	(1ull << 9)
 #define RFLAGS_DF	(1ull << 10)
 #define RFLAGS_OF	(1ull << 11)
+#define RFLAGS_IOPL	(3ull << 12)
+#define RFLAGS_IOPL_SHIFT	12
+#define RFLAGS_NT	(1ull << 14)
 #define RFLAGS_RF	(1ull << 16)
 #define RFLAGS_VM	(1ull << 17)
 #define RFLAGS_AC	(1ull << 18)
+#define RFLAGS_VIF	(1ull << 19)
+#define RFLAGS_VIP	(1ull << 20)
+#define RFLAGS_ID	(1ull << 21)
 
 /* A linear address is canonical when bits 63:width-1 are all equal
  * (width 48, or 57 with CR4.LA57; SDM Vol. 1 3.3.7.1, APM Vol. 2 5.3.1). */

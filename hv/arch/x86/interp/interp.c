@@ -31,6 +31,7 @@ struct step {
 	unsigned wlen;
 	/* a control transfer */
 	bool branched;
+	bool shadow;			/* an STI that set IF */
 	enum interp_leave leave;
 	/* the undo log: RIP and RFLAGS as they were, and each register changed, in order */
 	u64 rip0, rflags0;
@@ -369,6 +370,20 @@ static bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bo
 	return rm_write(s, w, r);
 }
 
+static const enum interp_op bt_op[4] = { IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC };
+
+/* BT/BTS/BTR/BTC on the r/m operand (s->lin already moved for bit-string addressing): the bit
+ * offset modulo the operand's width; the result written back but for BT (without LOCK: an
+ * ordinary read and write, as the processor makes them) */
+static bool bit_op(struct step *s, enum interp_op op, unsigned w, u64 offset)
+{
+	u64 a, r;
+	if (!rm_read(s, w, &a))
+		return false;
+	alu(s, op, w, a, offset & (w * 8 - 1), &r);
+	return op == IOP_BT || rm_write(s, w, r);
+}
+
 static bool exec_0f(struct step *s)
 {
 	u8 op = s->in->opcode;
@@ -417,24 +432,25 @@ static bool exec_0f(struct step *s)
 			return false;
 		reg_set(s, s->pre->reg, w, sext(b, op == 0xbe ? 1 : 2));
 		return true;
-	case 0xa3: case 0xab: case 0xb3: case 0xbb: {	/* BT/BTS/BTR/BTC Ev, Gv: register forms only */
-		static const enum interp_op bop[4] = { IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC };
-		if (s->pre->mod != 3)	/* bit-string addressing beyond the operand: not modelled */
+	case 0x18:	/* PREFETCHh m (/0-/3): a hint, no access and no fault (Vol. 2B PREFETCHh) */
+		if (s->pre->mod != 3 && s->pre->grp < 4)
+			return true;
+		return leave(s, INTERP_LEAVE_OPCODE);
+	case 0xa3: case 0xab: case 0xb3: case 0xbb:	/* BT/BTS/BTR/BTC Ev, Gv */
+		b = reg_get(s, s->pre->reg, w);
+		if (s->pre->mod != 3) {
+			/* bit-string addressing (Vol. 2A BT): the offset is signed, and the operand
+			 * accessed is the w bytes at ea + w * (offset DIV 8w), DIV rounding down
+			 * (the 67 form's wrap of that sum is left) */
+			if (s->in->addrsize != 8)
+				return leave(s, INTERP_LEAVE_OPCODE);
+			s->lin += (u64)((s64)sext(b, w) >> (w == 8 ? 6 : w == 4 ? 5 : 4)) * w;
+		}
+		return bit_op(s, bt_op[(op >> 3) & 3], w, b);
+	case 0xba:		/* group 8: BT/BTS/BTR/BTC Ev, Ib */
+		if (s->pre->grp < 4)
 			return leave(s, INTERP_LEAVE_OPCODE);
-		alu(s, bop[(op >> 3) & 3], w, reg_get(s, s->pre->rm, w), reg_get(s, s->pre->reg, w), &r);
-		if (op != 0xa3)
-			reg_set(s, s->pre->rm, w, r);
-		return true;
-	}
-	case 0xba: {		/* group 8: BT/BTS/BTR/BTC Ev, Ib */
-		static const enum interp_op bop[4] = { IOP_BT, IOP_BTS, IOP_BTR, IOP_BTC };
-		if (s->pre->grp < 4 || s->pre->mod != 3)
-			return leave(s, INTERP_LEAVE_OPCODE);
-		alu(s, bop[s->pre->grp - 4], w, reg_get(s, s->pre->rm, w), imm(s) & 0xff, &r);
-		if (s->pre->grp != 4)
-			reg_set(s, s->pre->rm, w, r);
-		return true;
-	}
+		return bit_op(s, bt_op[s->pre->grp - 4], w, imm(s) & 0xff);
 	case 0xbc: case 0xbd: {	/* BSF/BSR; F3: TZCNT/LZCNT (or BSF/BSR where the processor lacks them) */
 		u64 old = s->n->gpr[s->pre->reg];
 		enum interp_op bop = (s->pre->pfx & INTERP_PFX_F3) ? (op == 0xbc ? IOP_TZCNT : IOP_LZCNT) : (op == 0xbc ? IOP_BSF : IOP_BSR);
@@ -451,6 +467,53 @@ static bool exec_0f(struct step *s)
 	}
 	}
 	return leave(s, INTERP_LEAVE_OPCODE);
+}
+
+/* The privilege level IF changes at: CPL <= IOPL (SDM Vol. 1 3.4.3.3) */
+static bool if_allowed(const struct step *s)
+{
+	return s->n->cpl <= (s->n->rflags & RFLAGS_IOPL) >> RFLAGS_IOPL_SHIFT;
+}
+
+/* POPF in 64-bit mode (Vol. 2B POPF, protected mode): the arithmetic flags, TF, DF, NT, AC and
+ * ID from the image; IF only at CPL <= IOPL, IOPL only at CPL 0 (else silently kept); VIP, VIF
+ * and VM unaffected, RF cleared. Interpreted when only the arithmetic flags, DF and IF change:
+ * TF would trap after the next instruction, AC changes what the burst's page walk checks
+ * (SMAP), NT, IOPL and ID are rare and left. IF going to 1 opens no interrupt shadow (that is
+ * STI's); the engine looks for a held interrupt after it. */
+static bool popf(struct step *s, u64 img)
+{
+	u64 old = s->n->rflags;
+	u64 chg = INTERP_ARITH_FLAGS | RFLAGS_TF | RFLAGS_DF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID;
+	if (s->n->cpl == 0)
+		chg |= RFLAGS_IOPL;
+	if (if_allowed(s))
+		chg |= RFLAGS_IF;
+	u64 now = ((old & ~chg) | (img & chg)) & ~RFLAGS_RF;
+	if ((now ^ old) & (RFLAGS_TF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | RFLAGS_IOPL))
+		return leave(s, INTERP_LEAVE_OPCODE);
+	s->n->rflags = now;
+	return true;
+}
+
+/* CLI / STI (Vol. 2A CLI, Vol. 2B STI): at CPL <= IOPL they clear or set IF; otherwise #GP, or
+ * VIF with CR4.PVI at CPL 3: left. An STI that sets IF blocks interrupts until the next
+ * instruction completes: only when the caller can hold that shadow (interp_cpu.shadow_ok). */
+static bool cli_sti(struct step *s, bool sti)
+{
+	if (!if_allowed(s))
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (!sti) {
+		s->n->rflags &= ~RFLAGS_IF;
+		return true;
+	}
+	if (!(s->n->rflags & RFLAGS_IF)) {
+		if (!s->n->shadow_ok)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		s->shadow = true;
+	}
+	s->n->rflags |= RFLAGS_IF;
+	return true;
 }
 
 static bool exec_1b(struct step *s)
@@ -610,6 +673,26 @@ static bool exec_1b(struct step *s)
 		if (!branch_prefix_ok(s))
 			return false;
 		return jump(s, s->in->target);
+	case 0x8c:		/* MOV r/m, Sreg (Vol. 2B MOV): ES ... GS; reg 6 and 7 are #UD */
+		if (s->pre->grp > 5)
+			return leave(s, INTERP_LEAVE_INVALID);
+		if (s->pre->mod != 3)
+			return mem_write(s, s->lin, 2, s->n->sel[s->pre->grp]);	/* 16 bits, any size */
+		/* a 32- or 64-bit register gets the selector zero-extended, a 16-bit one merges */
+		reg_set(s, s->pre->rm, s->in->opsize, s->n->sel[s->pre->grp]);
+		return true;
+	case 0x9c:		/* PUSHFQ: RF and VM are cleared in the image (Vol. 2B PUSHF) */
+		if ((s->pre->pfx & INTERP_PFX_66))
+			return leave(s, INTERP_LEAVE_PREFIX);
+		return push(s, s->n->rflags & ~(RFLAGS_RF | RFLAGS_VM));
+	case 0x9d:		/* POPFQ */
+		if ((s->pre->pfx & INTERP_PFX_66))
+			return leave(s, INTERP_LEAVE_PREFIX);
+		if (!pop(s, &a))
+			return false;
+		return popf(s, a);
+	case 0xfa: case 0xfb:	/* CLI, STI */
+		return cli_sti(s, op == 0xfb);
 	case 0xf5: s->n->rflags ^= RFLAGS_CF; return true;	/* CMC */
 	case 0xf8: s->n->rflags &= ~RFLAGS_CF; return true;	/* CLC */
 	case 0xf9: s->n->rflags |= RFLAGS_CF; return true;	/* STC */
@@ -711,6 +794,7 @@ static void result_init(struct interp_result *out)
 	out->encoding = DEC_ENC_LEGACY;
 	out->branch = DEC_BR_NONE;
 	out->taken = false;
+	out->shadow = false;
 }
 
 /* What no decoded form decides: the mode, RFLAGS.TF, a canonical RIP */
@@ -754,12 +838,13 @@ static inline __attribute__((always_inline)) int exec(struct interp_cpu *cpu, co
 	out->len = in->len;
 	out->branch = in->branch;
 	out->taken = false;
+	out->shadow = false;
 	s.n = cpu;
 	s.mem = mem;
 	s.ctx = ctx;
 	s.next = from + in->len;
 	s.pre = pre;
-	s.wpend = s.branched = false;
+	s.wpend = s.branched = s.shadow = false;
 	s.leave = pre->leave;
 	s.rip0 = from;
 	s.rflags0 = cpu->rflags;
@@ -786,6 +871,7 @@ static inline __attribute__((always_inline)) int exec(struct interp_cpu *cpu, co
 	}
 	/* RF is cleared when an instruction completes (SDM Vol. 3 18.3.1.1) */
 	cpu->rflags &= ~RFLAGS_RF;
+	out->shadow = s.shadow;
 	if (in->branch != DEC_BR_NONE) {
 		out->taken = s.branched;
 		out->from = from;

@@ -17,6 +17,7 @@ struct interp_cpu {
 	u64 rip;
 	u64 rflags;
 	u64 fs_base, gs_base;	/* the only segment bases that count in 64-bit mode (SDM Vol. 3 3.4.4) */
+	u16 sel[6];		/* the segment selectors ES CS SS DS FS GS, for MOV r/m, Sreg */
 	enum dec_mode mode;	/* only DEC_MODE_64 is interpreted; anything else is left */
 	u8 cpl;
 	/* CR0.AM: with CPL 3 and RFLAGS.AC a misaligned access raises #AC (SDM Vol. 3 6.15,
@@ -28,6 +29,10 @@ struct interp_cpu {
 	/* CR4.LA57 with IA-32e paging: linear addresses are canonical in 57 bits, not 48 (SDM Vol. 1
 	 * 3.3.7.1); Linux then keeps its direct map and page structures above 48 bits */
 	bool la57;
+	/* the caller can honour an STI's interrupt shadow (SDM Vol. 2B STI): it runs the next
+	 * instruction before any interrupt could come, or puts the STI back (interp_result.shadow);
+	 * clear: an STI that would set IF is left */
+	bool shadow_ok;
 };
 _Static_assert(__builtin_offsetof(struct interp_cpu, gpr) == 0 && sizeof(((struct interp_cpu *)0)->gpr) == 128,
 	       "gpr[] first, 16 registers");
@@ -98,6 +103,9 @@ struct interp_result {
 	enum dec_branch branch;	/* DEC_BR_NONE for others */
 	bool taken;
 	u64 from, to;
+	/* an STI that set IF: maskable interrupts stay blocked until the next instruction has
+	 * completed (only with interp_cpu.shadow_ok) */
+	bool shadow;
 };
 
 /* Executes the instruction at cpu->rip, or changes nothing and says why not. Returns
