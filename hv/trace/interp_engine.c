@@ -494,11 +494,14 @@ void interp_run(struct vcpu *v)
 		/* IF set: an interrupt pending at the processor (the hypervisor does not see those
 		 * the guest's IF holds back) comes after this instruction (POPF), or after the
 		 * next (STI): the burst ends there, and the processor takes it at that boundary */
-		bool opened = in_shadow || (!(fl0 & RFLAGS_IF) && (c.rflags & RFLAGS_IF) && !r.shadow);
-		in_shadow = r.shadow;
-		if (r.shadow) {
-			sti_at = at;
-			sti_flags = fl0;
+		bool opened = false;
+		if (__builtin_expect(in_shadow || (c.rflags & ~fl0 & RFLAGS_IF), 0)) {
+			opened = in_shadow || !r.shadow;
+			in_shadow = r.shadow;
+			if (r.shadow) {
+				sti_at = at;
+				sti_flags = fl0;
+			}
 		}
 		u8 kind = 0;
 		u32 type = 0;
@@ -538,10 +541,11 @@ void interp_run(struct vcpu *v)
 		}
 		if (wrapped)
 			break;
-		if (opened)
-			break;
-		if (in_shadow)
+		if (__builtin_expect(opened | in_shadow, 0)) {
+			if (opened)
+				break;
 			continue;
+		}
 		if (n >= INTERP_BUDGET_INSNS || (!(n % INTERP_TSC_EVERY) && rdtsc() - t0 >= limit)) {
 			t->interp.budget++;
 			break;

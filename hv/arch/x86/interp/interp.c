@@ -40,24 +40,24 @@ struct step {
 	u64 undo_v[UNDO_MAX];
 };
 
-static u64 mask_of(unsigned w)
+static inline __attribute__((always_inline)) u64 mask_of(unsigned w)
 {
 	return w >= 8 ? ~0ull : (1ull << (w * 8)) - 1;
 }
 
-static u64 sext(u64 v, unsigned w)
+static inline __attribute__((always_inline)) u64 sext(u64 v, unsigned w)
 {
 	unsigned sh = 64 - w * 8;
 	return w >= 8 ? v : (u64)((s64)(v << sh) >> sh);
 }
 
 /* SDM Vol. 1 3.3.7.1: canonical in 48 bits, or 57 with 5-level paging (CR4.LA57) */
-static bool canonical(const struct interp_cpu *c, u64 a)
+static inline __attribute__((always_inline)) bool canonical(const struct interp_cpu *c, u64 a)
 {
 	return c->la57 ? ADDR_CANONICAL(a, 57) : ADDR_CANONICAL(a, 48);
 }
 
-static bool range_canonical(const struct interp_cpu *c, u64 a, unsigned len)
+static inline __attribute__((always_inline)) bool range_canonical(const struct interp_cpu *c, u64 a, unsigned len)
 {
 	return canonical(c, a) && canonical(c, a + len - 1);
 }
@@ -65,7 +65,7 @@ static bool range_canonical(const struct interp_cpu *c, u64 a, unsigned len)
 /* --- registers --------------------------------------------------------------------------- */
 
 /* SDM Vol. 1 3.4.1.1: without any REX prefix, byte registers 4-7 are AH CH DH BH */
-static u64 reg_get(const struct step *s, unsigned r, unsigned w)
+static inline __attribute__((always_inline)) u64 reg_get(const struct step *s, unsigned r, unsigned w)
 {
 	if (w == 1 && !s->in->rex && r >= 4 && r < 8)
 		return (s->n->gpr[r - 4] >> 8) & 0xff;
@@ -77,7 +77,7 @@ static bool leave(struct step *s, enum interp_leave why);
 /* Every change of a general register: noted in the undo log first. One more than the log
  * holds (no interpreted instruction changes more than three) is not made: the instruction is
  * left, and undone whole. */
-static void gpr_set(struct step *s, unsigned r, u64 v)
+static inline __attribute__((always_inline)) void gpr_set(struct step *s, unsigned r, u64 v)
 {
 	if (s->nundo >= UNDO_MAX) {
 		leave(s, INTERP_LEAVE_OPCODE);
@@ -91,7 +91,7 @@ static void gpr_set(struct step *s, unsigned r, u64 v)
 
 /* 32-bit results zero-extend into the whole register; 8- and 16-bit ones merge (SDM Vol. 1
  * 3.4.1.1) */
-static void reg_set(struct step *s, unsigned r, unsigned w, u64 v)
+static inline __attribute__((always_inline)) void reg_set(struct step *s, unsigned r, unsigned w, u64 v)
 {
 	u64 g;
 	if (w == 1 && !s->in->rex && r >= 4 && r < 8) {
@@ -121,7 +121,7 @@ static bool leave(struct step *s, enum interp_leave why)
 /* The checks the core itself makes before an access (the callback makes the paging ones); any
  * failure leaves, so their order, which decides the processor's fault, does not matter here:
  * canonical (#GP/#SS, SDM Vol. 3 6.15) and alignment (#AC: CR0.AM, RFLAGS.AC, CPL 3). */
-static bool mem_check(struct step *s, u64 lin, unsigned len)
+static inline __attribute__((always_inline)) bool mem_check(struct step *s, u64 lin, unsigned len)
 {
 	if (!range_canonical(s->n, lin, len))
 		return leave(s, INTERP_LEAVE_CANONICAL);
@@ -130,7 +130,7 @@ static bool mem_check(struct step *s, u64 lin, unsigned len)
 	return true;
 }
 
-static bool mem_read(struct step *s, u64 lin, unsigned len, u64 *v)
+static inline __attribute__((always_inline)) bool mem_read(struct step *s, u64 lin, unsigned len, u64 *v)
 {
 	u64 x = 0;
 	if (!mem_check(s, lin, len))
@@ -142,7 +142,7 @@ static bool mem_read(struct step *s, u64 lin, unsigned len, u64 *v)
 }
 
 /* Queues the instruction's one write; interp_step makes it after everything else. */
-static bool mem_write(struct step *s, u64 lin, unsigned len, u64 v)
+static inline __attribute__((always_inline)) bool mem_write(struct step *s, u64 lin, unsigned len, u64 v)
 {
 	if (s->wpend)
 		return leave(s, INTERP_LEAVE_OPCODE);	/* two writes: not modelled */
@@ -181,7 +181,7 @@ static void modrm_address(struct step *s)
 }
 
 /* The r/m operand of width w: a register or memory */
-static bool rm_read(struct step *s, unsigned w, u64 *v)
+static inline __attribute__((always_inline)) bool rm_read(struct step *s, unsigned w, u64 *v)
 {
 	if (s->pre->mod == 3) {
 		*v = reg_get(s, s->pre->rm, w);
@@ -190,7 +190,7 @@ static bool rm_read(struct step *s, unsigned w, u64 *v)
 	return mem_read(s, s->lin, w, v);
 }
 
-static bool rm_write(struct step *s, unsigned w, u64 v)
+static inline __attribute__((always_inline)) bool rm_write(struct step *s, unsigned w, u64 v)
 {
 	if (s->pre->mod == 3) {
 		reg_set(s, s->pre->rm, w, v);
@@ -201,7 +201,7 @@ static bool rm_write(struct step *s, unsigned w, u64 v)
 
 /* The stack: RSP itself in 64-bit mode (SS's base is 0, Vol. 3 3.4.4), 8 bytes a push or pop
  * (the 66 forms are left) */
-static bool push(struct step *s, u64 v)
+static inline __attribute__((always_inline)) bool push(struct step *s, u64 v)
 {
 	u64 sp = s->n->gpr[RSP] - 8;
 	if (!mem_write(s, sp, 8, v))
@@ -210,7 +210,7 @@ static bool push(struct step *s, u64 v)
 	return true;
 }
 
-static bool pop(struct step *s, u64 *v)
+static inline __attribute__((always_inline)) bool pop(struct step *s, u64 *v)
 {
 	if (!mem_read(s, s->n->gpr[RSP], 8, v))
 		return false;
@@ -231,12 +231,12 @@ static u64 imm_of(const struct dec_insn *in, const u8 *bytes)
 	return in->imm_size >= 8 ? v : sext(v, in->imm_size);
 }
 
-static u64 imm(const struct step *s)
+static inline __attribute__((always_inline)) u64 imm(const struct step *s)
 {
 	return s->pre->imm;
 }
 
-static bool alu(struct step *s, enum interp_op op, unsigned w, u64 a, u64 b, u64 *r)
+static inline __attribute__((always_inline)) bool alu(struct step *s, enum interp_op op, unsigned w, u64 a, u64 b, u64 *r)
 {
 	*r = interp_native_alu(op, w, a, b, &s->n->rflags);
 	return true;
@@ -244,7 +244,7 @@ static bool alu(struct step *s, enum interp_op op, unsigned w, u64 a, u64 b, u64
 
 /* --- control transfers ------------------------------------------------------------------- */
 
-static bool jump(struct step *s, u64 to)
+static inline __attribute__((always_inline)) bool jump(struct step *s, u64 to)
 {
 	/* Vol. 2A JMP/CALL/RET: a non-canonical target raises #GP (Intel: at the branch; AMD:
 	 * at the target). Either way not ours. */
@@ -255,7 +255,7 @@ static bool jump(struct step *s, u64 to)
 	return true;
 }
 
-static bool branch_prefix_ok(struct step *s)
+static inline __attribute__((always_inline)) bool branch_prefix_ok(struct step *s)
 {
 	/* 66 on a near branch: Intel ignores it in 64-bit mode, AMD makes it a 16-bit transfer
 	 * (docs/decoder.md); F2 is MPX's BND prefix. Left to the processor. */
@@ -267,7 +267,7 @@ static bool branch_prefix_ok(struct step *s)
 }
 
 /* Jcc rel8 / rel32 */
-static bool jcc(struct step *s)
+static inline __attribute__((always_inline)) bool jcc(struct step *s)
 {
 	if (!branch_prefix_ok(s))
 		return false;
@@ -336,7 +336,7 @@ static bool divide(struct step *s, unsigned w)
 }
 
 /* 00-3D, 80-83: ADD OR ADC SBB AND SUB XOR CMP, destination r/m or reg */
-static bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bool has_imm, bool to_acc)
+static inline __attribute__((always_inline)) bool arith(struct step *s, enum interp_op op, unsigned w, bool to_reg, bool has_imm, bool to_acc)
 {
 	u64 a, b, r;
 	if (to_acc) {
