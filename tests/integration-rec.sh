@@ -1257,6 +1257,9 @@ t_svm_gdb_live() {
 		local c3=$(sed -nE 's/.*GDB-TARGET3: chain_a=([0-9a-f]+) chain_b=([0-9a-f]+) chain_c=([0-9a-f]+) chain_bp=([0-9a-f]+).*/\1 \2 \3 \4/p' "$raw")
 		set -- $c3
 		local ca=$1 cb=$2 cc=$3 cbp=$4 so=$BUILD/tests/guest/t_gdb.so snap=$RUNS/$name/chain.trace
+		local c4=$(sed -nE 's/.*GDB-TARGET4: np=([0-9a-f]+) np_word=([0-9a-f]+) store=([0-9a-f]+) fault_done=([0-9a-f]+) pf_handler=([0-9a-f]+).*/\1 \2 \3 \4 \5/p' "$raw")
+		set -- $c4
+		local np=$1 npw=$2 fstore=$3 fdone=$4 pfh=$5
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1322,6 +1325,15 @@ t_svm_gdb_live() {
 		continue
 		printf "HIT-4 pc=%lx\n", \$pc
 		delete
+		watch *(unsigned long *)0x$counter
+		awatch *(unsigned long *)0x$r15
+		continue
+		printf "W2-1 pc=%lx\n", \$pc
+		continue
+		printf "W2-2 pc=%lx\n", \$pc
+		continue
+		printf "W2-3 pc=%lx\n", \$pc
+		delete
 		monitor help
 		monitor phys 0x$counter 8
 		monitor translate 0x$counter
@@ -1343,6 +1355,16 @@ t_svm_gdb_live() {
 		record goto end
 		printf "GOTO-END pc=%lx\n", \$pc
 		record stop
+		delete
+		break *0x$np
+		watch *(unsigned long *)0x$npw
+		break *0x$fdone
+		continue
+		printf "FAULT-BP pc=%lx\n", \$pc
+		stepi
+		printf "FAULT-STEP pc=%lx\n", \$pc
+		continue
+		printf "FAULT-DONE pc=%lx\n", \$pc
 		delete
 		detach
 		GDB
@@ -1400,6 +1422,18 @@ t_svm_gdb_live() {
 		local w=$(sed -nE 's/^HIT-1 pc=([0-9a-f]+)$/\1/p' "$out") w4=$(sed -nE 's/^HIT-4 pc=([0-9a-f]+)$/\1/p' "$out")
 		[ -n "$w" ] && [ "$w" = "$w4" ] && [ $((0x$w > 0x$top && 0x$w < 0x$mid)) = 1 ] ||
 			REASONS="$REASONS; the watchpoint stopped at ${w:-?} and ${w4:-?}, not after the counter's store ($out)"
+		# two watchpoints at once (the counter's store, `watch`; R15's
+		# store right after it, `awatch`): each stop names its own, on
+		# vCPU 0, after its own store, in the loop's order
+		want '^Thread 1 "vCPU 0" hit Hardware access \(read/write\) watchpoint [0-9]+: \*\(unsigned long \*\)0x'"$r15"'$' \
+			"gdb did not report the access watchpoint on R15's word"
+		want '^Value = 1311768467139281697$' "the access watchpoint's value is not the R15 set"
+		local w21=$(sed -nE 's/^W2-1 pc=([0-9a-f]+)$/\1/p' "$out") w22=$(sed -nE 's/^W2-2 pc=([0-9a-f]+)$/\1/p' "$out")
+		local w23=$(sed -nE 's/^W2-3 pc=([0-9a-f]+)$/\1/p' "$out")
+		[ -n "$w21" ] && [ "$w21" = "$w23" ] && [ "$w22" = "$w" ] && [ $((0x$w21 > 0x$w22 && 0x$w21 < 0x$mid)) = 1 ] ||
+			REASONS="$REASONS; two watchpoints stopped at ${w21:-?}, ${w22:-?}, ${w23:-?}: not R15's store, the counter's ($w), R15's ($out)"
+		[ "$(grep -cE '^Thread 1 "vCPU 0" hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x'"$counter"'$' "$out")" -ge 3 ] ||
+			REASONS="$REASONS; the counter's watchpoint was not reported three times ($out)"
 		# gdb inserts at each resume and removes at each stop: here, all free
 		want '^slot 3: free$' "monitor slots did not list the slots"
 		want '^  phys ADDR LEN ' "monitor help did not list phys"
@@ -1444,6 +1478,18 @@ t_svm_gdb_live() {
 		[ -n "$rev" ] && [ "$rev" != "$cbp" ] && grep -qE "^[0-9]+"$'\t'" +0x0*$rev " "$out" ||
 			REASONS="$REASONS; reverse-stepi did not go back into the history: pc ${rev:-?} ($out)"
 		want "^GOTO-END pc=$cbp\$" "record goto end did not return to the breakpoint"
+		# faults at the debugger's addresses: a breakpoint on a page that
+		# is not present is reached (the instruction breakpoint comes
+		# before the fetch's #PF, SDM Vol. 3 6.9), stepi from there ends
+		# at the guest's #PF handler, and the watchpoint on a word of that
+		# page never fires (the store faults: no access); the guest's
+		# handler saw both faults as without the debugger (its checks)
+		want "^Thread 1 \"vCPU 0\" hit Breakpoint [0-9]+, 0x0*$np in " "gdb did not report the breakpoint on the page not present"
+		want "^FAULT-BP pc=$np\$" "continue did not stop at the page not present"
+		want "^FAULT-STEP pc=$pfh\$" "stepi at the faulting address did not end at the guest's #PF handler"
+		want "^FAULT-DONE pc=$fdone\$" "continue did not go through both faults to gdb_fault_done"
+		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
+			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
@@ -1456,9 +1502,13 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: debugger_dr3_invisible'
 	expect 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots 1, '
 	expect 'GUEST-TEST: PASS: own_dr0_dr7_as_written'
+	expect 'GUEST-TEST: PASS: own_dr1_dr2_as_written'
 	expect 'GUEST-TEST: PASS: own_breakpoint_fired_every_turn'
 	expect 'GUEST-TEST: PASS: code_reads_original'
-	expect 'SUMMARY: t_gdb: 9 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: fault_fetch_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_store_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_phase_ended'
+	expect 'SUMMARY: t_gdb: 13 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
@@ -1523,6 +1573,8 @@ t_svm_gdb_live_traced() {
 	expect 'GUEST-TEST: PASS: debugger_wrote_memory'
 	expect 'GUEST-TEST: PASS: loop_invariant_kept'
 	expect 'GUEST-TEST: PASS: traced_chain'
+	expect 'GUEST-TEST: PASS: fault_fetch_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_store_as_without_debugger'
 	expect 'GUEST-TEST: FAIL: debugger_set_r15'
 	reject 'hvtrace: error'
 	rm -f "$shm"

@@ -8,7 +8,8 @@
  * memory through a stopped vCPU's page tables (guest RAM only, like a
  * hypercall's buffer), sets its general registers, RIP and status flags,
  * steps one instruction with a hidden TF (the engine off only:
- * trace/hstep.c, as nmi.c steps an IRET), sets up to four breakpoints and
+ * trace/hstep.c, as nmi.c steps an IRET; one that faults runs on to the
+ * guest's handler: step_fault), sets up to four breakpoints and
  * watchpoints in the debug registers the guest's DR7 leaves free (the
  * guest's values of those and its DR7 kept here: dr_acquire), and
  * lets them all go. The guest's TSC runs on while it is held:
@@ -36,6 +37,24 @@
  * interrupt state are the hypervisor's business while it holds them). */
 #define DBG_RFLAGS_WRITABLE \
 	(RFLAGS_CF | RFLAGS_PF | RFLAGS_AF | RFLAGS_ZF | RFLAGS_SF | RFLAGS_DF | RFLAGS_OF)
+
+/*
+ * The exceptions intercepted while the debugger steps, besides #DB: the
+ * faults an instruction can raise. The processor would deliver one with
+ * the hidden TF in the RFLAGS it pushes (SDM Vol. 3 6.12.1.3: it saves
+ * RFLAGS, TF included, then clears TF, so the handler runs unstepped; a
+ * fault restores the state of before the instruction, 6.5): the guest's
+ * handler would see a TF it never set (test svm-gdb-live: 0x146 pushed
+ * where 0x46 was without the debugger). Caught here instead: TF is the guest's again, the
+ * fault is delivered as it came (dispatch/event.c), and the step runs on
+ * to the handler's first instruction (step_fault). #BP and #OF are traps
+ * an intercept reports at their instruction (trace/follow.c moves RIP on
+ * past them): not taken here. NMI and #MC are not the instruction's.
+ */
+#define DBG_STEP_EXCEPTIONS (TRACE_EXCEPTIONS & ~(1u << X86_DB) & ~(1u << X86_BP) & ~(1u << X86_OF))
+
+/* The register the step's run to a handler holds (dbg_dr.slot[n]) */
+#define DBG_SLOT_TO 0xff
 
 /* A breakpoint or watchpoint of the debugger's (SET_HW). */
 struct dbg_hw {
@@ -135,6 +154,7 @@ void dbg_step_cancel(struct vcpu *v)
 {
 	if (v->trace->dbg_step.on)
 		hstep_end(v, &v->trace->dbg_step, false);
+	v->trace->dbg_dr.to_on = false;
 }
 
 /* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
@@ -190,6 +210,20 @@ static void dr_acquire(struct vcpu *v, u64 guest7)
 	memcpy(hw, dbg.hw, sizeof(hw));
 	spin_unlock(&dbg.lock);
 	d->held = 0;
+	d->to_armed = false;
+	if (d->to_on) {
+		while (n >= 0 && (guest7 & (DR7_L(n) | DR7_G(n))))
+			n--;
+		if (n >= 0) {	/* free: step_fault looked */
+			d->saved[n] = dr_hw_read(n);
+			dr_hw_write(n, d->to);
+			d->slot[n] = DBG_SLOT_TO;
+			d->held |= 1u << n;
+			dr7 = (dr7 & ~(DR7_L(n) | DR7_G(n) | DR7_RWLEN(n))) | DR7_L(n);
+			d->to_armed = true;
+			n--;
+		}
+	}
 	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++) {
 		struct dbg_hw h = hw[s];
 		if (!h.on)
@@ -227,7 +261,7 @@ static void dr_sync(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dbg_dr *d = &t->dbg_dr;
-	bool any = false;
+	bool any = d->to_on;
 	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++)
 		any |= dbg.hw[s].on;
 	bool want = any && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed;
@@ -235,7 +269,7 @@ static void dr_sync(struct vcpu *v)
 		dbg_dr_release(v);
 		return;
 	}
-	if (d->on && d->gen == dbg.hw_gen)
+	if (d->on && d->gen == dbg.hw_gen && d->to_armed == d->to_on)
 		return;
 	dbg_dr_release(v);
 	dr_acquire(v, hv.ops->get_dr(v, 7));
@@ -268,6 +302,11 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	for (int n = 0; n < 4; n++) {
 		if (!(mine & (1u << n)))
 			continue;
+		if (d->slot[n] == DBG_SLOT_TO) {
+			if (rip == d->to)
+				d->to_on = false;	/* the handler reached: held at the entry (dbg_before_entry) */
+			continue;
+		}
 		u64 dr7 = hv.ops->get_dr(v, 7);
 		bool exec = !((dr7 >> DR7_RW_SHIFT(n)) & 3);
 		if (exec && rip == dr_hw_read(n) && v->trace->dbg_step.on && v->rip == v->trace->dbg_step.rip)
@@ -284,11 +323,46 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	return !(dr6 & DR6_CAUSES & ~(u64)d->held);
 }
 
+/*
+ * An exception (DBG_STEP_EXCEPTIONS) while the debugger steps: the
+ * instruction did not complete (a fault: RFLAGS and RIP as before it),
+ * or the delivery of an earlier one faulted in turn. TF is the guest's
+ * again before the processor pushes RFLAGS, and the step runs on to the
+ * first instruction of the handler the exception goes to, as a step of
+ * the delivery: an instruction breakpoint there in a register of the
+ * debugger's (dr_acquire: before its slots), the vCPU held when it
+ * fires (dbg_bp_hit), before that instruction runs. Where no register is
+ * free (the guest's DR7 enables all four, or the recorder's start address
+ * holds DR3) or the IDT gives no handler, the step ends here instead:
+ * the vCPU is held at the faulting instruction with the exception
+ * pending, delivered when it goes on.
+ */
+static void step_fault(struct vcpu *v, const struct hv_event *ev)
+{
+	struct trace_vcpu *t = v->trace;
+	struct dbg_dr *d = &t->dbg_dr;
+	if (t->dbg_step.on)
+		hstep_end(v, &t->dbg_step, false);
+	u64 guest7 = d->on ? d->saved_dr7 : hv.ops->get_dr(v, 7);
+	bool free = false;
+	for (int n = 0; n < 4; n++)
+		free |= !(guest7 & (DR7_L(n) | DR7_G(n)));
+	u64 handler;
+	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && idt_handler(v, ev->vector, &handler);
+	if (d->to_on)
+		d->to = handler;
+	d->to_entered = false;
+}
+
 /* The step's #DB: the debugger's alone, or the guest's too: its own TF,
  * or breakpoints of its own the instruction hit (which this step once
  * dropped, restoring DR6 over them; nmi.c's step did not) */
 bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 {
+	if ((v->trace->dbg_step.on || v->trace->dbg_dr.to_on) && ev->vector != X86_DB) {
+		step_fault(v, ev);
+		return false;	/* delivered as it came: dispatch/event.c */
+	}
 	return hstep_db(v, &v->trace->dbg_step, ev) == HSTEP_HIDDEN;
 }
 
@@ -306,7 +380,13 @@ void dbg_before_entry(struct vcpu *v)
 			return;
 		hstep_end(v, &t->dbg_step, true);
 	}
-	if (dbg.held)
+	/* on its way to a faulting step's handler (step_fault): that way is
+	 * one entry, the delivery's; any exit after it but the breakpoint's
+	 * (an interrupt's at the handler's first instruction, a fault of the
+	 * delivery's that step_fault did not take) ends it where it is */
+	if (t->dbg_dr.to_on && t->dbg_dr.to_entered)
+		t->dbg_dr.to_on = false;
+	if (dbg.held && !t->dbg_dr.to_on)
 		hold(v);
 	dr_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
 }
@@ -319,8 +399,20 @@ void dbg_before_entry(struct vcpu *v)
  * instructions after its stop hypercall). */
 void dbg_after_trace_sync(struct vcpu *v)
 {
-	if (dbg.area)
-		dr_sync(v);
+	if (!dbg.area)
+		return;
+	dr_sync(v);
+	/* last: dr_sync and hstep set the intercepts the engine wants idle */
+	struct trace_vcpu *t = v->trace;
+	if (t->engine != HVTRACE_ENGINE_OFF) {
+		t->dbg_dr.wide = false;	/* the engine's own intercepts */
+		return;
+	}
+	bool wide = t->dbg_step.on || t->dbg_dr.to_on;
+	t->dbg_dr.to_entered = t->dbg_dr.to_on;
+	if (wide || t->dbg_dr.wide)
+		hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v) | (wide ? DBG_STEP_EXCEPTIONS : 0));
+	t->dbg_dr.wide = wide;
 }
 
 /* v waits in root mode until RESUME or its STEP. */

@@ -54,6 +54,8 @@ void interp_verify_exit(struct vcpu *v, const struct hv_event *ev);
 
 /* follow.c: events followed into the guest's handlers */
 void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);
+/* The handler of `vector` in the guest's IDT (follow.c); false: none readable. */
+bool idt_handler(struct vcpu *v, u8 vector, u64 *addr);
 void nmi_deliver(struct vcpu *v);
 /* trace/nmi.c: the blocking's hooks at every exit and entry, the IRET's
  * single step while idle and its #DB, an IRET the engine stepped */

@@ -17,7 +17,7 @@
 
 /* The handler of `vector` in the guest's IDT (SDM Vol. 3 6.14.1: 16-byte
  * gates in IA-32e mode; 6.11: 8-byte gates otherwise, flat code assumed). */
-static bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
+bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
 {
 	struct hv_segment idtr;
 	u64 g[2];
