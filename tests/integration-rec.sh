@@ -1612,17 +1612,25 @@ t_linux_gdb_live() {
 			[ -n "$gport" ] && break
 			sleep 0.1
 		done
+		local fn=$(awk '$3 == "default_idle_call" { print $1 }' "$SYMBOLS") snap=$RUNS/$name/bp.trace
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
 		timeout --foreground 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
 			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
 			-ex 'thread 2' -ex 'bt 1' -ex 'break *default_idle_call' -ex 'continue' -ex 'bt 2' \
+			-ex 'delete' -ex 'stepi' -ex "shell \"$HVTRACE\" ctl --shm \"$shm\" freeze-at 0x$fn" \
+			-ex "shell \"$HVTRACE\" ctl --shm \"$shm\" start" -ex 'break *default_idle_call' -ex 'continue' \
+			-ex 'printf "TRACED-BP thread=%d pc=%lx\n", $_thread, $pc' -ex 'info threads' -ex 'bt 2' \
+			-ex "shell \"$HVTRACE\" snapshot --shm \"$shm\" -o \"$snap\"" -ex 'record btrace bts' -ex 'info record' \
+			-ex 'set record function-call-history-size unlimited' -ex 'set record instruction-history-size unlimited' \
+			-ex 'record function-call-history /c' -ex 'record instruction-history' -ex 'record stop' \
 			-ex 'delete' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
 		gpid=$!
-		# the interrupt once gdb continued the second time (the
+		# the interrupt once gdb continued the third time (the
 		# hypervisor says so: gdb's own output is buffered; the first
-		# resume ran to the breakpoint), well within the idle spell
+		# and second resumes ran to the breakpoints), well within the
+		# idle spell
 		for _ in $(seq 1 600); do
-			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -ge 2 ] && break
+			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -ge 3 ] && break
 			kill -0 $gpid 2>/dev/null || break
 			sleep 0.1
 		done
@@ -1646,11 +1654,49 @@ t_linux_gdb_live() {
 		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
 		want '^Thread [12] "vCPU [01]" received signal SIGINT, Interrupt' "the interrupt did not stop the kernel"
 		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+		# the breakpoint with its history (one stepi first: gdb steps
+		# over a breakpoint at the PC, and no step is taken once tracing
+		# started): the recorder traced from `ctl
+		# start` and froze one record after the call into
+		# default_idle_call (freeze-at: tracing stops, the breakpoint is
+		# armed; the vCPU had gone a few instructions on, so it is hit at
+		# its next call there, after an idle spell untraced). gdb's call
+		# history ends in do_idle, its instruction history with the call
+		# into default_idle_call from the call site `bt` shows at the
+		# breakpoint (its return address); the recorder's own last calls
+		# on that vCPU (the snapshot gdb took) are calls in gdb's
+		# instruction history, the last of them that one
+		local tb=$(sed -nE 's/^TRACED-BP thread=([12]) pc=([0-9a-f]+)$/\1 \2/p' "$out")
+		set -- $tb
+		local tth=${1:-} tpc=${2:-}
+		[ -n "$tth" ] && [ "$tpc" = "$fn" ] ||
+			REASONS="$REASONS; the traced breakpoint stopped at ${tpc:-?} on thread ${tth:-?}, not at default_idle_call 0x$fn ($out)"
+		want '^Recorded [0-9]{3,} instructions in [0-9]+ functions \(0 gaps\)' "record btrace recorded (next to) nothing at the breakpoint"
+		[ "$(grep -cE '^[* ] [12] +Thread [12] "vCPU [01]" \(vCPU [01] \(APIC ID [01]\)\) 0xffffffff' "$out")" -ge 4 ] ||
+			REASONS="$REASONS; info threads did not list both vCPUs at the attach and at the traced breakpoint ($out)"
+		awk -F'\t' '/^[0-9]+\t/ && !/\t +0x/ { n = $2; sub(/^ +/, "", n); q = n } END { exit q != "do_idle" }' "$out" ||
+			REASONS="$REASONS; the call history does not end in do_idle ($out)"
+		local lastcall=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+) <do_idle\+[0-9]+>:	call +0x0*'"$fn"' <default_idle_call>$/\1/p' "$out" | tail -1)
+		[ -n "$lastcall" ] && grep -qE "^#1  0x0*$(printf '%x' $((0x$lastcall + 5))) in do_idle \(\)" "$out" ||
+			REASONS="$REASONS; the instruction history's call into default_idle_call (${lastcall:-none}) is not the call site bt shows ($out)"
+		if [ -n "$tth" ]; then
+			local vc=$((tth - 1)) calls f t n=0 bad=
+			calls=$("$HVTRACE" dump "$snap" 2>/dev/null | awk -v c=$vc '$2 == c && $3 == "branch" && $NF == "call" { print $4 ":" $6 }' | tail -5)
+			for f in $calls; do
+				t=${f#*:}
+				f=${f%%:*}
+				n=$((n + 1))
+				grep -qE "^[0-9]+"$'\t'" +0x0*${f#0x} <[^>]*>:"$'\t'"call " "$out" || bad="$bad $f"
+			done
+			[ $n -ge 3 ] && [ -z "$bad" ] && [ $((t)) = $((0x$fn)) ] && [ $((f)) = $((0x${lastcall:-0})) ] ||
+				REASONS="$REASONS; the recorder's last calls on vCPU $vc ($n, the last to ${t:-?}) are not calls in gdb's history:${bad:- none missing} ($snap, $out)"
+		fi
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
 	expect 'debugger: every vCPU held \(host request\)'
 	expect 'debugger: vcpu [01] reached a breakpoint or watchpoint'
+	expect 'flight recorder frozen'
 	expect 'HVTRACE-GUEST: idle done'
 	reject 'hvtrace: error'
 	rm -f "$shm"

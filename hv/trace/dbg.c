@@ -532,8 +532,13 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 			return -HVTRACE_EINVAL;
 		if ((e = pick(arg0, &w)))
 			return e;
-		if (w->trace->engine != HVTRACE_ENGINE_OFF)
-			return -HVTRACE_EPERM;	/* tracing: the engine owns TF */
+		/* tracing: the engine owns TF; also while it is about to start
+		 * on w (tracing started while w was held: trace_entry_sync
+		 * starts it at w's entry and cancels the step, and the vCPU,
+		 * held again at its next exit, would have stepped nothing or
+		 * more than one instruction: gdb took the stop for a step's) */
+		if (w->trace->engine != HVTRACE_ENGINE_OFF || rec_tracing())
+			return -HVTRACE_EPERM;
 		dbg.step = w->id + 1;
 		return 0;
 	case HVTRACE_DBG_READ:

@@ -481,6 +481,9 @@ static void test_dbg(void)
 	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0 &&
 	      dbg_req(HVTRACE_DBG_SET_HW, 1, 0, true) == 0 && dbg_req(HVTRACE_DBG_SET_HW, 2, 0, true) == 0,
 	      "SET_BP and SET_HW: cleared");
+	CHECK(dbg_req(HVTRACE_TRACE_START, 0, 0, true) == 0 && rec_tracing() &&
+	      dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == -HVTRACE_EPERM && dbg_req(HVTRACE_TRACE_STOP, 0, 0, true) == 0 &&
+	      !rec_tracing(), "STEP refused once tracing started while the vCPU was held (its engine starts at entry)");
 	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
 	pthread_join(th, NULL);
 	CHECK(!dd->on && !dd->held && !fake_intercepts && fake_drs[3] == 0x3333 && fake_drs[2] == 0x2020 &&
