@@ -1613,24 +1613,42 @@ t_linux_gdb_live() {
 			sleep 0.1
 		done
 		local fn=$(awk '$3 == "default_idle_call" { print $1 }' "$SYMBOLS") snap=$RUNS/$name/bp.trace
+		# the vCPU that reached the freeze address (its TRIGGER marker)
+		# is the one whose history leads to default_idle_call; when the
+		# other one reached the breakpoint first, a breakpoint for that
+		# vCPU alone (gdb lets the other go on by itself)
+		local sel=$RUNS/$name/sel.sh selg=$RUNS/$name/sel.gdb
+		cat >"$sel" <<-SEL
+		"$HVTRACE" snapshot --shm "$shm" -o "$snap.0" >/dev/null
+		"$HVTRACE" dump "$snap.0" | awk '\$3 == "marker" && \$4 == "trigger" { t = \$2 + 1 }
+			END { if (t) printf "if \$_thread != %d\\n  delete\\n  break *default_idle_call thread %d\\n  continue\\nend\\n", t, t }' >"$selg"
+		SEL
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
 		timeout --foreground 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
 			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
 			-ex 'thread 2' -ex 'bt 1' -ex 'break *default_idle_call' -ex 'continue' -ex 'bt 2' \
 			-ex 'delete' -ex 'stepi' -ex "shell \"$HVTRACE\" ctl --shm \"$shm\" freeze-at 0x$fn" \
 			-ex "shell \"$HVTRACE\" ctl --shm \"$shm\" start" -ex 'break *default_idle_call' -ex 'continue' \
+			-ex "shell sh \"$sel\"" -ex "source $selg" \
 			-ex 'printf "TRACED-BP thread=%d pc=%lx\n", $_thread, $pc' -ex 'info threads' -ex 'bt 2' \
 			-ex "shell \"$HVTRACE\" snapshot --shm \"$shm\" -o \"$snap\"" -ex 'record btrace bts' -ex 'info record' \
 			-ex 'set record function-call-history-size unlimited' -ex 'set record instruction-history-size unlimited' \
 			-ex 'record function-call-history /c' -ex 'record instruction-history' -ex 'record stop' \
 			-ex 'delete' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
 		gpid=$!
-		# the interrupt once gdb continued the third time (the
-		# hypervisor says so: gdb's own output is buffered; the first
-		# and second resumes ran to the breakpoints), well within the
-		# idle spell
+		# the interrupt once gdb continued for the last time, well within
+		# the idle spell: the first resume the hypervisor reports after
+		# the history's snapshot (gdb's own output is buffered; the
+		# resumes before ran to the breakpoints)
+		local r0
 		for _ in $(seq 1 600); do
-			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -ge 3 ] && break
+			[ -s "$snap" ] && break
+			kill -0 $gpid 2>/dev/null || break
+			sleep 0.1
+		done
+		r0=$(grep -ca 'debugger: every vCPU resumed' "$raw")
+		for _ in $(seq 1 300); do
+			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -gt "$r0" ] && break
 			kill -0 $gpid 2>/dev/null || break
 			sleep 0.1
 		done
