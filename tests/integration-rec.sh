@@ -1257,9 +1257,9 @@ t_svm_gdb_live() {
 		local c3=$(sed -nE 's/.*GDB-TARGET3: chain_a=([0-9a-f]+) chain_b=([0-9a-f]+) chain_c=([0-9a-f]+) chain_bp=([0-9a-f]+).*/\1 \2 \3 \4/p' "$raw")
 		set -- $c3
 		local ca=$1 cb=$2 cc=$3 cbp=$4 so=$BUILD/tests/guest/t_gdb.so snap=$RUNS/$name/chain.trace
-		local c4=$(sed -nE 's/.*GDB-TARGET4: np=([0-9a-f]+) np_word=([0-9a-f]+) store=([0-9a-f]+) fault_done=([0-9a-f]+) pf_handler=([0-9a-f]+).*/\1 \2 \3 \4 \5/p' "$raw")
+		local c4=$(sed -nE 's/.*GDB-TARGET4: np=([0-9a-f]+) np_word=([0-9a-f]+) store=([0-9a-f]+) fault_done=([0-9a-f]+) pf_handler=([0-9a-f]+) nx=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6/p' "$raw")
 		set -- $c4
-		local np=$1 npw=$2 fstore=$3 fdone=$4 pfh=$5
+		local np=$1 npw=$2 fstore=$3 fdone=$4 pfh=$5 nx=$6
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1359,10 +1359,13 @@ t_svm_gdb_live() {
 		break *0x$np
 		watch *(unsigned long *)0x$npw
 		break *0x$fdone
+		break *0x$nx
 		continue
 		printf "FAULT-BP pc=%lx\n", \$pc
 		stepi
 		printf "FAULT-STEP pc=%lx\n", \$pc
+		continue
+		printf "FAULT-NX pc=%lx\n", \$pc
 		continue
 		printf "FAULT-DONE pc=%lx\n", \$pc
 		delete
@@ -1487,7 +1490,10 @@ t_svm_gdb_live() {
 		want "^Thread 1 \"vCPU 0\" hit Breakpoint [0-9]+, 0x0*$np in " "gdb did not report the breakpoint on the page not present"
 		want "^FAULT-BP pc=$np\$" "continue did not stop at the page not present"
 		want "^FAULT-STEP pc=$pfh\$" "stepi at the faulting address did not end at the guest's #PF handler"
-		want "^FAULT-DONE pc=$fdone\$" "continue did not go through both faults to gdb_fault_done"
+		# on a page present but not executable the same; `continue` from
+		# there steps over the breakpoint first (gdb), through the fault
+		want "^FAULT-NX pc=$nx\$" "continue did not stop at the page not executable"
+		want "^FAULT-DONE pc=$fdone\$" "continue did not go through the faults to gdb_fault_done"
 		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
 			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
 	fi
@@ -1507,8 +1513,9 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: code_reads_original'
 	expect 'GUEST-TEST: PASS: fault_fetch_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_store_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_nx_fetch_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
-	expect 'SUMMARY: t_gdb: 13 passed, 0 failed, 0 skipped'
+	expect 'SUMMARY: t_gdb: 14 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
@@ -1549,7 +1556,9 @@ t_svm_gdb_live_traced() {
 		want '^Recorded [0-9]{3,} instructions in [0-9]+ functions \(0 gaps\)' "record btrace recorded (next to) nothing"
 		want '^[0-9]+	 *gdb_loop_top$' "the call history does not hold t_gdb's loop"
 		local at=$(sed -nE 's/^ATTACH pc=([0-9a-f]+)$/\1/p' "$out") rev=$(sed -nE 's/^REVERSE pc=([0-9a-f]+)$/\1/p' "$out")
-		local last=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+) .*/\1/p' "$out" | tail -1)
+		# (the address is followed by its symbol, or by a colon where
+		# there is none: the firmware's code)
+		local last=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+)[ :].*/\1/p' "$out" | tail -1)
 		local br=$("$HVTRACE" dump "$snap" 2>/dev/null | awk '$2 == 0 && ($3 == "branch" || $3 == "interrupt" ||
 			$3 == "exception" || $3 == "far") { b = $4 " " $6 } END { print b }')
 		set -- $br
@@ -1575,6 +1584,7 @@ t_svm_gdb_live_traced() {
 	expect 'GUEST-TEST: PASS: traced_chain'
 	expect 'GUEST-TEST: PASS: fault_fetch_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_store_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_nx_fetch_as_without_debugger'
 	expect 'GUEST-TEST: FAIL: debugger_set_r15'
 	reject 'hvtrace: error'
 	rm -f "$shm"

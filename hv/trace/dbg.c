@@ -518,6 +518,10 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 			return -HVTRACE_EINVAL;
 		if (!dbg.held)
 			return -HVTRACE_EPERM;
+		/* said while every vCPU is still held: once they go, the guest
+		 * may end the machine before a serial line is out, and this
+		 * request's answer comes after it (rec_ctl_poll) */
+		LOG_INFO("debugger: every vCPU resumed (host request)");
 		dbg.step = 0;
 		dbg.held = 0;
 		dbg.gen++;
@@ -525,7 +529,6 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 		for (u32 i = 0; i < hv.nr_vcpus; i++)
 			unpublish(i);
 		dbg.area->held = 0;
-		LOG_INFO("debugger: every vCPU resumed (host request)");
 		return 0;
 	case HVTRACE_DBG_STEP:
 		if (arg0 >> 32 || arg1)

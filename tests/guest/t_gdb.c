@@ -20,10 +20,11 @@
  * and reads the branch history that led there (record btrace). Last, the
  * fault phase, once before the debugger comes (the reference) and once
  * after gdb_chain, where the debugger holds a breakpoint at a page that
- * is not present and a watchpoint on a word of it: a jump there and a
- * store there fault, and the guest's own #PF handler must see each fault
- * as it did without the debugger (vector, error code, CR2, and the RIP,
- * CS and RFLAGS pushed).
+ * is not present and a watchpoint on a word of it, and a breakpoint on a
+ * page present but not executable: a jump to each and a store fault,
+ * and the guest's own #PF handler must see each fault as it did without
+ * the debugger (vector, error code, CR2, and the RIP, CS and RFLAGS
+ * pushed).
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -71,11 +72,36 @@ static bool np_usable(void)
 	return !(read_cr4() & CR4_LA57) && !(((const uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK))[256] & PTE_P);
 }
 
-/* A jump into GDB_NP and a store to GDB_NP_WORD, interrupts off, each
- * fault as gdb_pf_handler saw it */
-static void fault_phase(struct gdb_pf out[2])
+/* A page present but not executable (XD, with EFER.NXE): PML4 slot 257
+ * of a copy of the firmware's tables, loaded for the fault phase alone */
+#define GDB_NX 0xffff808000000000ull
+static uint64_t nx_tables[4][512] __attribute__((aligned(4096)));
+static uint8_t nx_page[4096] __attribute__((aligned(4096)));
+static uint64_t nx_cr3;
+
+static bool nx_setup(void)
 {
-	uint64_t f = irq_save();
+	uint64_t cr3;
+	asm volatile("mov %%cr3, %0" : "=r"(cr3));
+	const uint64_t *fw = (const uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
+	if (!(rdmsr(MSR_EFER) & EFER_NXE) || (fw[257] & PTE_P))
+		return false;
+	CopyMem(nx_tables[0], (void *)fw, sizeof(nx_tables[0]));
+	nx_tables[0][257] = A(nx_tables[1]) | PTE_P | PTE_RW;
+	nx_tables[1][0] = A(nx_tables[2]) | PTE_P | PTE_RW;
+	nx_tables[2][0] = A(nx_tables[3]) | PTE_P | PTE_RW;
+	nx_tables[3][0] = A(nx_page) | PTE_P | PTE_RW | PTE_NX;
+	nx_page[0] = 0xc3;	/* ret, were it run */
+	nx_cr3 = A(nx_tables[0]) | (cr3 & 0xfff);
+	return true;
+}
+
+/* A jump into GDB_NP, a store to GDB_NP_WORD and, when nx_setup could,
+ * a jump into GDB_NX on its tables, interrupts off, each fault as
+ * gdb_pf_handler saw it */
+static void fault_phase(struct gdb_pf out[3], bool nx)
+{
+	uint64_t f = irq_save(), cr3;
 	struct gate old = handle_exception(X86_PF, (void *)gdb_pf_handler);
 	gdb_pf = (struct gdb_pf){ 0 };
 	gdb_fault_fetch(GDB_NP);
@@ -83,6 +109,13 @@ static void fault_phase(struct gdb_pf out[2])
 	gdb_pf = (struct gdb_pf){ 0 };
 	gdb_fault_store(GDB_NP_WORD, 0x1234);
 	out[1] = gdb_pf;
+	gdb_pf = (struct gdb_pf){ 0 };
+	if (nx) {
+		asm volatile("mov %%cr3, %0; mov %1, %%cr3" : "=&r"(cr3) : "r"(nx_cr3) : "memory");
+		gdb_fault_fetch(GDB_NX);
+		asm volatile("mov %0, %%cr3" ::"r"(cr3) : "memory");
+	}
+	out[2] = gdb_pf;
 	gate_restore(X86_PF, old);
 	irq_restore(f);
 	gdb_fault_done();
@@ -114,12 +147,12 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report_info("GDB-TARGET3: chain_a=%lx chain_b=%lx chain_c=%lx chain_bp=%lx", A(gdb_chain_a),
 		    A(gdb_chain_b), A(gdb_chain_c), A(gdb_chain_bp));
 	/* the faults as they are without the debugger */
-	bool np = np_usable();
-	struct gdb_pf ref[2], seen[2];
+	bool np = np_usable(), nx = np && nx_setup();
+	struct gdb_pf ref[3], seen[3];
 	if (np)
-		fault_phase(ref);
-	report_info("GDB-TARGET4: np=%lx np_word=%lx store=%lx fault_done=%lx pf_handler=%lx", GDB_NP, GDB_NP_WORD,
-		    A(gdb_fault_store_insn), A(gdb_fault_done), A(gdb_pf_handler));
+		fault_phase(ref, nx);
+	report_info("GDB-TARGET4: np=%lx np_word=%lx store=%lx fault_done=%lx pf_handler=%lx nx=%lx", GDB_NP,
+		    GDB_NP_WORD, A(gdb_fault_store_insn), A(gdb_fault_done), A(gdb_pf_handler), nx ? GDB_NX : 0);
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
 	gdb_mid_orig = *(const volatile uint64_t *)gdb_loop_mid;
@@ -149,14 +182,22 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	if (!np) {
 		report_skip("fault_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("fault_store_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("fault_nx_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_done();
 	}
-	fault_phase(seen);
+	fault_phase(seen, nx);
 	/* a fetch from a page not present: P clear, W clear (SDM Vol. 3 4.7) */
 	fault_report("fault_fetch_as_without_debugger", &ref[0], &seen[0],
 		     !(ref[0].err & 3) && ref[0].cr2 == GDB_NP && ref[0].rip == GDB_NP);
 	fault_report("fault_store_as_without_debugger", &ref[1], &seen[1],
 		     (ref[1].err & 3) == 2 && ref[1].cr2 == GDB_NP_WORD && ref[1].rip == A(gdb_fault_store_insn));
+	/* a fetch from a page present but not executable: P set, I/D set
+	 * (SDM Vol. 3 4.7) */
+	if (nx)
+		fault_report("fault_nx_fetch_as_without_debugger", &ref[2], &seen[2],
+			     (ref[2].err & 0x13) == 0x11 && ref[2].cr2 == GDB_NX && ref[2].rip == GDB_NX);
+	else
+		report_skip("fault_nx_fetch_as_without_debugger", "EFER.NXE clear, or PML4 slot 257 mapped");
 	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
 	report_done();
 }
