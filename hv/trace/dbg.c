@@ -323,6 +323,45 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	return !(dr6 & DR6_CAUSES & ~(u64)d->held);
 }
 
+/* The step runs on to the handler of `vector` (dr_acquire arms it),
+ * when a register is free for it: true. */
+static bool step_to_handler(struct vcpu *v, u8 vector)
+{
+	struct trace_vcpu *t = v->trace;
+	struct dbg_dr *d = &t->dbg_dr;
+	u64 guest7 = d->on ? d->saved_dr7 : hv.ops->get_dr(v, 7);
+	bool free = false;
+	for (int n = 0; n < 4; n++)
+		free |= !(guest7 & (DR7_L(n) | DR7_G(n)));
+	u64 handler;
+	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && idt_handler(v, vector, &handler);
+	if (d->to_on)
+		d->to = handler;
+	d->to_entered = false;
+	return d->to_on;
+}
+
+/*
+ * A STEP of an INT n, INT3, INTO or INT1: these deliver through the IDT
+ * and clear TF on the way (SDM Vol. 3 6.12.1.3), so a hidden TF would be
+ * saved in the frame and the handler would run unstepped. No TF then:
+ * the instruction runs as the guest's, and the step runs on to the
+ * handler (step_to_handler); a fault on the way (a gate's DPL, say) is
+ * taken as a faulting step's. False: not one of them, or no register
+ * free: the hidden TF as for any instruction.
+ */
+static bool step_soft_int(struct vcpu *v)
+{
+	u8 b[15];
+	struct dec_insn in;
+	u64 base;
+	enum dec_mode mode = gmem_code_mode(v, &base);
+	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK)
+		return false;
+	int vec = soft_int_vector(v, &in, b);
+	return vec >= 0 && step_to_handler(v, (u8)vec);
+}
+
 /*
  * An exception (DBG_STEP_EXCEPTIONS) while the debugger steps: the
  * instruction did not complete (a fault: RFLAGS and RIP as before it),
@@ -339,19 +378,9 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
  */
 static void step_fault(struct vcpu *v, const struct hv_event *ev)
 {
-	struct trace_vcpu *t = v->trace;
-	struct dbg_dr *d = &t->dbg_dr;
-	if (t->dbg_step.on)
-		hstep_end(v, &t->dbg_step, false);
-	u64 guest7 = d->on ? d->saved_dr7 : hv.ops->get_dr(v, 7);
-	bool free = false;
-	for (int n = 0; n < 4; n++)
-		free |= !(guest7 & (DR7_L(n) | DR7_G(n)));
-	u64 handler;
-	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && idt_handler(v, ev->vector, &handler);
-	if (d->to_on)
-		d->to = handler;
-	d->to_entered = false;
+	if (v->trace->dbg_step.on)
+		hstep_end(v, &v->trace->dbg_step, false);
+	step_to_handler(v, ev->vector);
 }
 
 /* The step's #DB: the debugger's alone, or the guest's too: its own TF,
@@ -438,7 +467,8 @@ static void hold(struct vcpu *v)
 			dbg.step = 0;
 			dbg.stopped &= ~(1ull << v->id);
 			unpublish(v->id);
-			hstep_arm(v, &v->trace->dbg_step, false);
+			if (!step_soft_int(v))
+				hstep_arm(v, &v->trace->dbg_step, false);
 			go = true;
 		}
 		spin_unlock(&dbg.lock);

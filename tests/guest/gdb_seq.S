@@ -171,6 +171,18 @@ gdb_fault_done:
 	incq	gdb_fault_done_n(%rip)
 	ret
 
+/* An INT3 of the guest's own (its #BP handler, gdb_bp_handler, records
+ * the frame as gdb_pf_handler does and returns to gdb_fault_fetched) */
+	.globl gdb_fault_int3, gdb_int3_insn, gdb_bp_handler
+gdb_fault_int3:
+	movq	$0, gdb_pf_skip(%rip)
+gdb_int3_insn:
+	int3
+	ret
+gdb_bp_handler:
+	push	$0	/* in the place of #PF's error code */
+	jmp	gdb_pf_handler
+
 gdb_pf_handler:
 	push	%rax
 	incq	gdb_pf(%rip)

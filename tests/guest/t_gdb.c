@@ -21,10 +21,10 @@
  * fault phase, once before the debugger comes (the reference) and once
  * after gdb_chain, where the debugger holds a breakpoint at a page that
  * is not present and a watchpoint on a word of it, and a breakpoint on a
- * page present but not executable: a jump to each and a store fault,
- * and the guest's own #PF handler must see each fault as it did without
- * the debugger (vector, error code, CR2, and the RIP, CS and RFLAGS
- * pushed).
+ * page present but not executable, and one on an INT3: a jump to each
+ * page and a store fault, and the guest's own #PF and #BP handlers must
+ * see each fault and the INT3 as they did without the debugger (vector,
+ * error code, CR2, and the RIP, CS and RFLAGS pushed).
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -43,7 +43,8 @@ extern volatile uint64_t gdb_chain_done;
 void gdb_fault_fetch(uint64_t addr);
 void gdb_fault_store(uint64_t addr, uint64_t val);
 void gdb_fault_done(void);
-extern const char gdb_fault_store_insn[], gdb_pf_handler[];
+void gdb_fault_int3(void);
+extern const char gdb_fault_store_insn[], gdb_pf_handler[], gdb_int3_insn[], gdb_bp_handler[];
 /* what gdb_pf_handler saw: count, error code, CR2, RIP, CS, RFLAGS */
 struct gdb_pf { uint64_t count, err, cr2, rip, cs, rflags; };
 extern volatile struct gdb_pf gdb_pf;
@@ -96,13 +97,14 @@ static bool nx_setup(void)
 	return true;
 }
 
-/* A jump into GDB_NP, a store to GDB_NP_WORD and, when nx_setup could,
- * a jump into GDB_NX on its tables, interrupts off, each fault as
- * gdb_pf_handler saw it */
-static void fault_phase(struct gdb_pf out[3], bool nx)
+/* A jump into GDB_NP, a store to GDB_NP_WORD, when nx_setup could a
+ * jump into GDB_NX on its tables, and an INT3, interrupts off, each
+ * fault (and the INT3's #BP) as gdb_pf_handler saw it */
+static void fault_phase(struct gdb_pf out[4], bool nx)
 {
 	uint64_t f = irq_save(), cr3;
 	struct gate old = handle_exception(X86_PF, (void *)gdb_pf_handler);
+	struct gate old_bp = handle_exception(X86_BP, (void *)gdb_bp_handler);
 	gdb_pf = (struct gdb_pf){ 0 };
 	gdb_fault_fetch(GDB_NP);
 	out[0] = gdb_pf;
@@ -116,6 +118,10 @@ static void fault_phase(struct gdb_pf out[3], bool nx)
 		asm volatile("mov %0, %%cr3" ::"r"(cr3) : "memory");
 	}
 	out[2] = gdb_pf;
+	gdb_pf = (struct gdb_pf){ 0 };
+	gdb_fault_int3();
+	out[3] = gdb_pf;
+	gate_restore(X86_BP, old_bp);
 	gate_restore(X86_PF, old);
 	irq_restore(f);
 	gdb_fault_done();
@@ -148,11 +154,12 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		    A(gdb_chain_b), A(gdb_chain_c), A(gdb_chain_bp));
 	/* the faults as they are without the debugger */
 	bool np = np_usable(), nx = np && nx_setup();
-	struct gdb_pf ref[3], seen[3];
+	struct gdb_pf ref[4], seen[4];
 	if (np)
 		fault_phase(ref, nx);
-	report_info("GDB-TARGET4: np=%lx np_word=%lx store=%lx fault_done=%lx pf_handler=%lx nx=%lx", GDB_NP,
-		    GDB_NP_WORD, A(gdb_fault_store_insn), A(gdb_fault_done), A(gdb_pf_handler), nx ? GDB_NX : 0);
+	report_info("GDB-TARGET4: np=%lx np_word=%lx store=%lx fault_done=%lx pf_handler=%lx nx=%lx int3=%lx "
+		    "bp_handler=%lx int3_fn=%lx", GDB_NP, GDB_NP_WORD, A(gdb_fault_store_insn), A(gdb_fault_done),
+		    A(gdb_pf_handler), nx ? GDB_NX : 0, A(gdb_int3_insn), A(gdb_bp_handler), A(gdb_fault_int3));
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
 	gdb_mid_orig = *(const volatile uint64_t *)gdb_loop_mid;
@@ -183,6 +190,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_skip("fault_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("fault_store_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("fault_nx_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("int3_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_done();
 	}
 	fault_phase(seen, nx);
@@ -198,6 +206,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 			     (ref[2].err & 0x13) == 0x11 && ref[2].cr2 == GDB_NX && ref[2].rip == GDB_NX);
 	else
 		report_skip("fault_nx_fetch_as_without_debugger", "EFER.NXE clear, or PML4 slot 257 mapped");
+	/* INT3: a trap, the frame's RIP after it (SDM Vol. 3 6.5) */
+	fault_report("int3_as_without_debugger", &ref[3], &seen[3], ref[3].rip == A(gdb_int3_insn) + 1);
 	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
 	report_done();
 }

@@ -125,12 +125,32 @@ u32 trace_idle_exceptions(struct vcpu *v)
 {
 	return v->trace->dbg_step.on || v->trace->dbg_dr.held ? 1u << X86_DB : 0;
 }
-/* the guest's IDT (trace/follow.c): a #PF handler at 0x402000, no other */
+/* the guest's IDT (trace/follow.c): a #PF handler at 0x402000, a #BP
+ * handler at 0x403000, no other */
 bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
 {
 	(void)v;
-	*addr = 0x402000;
-	return vector == X86_PF;
+	*addr = vector == X86_BP ? 0x403000 : 0x402000;
+	return vector == X86_PF || vector == X86_BP;
+}
+/* the instruction at RIP (base/gmem.c, trace/follow.c): an INT n's vector, or -1 */
+static int fake_soft_vec = -1;
+enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base)
+{
+	(void)v;
+	*cs_base = 0;
+	return DEC_MODE_64;
+}
+int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes, struct dec_insn *out)
+{
+	(void)v, (void)lin, (void)rip, (void)mode, (void)bytes;
+	memset(out, 0, sizeof(*out));
+	return DEC_OK;
+}
+int soft_int_vector(struct vcpu *v, const struct dec_insn *in, const u8 *bytes)
+{
+	(void)v, (void)in, (void)bytes;
+	return fake_soft_vec;
 }
 /* the engine's DR3 (trace/dr.c), as far as dbg.c sees it */
 void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
@@ -373,6 +393,26 @@ static void test_dbg(void)
 	dbg_after_trace_sync(&vcpu0);
 	CHECK(r->rip == 0x402000 && a->vcpu[0].stops == 5 && !fake_intercepts, "held at the fault, the intercepts idle");
 	fake_dr7 = 0x400;
+	/* a STEP of an INT3: no hidden TF, on to its handler */
+	fake_soft_vec = X86_BP;
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP of an INT3");
+	pthread_join(th, NULL);
+	CHECK(!(vcpu0.rflags & RFLAGS_TF) && !vcpu0.trace->dbg_step.on && dd->to_on && dd->to == 0x403000,
+	      "an INT3 stepped: no TF forced, on to the #BP handler");
+	dbg_before_entry(&vcpu0);
+	dbg_after_trace_sync(&vcpu0);
+	fake_soft_vec = -1;
+	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING && fake_drs[3] == 0x403000 && (fake_intercepts & (1u << X86_GP)),
+	      "the handler's address in DR3, the faults intercepted (a gate's #GP on the way)");
+	fake_dr6 = 0xffff0ff0 | DR6_B3;
+	vcpu0.rip = 0x403000;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !dd->to_on, "the #BP handler reached");
+	dbg_after_trace_sync(&vcpu0);
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(r->rip == 0x403000 && a->vcpu[0].stops == 6 && !fake_intercepts && fake_drs[3] == 0,
+	      "held at the #BP handler, DR3 and the intercepts the guest's");
 	/* the breakpoint: checked, armed when the vCPU goes on, reached */
 	fake_dr7 = 0x400;
 	fake_drs[3] = 0x3333;
