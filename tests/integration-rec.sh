@@ -1257,9 +1257,10 @@ t_svm_gdb_live() {
 		local c3=$(sed -nE 's/.*GDB-TARGET3: chain_a=([0-9a-f]+) chain_b=([0-9a-f]+) chain_c=([0-9a-f]+) chain_bp=([0-9a-f]+).*/\1 \2 \3 \4/p' "$raw")
 		set -- $c3
 		local ca=$1 cb=$2 cc=$3 cbp=$4 so=$BUILD/tests/guest/t_gdb.so snap=$RUNS/$name/chain.trace
-		local c4=$(sed -nE 's/.*GDB-TARGET4: np=([0-9a-f]+) np_word=([0-9a-f]+) store=([0-9a-f]+) fault_done=([0-9a-f]+) pf_handler=([0-9a-f]+) nx=([0-9a-f]+) int3=([0-9a-f]+) bp_handler=([0-9a-f]+) int3_fn=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$raw")
+		local c4=$(sed -nE 's/.*GDB-TARGET4: np=([0-9a-f]+) np_word=([0-9a-f]+) store=([0-9a-f]+) fault_done=([0-9a-f]+) pf_handler=([0-9a-f]+) nx=([0-9a-f]+) int3=([0-9a-f]+) bp_handler=([0-9a-f]+) int3_fn=([0-9a-f]+) pushf=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$raw")
 		set -- $c4
 		local np=$1 npw=$2 fstore=$3 fdone=$4 pfh=$5 nx=$6 int3=$7 bph=$8 fi3=$9
+		local pushf=$(sed -nE 's/.*GDB-TARGET4: .* pushf=([0-9a-f]+).*/\1/p' "$raw")
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1356,26 +1357,31 @@ t_svm_gdb_live() {
 		printf "GOTO-END pc=%lx\n", \$pc
 		record stop
 		delete
+		define go_on
+		  continue
+		  printf "\$arg0 pc=%lx\n", \$pc
+		end
+		define step_on
+		  stepi
+		  printf "\$arg0 pc=%lx\n", \$pc
+		end
 		break *0x$np
 		watch *(unsigned long *)0x$npw
 		break *0x$fdone
 		break *0x$nx
-		continue
-		printf "FAULT-BP pc=%lx\n", \$pc
-		stepi
-		printf "FAULT-STEP pc=%lx\n", \$pc
+		go_on FAULT-BP
+		step_on FAULT-STEP
 		clear *0x$np
 		break *0x$fi3
-		continue
-		printf "FAULT-NX pc=%lx\n", \$pc
-		continue
-		printf "FAULT-INT3 pc=%lx\n", \$pc
-		stepi
-		printf "AT-INT3 pc=%lx\n", \$pc
-		stepi
-		printf "INT3-STEP pc=%lx\n", \$pc
-		continue
-		printf "FAULT-DONE pc=%lx\n", \$pc
+		go_on FAULT-NX
+		go_on FAULT-INT3
+		step_on AT-INT3
+		step_on INT3-STEP
+		clear *0x$fi3
+		break *0x$pushf
+		go_on FAULT-PUSHF
+		step_on PUSHF-STEP
+		go_on FAULT-DONE
 		delete
 		detach
 		GDB
@@ -1508,6 +1514,9 @@ t_svm_gdb_live() {
 		want "^FAULT-INT3 pc=$fi3\$" "continue did not stop before the INT3"
 		want "^AT-INT3 pc=$int3\$" "stepi did not reach the INT3"
 		want "^INT3-STEP pc=$bph\$" "stepi of the INT3 did not end at the guest's #BP handler"
+		# and stepi of a PUSHF: the RFLAGS it stored are the guest's (its check)
+		want "^FAULT-PUSHF pc=$pushf\$" "continue did not stop at the PUSHF"
+		want "^PUSHF-STEP pc=$(printf '%x' $((0x$pushf + 1)))\$" "stepi of the PUSHF did not move one byte on"
 		want "^FAULT-DONE pc=$fdone\$" "continue did not go through the faults to gdb_fault_done"
 		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
 			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
@@ -1530,8 +1539,9 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: fault_store_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_nx_fetch_as_without_debugger'
 	expect 'GUEST-TEST: PASS: int3_as_without_debugger'
+	expect 'GUEST-TEST: PASS: pushf_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
-	expect 'SUMMARY: t_gdb: 15 passed, 0 failed, 0 skipped'
+	expect 'SUMMARY: t_gdb: 16 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name

@@ -28,6 +28,7 @@
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/vcpu.h"
+#include "trace/branch.h"
 #include "trace/dbg.h"
 #include "trace/engine.h"
 #include "trace/hstep.h"
@@ -155,6 +156,7 @@ void dbg_step_cancel(struct vcpu *v)
 	if (v->trace->dbg_step.on)
 		hstep_end(v, &v->trace->dbg_step, false);
 	v->trace->dbg_dr.to_on = false;
+	v->trace->dbg_dr.pushf_w = 0;
 }
 
 /* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
@@ -348,7 +350,8 @@ static bool step_to_handler(struct vcpu *v, u8 vector)
  * the instruction runs as the guest's, and the step runs on to the
  * handler (step_to_handler); a fault on the way (a gate's DPL, say) is
  * taken as a faulting step's. False: not one of them, or no register
- * free: the hidden TF as for any instruction.
+ * free: the hidden TF as for any instruction. A PUSHF is noted
+ * (step_pushf_done).
  */
 static bool step_soft_int(struct vcpu *v)
 {
@@ -356,10 +359,31 @@ static bool step_soft_int(struct vcpu *v)
 	struct dec_insn in;
 	u64 base;
 	enum dec_mode mode = gmem_code_mode(v, &base);
+	v->trace->dbg_dr.pushf_w = 0;
 	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK)
 		return false;
+	if (is_legacy_op(&in, 0, 0x9c))
+		v->trace->dbg_dr.pushf_w = in.opsize;
 	int vec = soft_int_vector(v, &in, b);
 	return vec >= 0 && step_to_handler(v, (u8)vec);
+}
+
+/* The step of a PUSHF completed: the RFLAGS image it pushed holds the
+ * hidden TF (SDM Vol. 2B PUSHF: the flags as they are, TF included),
+ * the guest's TF goes in its place. */
+static void step_pushf_done(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	u64 base, img = 0, top;
+	unsigned w = d->pushf_w;
+	d->pushf_w = 0;
+	if (!w)
+		return;
+	top = stack_top(v, gmem_code_mode(v, &base));
+	if (gmem_read_linear(v, top, &img, w) == w) {
+		img = (img & ~RFLAGS_TF) | (v->trace->dbg_step.tf ? RFLAGS_TF : 0);
+		gmem_write_linear(v, top, &img, w);
+	}
 }
 
 /*
@@ -378,6 +402,7 @@ static bool step_soft_int(struct vcpu *v)
  */
 static void step_fault(struct vcpu *v, const struct hv_event *ev)
 {
+	v->trace->dbg_dr.pushf_w = 0;	/* it did not push */
 	if (v->trace->dbg_step.on)
 		hstep_end(v, &v->trace->dbg_step, false);
 	step_to_handler(v, ev->vector);
@@ -392,7 +417,10 @@ bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 		step_fault(v, ev);
 		return false;	/* delivered as it came: dispatch/event.c */
 	}
-	return hstep_db(v, &v->trace->dbg_step, ev) == HSTEP_HIDDEN;
+	enum hstep_db r = hstep_db(v, &v->trace->dbg_step, ev);
+	if (r != HSTEP_NOT_STEP)
+		step_pushf_done(v);
+	return r == HSTEP_HIDDEN;
 }
 
 static void hold(struct vcpu *v);
@@ -408,6 +436,7 @@ void dbg_before_entry(struct vcpu *v)
 		if (v->rip == t->dbg_step.rip)
 			return;
 		hstep_end(v, &t->dbg_step, true);
+		step_pushf_done(v);
 	}
 	/* on its way to a faulting step's handler (step_fault): that way is
 	 * one entry, the delivery's; any exit after it but the breakpoint's

@@ -62,6 +62,7 @@ struct dbg_dr {
 	 * vCPU entered the guest on that way. */
 	bool to_on, to_armed, to_entered;
 	bool wide;		/* the step's exceptions are intercepted (DBG_STEP_EXCEPTIONS) */
+	u8 pushf_w;		/* the step is a PUSHF of this operand size (bytes); 0: not one */
 	u64 to;
 };
 

@@ -183,6 +183,13 @@ gdb_bp_handler:
 	push	$0	/* in the place of #PF's error code */
 	jmp	gdb_pf_handler
 
+/* uint64_t gdb_pushf(void): RFLAGS as PUSHF stores them */
+	.globl gdb_pushf
+gdb_pushf:
+	pushfq
+	pop	%rax
+	ret
+
 gdb_pf_handler:
 	push	%rax
 	incq	gdb_pf(%rip)

@@ -21,10 +21,11 @@
  * fault phase, once before the debugger comes (the reference) and once
  * after gdb_chain, where the debugger holds a breakpoint at a page that
  * is not present and a watchpoint on a word of it, and a breakpoint on a
- * page present but not executable, and one on an INT3: a jump to each
- * page and a store fault, and the guest's own #PF and #BP handlers must
- * see each fault and the INT3 as they did without the debugger (vector,
- * error code, CR2, and the RIP, CS and RFLAGS pushed).
+ * page present but not executable, and ones before an INT3 and on a
+ * PUSHF, which it steps: a jump to each page and a store fault, and the
+ * guest's own #PF and #BP handlers must see each fault and the INT3 as
+ * they did without the debugger (vector, error code, CR2, and the RIP,
+ * CS and RFLAGS pushed), and the PUSHF store the RFLAGS of before.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -44,6 +45,7 @@ void gdb_fault_fetch(uint64_t addr);
 void gdb_fault_store(uint64_t addr, uint64_t val);
 void gdb_fault_done(void);
 void gdb_fault_int3(void);
+uint64_t gdb_pushf(void);
 extern const char gdb_fault_store_insn[], gdb_pf_handler[], gdb_int3_insn[], gdb_bp_handler[];
 /* what gdb_pf_handler saw: count, error code, CR2, RIP, CS, RFLAGS */
 struct gdb_pf { uint64_t count, err, cr2, rip, cs, rflags; };
@@ -100,6 +102,8 @@ static bool nx_setup(void)
 /* A jump into GDB_NP, a store to GDB_NP_WORD, when nx_setup could a
  * jump into GDB_NX on its tables, and an INT3, interrupts off, each
  * fault (and the INT3's #BP) as gdb_pf_handler saw it */
+static uint64_t pushf_seen;
+
 static void fault_phase(struct gdb_pf out[4], bool nx)
 {
 	uint64_t f = irq_save(), cr3;
@@ -121,6 +125,7 @@ static void fault_phase(struct gdb_pf out[4], bool nx)
 	gdb_pf = (struct gdb_pf){ 0 };
 	gdb_fault_int3();
 	out[3] = gdb_pf;
+	pushf_seen = gdb_pushf();
 	gate_restore(X86_BP, old_bp);
 	gate_restore(X86_PF, old);
 	irq_restore(f);
@@ -158,8 +163,9 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	if (np)
 		fault_phase(ref, nx);
 	report_info("GDB-TARGET4: np=%lx np_word=%lx store=%lx fault_done=%lx pf_handler=%lx nx=%lx int3=%lx "
-		    "bp_handler=%lx int3_fn=%lx", GDB_NP, GDB_NP_WORD, A(gdb_fault_store_insn), A(gdb_fault_done),
-		    A(gdb_pf_handler), nx ? GDB_NX : 0, A(gdb_int3_insn), A(gdb_bp_handler), A(gdb_fault_int3));
+		    "bp_handler=%lx int3_fn=%lx pushf=%lx", GDB_NP, GDB_NP_WORD, A(gdb_fault_store_insn),
+		    A(gdb_fault_done), A(gdb_pf_handler), nx ? GDB_NX : 0, A(gdb_int3_insn), A(gdb_bp_handler),
+		    A(gdb_fault_int3), A(gdb_pushf));
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
 	gdb_mid_orig = *(const volatile uint64_t *)gdb_loop_mid;
@@ -191,8 +197,10 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_skip("fault_store_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("fault_nx_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("int3_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("pushf_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_done();
 	}
+	uint64_t pushf_ref = pushf_seen;
 	fault_phase(seen, nx);
 	/* a fetch from a page not present: P clear, W clear (SDM Vol. 3 4.7) */
 	fault_report("fault_fetch_as_without_debugger", &ref[0], &seen[0],
@@ -208,6 +216,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_skip("fault_nx_fetch_as_without_debugger", "EFER.NXE clear, or PML4 slot 257 mapped");
 	/* INT3: a trap, the frame's RIP after it (SDM Vol. 3 6.5) */
 	fault_report("int3_as_without_debugger", &ref[3], &seen[3], ref[3].rip == A(gdb_int3_insn) + 1);
+	report(pushf_seen == pushf_ref, "pushf_as_without_debugger", "PUSHF stored %lx, without the debugger %lx",
+	       pushf_seen, pushf_ref);
 	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
 	report_done();
 }

@@ -147,6 +147,17 @@ int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes,
 	memset(out, 0, sizeof(*out));
 	return DEC_OK;
 }
+/* trace/branch.c: no PUSHF here, the stack in fake_ram */
+bool is_legacy_op(const struct dec_insn *insn, u8 map, u8 op)
+{
+	(void)insn, (void)map, (void)op;
+	return false;
+}
+u64 stack_top(struct vcpu *v, enum dec_mode mode)
+{
+	(void)mode;
+	return v->gpr[GPR_RSP];
+}
 int soft_int_vector(struct vcpu *v, const struct dec_insn *in, const u8 *bytes)
 {
 	(void)v, (void)in, (void)bytes;
