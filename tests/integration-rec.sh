@@ -1257,6 +1257,10 @@ t_svm_gdb_live() {
 		local c3=$(sed -nE 's/.*GDB-TARGET3: chain_a=([0-9a-f]+) chain_b=([0-9a-f]+) chain_c=([0-9a-f]+) chain_bp=([0-9a-f]+).*/\1 \2 \3 \4/p' "$raw")
 		set -- $c3
 		local ca=$1 cb=$2 cc=$3 cbp=$4 so=$BUILD/tests/guest/t_gdb.so snap=$RUNS/$name/chain.trace
+		local c4=$(sed -nE 's/.*GDB-TARGET4: np=([0-9a-f]+) np_word=([0-9a-f]+) store=([0-9a-f]+) fault_done=([0-9a-f]+) pf_handler=([0-9a-f]+) nx=([0-9a-f]+) int3=([0-9a-f]+) bp_handler=([0-9a-f]+) int3_fn=([0-9a-f]+) pushf=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$raw")
+		set -- $c4
+		local np=$1 npw=$2 fstore=$3 fdone=$4 pfh=$5 nx=$6 int3=$7 bph=$8 fi3=$9
+		local pushf=$(sed -nE 's/.*GDB-TARGET4: .* pushf=([0-9a-f]+).*/\1/p' "$raw")
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1322,6 +1326,15 @@ t_svm_gdb_live() {
 		continue
 		printf "HIT-4 pc=%lx\n", \$pc
 		delete
+		watch *(unsigned long *)0x$counter
+		awatch *(unsigned long *)0x$r15
+		continue
+		printf "W2-1 pc=%lx\n", \$pc
+		continue
+		printf "W2-2 pc=%lx\n", \$pc
+		continue
+		printf "W2-3 pc=%lx\n", \$pc
+		delete
 		monitor help
 		monitor phys 0x$counter 8
 		monitor translate 0x$counter
@@ -1343,6 +1356,32 @@ t_svm_gdb_live() {
 		record goto end
 		printf "GOTO-END pc=%lx\n", \$pc
 		record stop
+		delete
+		define go_on
+		  continue
+		  printf "\$arg0 pc=%lx\n", \$pc
+		end
+		define step_on
+		  stepi
+		  printf "\$arg0 pc=%lx\n", \$pc
+		end
+		break *0x$np
+		watch *(unsigned long *)0x$npw
+		break *0x$fdone
+		break *0x$nx
+		go_on FAULT-BP
+		step_on FAULT-STEP
+		clear *0x$np
+		break *0x$fi3
+		go_on FAULT-NX
+		go_on FAULT-INT3
+		step_on AT-INT3
+		step_on INT3-STEP
+		clear *0x$fi3
+		break *0x$pushf
+		go_on FAULT-PUSHF
+		step_on PUSHF-STEP
+		go_on FAULT-DONE
 		delete
 		detach
 		GDB
@@ -1400,6 +1439,18 @@ t_svm_gdb_live() {
 		local w=$(sed -nE 's/^HIT-1 pc=([0-9a-f]+)$/\1/p' "$out") w4=$(sed -nE 's/^HIT-4 pc=([0-9a-f]+)$/\1/p' "$out")
 		[ -n "$w" ] && [ "$w" = "$w4" ] && [ $((0x$w > 0x$top && 0x$w < 0x$mid)) = 1 ] ||
 			REASONS="$REASONS; the watchpoint stopped at ${w:-?} and ${w4:-?}, not after the counter's store ($out)"
+		# two watchpoints at once (the counter's store, `watch`; R15's
+		# store right after it, `awatch`): each stop names its own, on
+		# vCPU 0, after its own store, in the loop's order
+		want '^Thread 1 "vCPU 0" hit Hardware access \(read/write\) watchpoint [0-9]+: \*\(unsigned long \*\)0x'"$r15"'$' \
+			"gdb did not report the access watchpoint on R15's word"
+		want '^Value = 1311768467139281697$' "the access watchpoint's value is not the R15 set"
+		local w21=$(sed -nE 's/^W2-1 pc=([0-9a-f]+)$/\1/p' "$out") w22=$(sed -nE 's/^W2-2 pc=([0-9a-f]+)$/\1/p' "$out")
+		local w23=$(sed -nE 's/^W2-3 pc=([0-9a-f]+)$/\1/p' "$out")
+		[ -n "$w21" ] && [ "$w21" = "$w23" ] && [ "$w22" = "$w" ] && [ $((0x$w21 > 0x$w22 && 0x$w21 < 0x$mid)) = 1 ] ||
+			REASONS="$REASONS; two watchpoints stopped at ${w21:-?}, ${w22:-?}, ${w23:-?}: not R15's store, the counter's ($w), R15's ($out)"
+		[ "$(grep -cE '^Thread 1 "vCPU 0" hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x'"$counter"'$' "$out")" -ge 3 ] ||
+			REASONS="$REASONS; the counter's watchpoint was not reported three times ($out)"
 		# gdb inserts at each resume and removes at each stop: here, all free
 		want '^slot 3: free$' "monitor slots did not list the slots"
 		want '^  phys ADDR LEN ' "monitor help did not list phys"
@@ -1444,6 +1495,31 @@ t_svm_gdb_live() {
 		[ -n "$rev" ] && [ "$rev" != "$cbp" ] && grep -qE "^[0-9]+"$'\t'" +0x0*$rev " "$out" ||
 			REASONS="$REASONS; reverse-stepi did not go back into the history: pc ${rev:-?} ($out)"
 		want "^GOTO-END pc=$cbp\$" "record goto end did not return to the breakpoint"
+		# faults at the debugger's addresses: a breakpoint on a page that
+		# is not present is reached (the instruction breakpoint comes
+		# before the fetch's #PF, SDM Vol. 3 6.9), stepi from there ends
+		# at the guest's #PF handler, and the watchpoint on a word of that
+		# page never fires (the store faults: no access); the guest's
+		# handler saw both faults as without the debugger (its checks)
+		want "^Thread 1 \"vCPU 0\" hit Breakpoint [0-9]+, 0x0*$np in " "gdb did not report the breakpoint on the page not present"
+		want "^FAULT-BP pc=$np\$" "continue did not stop at the page not present"
+		want "^FAULT-STEP pc=$pfh\$" "stepi at the faulting address did not end at the guest's #PF handler"
+		# on a page present but not executable the same; `continue` from
+		# there steps over the breakpoint first (gdb), through the fault
+		want "^FAULT-NX pc=$nx\$" "continue did not stop at the page not executable"
+		# stepi of an INT3 ends at the guest's #BP handler, not yet run,
+		# the hidden TF not in its frame (the breakpoint is before it: gdb
+		# takes a breakpoint on an INT3 of the program's for its own and
+		# moves the PC past it on resuming, SDM or no)
+		want "^FAULT-INT3 pc=$fi3\$" "continue did not stop before the INT3"
+		want "^AT-INT3 pc=$int3\$" "stepi did not reach the INT3"
+		want "^INT3-STEP pc=$bph\$" "stepi of the INT3 did not end at the guest's #BP handler"
+		# and stepi of a PUSHF: the RFLAGS it stored are the guest's (its check)
+		want "^FAULT-PUSHF pc=$pushf\$" "continue did not stop at the PUSHF"
+		want "^PUSHF-STEP pc=$(printf '%x' $((0x$pushf + 1)))\$" "stepi of the PUSHF did not move one byte on"
+		want "^FAULT-DONE pc=$fdone\$" "continue did not go through the faults to gdb_fault_done"
+		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
+			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
@@ -1456,9 +1532,16 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: debugger_dr3_invisible'
 	expect 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots 1, '
 	expect 'GUEST-TEST: PASS: own_dr0_dr7_as_written'
+	expect 'GUEST-TEST: PASS: own_dr1_dr2_as_written'
 	expect 'GUEST-TEST: PASS: own_breakpoint_fired_every_turn'
 	expect 'GUEST-TEST: PASS: code_reads_original'
-	expect 'SUMMARY: t_gdb: 9 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: fault_fetch_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_store_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_nx_fetch_as_without_debugger'
+	expect 'GUEST-TEST: PASS: int3_as_without_debugger'
+	expect 'GUEST-TEST: PASS: pushf_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_phase_ended'
+	expect 'SUMMARY: t_gdb: 16 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
@@ -1499,7 +1582,9 @@ t_svm_gdb_live_traced() {
 		want '^Recorded [0-9]{3,} instructions in [0-9]+ functions \(0 gaps\)' "record btrace recorded (next to) nothing"
 		want '^[0-9]+	 *gdb_loop_top$' "the call history does not hold t_gdb's loop"
 		local at=$(sed -nE 's/^ATTACH pc=([0-9a-f]+)$/\1/p' "$out") rev=$(sed -nE 's/^REVERSE pc=([0-9a-f]+)$/\1/p' "$out")
-		local last=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+) .*/\1/p' "$out" | tail -1)
+		# (the address is followed by its symbol, or by a colon where
+		# there is none: the firmware's code)
+		local last=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+)[ :].*/\1/p' "$out" | tail -1)
 		local br=$("$HVTRACE" dump "$snap" 2>/dev/null | awk '$2 == 0 && ($3 == "branch" || $3 == "interrupt" ||
 			$3 == "exception" || $3 == "far") { b = $4 " " $6 } END { print b }')
 		set -- $br
@@ -1523,6 +1608,10 @@ t_svm_gdb_live_traced() {
 	expect 'GUEST-TEST: PASS: debugger_wrote_memory'
 	expect 'GUEST-TEST: PASS: loop_invariant_kept'
 	expect 'GUEST-TEST: PASS: traced_chain'
+	expect 'GUEST-TEST: PASS: fault_fetch_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_store_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_nx_fetch_as_without_debugger'
+	expect 'GUEST-TEST: PASS: int3_as_without_debugger'
 	expect 'GUEST-TEST: FAIL: debugger_set_r15'
 	reject 'hvtrace: error'
 	rm -f "$shm"
@@ -1560,17 +1649,43 @@ t_linux_gdb_live() {
 			[ -n "$gport" ] && break
 			sleep 0.1
 		done
+		local fn=$(awk '$3 == "default_idle_call" { print $1 }' "$SYMBOLS") snap=$RUNS/$name/bp.trace
+		# the vCPU that reached the freeze address (its TRIGGER marker)
+		# is the one whose history leads to default_idle_call; when the
+		# other one reached the breakpoint first, a breakpoint for that
+		# vCPU alone (gdb lets the other go on by itself)
+		local sel=$RUNS/$name/sel.sh selg=$RUNS/$name/sel.gdb
+		cat >"$sel" <<-SEL
+		"$HVTRACE" snapshot --shm "$shm" -o "$snap.0" >/dev/null
+		"$HVTRACE" dump "$snap.0" | awk '\$3 == "marker" && \$4 == "trigger" { t = \$2 + 1 }
+			END { if (t) printf "if \$_thread != %d\\n  delete\\n  break *default_idle_call thread %d\\n  continue\\nend\\n", t, t }' >"$selg"
+		SEL
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
 		timeout --foreground 200 gdb -batch -nx -ex 'set pagination off' -ex "target remote 127.0.0.1:$gport" \
 			-ex 'info threads' -ex 'bt 3' -ex 'x/i $pc' -ex 'info registers cr3 gs_base' \
 			-ex 'thread 2' -ex 'bt 1' -ex 'break *default_idle_call' -ex 'continue' -ex 'bt 2' \
+			-ex 'delete' -ex 'stepi' -ex "shell \"$HVTRACE\" ctl --shm \"$shm\" freeze-at 0x$fn" \
+			-ex "shell \"$HVTRACE\" ctl --shm \"$shm\" start" -ex 'break *default_idle_call' -ex 'continue' \
+			-ex "shell sh \"$sel\"" -ex "source $selg" \
+			-ex 'printf "TRACED-BP thread=%d pc=%lx\n", $_thread, $pc' -ex 'info threads' -ex 'bt 2' \
+			-ex "shell \"$HVTRACE\" snapshot --shm \"$shm\" -o \"$snap\"" -ex 'record btrace bts' -ex 'info record' \
+			-ex 'set record function-call-history-size unlimited' -ex 'set record instruction-history-size unlimited' \
+			-ex 'record function-call-history /c' -ex 'record instruction-history' -ex 'record stop' \
 			-ex 'delete' -ex 'continue' -ex 'info threads' -ex 'detach' >"$out" 2>&1 &
 		gpid=$!
-		# the interrupt once gdb continued the second time (the
-		# hypervisor says so: gdb's own output is buffered; the first
-		# resume ran to the breakpoint), well within the idle spell
+		# the interrupt once gdb continued for the last time, well within
+		# the idle spell: the first resume the hypervisor reports after
+		# the history's snapshot (gdb's own output is buffered; the
+		# resumes before ran to the breakpoints)
+		local r0
 		for _ in $(seq 1 600); do
-			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -ge 2 ] && break
+			[ -s "$snap" ] && break
+			kill -0 $gpid 2>/dev/null || break
+			sleep 0.1
+		done
+		r0=$(grep -ca 'debugger: every vCPU resumed' "$raw")
+		for _ in $(seq 1 300); do
+			[ "$(grep -ca 'debugger: every vCPU resumed' "$raw")" -gt "$r0" ] && break
 			kill -0 $gpid 2>/dev/null || break
 			sleep 0.1
 		done
@@ -1594,11 +1709,49 @@ t_linux_gdb_live() {
 		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
 		want '^Thread [12] "vCPU [01]" received signal SIGINT, Interrupt' "the interrupt did not stop the kernel"
 		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+		# the breakpoint with its history (one stepi first: gdb steps
+		# over a breakpoint at the PC, and no step is taken once tracing
+		# started): the recorder traced from `ctl
+		# start` and froze one record after the call into
+		# default_idle_call (freeze-at: tracing stops, the breakpoint is
+		# armed; the vCPU had gone a few instructions on, so it is hit at
+		# its next call there, after an idle spell untraced). gdb's call
+		# history ends in do_idle, its instruction history with the call
+		# into default_idle_call from the call site `bt` shows at the
+		# breakpoint (its return address); the recorder's own last calls
+		# on that vCPU (the snapshot gdb took) are calls in gdb's
+		# instruction history, the last of them that one
+		local tb=$(sed -nE 's/^TRACED-BP thread=([12]) pc=([0-9a-f]+)$/\1 \2/p' "$out")
+		set -- $tb
+		local tth=${1:-} tpc=${2:-}
+		[ -n "$tth" ] && [ "$tpc" = "$fn" ] ||
+			REASONS="$REASONS; the traced breakpoint stopped at ${tpc:-?} on thread ${tth:-?}, not at default_idle_call 0x$fn ($out)"
+		want '^Recorded [0-9]{3,} instructions in [0-9]+ functions \(0 gaps\)' "record btrace recorded (next to) nothing at the breakpoint"
+		[ "$(grep -cE '^[* ] [12] +Thread [12] "vCPU [01]" \(vCPU [01] \(APIC ID [01]\)\) 0xffffffff' "$out")" -ge 4 ] ||
+			REASONS="$REASONS; info threads did not list both vCPUs at the attach and at the traced breakpoint ($out)"
+		awk -F'\t' '/^[0-9]+\t/ && !/\t +0x/ { n = $2; sub(/^ +/, "", n); q = n } END { exit q != "do_idle" }' "$out" ||
+			REASONS="$REASONS; the call history does not end in do_idle ($out)"
+		local lastcall=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+) <do_idle\+[0-9]+>:	call +0x0*'"$fn"' <default_idle_call>$/\1/p' "$out" | tail -1)
+		[ -n "$lastcall" ] && grep -qE "^#1  0x0*$(printf '%x' $((0x$lastcall + 5))) in do_idle \(\)" "$out" ||
+			REASONS="$REASONS; the instruction history's call into default_idle_call (${lastcall:-none}) is not the call site bt shows ($out)"
+		if [ -n "$tth" ]; then
+			local vc=$((tth - 1)) calls f t n=0 bad=
+			calls=$("$HVTRACE" dump "$snap" 2>/dev/null | awk -v c=$vc '$2 == c && $3 == "branch" && $NF == "call" { print $4 ":" $6 }' | tail -5)
+			for f in $calls; do
+				t=${f#*:}
+				f=${f%%:*}
+				n=$((n + 1))
+				grep -qE "^[0-9]+"$'\t'" +0x0*${f#0x} <[^>]*>:"$'\t'"call " "$out" || bad="$bad $f"
+			done
+			[ $n -ge 3 ] && [ -z "$bad" ] && [ $((t)) = $((0x$fn)) ] && [ $((f)) = $((0x${lastcall:-0})) ] ||
+				REASONS="$REASONS; the recorder's last calls on vCPU $vc ($n, the last to ${t:-?}) are not calls in gdb's history:${bad:- none missing} ($snap, $out)"
+		fi
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
 	expect 'debugger: every vCPU held \(host request\)'
 	expect 'debugger: vcpu [01] reached a breakpoint or watchpoint'
+	expect 'flight recorder frozen'
 	expect 'HVTRACE-GUEST: idle done'
 	reject 'hvtrace: error'
 	rm -f "$shm"

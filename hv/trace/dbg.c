@@ -8,7 +8,8 @@
  * memory through a stopped vCPU's page tables (guest RAM only, like a
  * hypercall's buffer), sets its general registers, RIP and status flags,
  * steps one instruction with a hidden TF (the engine off only:
- * trace/hstep.c, as nmi.c steps an IRET), sets up to four breakpoints and
+ * trace/hstep.c, as nmi.c steps an IRET; one that faults runs on to the
+ * guest's handler: step_fault), sets up to four breakpoints and
  * watchpoints in the debug registers the guest's DR7 leaves free (the
  * guest's values of those and its DR7 kept here: dr_acquire), and
  * lets them all go. The guest's TSC runs on while it is held:
@@ -27,6 +28,7 @@
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/vcpu.h"
+#include "trace/branch.h"
 #include "trace/dbg.h"
 #include "trace/engine.h"
 #include "trace/hstep.h"
@@ -36,6 +38,24 @@
  * interrupt state are the hypervisor's business while it holds them). */
 #define DBG_RFLAGS_WRITABLE \
 	(RFLAGS_CF | RFLAGS_PF | RFLAGS_AF | RFLAGS_ZF | RFLAGS_SF | RFLAGS_DF | RFLAGS_OF)
+
+/*
+ * The exceptions intercepted while the debugger steps, besides #DB: the
+ * faults an instruction can raise. The processor would deliver one with
+ * the hidden TF in the RFLAGS it pushes (SDM Vol. 3 6.12.1.3: it saves
+ * RFLAGS, TF included, then clears TF, so the handler runs unstepped; a
+ * fault restores the state of before the instruction, 6.5): the guest's
+ * handler would see a TF it never set (test svm-gdb-live: 0x146 pushed
+ * where 0x46 was without the debugger). Caught here instead: TF is the guest's again, the
+ * fault is delivered as it came (dispatch/event.c), and the step runs on
+ * to the handler's first instruction (step_fault). #BP and #OF are traps
+ * an intercept reports at their instruction (trace/follow.c moves RIP on
+ * past them): not taken here. NMI and #MC are not the instruction's.
+ */
+#define DBG_STEP_EXCEPTIONS (TRACE_EXCEPTIONS & ~(1u << X86_DB) & ~(1u << X86_BP) & ~(1u << X86_OF))
+
+/* The register the step's run to a handler holds (dbg_dr.slot[n]) */
+#define DBG_SLOT_TO 0xff
 
 /* A breakpoint or watchpoint of the debugger's (SET_HW). */
 struct dbg_hw {
@@ -135,6 +155,8 @@ void dbg_step_cancel(struct vcpu *v)
 {
 	if (v->trace->dbg_step.on)
 		hstep_end(v, &v->trace->dbg_step, false);
+	v->trace->dbg_dr.to_on = false;
+	v->trace->dbg_dr.pushf_w = 0;
 }
 
 /* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
@@ -190,6 +212,20 @@ static void dr_acquire(struct vcpu *v, u64 guest7)
 	memcpy(hw, dbg.hw, sizeof(hw));
 	spin_unlock(&dbg.lock);
 	d->held = 0;
+	d->to_armed = false;
+	if (d->to_on) {
+		while (n >= 0 && (guest7 & (DR7_L(n) | DR7_G(n))))
+			n--;
+		if (n >= 0) {	/* free: step_fault looked */
+			d->saved[n] = dr_hw_read(n);
+			dr_hw_write(n, d->to);
+			d->slot[n] = DBG_SLOT_TO;
+			d->held |= 1u << n;
+			dr7 = (dr7 & ~(DR7_L(n) | DR7_G(n) | DR7_RWLEN(n))) | DR7_L(n);
+			d->to_armed = true;
+			n--;
+		}
+	}
 	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++) {
 		struct dbg_hw h = hw[s];
 		if (!h.on)
@@ -227,7 +263,7 @@ static void dr_sync(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dbg_dr *d = &t->dbg_dr;
-	bool any = false;
+	bool any = d->to_on;
 	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++)
 		any |= dbg.hw[s].on;
 	bool want = any && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed;
@@ -235,7 +271,7 @@ static void dr_sync(struct vcpu *v)
 		dbg_dr_release(v);
 		return;
 	}
-	if (d->on && d->gen == dbg.hw_gen)
+	if (d->on && d->gen == dbg.hw_gen && d->to_armed == d->to_on)
 		return;
 	dbg_dr_release(v);
 	dr_acquire(v, hv.ops->get_dr(v, 7));
@@ -268,6 +304,11 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	for (int n = 0; n < 4; n++) {
 		if (!(mine & (1u << n)))
 			continue;
+		if (d->slot[n] == DBG_SLOT_TO) {
+			if (rip == d->to)
+				d->to_on = false;	/* the handler reached: held at the entry (dbg_before_entry) */
+			continue;
+		}
 		u64 dr7 = hv.ops->get_dr(v, 7);
 		bool exec = !((dr7 >> DR7_RW_SHIFT(n)) & 3);
 		if (exec && rip == dr_hw_read(n) && v->trace->dbg_step.on && v->rip == v->trace->dbg_step.rip)
@@ -284,12 +325,102 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	return !(dr6 & DR6_CAUSES & ~(u64)d->held);
 }
 
+/* The step runs on to the handler of `vector` (dr_acquire arms it),
+ * when a register is free for it: true. */
+static bool step_to_handler(struct vcpu *v, u8 vector)
+{
+	struct trace_vcpu *t = v->trace;
+	struct dbg_dr *d = &t->dbg_dr;
+	u64 guest7 = d->on ? d->saved_dr7 : hv.ops->get_dr(v, 7);
+	bool free = false;
+	for (int n = 0; n < 4; n++)
+		free |= !(guest7 & (DR7_L(n) | DR7_G(n)));
+	u64 handler;
+	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && idt_handler(v, vector, &handler);
+	if (d->to_on)
+		d->to = handler;
+	d->to_entered = false;
+	return d->to_on;
+}
+
+/*
+ * A STEP of an INT n, INT3, INTO or INT1: these deliver through the IDT
+ * and clear TF on the way (SDM Vol. 3 6.12.1.3), so a hidden TF would be
+ * saved in the frame and the handler would run unstepped. No TF then:
+ * the instruction runs as the guest's, and the step runs on to the
+ * handler (step_to_handler); a fault on the way (a gate's DPL, say) is
+ * taken as a faulting step's. False: not one of them, or no register
+ * free: the hidden TF as for any instruction. A PUSHF is noted
+ * (step_pushf_done).
+ */
+static bool step_soft_int(struct vcpu *v)
+{
+	u8 b[15];
+	struct dec_insn in;
+	u64 base;
+	enum dec_mode mode = gmem_code_mode(v, &base);
+	v->trace->dbg_dr.pushf_w = 0;
+	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK)
+		return false;
+	if (is_legacy_op(&in, 0, 0x9c))
+		v->trace->dbg_dr.pushf_w = in.opsize;
+	int vec = soft_int_vector(v, &in, b);
+	return vec >= 0 && step_to_handler(v, (u8)vec);
+}
+
+/* The step of a PUSHF completed: the RFLAGS image it pushed holds the
+ * hidden TF (SDM Vol. 2B PUSHF: the flags as they are, TF included),
+ * the guest's TF goes in its place. */
+static void step_pushf_done(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	u64 base, img = 0, top;
+	unsigned w = d->pushf_w;
+	d->pushf_w = 0;
+	if (!w)
+		return;
+	top = stack_top(v, gmem_code_mode(v, &base));
+	if (gmem_read_linear(v, top, &img, w) == w) {
+		img = (img & ~RFLAGS_TF) | (v->trace->dbg_step.tf ? RFLAGS_TF : 0);
+		gmem_write_linear(v, top, &img, w);
+	}
+}
+
+/*
+ * An exception (DBG_STEP_EXCEPTIONS) while the debugger steps: the
+ * instruction did not complete (a fault: RFLAGS and RIP as before it),
+ * or the delivery of an earlier one faulted in turn. TF is the guest's
+ * again before the processor pushes RFLAGS, and the step runs on to the
+ * first instruction of the handler the exception goes to, as a step of
+ * the delivery: an instruction breakpoint there in a register of the
+ * debugger's (dr_acquire: before its slots), the vCPU held when it
+ * fires (dbg_bp_hit), before that instruction runs. Where no register is
+ * free (the guest's DR7 enables all four, or the recorder's start address
+ * holds DR3) or the IDT gives no handler, the step ends here instead:
+ * the vCPU is held at the faulting instruction with the exception
+ * pending, delivered when it goes on.
+ */
+static void step_fault(struct vcpu *v, const struct hv_event *ev)
+{
+	v->trace->dbg_dr.pushf_w = 0;	/* it did not push */
+	if (v->trace->dbg_step.on)
+		hstep_end(v, &v->trace->dbg_step, false);
+	step_to_handler(v, ev->vector);
+}
+
 /* The step's #DB: the debugger's alone, or the guest's too: its own TF,
  * or breakpoints of its own the instruction hit (which this step once
  * dropped, restoring DR6 over them; nmi.c's step did not) */
 bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 {
-	return hstep_db(v, &v->trace->dbg_step, ev) == HSTEP_HIDDEN;
+	if ((v->trace->dbg_step.on || v->trace->dbg_dr.to_on) && ev->vector != X86_DB) {
+		step_fault(v, ev);
+		return false;	/* delivered as it came: dispatch/event.c */
+	}
+	enum hstep_db r = hstep_db(v, &v->trace->dbg_step, ev);
+	if (r != HSTEP_NOT_STEP)
+		step_pushf_done(v);
+	return r == HSTEP_HIDDEN;
 }
 
 static void hold(struct vcpu *v);
@@ -305,8 +436,15 @@ void dbg_before_entry(struct vcpu *v)
 		if (v->rip == t->dbg_step.rip)
 			return;
 		hstep_end(v, &t->dbg_step, true);
+		step_pushf_done(v);
 	}
-	if (dbg.held)
+	/* on its way to a faulting step's handler (step_fault): that way is
+	 * one entry, the delivery's; any exit after it but the breakpoint's
+	 * (an interrupt's at the handler's first instruction, a fault of the
+	 * delivery's that step_fault did not take) ends it where it is */
+	if (t->dbg_dr.to_on && t->dbg_dr.to_entered)
+		t->dbg_dr.to_on = false;
+	if (dbg.held && !t->dbg_dr.to_on)
 		hold(v);
 	dr_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
 }
@@ -319,8 +457,20 @@ void dbg_before_entry(struct vcpu *v)
  * instructions after its stop hypercall). */
 void dbg_after_trace_sync(struct vcpu *v)
 {
-	if (dbg.area)
-		dr_sync(v);
+	if (!dbg.area)
+		return;
+	dr_sync(v);
+	/* last: dr_sync and hstep set the intercepts the engine wants idle */
+	struct trace_vcpu *t = v->trace;
+	if (t->engine != HVTRACE_ENGINE_OFF) {
+		t->dbg_dr.wide = false;	/* the engine's own intercepts */
+		return;
+	}
+	bool wide = t->dbg_step.on || t->dbg_dr.to_on;
+	t->dbg_dr.to_entered = t->dbg_dr.to_on;
+	if (wide || t->dbg_dr.wide)
+		hv.ops->set_exception_intercepts(v, trace_idle_exceptions(v) | (wide ? DBG_STEP_EXCEPTIONS : 0));
+	t->dbg_dr.wide = wide;
 }
 
 /* v waits in root mode until RESUME or its STEP. */
@@ -346,7 +496,8 @@ static void hold(struct vcpu *v)
 			dbg.step = 0;
 			dbg.stopped &= ~(1ull << v->id);
 			unpublish(v->id);
-			hstep_arm(v, &v->trace->dbg_step, false);
+			if (!step_soft_int(v))
+				hstep_arm(v, &v->trace->dbg_step, false);
 			go = true;
 		}
 		spin_unlock(&dbg.lock);
@@ -426,6 +577,10 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 			return -HVTRACE_EINVAL;
 		if (!dbg.held)
 			return -HVTRACE_EPERM;
+		/* said while every vCPU is still held: once they go, the guest
+		 * may end the machine before a serial line is out, and this
+		 * request's answer comes after it (rec_ctl_poll) */
+		LOG_INFO("debugger: every vCPU resumed (host request)");
 		dbg.step = 0;
 		dbg.held = 0;
 		dbg.gen++;
@@ -433,15 +588,19 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 		for (u32 i = 0; i < hv.nr_vcpus; i++)
 			unpublish(i);
 		dbg.area->held = 0;
-		LOG_INFO("debugger: every vCPU resumed (host request)");
 		return 0;
 	case HVTRACE_DBG_STEP:
 		if (arg0 >> 32 || arg1)
 			return -HVTRACE_EINVAL;
 		if ((e = pick(arg0, &w)))
 			return e;
-		if (w->trace->engine != HVTRACE_ENGINE_OFF)
-			return -HVTRACE_EPERM;	/* tracing: the engine owns TF */
+		/* tracing: the engine owns TF; also while it is about to start
+		 * on w (tracing started while w was held: trace_entry_sync
+		 * starts it at w's entry and cancels the step, and the vCPU,
+		 * held again at its next exit, would have stepped nothing or
+		 * more than one instruction: gdb took the stop for a step's) */
+		if (w->trace->engine != HVTRACE_ENGINE_OFF || rec_tracing())
+			return -HVTRACE_EPERM;
 		dbg.step = w->id + 1;
 		return 0;
 	case HVTRACE_DBG_READ:

@@ -54,6 +54,8 @@ void interp_verify_exit(struct vcpu *v, const struct hv_event *ev);
 
 /* follow.c: events followed into the guest's handlers */
 void follow_event(struct vcpu *v, u8 vector, u8 kind, u32 aux);
+/* The handler of `vector` in the guest's IDT (follow.c); false: none readable. */
+bool idt_handler(struct vcpu *v, u8 vector, u64 *addr);
 void nmi_deliver(struct vcpu *v);
 /* trace/nmi.c: the blocking's hooks at every exit and entry, the IRET's
  * single step while idle and its #DB, an IRET the engine stepped */
@@ -69,6 +71,8 @@ void nmi_iret_done(struct vcpu *v);
 u32 trace_idle_exceptions(struct vcpu *v);
 void trace_irq_iret(struct vcpu *v, u64 to);
 void inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
+/* The vector of an INT n, INT3, INTO (OF set) or INT1, else -1 */
+int soft_int_vector(struct vcpu *v, const struct dec_insn *in, const u8 *bytes);
 bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes, u64 lin,
 		     int cpl);
 bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 lin,

@@ -17,7 +17,7 @@
 
 /* The handler of `vector` in the guest's IDT (SDM Vol. 3 6.14.1: 16-byte
  * gates in IA-32e mode; 6.11: 8-byte gates otherwise, flat code assumed). */
-static bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
+bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
 {
 	struct hv_segment idtr;
 	u64 g[2];
@@ -174,8 +174,8 @@ void trace_count_exit(struct vcpu *v)
 int trace_irq_pick(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	if (t->dbg_step.on)
-		return -1;	/* the debugger's step runs one instruction, not a handler */
+	if (t->dbg_step.on || t->dbg_dr.to_on)
+		return -1;	/* the debugger's step runs one instruction (or delivery), not a handler */
 	bool due = t->engine == HVTRACE_ENGINE_OFF || pace_due(&t->pace, t->branches);
 	return pace_pick(&t->pace, v->irq_held, v->irq_owed, due);
 }
@@ -269,18 +269,23 @@ bool trace_guest_tf(const struct vcpu *v)
  * On AMD hardware INT3/INTO also hit the #BP/#OF intercept, which records
  * the same; QEMU's TCG raises them as software interrupts no exception
  * intercept sees. */
+int soft_int_vector(struct vcpu *v, const struct dec_insn *in, const u8 *bytes)
+{
+	if (is_legacy_op(in, 0, 0xcd))
+		return bytes[in->imm_offset];
+	if (is_legacy_op(in, 0, 0xcc))
+		return X86_BP;
+	if (is_legacy_op(in, 0, 0xce) && (v->rflags & RFLAGS_OF))
+		return X86_OF;
+	if (is_legacy_op(in, 0, 0xf1))
+		return X86_DB;	/* INT1 (ICEBP) */
+	return -1;
+}
+
 bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes, u64 lin,
 		     int cpl)
 {
-	int vec = -1;
-	if (is_legacy_op(in, 0, 0xcd))
-		vec = bytes[in->imm_offset];
-	else if (is_legacy_op(in, 0, 0xcc))
-		vec = X86_BP;
-	else if (is_legacy_op(in, 0, 0xce) && (v->rflags & RFLAGS_OF))
-		vec = X86_OF;
-	else if (is_legacy_op(in, 0, 0xf1))
-		vec = X86_DB;	/* INT1 (ICEBP) */
+	int vec = soft_int_vector(v, in, bytes);
 	u64 handler;
 	if (vec < 0 || !idt_handler(v, (u8)vec, &handler))
 		return false;

@@ -746,23 +746,25 @@ void rec_ctl_poll(struct vcpu *v)
 		asm volatile("" ::: "memory");
 		if (*(volatile u64 *)&c->ctl.seq == seq && r.seq == seq) {
 			s64 res = r.reserved ? -HVTRACE_EINVAL : control(v, r.op, r.arg0, r.arg1, &r.filter, true);
-			if (res) {
+			if (res)
 				rec.ctl_rejected++;
-				if (rec.ctl_rejected <= REC_CTL_LOG_REJECTS)
-					LOG_WARN("recorder: host request %lu (op %u) refused: %ld%s", seq, r.op, -res,
-						 rec.ctl_rejected == REC_CTL_LOG_REJECTS ? "; no more are logged" : "");
-			} else {
+			else
 				rec.ctl_applied++;
-				if (r.op < HVTRACE_DBG_READ)	/* not the debugger's many reads */
-					LOG_INFO("recorder: host request %lu (op %u) applied by vcpu %u", seq, r.op,
-						 v->id);
-			}
 			c->ctl_result = res;
 			c->ctl_applied = rec.ctl_applied;
 			c->ctl_rejected = rec.ctl_rejected;
 			rec.ctl_done = seq;
 			asm volatile("" ::: "memory");	/* the result before done (x86 orders stores) */
 			*(volatile u64 *)&c->ctl_done = seq;
+			/* logged after the answer: a serial line takes long, and a
+			 * guest a RESUME let go may end the machine meanwhile
+			 * (svm-gdb-live: t_gdb powered off while this line was
+			 * being written, and the host never had its answer) */
+			if (res && rec.ctl_rejected <= REC_CTL_LOG_REJECTS)
+				LOG_WARN("recorder: host request %lu (op %u) refused: %ld%s", seq, r.op, -res,
+					 rec.ctl_rejected == REC_CTL_LOG_REJECTS ? "; no more are logged" : "");
+			else if (!res && r.op < HVTRACE_DBG_READ)	/* not the debugger's many reads */
+				LOG_INFO("recorder: host request %lu (op %u) applied by vcpu %u", seq, r.op, v->id);
 		}
 	}
 	spin_unlock(&rec.ctl_lock);

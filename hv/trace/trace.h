@@ -56,6 +56,14 @@ struct dbg_dr {
 	u32 hits;		/* slots that fired since the vCPU last went on */
 	u64 saved[4];		/* the guest's DRn while held */
 	u64 saved_dr7;
+	/* A step whose instruction faulted runs on to the handler the fault
+	 * is delivered to (dbg.c step_fault): `to`, in a register of its own
+	 * (DBG_SLOT_TO) while to_on; to_armed: as composed; to_entered: the
+	 * vCPU entered the guest on that way. */
+	bool to_on, to_armed, to_entered;
+	bool wide;		/* the step's exceptions are intercepted (DBG_STEP_EXCEPTIONS) */
+	u8 pushf_w;		/* the step is a PUSHF of this operand size (bytes); 0: not one */
+	u64 to;
 };
 
 /* Where the vCPU was before the instruction now being stepped. */

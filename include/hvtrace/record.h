@@ -232,7 +232,10 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  * that one is not stopped yet):
  *   RESUME: every vCPU goes on (arg0 = 0).
  *   STEP: that vCPU runs one instruction (a hidden TF), the others held;
- *     its state goes RUNNING, then STOPPED again with its new registers.
+ *     its state goes RUNNING, then STOPPED again with its new registers
+ *     (at the guest's handler, not yet run, when the instruction faulted
+ *     or was an INT n, INT3, INTO or INT1).
+ *     EPERM while it or the recorder traces.
  *   READ: arg0 bits 47:32 = length (1..HVTRACE_DBG_BUF_SIZE), arg1 = a
  *     linear address of that vCPU's: the bytes into buf, all or none
  *     (EFAULT: a page not present, or not guest RAM).

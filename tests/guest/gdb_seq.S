@@ -17,7 +17,10 @@
  * own breakpoint, written anew: DR7 = 0 (every register free: a debugger
  * with four breakpoints takes DR0 too), DR0 = gdb_own_bp, DR7 =
  * gdb_own_dr7 (L0, an instruction breakpoint: DR0 the guest's again),
- * both read back (gdb_dr_bad counts a value not as written); gdb_own_bp's instruction counts the turns that
+ * both read back (gdb_dr_bad counts a value not as written); DR1 and
+ * DR2, which the guest's DR7 leaves to the debugger, written with the
+ * turn's number and its complement and read back (gdb_dr12_bad counts a
+ * value not as written); gdb_own_bp's instruction counts the turns that
  * reached it (gdb_own_turns), gdb_db_handler the #DBs (gdb_own_hits).
  * And the code the debugger puts its breakpoints on, read as data: the
  * first 8 bytes at gdb_loop_top and gdb_loop_mid against their copies
@@ -61,7 +64,19 @@ gdb_loop_top:
 	cmp	gdb_own_dr7(%rip), %rax
 	je	4f
 3:	incq	gdb_dr_bad(%rip)
-4:	mov	gdb_loop_top(%rip), %rax
+4:	mov	%r12, %dr1
+	mov	%r12, %rax
+	not	%rax
+	mov	%rax, %dr2
+	mov	%dr1, %rax
+	cmp	%r12, %rax
+	jne	6f
+	mov	%dr2, %rax
+	not	%rax
+	cmp	%r12, %rax
+	je	7f
+6:	incq	gdb_dr12_bad(%rip)
+7:	mov	gdb_loop_top(%rip), %rax
 	cmp	gdb_top_orig(%rip), %rax
 	jne	5f
 	mov	gdb_loop_mid(%rip), %rax
@@ -132,16 +147,88 @@ gdb_chain_bp:
 	pop	%rbx
 	ret
 
+/* The fault phase (t_gdb's fault_phase, run once before the debugger
+ * comes and once while it holds a breakpoint and a watchpoint at the
+ * addresses): gdb_fault_fetch(addr) jumps to addr, a page that is not
+ * present; gdb_fault_store(addr) stores to one (a 3-byte MOV). Each
+ * faults; gdb_pf_handler records what the processor pushed and what CR2
+ * says (gdb_pf: count, error code, CR2, RIP, CS, RFLAGS) and returns past
+ * the access: a fetch (a jump there) to gdb_fault_fetched, a store to the
+ * next instruction. gdb_fault_done is where the debugger's last
+ * breakpoint waits. */
+	.globl gdb_fault_fetch, gdb_fault_store, gdb_fault_store_insn, gdb_fault_done, gdb_pf_handler
+gdb_fault_fetch:
+	movq	$0, gdb_pf_skip(%rip)
+	jmp	*%rdi
+gdb_fault_fetched:
+	ret
+gdb_fault_store:
+	movq	$3, gdb_pf_skip(%rip)
+gdb_fault_store_insn:
+	mov	%rsi, (%rdi)
+	ret
+gdb_fault_done:
+	incq	gdb_fault_done_n(%rip)
+	ret
+
+/* An INT3 of the guest's own (its #BP handler, gdb_bp_handler, records
+ * the frame as gdb_pf_handler does and returns to gdb_fault_fetched) */
+	.globl gdb_fault_int3, gdb_int3_insn, gdb_bp_handler
+gdb_fault_int3:
+	movq	$0, gdb_pf_skip(%rip)
+gdb_int3_insn:
+	int3
+	ret
+gdb_bp_handler:
+	push	$0	/* in the place of #PF's error code */
+	jmp	gdb_pf_handler
+
+/* uint64_t gdb_pushf(void): RFLAGS as PUSHF stores them */
+	.globl gdb_pushf
+gdb_pushf:
+	pushfq
+	pop	%rax
+	ret
+
+gdb_pf_handler:
+	push	%rax
+	incq	gdb_pf(%rip)
+	mov	8(%rsp), %rax
+	mov	%rax, gdb_pf+8(%rip)
+	mov	%cr2, %rax
+	mov	%rax, gdb_pf+16(%rip)
+	mov	16(%rsp), %rax
+	mov	%rax, gdb_pf+24(%rip)
+	mov	24(%rsp), %rax
+	mov	%rax, gdb_pf+32(%rip)
+	mov	32(%rsp), %rax
+	mov	%rax, gdb_pf+40(%rip)
+	lea	gdb_fault_fetched(%rip), %rax
+	cmpq	$0, gdb_pf_skip(%rip)
+	je	1f
+	mov	16(%rsp), %rax
+	add	gdb_pf_skip(%rip), %rax
+1:	mov	%rax, 16(%rsp)	/* the frame's RIP */
+	pop	%rax
+	add	$8, %rsp	/* the error code */
+	iretq
+
 	.data
 	.balign 8
 	.globl gdb_chain_start_rc, gdb_chain_stop_rc, gdb_chain_done
 gdb_chain_start_rc:	.quad -1
 gdb_chain_stop_rc:	.quad -1
 gdb_chain_done:		.quad 0
+	.globl gdb_pf, gdb_pf_skip, gdb_fault_done_n
+gdb_pf:		.quad 0, 0, 0, 0, 0, 0
+gdb_pf_skip:	.quad 0
+gdb_fault_done_n:	.quad 0
 	.globl gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7
 	.globl gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig, gdb_code_bad
 gdb_own_dr7:	.quad 0x400
 gdb_dr_bad:	.quad 0
+	.globl gdb_dr12_bad
+gdb_dr12_bad:	.quad 0
 gdb_own_turns:	.quad 0
 gdb_own_hits:	.quad 0
 gdb_top_orig:	.quad 0

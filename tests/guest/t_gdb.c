@@ -11,12 +11,21 @@
  * while the debugger holds breakpoints and watchpoints in the loop, the
  * guest's own: its DR0 and DR7 written every turn (DR7 cleared first, so
  * that a debugger with four takes DR0, then DR0 and DR7 set) read back
- * as written,
+ * as written, and so do DR1 and DR2, which hold the debugger's (written
+ * every turn, never enabled by the guest's DR7),
  * its DR0 breakpoint fired once every turn (its #DB handler counted as
  * many as the turns), and the code under the debugger's breakpoints read
  * as data is always the original bytes. Then gdb_chain (gdb_seq.S): a
  * traced call chain ending at gdb_chain_bp, where the debugger stops it
- * and reads the branch history that led there (record btrace).
+ * and reads the branch history that led there (record btrace). Last, the
+ * fault phase, once before the debugger comes (the reference) and once
+ * after gdb_chain, where the debugger holds a breakpoint at a page that
+ * is not present and a watchpoint on a word of it, and a breakpoint on a
+ * page present but not executable, and ones before an INT3 and on a
+ * PUSHF, which it steps: a jump to each page and a store fault, and the
+ * guest's own #PF and #BP handlers must see each fault and the INT3 as
+ * they did without the debugger (vector, error code, CR2, and the RIP,
+ * CS and RFLAGS pushed), and the PUSHF store the RFLAGS of before.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -32,6 +41,17 @@ void gdb_chain(void);
 extern const char gdb_chain_a[], gdb_chain_b[], gdb_chain_c[], gdb_chain_bp[];
 extern volatile int64_t gdb_chain_start_rc, gdb_chain_stop_rc;
 extern volatile uint64_t gdb_chain_done;
+void gdb_fault_fetch(uint64_t addr);
+void gdb_fault_store(uint64_t addr, uint64_t val);
+void gdb_fault_done(void);
+void gdb_fault_int3(void);
+uint64_t gdb_pushf(void);
+extern const char gdb_fault_store_insn[], gdb_pf_handler[], gdb_int3_insn[], gdb_bp_handler[];
+/* what gdb_pf_handler saw: count, error code, CR2, RIP, CS, RFLAGS */
+struct gdb_pf { uint64_t count, err, cr2, rip, cs, rflags; };
+extern volatile struct gdb_pf gdb_pf;
+extern volatile uint64_t gdb_fault_done_n;
+extern volatile uint64_t gdb_dr12_bad;
 extern volatile uint64_t gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig,
 	gdb_code_bad;
 
@@ -41,6 +61,84 @@ int64_t gdb_trace(uint64_t op)
 {
 	uint64_t val = 0;
 	return hypercall(HVTRACE_HC_TRACE_CTL, &op, &val);
+}
+
+/* Linear addresses the firmware's page tables leave not present: PML4
+ * slot 256 (the upper half's first 512 GiB) is empty in 4-level paging */
+#define GDB_NP 0xffff800000001000ull
+#define GDB_NP_WORD (GDB_NP + 8)
+
+static bool np_usable(void)
+{
+	uint64_t cr3;
+	asm volatile("mov %%cr3, %0" : "=r"(cr3));
+	return !(read_cr4() & CR4_LA57) && !(((const uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK))[256] & PTE_P);
+}
+
+/* A page present but not executable (XD, with EFER.NXE): PML4 slot 257
+ * of a copy of the firmware's tables, loaded for the fault phase alone */
+#define GDB_NX 0xffff808000000000ull
+static uint64_t nx_tables[4][512] __attribute__((aligned(4096)));
+static uint8_t nx_page[4096] __attribute__((aligned(4096)));
+static uint64_t nx_cr3;
+
+static bool nx_setup(void)
+{
+	uint64_t cr3;
+	asm volatile("mov %%cr3, %0" : "=r"(cr3));
+	const uint64_t *fw = (const uint64_t *)(uintptr_t)(cr3 & PTE_ADDR_MASK);
+	if (!(rdmsr(MSR_EFER) & EFER_NXE) || (fw[257] & PTE_P))
+		return false;
+	CopyMem(nx_tables[0], (void *)fw, sizeof(nx_tables[0]));
+	nx_tables[0][257] = A(nx_tables[1]) | PTE_P | PTE_RW;
+	nx_tables[1][0] = A(nx_tables[2]) | PTE_P | PTE_RW;
+	nx_tables[2][0] = A(nx_tables[3]) | PTE_P | PTE_RW;
+	nx_tables[3][0] = A(nx_page) | PTE_P | PTE_RW | PTE_NX;
+	nx_page[0] = 0xc3;	/* ret, were it run */
+	nx_cr3 = A(nx_tables[0]) | (cr3 & 0xfff);
+	return true;
+}
+
+/* A jump into GDB_NP, a store to GDB_NP_WORD, when nx_setup could a
+ * jump into GDB_NX on its tables, and an INT3, interrupts off, each
+ * fault (and the INT3's #BP) as gdb_pf_handler saw it */
+static uint64_t pushf_seen;
+
+static void fault_phase(struct gdb_pf out[4], bool nx)
+{
+	uint64_t f = irq_save(), cr3;
+	struct gate old = handle_exception(X86_PF, (void *)gdb_pf_handler);
+	struct gate old_bp = handle_exception(X86_BP, (void *)gdb_bp_handler);
+	gdb_pf = (struct gdb_pf){ 0 };
+	gdb_fault_fetch(GDB_NP);
+	out[0] = gdb_pf;
+	gdb_pf = (struct gdb_pf){ 0 };
+	gdb_fault_store(GDB_NP_WORD, 0x1234);
+	out[1] = gdb_pf;
+	gdb_pf = (struct gdb_pf){ 0 };
+	if (nx) {
+		asm volatile("mov %%cr3, %0; mov %1, %%cr3" : "=&r"(cr3) : "r"(nx_cr3) : "memory");
+		gdb_fault_fetch(GDB_NX);
+		asm volatile("mov %0, %%cr3" ::"r"(cr3) : "memory");
+	}
+	out[2] = gdb_pf;
+	gdb_pf = (struct gdb_pf){ 0 };
+	gdb_fault_int3();
+	out[3] = gdb_pf;
+	pushf_seen = gdb_pushf();
+	gate_restore(X86_BP, old_bp);
+	gate_restore(X86_PF, old);
+	irq_restore(f);
+	gdb_fault_done();
+}
+
+static void fault_report(const char *name, const struct gdb_pf *ref, const struct gdb_pf *dbg, bool ref_ok)
+{
+	report(ref_ok && ref->count == 1 && dbg->count == 1 && ref->err == dbg->err && ref->cr2 == dbg->cr2 &&
+		       ref->rip == dbg->rip && ref->cs == dbg->cs && ref->rflags == dbg->rflags,
+	       name, "%lu #PF err %lx cr2 %lx rip %lx cs %lx fl %lx; before: %lu err %lx cr2 %lx rip %lx cs %lx fl %lx",
+	       dbg->count, dbg->err, dbg->cr2, dbg->rip, dbg->cs, dbg->rflags, ref->count, ref->err, ref->cr2, ref->rip,
+	       ref->cs, ref->rflags);
 }
 
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
@@ -59,6 +157,15 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report_info("GDB-TARGET2: mid=%lx own_bp=%lx", A(gdb_loop_mid), A(gdb_own_bp));
 	report_info("GDB-TARGET3: chain_a=%lx chain_b=%lx chain_c=%lx chain_bp=%lx", A(gdb_chain_a),
 		    A(gdb_chain_b), A(gdb_chain_c), A(gdb_chain_bp));
+	/* the faults as they are without the debugger */
+	bool np = np_usable(), nx = np && nx_setup();
+	struct gdb_pf ref[4], seen[4];
+	if (np)
+		fault_phase(ref, nx);
+	report_info("GDB-TARGET4: np=%lx np_word=%lx store=%lx fault_done=%lx pf_handler=%lx nx=%lx int3=%lx "
+		    "bp_handler=%lx int3_fn=%lx pushf=%lx", GDB_NP, GDB_NP_WORD, A(gdb_fault_store_insn),
+		    A(gdb_fault_done), A(gdb_pf_handler), nx ? GDB_NX : 0, A(gdb_int3_insn), A(gdb_bp_handler),
+		    A(gdb_fault_int3), A(gdb_pushf));
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
 	gdb_mid_orig = *(const volatile uint64_t *)gdb_loop_mid;
@@ -76,6 +183,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report(gdb_dr3 == dr3 && !((gdb_dr7 & ~dr7) & (0xc0ull | 0xf0000000ull)), "debugger_dr3_invisible",
 	       "DR3 seen %lx (was %lx), DR7 seen %lx (was %lx)", gdb_dr3, dr3, gdb_dr7, dr7);
 	report(gdb_dr_bad == 0, "own_dr0_dr7_as_written", "%lu turns read another DR0 or DR7", gdb_dr_bad);
+	report(gdb_dr12_bad == 0, "own_dr1_dr2_as_written", "%lu turns read another DR1 or DR2", gdb_dr12_bad);
 	report(gdb_own_hits == turns && gdb_own_turns == turns, "own_breakpoint_fired_every_turn",
 	       "%lu #DBs, %lu turns reached it, %lu turns", gdb_own_hits, gdb_own_turns, turns);
 	report(gdb_code_bad == 0, "code_reads_original", "%lu turns read other bytes at the breakpoints",
@@ -84,5 +192,32 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report(gdb_chain_start_rc == 0 && gdb_chain_stop_rc == 0 && gdb_chain_done == 1, "traced_chain",
 	       "trace_ctl start %ld, stop %ld, reached its end %lu times", gdb_chain_start_rc, gdb_chain_stop_rc,
 	       gdb_chain_done);
+	if (!np) {
+		report_skip("fault_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("fault_store_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("fault_nx_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("int3_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("pushf_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_done();
+	}
+	uint64_t pushf_ref = pushf_seen;
+	fault_phase(seen, nx);
+	/* a fetch from a page not present: P clear, W clear (SDM Vol. 3 4.7) */
+	fault_report("fault_fetch_as_without_debugger", &ref[0], &seen[0],
+		     !(ref[0].err & 3) && ref[0].cr2 == GDB_NP && ref[0].rip == GDB_NP);
+	fault_report("fault_store_as_without_debugger", &ref[1], &seen[1],
+		     (ref[1].err & 3) == 2 && ref[1].cr2 == GDB_NP_WORD && ref[1].rip == A(gdb_fault_store_insn));
+	/* a fetch from a page present but not executable: P set, I/D set
+	 * (SDM Vol. 3 4.7) */
+	if (nx)
+		fault_report("fault_nx_fetch_as_without_debugger", &ref[2], &seen[2],
+			     (ref[2].err & 0x13) == 0x11 && ref[2].cr2 == GDB_NX && ref[2].rip == GDB_NX);
+	else
+		report_skip("fault_nx_fetch_as_without_debugger", "EFER.NXE clear, or PML4 slot 257 mapped");
+	/* INT3: a trap, the frame's RIP after it (SDM Vol. 3 6.5) */
+	fault_report("int3_as_without_debugger", &ref[3], &seen[3], ref[3].rip == A(gdb_int3_insn) + 1);
+	report(pushf_seen == pushf_ref, "pushf_as_without_debugger", "PUSHF stored %lx, without the debugger %lx",
+	       pushf_seen, pushf_ref);
+	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
 	report_done();
 }

@@ -125,6 +125,44 @@ u32 trace_idle_exceptions(struct vcpu *v)
 {
 	return v->trace->dbg_step.on || v->trace->dbg_dr.held ? 1u << X86_DB : 0;
 }
+/* the guest's IDT (trace/follow.c): a #PF handler at 0x402000, a #BP
+ * handler at 0x403000, no other */
+bool idt_handler(struct vcpu *v, u8 vector, u64 *addr)
+{
+	(void)v;
+	*addr = vector == X86_BP ? 0x403000 : 0x402000;
+	return vector == X86_PF || vector == X86_BP;
+}
+/* the instruction at RIP (base/gmem.c, trace/follow.c): an INT n's vector, or -1 */
+static int fake_soft_vec = -1;
+enum dec_mode gmem_code_mode(struct vcpu *v, u64 *cs_base)
+{
+	(void)v;
+	*cs_base = 0;
+	return DEC_MODE_64;
+}
+int gmem_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, u8 *bytes, struct dec_insn *out)
+{
+	(void)v, (void)lin, (void)rip, (void)mode, (void)bytes;
+	memset(out, 0, sizeof(*out));
+	return DEC_OK;
+}
+/* trace/branch.c: no PUSHF here, the stack in fake_ram */
+bool is_legacy_op(const struct dec_insn *insn, u8 map, u8 op)
+{
+	(void)insn, (void)map, (void)op;
+	return false;
+}
+u64 stack_top(struct vcpu *v, enum dec_mode mode)
+{
+	(void)mode;
+	return v->gpr[GPR_RSP];
+}
+int soft_int_vector(struct vcpu *v, const struct dec_insn *in, const u8 *bytes)
+{
+	(void)v, (void)in, (void)bytes;
+	return fake_soft_vec;
+}
 /* the engine's DR3 (trace/dr.c), as far as dbg.c sees it */
 void bp_arm(struct vcpu *v, enum engine_bp_kind kind, u64 addr, u64 from, int cpl)
 {
@@ -325,8 +363,68 @@ static void test_dbg(void)
 	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
 		;
 	CHECK(r->rip == 0x401013 && a->vcpu[0].stops == 3 && !(r->rflags & RFLAGS_TF), "stopped again after the step");
-	/* the breakpoint: checked, armed when the vCPU goes on, reached */
+	/* a step whose instruction faults: TF the guest's again before the
+	 * fault goes to the guest as it came, the step on to the handler in
+	 * a register the guest's DR7 leaves free, held there before its
+	 * first instruction */
 	struct dbg_dr *dd = &vcpu0.trace->dbg_dr;
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP of a faulting instruction");
+	pthread_join(th, NULL);
+	dbg_after_trace_sync(&vcpu0);
+	CHECK((fake_intercepts & (1u << X86_PF)) && (fake_intercepts & (1u << X86_GP)) &&
+	      !(fake_intercepts & (1u << X86_BP)) && !(fake_intercepts & (1u << X86_MC)),
+	      "stepping: the faults intercepted too, #BP and #MC not");
+	struct hv_event pf = { .kind = HV_EV_EXCEPTION, .vector = X86_PF, .has_error = true, .error_code = 0x10 };
+	CHECK(!dbg_step_db(&vcpu0, &pf) && !vcpu0.trace->dbg_step.on && !(vcpu0.rflags & RFLAGS_TF) && dd->to_on &&
+	      dd->to == 0x402000, "the step's #PF: the guest's to deliver, TF its own, the step on to the handler");
+	dbg_before_entry(&vcpu0);	/* not held: on its way */
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING && dd->on && dd->held == 1u << 3 && fake_drs[3] == 0x402000 &&
+	      dd->slot[3] == 0xff && fake_dr7 == (0x400 | DR7_L(3)) && (fake_intercepts & (1u << X86_PF)) &&
+	      (fake_intercepts & (1u << X86_DB)), "the handler's address in DR3, the faults still intercepted");
+	fake_dr6 = 0xffff0ff0 | DR6_B3;
+	vcpu0.rip = 0x402000;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !dd->to_on && !dd->hits && !a->vcpu[0].hits && fake_dr6 == 0xffff0ff0,
+	      "the handler reached: no hit of a slot, the #DB hidden");
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(!dd->on && fake_drs[3] == 0 && fake_dr7 == 0x400 && !fake_intercepts, "DR3, DR7 and the intercepts the guest's");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(r->rip == 0x402000 && a->vcpu[0].stops == 4 && !(r->rflags & RFLAGS_TF), "held at the handler");
+	/* with every register the guest's, the step ends at the fault */
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP of a faulting instruction, no register free");
+	pthread_join(th, NULL);
+	fake_dr7 = 0x4ff;
+	CHECK(!dbg_step_db(&vcpu0, &pf) && !vcpu0.trace->dbg_step.on && !dd->to_on && !(vcpu0.rflags & RFLAGS_TF),
+	      "no register free: the step ends at the fault");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(r->rip == 0x402000 && a->vcpu[0].stops == 5 && !fake_intercepts, "held at the fault, the intercepts idle");
+	fake_dr7 = 0x400;
+	/* a STEP of an INT3: no hidden TF, on to its handler */
+	fake_soft_vec = X86_BP;
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP of an INT3");
+	pthread_join(th, NULL);
+	CHECK(!(vcpu0.rflags & RFLAGS_TF) && !vcpu0.trace->dbg_step.on && dd->to_on && dd->to == 0x403000,
+	      "an INT3 stepped: no TF forced, on to the #BP handler");
+	dbg_before_entry(&vcpu0);
+	dbg_after_trace_sync(&vcpu0);
+	fake_soft_vec = -1;
+	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING && fake_drs[3] == 0x403000 && (fake_intercepts & (1u << X86_GP)),
+	      "the handler's address in DR3, the faults intercepted (a gate's #GP on the way)");
+	fake_dr6 = 0xffff0ff0 | DR6_B3;
+	vcpu0.rip = 0x403000;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !dd->to_on, "the #BP handler reached");
+	dbg_after_trace_sync(&vcpu0);
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(r->rip == 0x403000 && a->vcpu[0].stops == 6 && !fake_intercepts && fake_drs[3] == 0,
+	      "held at the #BP handler, DR3 and the intercepts the guest's");
+	/* the breakpoint: checked, armed when the vCPU goes on, reached */
 	fake_dr7 = 0x400;
 	fake_drs[3] = 0x3333;
 	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 1ull << 33, 0x401020, true) == -HVTRACE_EINVAL &&
@@ -434,6 +532,9 @@ static void test_dbg(void)
 	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0 &&
 	      dbg_req(HVTRACE_DBG_SET_HW, 1, 0, true) == 0 && dbg_req(HVTRACE_DBG_SET_HW, 2, 0, true) == 0,
 	      "SET_BP and SET_HW: cleared");
+	CHECK(dbg_req(HVTRACE_TRACE_START, 0, 0, true) == 0 && rec_tracing() &&
+	      dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == -HVTRACE_EPERM && dbg_req(HVTRACE_TRACE_STOP, 0, 0, true) == 0 &&
+	      !rec_tracing(), "STEP refused once tracing started while the vCPU was held (its engine starts at entry)");
 	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
 	pthread_join(th, NULL);
 	CHECK(!dd->on && !dd->held && !fake_intercepts && fake_drs[3] == 0x3333 && fake_drs[2] == 0x2020 &&
