@@ -187,7 +187,7 @@ void pmu_sync(struct vcpu *v)
 {
 	struct pmu_state *p = &v->trace->pmu;
 	if (pmu_counts_tsc(p))
-		pmu_overflowed(v, pmu_tsc_advance(p, rdtsc(), hv.ops->get_cpl(v)));
+		pmu_overflowed(v, pmu_tsc_advance(p, rdtsc(), pmu_tsc_level(hv.ops->get_cpl(v), v->irq_window)));
 	else
 		p->tsc_last = rdtsc();
 }
