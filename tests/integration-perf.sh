@@ -399,7 +399,7 @@ suite_check() {
 # result Ok or the one docs/pmu.md lists with its reason; the results are
 # kept in the run's perf-test-results.txt. t_linux_perf_suite_all (make
 # test-perf-suite): the whole suite the same way.
-SUITE_TESTS=1,2,3,5,6,7,9,11,12,13,14,15,16,17,18,19,20,21,22,23,25,26,27,28,29,30,31,32,33,34,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,95
+SUITE_TESTS=1,2,3,5,6,7,9,11,12,13,14,15,16,17,18,19,20,21,22,23,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,95
 SUITE_BOUND=45
 t_linux_perf_suite() {
 	local name=linux-perf-suite
