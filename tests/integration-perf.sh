@@ -116,6 +116,10 @@ perf_boot() {
 # $RESULTS ($RUNS/NAME/perf-test-results.txt, the artifact: "N[.K] SECONDS
 # RESULT" a line, from the log's HVTRACE-PERFTEST lines; the verbose output
 # of every test not Ok stays in the serial log, HVTRACE-PERFTEST-LOG).
+# Environment, for looking into a test by hand: SUITE_V (perf test's
+# verbosity, -v unless given), SUITE_LIVE=1 (its output as it comes),
+# SUITE_SKIP (tests not run), SUITE_FTRACE (tracefs events traced during
+# each test and printed for one not Ok: tests/perf/hvtrace-perf.sh).
 suite_boot() {
 	local name=$1 tests=$2 bound=$3 t=$4
 	shift 4
@@ -129,7 +133,7 @@ suite_boot() {
 	mkdir -p "$d/EFI/linux"
 	cp "$BUILD/cache/linux/vmlinuz" "$BUILD/initrd-perf.gz" "$d/EFI/linux/"
 	printf '%s\n' 'next = \EFI\linux\vmlinuz' \
-		"cmdline = $PERF_CMDLINE pti=off hvtrace.perf=suite hvtrace.perftest.timeout=$bound${SUITE_LIVE:+ hvtrace.perftest.live}${SUITE_V:+ hvtrace.perftest.v=$SUITE_V}${SUITE_SKIP:+ hvtrace.perftest.skip=$SUITE_SKIP}${tests:+ hvtrace.perftest=$tests}" \
+		"cmdline = $PERF_CMDLINE pti=off hvtrace.perf=suite hvtrace.perftest.timeout=$bound${SUITE_LIVE:+ hvtrace.perftest.live}${SUITE_V:+ hvtrace.perftest.v=$SUITE_V}${SUITE_SKIP:+ hvtrace.perftest.skip=$SUITE_SKIP}${SUITE_FTRACE:+ hvtrace.perftest.ftrace=$SUITE_FTRACE}${tests:+ hvtrace.perftest=$tests}" \
 		"$@" >"$d/EFI/hvtrace/hvtrace.cfg"
 	run "$name" "$t" --cpu-flags -hypervisor,vendor=GenuineIntel
 	sed -nE 's/^.*HVTRACE-PERFTEST: //p' "$LOG" >"$RESULTS"
@@ -395,7 +399,7 @@ suite_check() {
 # result Ok or the one docs/pmu.md lists with its reason; the results are
 # kept in the run's perf-test-results.txt. t_linux_perf_suite_all (make
 # test-perf-suite): the whole suite the same way.
-SUITE_TESTS=1,2,3,5,6,7,9,11,12,13,14,15,16,17,18,19,20,21,22,23,25,26,27,28,29,30,31,32,33,34,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,95
+SUITE_TESTS=1,2,3,5,6,7,9,11,12,13,14,15,16,17,18,19,20,21,22,23,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,95
 SUITE_BOUND=45
 t_linux_perf_suite() {
 	local name=linux-perf-suite

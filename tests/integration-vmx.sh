@@ -198,7 +198,10 @@ t_vmx_pmu() {
 	expect 'GUEST-TEST: PASS: count_branches_insns_os'
 	expect 'GUEST-TEST: PASS: count_ring3_usr'
 	expect 'GUEST-TEST: PASS: rdpmc_gp_counter'
-	expect 'SUMMARY: t_pmu: [1-9][0-9]* passed, 0 failed, 0 skipped'
+	# pmi_storm_lets_interrupt_in is skipped under VMX (its second NMI
+	# PMI stays blocked: t_pmu.c, docs/pmu.md)
+	expect 'SUMMARY: t_pmu: [1-9][0-9]* passed, 0 failed, 1 skipped'
+	expect 'GUEST-TEST: SKIP: pmi_storm_lets_interrupt_in'
 	reject 'GUEST-TEST: FAIL'
 	reject 'hvtrace: error'
 	finish vmx-pmu

@@ -117,7 +117,8 @@ struct vcpu {
 	struct trace_vcpu *trace;	/* hv/trace's own (trace_vcpu_init) */
 	volatile u32 mp_state;	/* MP_*: INIT and SIPI from other processors */
 	volatile u32 kick;	/* 1: an NMI the hypervisor sent is on its way (base/hv.c) */
-	volatile u32 nmi_ipi;	/* 1: another vCPU sent this one's guest an NMI (dispatch/mp.c nmi_ipi) */
+	volatile u32 nmi_ipi;	/* 1: an NMI for this one's guest, taken at its next entry: an NMI IPI
+				 * (dispatch/mp.c nmi_ipi) or its own PMI (trace/ds.c raise_pmi) */
 	u32 icr_hi;		/* the guest's xAPIC ICR high half (mp.c keeps it) */
 	u64 inits, sipis;	/* INITs and SIPIs this vCPU took */
 	/* external interrupts acknowledged for the guest, not yet injected

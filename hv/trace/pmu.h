@@ -74,6 +74,11 @@ u64 pmu_count(struct pmu_state *p, u32 occ, int cpl);
  * spent at privilege `cpl` (< 0: counted at any); the bits of counters
  * that wrapped. */
 u64 pmu_tsc_advance(struct pmu_state *p, u64 now, int cpl);
+/* The level (for pmu_tsc_advance) of the ticks of a run of the guest that
+ * ended at `cpl`, the interrupt window armed for it or not: `cpl`, but 0
+ * for a run that ended at CPL 3 with the window armed (it ran nothing
+ * there: the window exit comes at once). */
+int pmu_tsc_level(int cpl, bool window_armed);
 /* Does an enabled TSC-counted counter count at one privilege level only
  * (USR or OS, not both)? Its ticks are split by the level at each exit. */
 bool pmu_tsc_split(const struct pmu_state *p);

@@ -82,7 +82,11 @@ G pmu_rep_seq
  * which stops counting and returns to the caller on the stack it left.
  * Only RAX, RCX, RDX, R9 and R10 are used: nothing to save but RSP.
  * Counted: PMU_USER_* in t_pmu.c. */
-G pmu_user_seq
+/* The way into ring 3 of pmu_user_seq and pmu_wait_seq: RSP kept for
+ * pmu_user_gate, global_ctrl (RDI) to IA32_PERF_GLOBAL_CTRL, then IRETQ
+ * to `rip` at user_rsp (RSI), user_cs (RDX), user_ss (RCX) with RFLAGS
+ * `rflags`. The instructions pmu_user_seq counts are numbered. */
+.macro RING3_ENTER rflags, rip
 	movq %rsp, pmu_user_rsp(%rip)
 	movq %rdx, %r9
 	movq %rcx, %r10
@@ -93,11 +97,15 @@ G pmu_user_seq
 	wrmsr			/* OS 1 */
 	pushq %r10		/* OS 2: the frame for IRETQ: SS, RSP, RFLAGS, CS, RIP */
 	pushq %rsi		/* OS 3 */
-	pushq $2		/* OS 4: IF clear */
+	pushq $\rflags		/* OS 4 */
 	pushq %r9		/* OS 5 */
-	leaq pmu_user_code(%rip), %rax	/* OS 6 */
+	leaq \rip(%rip), %rax	/* OS 6 */
 	pushq %rax		/* OS 7 */
 	iretq			/* OS 8: far, at CPL 0 */
+.endm
+
+G pmu_user_seq
+	RING3_ENTER 2, pmu_user_code	/* IF clear */
 G pmu_user_code
 	xorl %eax, %eax		/* USR 1 */
 	jz 1f			/* USR 2: conditional, taken */
@@ -115,6 +123,23 @@ G pmu_user_gate
 	wrmsr			/* off */
 	movq pmu_user_rsp(%rip), %rsp
 	ret
+
+/* Ring 3 with interrupts on: void pmu_wait_seq(u64 global_ctrl, u64
+ * user_rsp, u64 user_cs, u64 user_ss) enters ring 3 as pmu_user_seq does
+ * but with IF set, spins there until pmi_count (pmi.S, its page
+ * user-mapped) is no longer 0 or 2^26 rounds have gone, and comes back by
+ * INT 0x82 (pmu_user_gate, which stops counting). For t_pmu's
+ * pmi_storm_lets_interrupt_in. */
+G pmu_wait_seq
+	RING3_ENTER 0x202, pmu_wait_user	/* IF set */
+G pmu_wait_user
+	movl $(1 << 26), %ecx
+1:	cmpq $0, pmi_count(%rip)
+	jne 2f
+	decl %ecx
+	jnz 1b
+2:	int $0x82
+	ud2
 
 	.data
 	.balign 8

@@ -6,7 +6,8 @@
  * wrap; exact counts of pmu_seq.S's instructions and branches, each
  * sub-event, under the OS and USR filters; counters idle with EN or
  * GLOBAL_CTRL clear; the overflow bit and the PMI through the LVT
- * performance counter entry (masked after); FREEZE_PERFMON_ON_PMI; PEBS:
+ * performance counter entry (masked after), as an NMI too, with an
+ * interrupt injected at the same exit; FREEZE_PERFMON_ON_PMI; PEBS:
  * adaptive records with the exact eventing IP, the reload, the threshold
  * PMI, a full buffer, bad buffers, BTS and PEBS in one DS area. Under an
  * AMD vendor: no PMU.
@@ -349,6 +350,9 @@ static void check_user(const char *name, const uint64_t sel[4], uint64_t fctrl, 
 }
 
 static void pebs_ring3(void);
+/* test_user loaded the GDT and TSS of ring 3 (guest.c ring3_gdt), which
+ * stay: later ring-3 tests use them */
+static bool ring3_loaded;
 
 static void test_user(void)
 {
@@ -358,6 +362,7 @@ static void test_user(void)
 		return;
 	}
 	ring3_gdt_load();
+	ring3_loaded = true;
 	for (uint64_t p = A(pmu_user_code) & ~0xfffull; p <= A(pmu_user_gate); p += 4096)
 		make_user(p);
 	struct gate *idt = idt_base();
@@ -487,6 +492,181 @@ static void test_pmi(void)
 	       "pmi_lvtpc_masked_none", "pmis %lu", pmi_count);
 
 	pmi_off(pmi);
+}
+
+/* The NMI handler of test_pmi_nmi_with_interrupt: counted, no EOI (an
+ * NMI is not in service at the APIC) */
+asm(".pushsection .text\n"
+    ".globl pmu_nmi_handler\n"
+    ".hidden pmu_nmi_handler\n"
+    "pmu_nmi_handler:\n"
+    "	lock incq pmu_nmi_count(%rip)\n"
+    "	iretq\n"
+    ".popsection\n");
+SYM(pmu_nmi_handler);
+volatile uint64_t pmu_nmi_count __attribute__((visibility("hidden")));
+
+/*
+ * A PMI delivered as an NMI (LVTPC delivery mode NMI, as Linux programs
+ * it) that comes due at the exit where the hypervisor injects an external
+ * interrupt: the guest gets both (SDM Vol. 3 20.2.1: every wrap with INT
+ * set signals a PMI). A cycles counter at CPL 0 only makes external
+ * interrupts exit and wait in the hypervisor (pmu_tsc_split); the
+ * self-IPI sent with IF clear waits there, and STI's interrupt-window exit
+ * both finds the counter's wrap (pmu_sync) and injects it. Under QEMU's
+ * TCG every injection is followed by the hypervisor's kick NMI, and the
+ * PMI's NMI merged with it and was lost (hv/trace/ds.c raise_pmi).
+ */
+static void test_pmi_nmi_with_interrupt(void)
+{
+	uint64_t f = irq_save();
+	struct gate gn = handle_exception(X86_NMI, pmu_nmi_handler), gi = handle_exception(PMI_VECTOR, pmi_handler);
+	uint32_t lvt = lvtpc_read();
+	pmu_reset();
+	lvtpc_write(LVT_DM_NMI);
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_CORE_CYCLES | OS | PERFEVTSEL_INT);
+	wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, PERF_GLOBAL_PMC(0));
+	uint32_t icr = PMI_VECTOR | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
+	if (x2apic_mode())
+		wrmsr(X2APIC_MSR(APIC_ICR_LO), icr);
+	else
+		*xapic_reg(APIC_ICR_LO) = icr;
+	pmu_nmi_count = pmi_count = 0;
+	wrmsr(MSR_IA32_A_PMC0, MASK48);	/* one tick before the wrap */
+	asm volatile("sti; nop; nop; nop" ::: "memory");
+	for (int i = 0; i < 100000 && (!pmu_nmi_count || !pmi_count); i++)
+		asm volatile("pause");
+	asm volatile("cli");
+	uint32_t lvt_after = lvtpc_read();
+	uint64_t st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+	pmu_reset();
+	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_PMC(0));
+	lvtpc_write(lvt);
+	gate_restore(PMI_VECTOR, gi);
+	gate_restore(X86_NMI, gn);
+	irq_restore(f);
+	report(pmu_nmi_count == 1 && pmi_count == 1 && (st & PERF_GLOBAL_PMC(0)) && (lvt_after & LVT_MASKED),
+	       "pmi_nmi_with_injected_interrupt", "NMIs %lu, interrupts %lu, status %lx, lvtpc %x", pmu_nmi_count,
+	       pmi_count, st, lvt_after);
+}
+
+/* The NMI handler of test_pmi_storm: counted; for the first
+ * PMU_STORM_MAX it re-arms PMC0 two ticks before its wrap, clears its
+ * overflow bit and unmasks LVTPC (NMI mode) through the xAPIC at its reset
+ * address or the x2APIC MSR, as pmi.S's EOI; after those, LVTPC stays
+ * masked and the storm ends. */
+#define PMU_STORM_MAX 64
+asm(".pushsection .text\n"
+    ".globl pmu_storm_nmi\n"
+    ".hidden pmu_storm_nmi\n"
+    "pmu_storm_nmi:\n"
+    "	pushq %rax\n"
+    "	pushq %rcx\n"
+    "	pushq %rdx\n"
+    "	lock incq pmu_nmi_count(%rip)\n"
+    "	cmpq $64, pmu_nmi_count(%rip)\n"
+    "	jae 9f\n"
+    "	movl $0x4c1, %ecx\n"		/* IA32_A_PMC0 = 2^48 - 2 */
+    "	movl $0xfffffffe, %eax\n"
+    "	movl $0xffff, %edx\n"
+    "	wrmsr\n"
+    "	movl $0x390, %ecx\n"		/* IA32_PERF_GLOBAL_OVF_CTRL: PMC0 */
+    "	movl $1, %eax\n"
+    "	xorl %edx, %edx\n"
+    "	wrmsr\n"
+    "	movl $0x1b, %ecx\n"		/* IA32_APIC_BASE.EXTD */
+    "	rdmsr\n"
+    "	testl $0x400, %eax\n"
+    "	jnz 1f\n"
+    "	movl $0xfee00340, %eax\n"	/* xAPIC LVTPC: NMI, unmasked */
+    "	movl $0x400, (%rax)\n"
+    "	jmp 9f\n"
+    "1:	movl $0x834, %ecx\n"		/* x2APIC LVTPC */
+    "	movl $0x400, %eax\n"
+    "	xorl %edx, %edx\n"
+    "	wrmsr\n"
+    "9:	popq %rdx\n"
+    "	popq %rcx\n"
+    "	popq %rax\n"
+    "	iretq\n"
+    ".popsection\n");
+_Static_assert(PMU_STORM_MAX == 64, "pmu_storm_nmi's bound");
+SYM(pmu_storm_nmi); SYM(pmu_wait_user);
+void pmu_wait_seq(uint64_t global_ctrl, uint64_t user_rsp, uint64_t user_cs, uint64_t user_ss);
+
+/*
+ * A PMI storm in ring 3 does not starve an interrupt (SDM Vol. 3 20.2.1.1:
+ * USR counts at CPL > 0, so a counter two user-mode cycles before its
+ * wrap has counted none when the guest enters ring 3 with an interrupt
+ * pending; the interrupt is taken at the first instruction boundary
+ * there). cycles:u on PMC0, its PMI an NMI whose handler re-arms it two
+ * ticks before the wrap (pmu_storm_nmi), as Linux's perf test 24 has it
+ * (period 2); a self-IPI sent with IF clear waits in the hypervisor
+ * (interrupts exit while a cycles counter filters: pmu_tsc_split) for the
+ * interrupt window, which opens at the first boundary in ring 3. The TSC
+ * ticks of that run were once given to CPL 3: the counter wrapped at the
+ * window's exit, the NMI went first, the interrupt waited for the window
+ * again, and so on, one NMI after another (pmu_tsc_level). The interrupt
+ * must come while the handler still re-arms.
+ */
+static void test_pmi_storm(void)
+{
+	if (!ring3_loaded) {
+		report_skip("pmi_storm_lets_interrupt_in", "no ring 3 (test_user)");
+		return;
+	}
+	/* Under VMX (Bochs) the PMI's NMI of this test stayed pending past
+	 * its end (LVTPC masked, the status bit set, the handler never run)
+	 * and came at the guest's first IRET after counting stopped, into
+	 * the firmware's NMI handler. Not explained yet (a candidate: NMI
+	 * exiting, on with the interrupt intercept, without virtual NMIs,
+	 * under which the guest's IRET does not unblock NMIs, SDM Vol. 3
+	 * 26.3); docs/pmu.md */
+	if (hv_backend() == HVTRACE_BACKEND_VMX) {
+		report_skip("pmi_storm_lets_interrupt_in", "VMX: a second NMI PMI stays blocked (docs/pmu.md)");
+		return;
+	}
+	for (uint64_t p = A(pmu_wait_user) & ~0xfffull; p <= A(pmu_wait_user) + 64; p += 4096)
+		make_user(p);
+	make_user(A(&pmi_count));
+	uint64_t f = irq_save();
+	struct gate *idt = idt_base();
+	struct gate g82 = handle_exception(0x82, pmu_user_gate), gn = handle_exception(X86_NMI, pmu_storm_nmi),
+		    gi = handle_exception(PMI_VECTOR, pmi_handler);
+	idt[0x82].type = 0xee;	/* DPL 3: reachable from ring 3 */
+	/* the firmware's timer out of the way while ring 3 runs with IF set */
+	bool x2 = x2apic_mode();
+	uint32_t lvtt = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTT)) : *xapic_reg(APIC_LVTT);
+	if (x2)
+		wrmsr(X2APIC_MSR(APIC_LVTT), lvtt | LVT_MASKED);
+	else
+		*xapic_reg(APIC_LVTT) = lvtt | LVT_MASKED;
+	uint32_t lvt = lvtpc_read();
+	pmu_reset();
+	lvtpc_write(LVT_DM_NMI);
+	wrmsr(MSR_IA32_PERFEVTSEL0, ARCH_EV_CORE_CYCLES | USR | PERFEVTSEL_INT);
+	wrmsr(MSR_IA32_A_PMC0, MASK48 - 1);
+	pmu_nmi_count = pmi_count = 0;
+	uint32_t icr = PMI_VECTOR | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
+	if (x2)
+		wrmsr(X2APIC_MSR(APIC_ICR_LO), icr);
+	else
+		*xapic_reg(APIC_ICR_LO) = icr;
+	pmu_wait_seq(PERF_GLOBAL_PMC(0), A(ring3_stack + sizeof(ring3_stack)), SEL_UCODE | 3, SEL_UDATA | 3);
+	uint64_t nmis = pmu_nmi_count, irqs = pmi_count;
+	pmu_reset();
+	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_PMC(0));
+	lvtpc_write(lvt);
+	if (x2)
+		wrmsr(X2APIC_MSR(APIC_LVTT), lvtt);
+	else
+		*xapic_reg(APIC_LVTT) = lvtt;
+	gate_restore(PMI_VECTOR, gi);
+	gate_restore(X86_NMI, gn);
+	gate_restore(0x82, g82);
+	irq_restore(f);
+	report(irqs == 1 && nmis < PMU_STORM_MAX / 2, "pmi_storm_lets_interrupt_in",
+	       "interrupts %lu, NMIs %lu (the handler re-arms the first %u)", irqs, nmis, PMU_STORM_MAX);
 }
 
 /* Counting and BTS at the same time: both exact (the engine serves both). */
@@ -810,6 +990,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_user();
 	test_wrap();
 	test_pmi();
+	test_pmi_nmi_with_interrupt();
+	test_pmi_storm();
 	test_with_bts();
 	test_freeze_on_pmi();
 	test_pebs_basic();

@@ -34,7 +34,11 @@
 #           (hvtrace.perftest.v=-vvv: more of it); hvtrace.perftest.skip=N[,N]:
 #           those not run ("NOT RUN"); with
 #           hvtrace.perftest.live, all of it as it comes (for a test that
-#           hangs)
+#           hangs); hvtrace.perftest.ftrace=EV[,EV...]: those tracefs
+#           events (GROUP:NAME, or kprobe:FUNC for a probe on FUNC's entry)
+#           traced during each test, the trace printed behind
+#           HVTRACE-PERFTEST-TRACE: N: for a test not Ok (for a race's
+#           evidence)
 SAMPLE_PERIOD=997
 PEBS_PERIOD=499
 W=/bin/perf-work
@@ -148,9 +152,26 @@ bounded() {
 	return $rc
 }
 
+# suite_ftrace_setup EV...: hvtrace.perftest.ftrace's events enabled,
+# tracing off until a test starts
+TR=/sys/kernel/tracing
+suite_ftrace_setup() {
+	local ev
+	[ $# -gt 0 ] || return 0
+	echo 0 >$TR/tracing_on
+	echo 8192 >$TR/buffer_size_kb
+	for ev in "$@"; do
+		case "$ev" in
+		kprobe:*) echo "p:hv_${ev#kprobe:} ${ev#kprobe:}" >>$TR/kprobe_events &&
+			echo 1 >$TR/events/kprobes/hv_${ev#kprobe:}/enable ;;
+		*:*) echo 1 >$TR/events/${ev%%:*}/${ev#*:}/enable ;;
+		esac || echo "HVTRACE-PERF: ftrace: no event $ev"
+	done
+}
+
 # the suite's (docs/pmu.md "Linux's perf test suite")
 step_suite() {
-	local list="" bound=120 live=0 v=-v skip="" arg n t0 t1 rc
+	local list="" bound=120 live=0 v=-v skip="" ftrace="" arg n t0 t1 rc
 	for arg in $(cat /proc/cmdline); do
 		case "$arg" in
 		hvtrace.perftest=*) list=$(echo "${arg#hvtrace.perftest=}" | tr , ' ') ;;
@@ -158,6 +179,7 @@ step_suite() {
 		hvtrace.perftest.live) live=1 ;;
 		hvtrace.perftest.v=*) v=${arg#hvtrace.perftest.v=} ;;
 		hvtrace.perftest.skip=*) skip=" $(echo "${arg#hvtrace.perftest.skip=}" | tr , ' ') " ;;
+		hvtrace.perftest.ftrace=*) ftrace=$(echo "${arg#hvtrace.perftest.ftrace=}" | tr , ' ') ;;
 		esac
 	done
 	# Debian's PATH: coreutils' programs (scripts/fetch-perf-tests.sh) before
@@ -166,6 +188,7 @@ step_suite() {
 	# what a Debian system mounts, and the tracepoint tests read
 	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 	mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	suite_ftrace_setup $ftrace
 	perf test list >/tmp/suite-list.txt 2>&1
 	sed 's/^/HVTRACE-PERFTEST-LIST: /' /tmp/suite-list.txt
 	[ -n "$list" ] || list=$(sed -nE 's/^ *([0-9]+): .*/\1/p' /tmp/suite-list.txt)
@@ -175,6 +198,7 @@ step_suite() {
 			continue ;;
 		esac
 		dmesg -c >/dev/null	# the kernel's lines of this test only, below
+		[ -z "$ftrace" ] || { echo >$TR/trace; echo 1 >$TR/tracing_on; }
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		if [ $live = 1 ]; then
 			{ bounded "$bound" perf test $v "$n" 2>&1; echo "rc $?" >/tmp/suite-rc; } |
@@ -185,6 +209,7 @@ step_suite() {
 			rc=$?
 		fi
 		t1=$(cut -d' ' -f1 /proc/uptime)
+		[ -z "$ftrace" ] || echo 0 >$TR/tracing_on
 		# the result lines follow each test's (or subtest's) "---- end ----":
 		# "DESC: Ok", "DESC subtest K: FAILED!", ...
 		awk -v n="$n" -v rc="$rc" -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" '
@@ -201,6 +226,7 @@ step_suite() {
 			sed "s/^/HVTRACE-PERFTEST-LOG: $n: /"
 		dmesg | tail -n 20 | sed "s/^/HVTRACE-PERFTEST-LOG: $n: dmesg: /"
 		echo "HVTRACE-PERFTEST-LOG: $n: clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+		[ -z "$ftrace" ] || grep -v '^#' $TR/trace | sed "s/^/HVTRACE-PERFTEST-TRACE: $n: /"
 	done
 	echo "HVTRACE-PERF: suite done"
 }

@@ -199,6 +199,14 @@ int main(void)
 	pmu_tsc_advance(&p, 1950, 0);
 	CHECK(get(&p, MSR_IA32_PMC0) == 50, "50 at CPL 0: %lu", get(&p, MSR_IA32_PMC0));
 
+	/* a run that ended at CPL 3 with the interrupt window armed ran
+	 * nothing there: its ticks are CPL 0's */
+	CHECK(pmu_tsc_level(3, false) == 3 && pmu_tsc_level(0, false) == 0 && pmu_tsc_level(0, true) == 0 &&
+	      pmu_tsc_level(1, true) == 1, "the level the run ended at");
+	CHECK(pmu_tsc_level(3, true) == 0, "window armed, at CPL 3: CPL 0's");
+	pmu_tsc_advance(&p, 2000, pmu_tsc_level(3, true));
+	CHECK(get(&p, MSR_IA32_PMC0) == 100, "the OS counter has them: %lu", get(&p, MSR_IA32_PMC0));
+
 	/* RDPMC's index: bit 30 the fixed counters, the rest #GP */
 	p = intel();
 	p.pmc[3] = 33;
