@@ -157,7 +157,7 @@ static inline __attribute__((always_inline)) bool mem_write(struct step *s, u64 
 
 /* SDM Vol. 2A 2.2.1: the effective address in 64-bit mode (ModRM, SIB, RIP-relative), then
  * FS/GS's base if one overrides; other segments' bases are treated as 0 (Vol. 3 3.2.4). */
-static void modrm_address(struct step *s)
+static inline __attribute__((always_inline)) void modrm_address(struct step *s)
 {
 	const struct dec_insn *in = s->in;
 	u64 ea;
@@ -384,7 +384,7 @@ static bool bit_op(struct step *s, enum interp_op op, unsigned w, u64 offset)
 	return op == IOP_BT || rm_write(s, w, r);
 }
 
-static bool exec_0f(struct step *s)
+static inline __attribute__((always_inline)) bool exec_0f(struct step *s)
 {
 	u8 op = s->in->opcode;
 	unsigned w = s->in->opsize;
@@ -516,7 +516,7 @@ static bool cli_sti(struct step *s, bool sti)
 	return true;
 }
 
-static bool exec_1b(struct step *s)
+static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
 {
 	u8 op = s->in->opcode;
 	unsigned w = (op & 1) ? s->in->opsize : 1;	/* the byte forms have the low bit clear */
