@@ -137,7 +137,7 @@ int interp_exec(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *
  * knows that cpu->mode is DEC_MODE_64, RFLAGS.TF is clear and cpu->rip canonical (an
  * instruction at rip was fetched: a decode cache hit). For a burst's loop. The coverage
  * fields of out (map, opcode, encoding, modrm_reg) are set for leaves only, as interp_exec's
- * and interp_step's are for executed instructions too. */
+ * and interp_step's are (they are 0 for an executed instruction). */
 int interp_exec_next(struct interp_cpu *cpu, const struct interp_mem_ops *mem, void *ctx, const u8 *bytes,
 		     const struct dec_insn *in, struct interp_pre *pre, struct interp_result *out);
 
