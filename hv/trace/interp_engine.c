@@ -202,6 +202,49 @@ static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
 	return INTERP_MEM_OK;
 }
 
+/* A locked read-modify-write's write (interp_mem_ops.cmpxchg): one LOCK CMPXCHG of the
+ * guest's bytes, so that another vCPU's write between the instruction's read and this one is
+ * seen, not overwritten. Aligned only: a split lock (misaligned, perhaps across pages) goes to
+ * the processor. Verify mode's shadow does not buffer it: left there. */
+static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, bool *done)
+{
+	struct imem *m = ctx;
+	if ((lin & (len - 1)) || m->shadow)
+		return INTERP_MEM_LEAVE;
+	u8 *p = imem_page(m, lin, PGWALK_WRITE);
+	if (!p)
+		return INTERP_MEM_LEAVE;
+	p += lin & (PAGE_SIZE - 1);
+	interp_code_written(&m->v->trace->dcache, p, p + len - 1);
+	switch (len) {
+	case 1: {
+		u8 e = (u8)*old;
+		*done = __atomic_compare_exchange_n(p, &e, (u8)new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		*old = e;
+		break;
+	}
+	case 2: {
+		u16 e = (u16)*old;
+		*done = __atomic_compare_exchange_n((u16 *)p, &e, (u16)new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		*old = e;
+		break;
+	}
+	case 4: {
+		u32 e = (u32)*old;
+		*done = __atomic_compare_exchange_n((u32 *)p, &e, (u32)new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		*old = e;
+		break;
+	}
+	default: {
+		u64 e = *old;
+		*done = __atomic_compare_exchange_n((u64 *)p, &e, new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		*old = e;
+		break;
+	}
+	}
+	return INTERP_MEM_OK;
+}
+
 /* Fresh bytes at every fetch (no decoded copy is kept): self- and cross-modifying code is seen
  * as the processor sees it after a serializing point, or sooner. */
 static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
@@ -300,7 +343,7 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 	return DEC_OK;
 }
 
-static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode };
+static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg };
 
 /* --- coverage ---------------------------------------------------------------------------- */
 

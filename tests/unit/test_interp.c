@@ -132,7 +132,23 @@ static unsigned mem_fetch(void *ctx, uint64_t lin, uint8_t *buf, unsigned max)
 	memcpy(buf, (void *)lin, n);
 	return n;
 }
-static const struct interp_mem_ops ops = { .read = mem_read, .write = mem_write, .fetch = mem_fetch };
+/* the locked write: single-threaded here, so a compare and a copy */
+static int mem_cmpxchg(void *ctx, uint64_t lin, uint64_t *old, uint64_t new, unsigned len, bool *done)
+{
+	uint64_t now = 0;
+	(void)ctx;
+	if (lin < SANDBOX || lin > SANDBOX + SANDBOX_SIZE - len)
+		return INTERP_MEM_LEAVE;
+	memcpy(&now, (void *)lin, len);
+	*done = now == *old;
+	if (*done)
+		memcpy((void *)lin, &new, len);
+	else
+		*old = now;
+	return INTERP_MEM_OK;
+}
+static const struct interp_mem_ops ops = { .read = mem_read, .write = mem_write, .fetch = mem_fetch,
+					   .cmpxchg = mem_cmpxchg };
 
 /* A decode cache as the engine keeps one (trace/interp_engine.c): an entry answers when the
  * bytes at its address are still the ones it was decoded from, and keeps the core's derived
@@ -170,7 +186,7 @@ static int mem_decode(void *ctx, uint64_t lin, const uint8_t **bytes, const stru
 	return DEC_OK;
 }
 static const struct interp_mem_ops ops_cached = { .read = mem_read, .write = mem_write, .fetch = mem_fetch,
-						  .decode = mem_decode };
+						  .decode = mem_decode, .cmpxchg = mem_cmpxchg };
 static bool use_cache;	/* one random case in four runs through ops_cached */
 
 /* --- random instruction sequences ------------------------------------------------------------- */
@@ -183,6 +199,7 @@ static uint64_t rnd(uint64_t n)
 /* one instruction being built: [seg][66][67][REX] opcode ModRM SIB disp imm */
 struct ib {
 	uint8_t seg;
+	bool lock;		/* F0, first */
 	bool p66, p67, pf3;
 	uint8_t rex;		/* 0x40 | WRXB, or 0 for none */
 	uint8_t op[3];
@@ -352,6 +369,8 @@ static void op2(struct ib *b, uint8_t o) { b->op[0] = 0x0f; b->op[1] = o; b->nop
 static int ib_encode(const struct ib *b, uint8_t *out, uint64_t at, const struct seq *q)
 {
 	int n = 0;
+	if (b->lock)
+		out[n++] = 0xf0;
 	if (b->seg)
 		out[n++] = b->seg;
 	if (b->p66)
@@ -423,7 +442,7 @@ static int lea_target(struct seq *q, int u, struct ib *b)
 static void gen_unit(struct seq *q, int u)
 {
 	struct ib *b = add(q, u);
-	int w, k = (int)rnd(44);
+	int w, k = (int)rnd(47);
 	uint8_t o;
 
 	switch (k) {
@@ -844,6 +863,82 @@ static void gen_unit(struct seq *q, int u)
 		}
 		break;
 	}
+	case 37: case 38: {	/* locked read-modify-writes on memory: LOCK ALU, INC/DEC/NOT/NEG,
+				 * XADD, CMPXCHG (equal or not), BTS/BTR/BTC; XCHG (locked without F0) */
+		int r;
+		b->lock = true;
+		switch (rnd(6)) {
+		case 0:				/* LOCK ADD ... XOR m, r (not CMP) */
+			o = (uint8_t)(rnd(7) << 3 | rnd(2));
+			op1(b, o);
+			w = (o & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+			set_rm_mem(b);
+			set_reg_field(b, pick_reg(b, w, false));
+			break;
+		case 1:				/* LOCK group 1 m, imm (not CMP) */
+			o = (uint8_t[]){ 0x80, 0x81, 0x83 }[rnd(3)];
+			op1(b, o);
+			w = o == 0x80 ? (maybe_rex(b), 1) : set_vsize(b, true);
+			b->modrm = (uint8_t)(rnd(7) << 3);
+			set_rm_mem(b);
+			set_imm(b, o == 0x81 ? (w == 2 ? 2 : 4) : 1);
+			break;
+		case 2:				/* LOCK INC/DEC, NOT/NEG m */
+			if (rnd(2)) {
+				op1(b, rnd(2) ? 0xff : 0xfe);
+				b->modrm = (uint8_t)(rnd(2) << 3);
+			} else {
+				op1(b, rnd(2) ? 0xf7 : 0xf6);
+				b->modrm = (uint8_t)((2 + rnd(2)) << 3);
+			}
+			if (b->op[0] & 1)
+				set_vsize(b, true);
+			else
+				maybe_rex(b);
+			set_rm_mem(b);
+			break;
+		case 3:				/* LOCK XADD m, r; XCHG m, r (F0 or not) */
+			if (rnd(2)) {
+				op2(b, rnd(2) ? 0xc1 : 0xc0);
+				w = (b->op[1] & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+			} else {
+				op1(b, rnd(2) ? 0x87 : 0x86);
+				w = (b->op[0] & 1) ? set_vsize(b, true) : (maybe_rex(b), 1);
+				b->lock = rnd(2);
+			}
+			set_rm_mem(b);
+			set_reg_field(b, pick_reg(b, w, true));
+			break;
+		case 4: {			/* [MOV rAX, m;] LOCK CMPXCHG m, r */
+			bool eq = rnd(2);
+			op2(b, rnd(2) ? 0xb1 : 0xb0);
+			w = (b->op[1] & 1) ? set_vsize(b, true) : 1;
+			set_rm_mem(b);
+			set_reg_field(b, pick_reg(b, w, false));
+			if (eq) {		/* the accumulator loaded from the same operand first */
+				struct ib cx = *b;
+				op1(b, w == 1 ? 0x8a : 0x8b);
+				b->lock = false;
+				b->modrm &= 0xc7;	/* reg = AL / rAX */
+				b->rex &= (uint8_t)~0x04;
+				if (b->rex == 0x40 && w != 1)
+					b->rex = 0;
+				b = add(q, u);
+				*b = cx;
+			}
+			break;
+		}
+		default:			/* LOCK BTS/BTR/BTC m, imm8 */
+			op2(b, 0xba);
+			set_vsize(b, true);
+			b->modrm = (uint8_t)((5 + rnd(3)) << 3);
+			set_rm_mem(b);
+			set_imm(b, 1);
+			(void)r;
+			break;
+		}
+		break;
+	}
 	case 33:					/* LEAVE, once a sequence (RBP is then garbage) */
 		if (q->leave_used) {
 			op1(b, 0x90);
@@ -1220,6 +1315,32 @@ static unsigned d_fetch(void *ctx, uint64_t lin, uint8_t *buf, unsigned max)
 	return n;
 }
 static const struct interp_mem_ops dops = { .read = d_read, .write = d_write_fail, .fetch = d_fetch };
+/* a locked write that loses its race `d_races` times: "another processor" stores d_race_value
+ * (then d_race_value + 1, ...) first, as if it had written between the instruction's read and
+ * its write */
+static unsigned d_races;
+static uint64_t d_race_value;
+static int d_cmpxchg(void *ctx, uint64_t lin, uint64_t *old, uint64_t new, unsigned len, bool *done)
+{
+	uint64_t now = 0;
+	(void)ctx;
+	if (lin < 0x1000 || lin > 0x1000 + sizeof(dmem) - len)
+		return INTERP_MEM_LEAVE;
+	if (d_races) {
+		d_races--;
+		memcpy(dmem + (lin - 0x1000), &d_race_value, len);
+		d_race_value++;	/* each race a new value */
+	}
+	memcpy(&now, dmem + (lin - 0x1000), len);
+	*done = now == *old;
+	if (*done)
+		memcpy(dmem + (lin - 0x1000), &new, len);
+	else
+		*old = now;
+	return INTERP_MEM_OK;
+}
+static const struct interp_mem_ops dops_locked = { .read = d_read, .write = d_write_fail, .fetch = d_fetch,
+						   .cmpxchg = d_cmpxchg };
 
 static int dstep(struct interp_cpu *c, const uint8_t *code, unsigned len, struct interp_result *r)
 {
@@ -1287,8 +1408,35 @@ static void directed(void)
 	c.rflags = 0x2 | RFLAGS_RF;
 	CHECK(DSTEP(&c, &r, 0x90) == 0 && !(c.rflags & RFLAGS_RF), "RF cleared by a completed instruction");
 	c.gpr[RAX] = 0x1000;
-	CHECK(DSTEP(&c, &r, 0xf0, 0x01, 0x08) == INTERP_LEAVE_PREFIX, "LOCK ADD: left");
-	CHECK(DSTEP(&c, &r, 0x87, 0x08) == INTERP_LEAVE_OPCODE, "XCHG with memory: left");
+	CHECK(DSTEP(&c, &r, 0xf0, 0x01, 0x08) == INTERP_LEAVE_PREFIX, "LOCK ADD without a cmpxchg callback: left");
+	CHECK(DSTEP(&c, &r, 0x87, 0x08) == INTERP_LEAVE_OPCODE, "XCHG with memory without a cmpxchg callback: left");
+	{	/* LOCK XADD [RAX], ECX whose write loses its race twice (9, then 10 stored by
+		 * "another processor"): run again on the value found each time */
+		static const uint8_t xadd[] = { 0xf0, 0x0f, 0xc1, 0x08 };
+		uint32_t v = 5;
+		memcpy(dmem, &v, 4);
+		c.gpr[RAX] = 0x1000;
+		c.gpr[RCX] = 3;
+		d_races = 2;
+		d_race_value = 9;
+		d_code = xadd;
+		d_len = sizeof(xadd);
+		c.rip = 0x400000;
+		int st = interp_step(&c, &dops_locked, NULL, &r);
+		memcpy(&v, dmem, 4);
+		CHECK(st == 0 && v == 13 && c.gpr[RCX] == 10 && c.rip == 0x400004 && !d_races,
+		      "LOCK XADD racing: %d, memory %u (want 10 + 3), ECX %llu (want 10)", st, v,
+		      (unsigned long long)c.gpr[RCX]);
+		/* one that loses every time: left after its tries, nothing changed */
+		d_races = 100;
+		d_race_value = 1;
+		c.gpr[RCX] = 3;
+		c.rip = 0x400000;
+		st = interp_step(&c, &dops_locked, NULL, &r);
+		CHECK(st == INTERP_LEAVE_MEMORY && c.gpr[RCX] == 3 && c.rip == 0x400000,
+		      "LOCK XADD losing every race: left (%d), ECX %llu", st, (unsigned long long)c.gpr[RCX]);
+		d_races = 0;
+	}
 	CHECK(DSTEP(&c, &r, 0x0f, 0x31) == INTERP_LEAVE_OPCODE && r.map == 1 && r.opcode == 0x31, "RDTSC: left");
 	/* DIV/IDIV only where they cannot raise #DE */
 	c.gpr[RAX] = 100;

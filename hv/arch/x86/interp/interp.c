@@ -29,6 +29,10 @@ struct step {
 	bool wpend;
 	u64 wlin, wval;
 	unsigned wlen;
+	/* a locked read-modify-write (LOCK, XCHG with memory): the value read at the memory
+	 * operand, which its write must still find there (mem_ops.cmpxchg) */
+	bool locked, have_rval;
+	u64 rval;
 	/* a control transfer */
 	bool branched;
 	bool shadow;			/* an STI that set IF */
@@ -138,6 +142,10 @@ static inline __attribute__((always_inline)) bool mem_read(struct step *s, u64 l
 	if (s->mem->read(s->ctx, lin, &x, len) != INTERP_MEM_OK)
 		return leave(s, INTERP_LEAVE_MEMORY);
 	*v = x & mask_of(len);
+	if (s->locked && lin == s->lin) {
+		s->rval = *v;
+		s->have_rval = true;
+	}
 	return true;
 }
 
@@ -419,6 +427,36 @@ static inline __attribute__((always_inline)) bool exec_0f(struct step *s)
 		if (s->pre->grp == 0)
 			return true;
 		return leave(s, INTERP_LEAVE_OPCODE);
+	case 0xb0: case 0xb1: {	/* CMPXCHG Eb/Ev, Gb/Gv (Vol. 2A CMPXCHG), memory forms */
+		unsigned cw = op == 0xb0 ? 1 : w;
+		u64 acc = reg_get(s, RAX, cw), dst;
+		/* the register forms write their destination on failure too on some
+		 * processors (zero-extending it): left */
+		if (s->pre->mod == 3)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		if (!rm_read(s, cw, &dst))
+			return false;
+		alu(s, IOP_CMP, cw, acc, dst, &r);
+		if (acc == dst)
+			return mem_write(s, s->lin, cw, reg_get(s, s->pre->reg, cw));
+		/* not equal: the accumulator gets the destination, which is written back as
+		 * it was ("the processor never produces a locked read without also producing a
+		 * locked write") */
+		reg_set(s, RAX, cw, dst);
+		return mem_write(s, s->lin, cw, dst);
+	}
+	case 0xc0: case 0xc1: {	/* XADD Eb/Ev, Gb/Gv (Vol. 2B XADD), memory forms */
+		unsigned cw = op == 0xc0 ? 1 : w;
+		u64 src, dst;
+		if (s->pre->mod == 3)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		src = reg_get(s, s->pre->reg, cw);
+		if (!rm_read(s, cw, &dst))
+			return false;
+		alu(s, IOP_ADD, cw, dst, src, &r);
+		reg_set(s, s->pre->reg, cw, dst);
+		return mem_write(s, s->lin, cw, r);
+	}
 	case 0xaf:	/* IMUL Gv, Ev */
 		return rm_read(s, w, &b) && alu(s, IOP_IMUL2, w, reg_get(s, s->pre->reg, w), b, &r) &&
 		       (reg_set(s, s->pre->reg, w, r), true);
@@ -580,9 +618,14 @@ static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
 		return arith(s, (enum interp_op)s->pre->grp, w, false, true, false);
 	case 0x84: case 0x85:
 		return arith(s, IOP_TEST, w, false, false, false);
-	case 0x86: case 0x87:	/* XCHG with memory is implicitly LOCKed (Vol. 2B XCHG): left */
-		if (s->pre->mod != 3)
-			return leave(s, INTERP_LEAVE_OPCODE);
+	case 0x86: case 0x87:	/* XCHG; with memory implicitly LOCKed (Vol. 2B XCHG): exec locks it */
+		if (s->pre->mod != 3) {
+			a = reg_get(s, s->pre->reg, w);
+			if (!rm_read(s, w, &b))
+				return false;
+			reg_set(s, s->pre->reg, w, b);
+			return mem_write(s, s->lin, w, a);
+		}
 		a = reg_get(s, s->pre->reg, w);
 		b = reg_get(s, s->pre->rm, w);
 		reg_set(s, s->pre->reg, w, b);
@@ -765,7 +808,7 @@ static void derive(const struct dec_insn *in, const u8 *bytes, struct interp_pre
 		}
 	}
 	p->leave = INTERP_LEAVE_NONE;
-	if (in->encoding != DEC_ENC_LEGACY || in->lock || in->rep ||
+	if (in->encoding != DEC_ENC_LEGACY || in->rep ||
 	    (p->pfx & INTERP_PFX_F2) ||
 	    ((p->pfx & INTERP_PFX_F3) && !(in->map == 1 && (in->opcode == 0x1e || in->opcode == 0xbc || in->opcode == 0xbd)) &&
 	     !(in->map == 0 && (in->opcode == 0xc3 || in->opcode == 0x90))))
@@ -844,30 +887,59 @@ static inline __attribute__((always_inline)) int exec(struct interp_cpu *cpu, co
 	s.ctx = ctx;
 	s.next = from + in->len;
 	s.pre = pre;
-	s.wpend = s.branched = s.shadow = false;
-	s.leave = pre->leave;
 	s.rip0 = from;
 	s.rflags0 = cpu->rflags;
-	s.nundo = 0;
-	if (!s.leave) {
-		if (in->has_modrm && pre->mod != 3)
-			modrm_address(&s);
-		if (in->map == 0)
-			exec_1b(&s);
-		else if (in->map == 1)
-			exec_0f(&s);
-		else
-			s.leave = INTERP_LEAVE_OPCODE;
-	}
-	if (s.leave)
-		return left(&s, pre, out);
+	/* a locked read-modify-write (the decoder let LOCK only on a lockable instruction with
+	 * a memory destination; XCHG with memory locks without it): its write is made only if
+	 * the memory still holds what it read; if another processor wrote there meanwhile, the
+	 * instruction runs again on the new value, as the processor's locked access would have
+	 * seen it */
+	s.locked = in->lock || (in->map == 0 && (in->opcode | 1) == 0x87 && pre->mod != 3);
+	for (unsigned tries = 0;; tries++) {
+		s.wpend = s.branched = s.shadow = s.have_rval = false;
+		s.leave = pre->leave;
+		s.nundo = 0;
+		if (s.locked && !mem->cmpxchg)
+			s.leave = in->lock ? INTERP_LEAVE_PREFIX : INTERP_LEAVE_OPCODE;
+		if (!s.leave) {
+			if (in->has_modrm && pre->mod != 3)
+				modrm_address(&s);
+			if (in->map == 0)
+				exec_1b(&s);
+			else if (in->map == 1)
+				exec_0f(&s);
+			else
+				s.leave = INTERP_LEAVE_OPCODE;
+		}
+		if (s.leave)
+			return left(&s, pre, out);
 
-	if (!s.branched)
-		cpu->rip = s.next;
-	/* the write, last: the callback makes all of it or none */
-	if (s.wpend && mem->write(ctx, s.wlin, &s.wval, s.wlen) != INTERP_MEM_OK) {
-		s.leave = INTERP_LEAVE_MEMORY;
-		return left(&s, pre, out);
+		if (!s.branched)
+			cpu->rip = s.next;
+		if (!s.wpend)
+			break;
+		/* the write, last: the callback makes all of it or none */
+		if (!s.locked) {
+			if (mem->write(ctx, s.wlin, &s.wval, s.wlen) != INTERP_MEM_OK) {
+				s.leave = INTERP_LEAVE_MEMORY;
+				return left(&s, pre, out);
+			}
+			break;
+		}
+		/* every lockable instruction reads its destination before it writes it */
+		if (!s.have_rval || s.wlin != s.lin) {
+			s.leave = INTERP_LEAVE_OPCODE;
+			return left(&s, pre, out);
+		}
+		bool done = false;
+		u64 seen = s.rval;
+		if (mem->cmpxchg(ctx, s.wlin, &seen, s.wval, s.wlen, &done) != INTERP_MEM_OK || (!done && tries >= 7)) {
+			s.leave = INTERP_LEAVE_MEMORY;
+			return left(&s, pre, out);
+		}
+		if (done)
+			break;
+		undo(&s);	/* raced: the registers, RIP and RFLAGS as they were, then again */
 	}
 	/* RF is cleared when an instruction completes (SDM Vol. 3 18.3.1.1) */
 	cpu->rflags &= ~RFLAGS_RF;

@@ -69,6 +69,13 @@ struct interp_mem_ops {
 	 * gives for the bytes in memory now: a cache of decoded instructions checks every byte of
 	 * the instruction against memory before it answers (trace/interp_engine.c). */
 	int (*decode)(void *ctx, u64 lin, const u8 **bytes, const struct dec_insn **in, struct interp_pre **pre);
+	/* Optional (NULL: LOCKed instructions and XCHG with memory are left): a locked
+	 * read-modify-write's write (SDM Vol. 3 9.1.2), all or nothing: if the len bytes at lin
+	 * (aligned to len: a split lock may be left) still hold *old (what the instruction read),
+	 * they become new and *done is set; else nothing is written, *old gets what is there and
+	 * *done is clear (another processor wrote meanwhile: the core runs the instruction again).
+	 * The checks are a write's, the comparison failing or not. INTERP_MEM_OK, or LEAVE. */
+	int (*cmpxchg)(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, bool *done);
 };
 
 /* Why an instruction was left to the processor (counted per reason and opcode). */
