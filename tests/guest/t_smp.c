@@ -361,7 +361,7 @@ static void test_cross_modifying(UINTN ap)
  */
 #define LK_N 4000
 static volatile uint64_t lk_counter, lk_ap_adds;
-static volatile uint32_t lk_go, lk_done;
+static volatile uint32_t lk_go, lk_done, lk_ap_started;
 static uint8_t lk_buf[64 * sizeof(struct bts_record64)] __attribute__((aligned(64)));
 static struct ds_area64 lk_ds __attribute__((aligned(64)));
 
@@ -371,10 +371,11 @@ static void __attribute__((ms_abi)) lk_proc(void *arg)
 	uint64_t n = 0;
 	while (!lk_go)
 		asm volatile("pause");
-	while (!lk_done) {
+	do {
 		asm volatile("lock xaddq %0, %1" : "+r"((uint64_t){ 1 }), "+m"(lk_counter) :: "memory");
 		n++;
-	}
+		lk_ap_started = 1;
+	} while (!lk_done);
 	lk_ap_adds = n;
 }
 
@@ -386,7 +387,7 @@ static void test_lock_counter(UINTN ap)
 		return;
 	}
 	lk_counter = lk_ap_adds = 0;
-	lk_go = lk_done = 0;
+	lk_go = lk_done = lk_ap_started = 0;
 	EFI_STATUS s = uefi_call_wrapper(mp->StartupThisAP, 7, mp, (HV_AP_PROCEDURE)lk_proc, ap, ev,
 					 (UINTN)60000000, NULL, NULL);
 	if (EFI_ERROR(s)) {
@@ -401,13 +402,17 @@ static void test_lock_counter(UINTN ap)
 	static struct hvtrace_vcpu_status vs[2];
 	uint64_t b = A(&vs[0]), c = sizeof(vs[0]), d = 0;
 	bool vs_ok = !hypercall3(HVTRACE_HC_VCPU_STATUS, &b, &c, &d);
+	/* the other processor adding before this one starts (a loaded machine started it late:
+	 * this one's loop, untraced, was over before its first add) */
+	lk_go = 1;
+	for (UINTN w = 0; !lk_ap_started && w < 100000000; w++)
+		asm volatile("pause");
 	uint64_t f = irq_save(), retries = 0;
 	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
 	static struct hvtrace_vcpu_status now;
 	b = A(&now), c = sizeof(now), d = 0;
 	if (hypercall3(HVTRACE_HC_VCPU_STATUS, &b, &c, &d) || now.engine != HVTRACE_ENGINE_INTERP)
 		wrmsr(MSR_IA32_DEBUGCTL, 0);
-	lk_go = 1;
 	for (unsigned i = 0; i < LK_N; i++) {
 		asm volatile("lock xaddq %0, %1" : "+r"((uint64_t){ 1 }), "+m"(lk_counter) :: "memory");
 		uint64_t old = lk_counter;
