@@ -521,12 +521,18 @@ static void test_apic_page_writes(void)
  * indirect branch (a stop of the engine: the interpreter runs from there): a read of
  * the hypervisor's reserve and a write of what it read back (its sink page, never
  * the hypervisor), a read of the local APIC's version register (MMIO), a
- * non-canonical read (#GP, skipped by the handler), and 6,000 instructions
- * without a branch (its budget ends, the guest goes on). The results must be the
- * same both ways and the hypervisor intact. */
+ * non-canonical read (#GP, skipped by the handler), locked read-modify-writes of the
+ * reserve and at non-canonical addresses (one by a bit-string offset from a canonical
+ * base), and 6,000 instructions without a branch (its budget ends, the guest goes
+ * on). The results must be the same both ways and the hypervisor intact. */
 struct interp_probe {
 	uint64_t reserve_read, apic_version, straight;
 	int gp;
+	/* the locked forms (LOCK CMPXCHG, LOCK BTS/BTR with an immediate and with a
+	 * bit-string offset) at the reserve's sink: ZF or CF after each; at a non-canonical
+	 * address and at a bit-string address that leaves the canonical range: the vectors */
+	unsigned locked_flags;
+	int gp_cmpxchg, gp_bts, gp_bitstring;
 };
 
 /* An indirect JMP to the next instruction: the fast engine stops at it (a direct one it
@@ -549,6 +555,35 @@ static void interp_probe(uint64_t debugctl, struct interp_probe *p)
 	p->apic_version = apic ? apic[0x30 / 4] : 0;
 	STOP();
 	p->gp = TRY(3, "movq (%0), %0" : "+a"(bad));
+	/* LOCK CMPXCHG writing back the value it finds (ZF); at the quadword after it LOCK
+	 * BTR then BTS then BTR of bit 5 (CF of the last two); the same by a register offset
+	 * of 5 + 64 * 8 bits (the quadword at +64). Each sequence leaves the bit as it found
+	 * it (the sink keeps writes; the untraced run goes first). What the sink answers is
+	 * the emulator's (QEMU 7.2 gives CF 1 then 0: the page is every hidden page's alias),
+	 * only the same both ways is asked. */
+	uint8_t zf, c1, c2, c3, c4;
+	uint64_t seen = *res;
+	volatile uint64_t *next = res + 1;
+	STOP();
+	asm volatile("lock cmpxchgq %2, %1; setz %0" : "=q"(zf), "+m"(*res), "+a"(seen) : "r"(seen) : "cc", "memory");
+	STOP();
+	asm volatile("lock btrq $5, %0" : "+m"(*next)::"cc", "memory");
+	asm volatile("lock btsq $5, %1; setc %0" : "=q"(c1), "+m"(*next)::"cc", "memory");
+	asm volatile("lock btrq $5, %1; setc %0" : "=q"(c2), "+m"(*next)::"cc", "memory");
+	STOP();
+	asm volatile("lock btrq %0, (%1)" ::"r"(517ull), "r"(res) : "cc", "memory");
+	asm volatile("lock btsq %2, (%1); setc %0" : "=q"(c3) : "r"(res), "r"(517ull) : "cc", "memory");
+	asm volatile("lock btrq %2, (%1); setc %0" : "=q"(c4) : "r"(res), "r"(517ull) : "cc", "memory");
+	p->locked_flags = zf | c1 << 1 | c2 << 2 | c3 << 3 | c4 << 4;
+	/* the faulting forms, each 5 bytes (F0 48 0F xx 0A) with its registers fixed: #GP
+	 * before any access. The last: RDX canonical (the lower half's last page), the
+	 * operand at RDX + RCX / 8 = RDX + 4 KiB, past the lower half */
+	STOP();
+	p->gp_cmpxchg = TRY(5, "lock cmpxchgq %%rcx, (%%rdx)" ::"d"(bad), "c"(0ull), "a"(0ull) : "cc", "memory");
+	STOP();
+	p->gp_bts = TRY(5, "lock btsq %%rcx, (%%rdx)" ::"d"(bad), "c"(1ull) : "cc", "memory");
+	STOP();
+	p->gp_bitstring = TRY(5, "lock btsq %%rcx, (%%rdx)" ::"d"(0x7ffffffff000ull), "c"(0x1000ull * 8) : "cc", "memory");
 	asm volatile("lea 1f(%%rip), %%r11\njmp *%%r11\n1:\n.rept 6000\naddq $1, %0\n.endr" : "+r"(n)::"r11");
 	p->straight = n;
 	wrmsr(MSR_IA32_DEBUGCTL, 0);
@@ -571,6 +606,12 @@ static void test_interp_memory(void)
 		       b.gp == X86_GP && a.straight == 6000 && b.straight == 6000,
 	       "interp_hostile_memory", "reserve %lx/%lx apic %lx/%lx vector %d/%d straight %lu/%lu",
 	       a.reserve_read, b.reserve_read, a.apic_version, b.apic_version, a.gp, b.gp, a.straight, b.straight);
+	report(a.locked_flags == b.locked_flags && a.gp_cmpxchg == X86_GP && b.gp_cmpxchg == X86_GP &&
+		       a.gp_bts == X86_GP && b.gp_bts == X86_GP && a.gp_bitstring == X86_GP &&
+		       b.gp_bitstring == X86_GP,
+	       "interp_hostile_locked", "flags %x/%x vectors cmpxchg %d/%d bts %d/%d bit-string %d/%d",
+	       a.locked_flags, b.locked_flags, a.gp_cmpxchg, b.gp_cmpxchg, a.gp_bts, b.gp_bts, a.gp_bitstring,
+	       b.gp_bitstring);
 	report_intact("interp_hostile_memory_intact");
 }
 
