@@ -211,6 +211,11 @@ struct hv_arch_ops {
 	void (*intercept_msr_read)(u32 msr);
 	/* interrupts blocked until after the next instruction (STI's shadow) */
 	void (*set_sti_shadow)(struct vcpu *v);
+	/* Every translation the processor keeps for the guest (its TLBs and paging-structure
+	 * caches, global ones too) dropped before the guest runs again: an INVLPG the hypervisor
+	 * executed for it (trace/interp_engine.c). NULL where every entry drops them anyway (VMX
+	 * without VPIDs, SDM Vol. 3 29.4.3.3). */
+	void (*flush_guest_tlb)(struct vcpu *v);
 	/* After an instruction the hypervisor emulated (hv_emulation_done):
 	 * the guest's single-step trap is owed (true) or not (false: one the
 	 * CPU left pending is dropped), and any STI/MOV SS interrupt shadow

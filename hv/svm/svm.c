@@ -442,6 +442,14 @@ static u64 svm_get_msr(struct vcpu *v, u32 msr)
 	return 0;
 }
 
+/* APM Vol. 2 15.16.1: TLB_CONTROL 1, the whole TLB flushed at the next VMRUN (the guest's
+ * ASID's entries, global ones included, among them); the field goes back to 0 after each
+ * exit */
+static void svm_flush_guest_tlb(struct vcpu *v)
+{
+	((struct svm_vcpu *)v->arch)->vmcb->control.tlb_control = TLB_CONTROL_FLUSH_ALL;
+}
+
 static void svm_set_sti_shadow(struct vcpu *v)
 {
 	((struct svm_vcpu *)v->arch)->vmcb->control.int_state |= INT_STATE_SHADOW;	/* APM 15.21.5 */
@@ -654,6 +662,7 @@ const struct hv_arch_ops svm_ops = {
 	.set_base_msr = svm_set_base_msr,
 	.intercept_msr_read = svm_intercept_msr_read,
 	.set_sti_shadow = svm_set_sti_shadow,
+	.flush_guest_tlb = svm_flush_guest_tlb,
 	.set_single_step_trap = svm_set_single_step_trap,
 	.end_interrupt_shadow = svm_end_interrupt_shadow,
 	.get_efer = svm_get_efer,

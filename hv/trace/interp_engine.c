@@ -486,6 +486,23 @@ static void sync_back(struct vcpu *v, const struct interp_cpu *c)
 	v->rflags = c->rflags;
 }
 
+/* An INVLPG the burst executed (interp_result.invlpg): the processor's translations dropped
+ * before the guest runs again (all of them: more than INVLPG's page, which a TLB may always
+ * lose), the burst's own now (its kept walks and the DS area's pins), and a new decode-cache
+ * epoch: INVLPG serializes (SDM Vol. 3 9.3), so code another processor wrote is seen from the
+ * next instruction on, each entry's bytes fetched again through a fresh walk */
+static void interp_invlpg(struct vcpu *v, struct imem *m)
+{
+	if (hv.ops->flush_guest_tlb)
+		hv.ops->flush_guest_tlb(v);
+	memset(m->itlb, 0, sizeof(m->itlb));
+	memset(m->dtlb, 0, sizeof(m->dtlb));
+	ds_burst_end(v);
+	ds_burst_begin(v);
+	interp_dcache_epoch(&v->trace->dcache);
+	v->trace->interp.invlpgs++;
+}
+
 void interp_run(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
@@ -534,6 +551,8 @@ void interp_run(struct vcpu *v)
 			break;
 		}
 		n++;
+		if (__builtin_expect(r.invlpg, 0))
+			interp_invlpg(v, &m);
 		/* IF set: an interrupt pending at the processor (the hypervisor does not see those
 		 * the guest's IF holds back) comes after this instruction (POPF), or after the
 		 * next (STI): the burst ends there, and the processor takes it at that boundary */
@@ -625,9 +644,9 @@ void interp_log(struct vcpu *v)
 		 "interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget, st->insns,
 		 st->branches, st->left, st->counted);
 	LOG_INFO("interp: vcpu %u declined: mode %lu debug %lu engine %lu event %lu shadow %lu; decode cache %lu hits, "
-		 "%lu decodes; %lu page walks", v->id, st->declines[INTERP_DECLINE_MODE], st->declines[INTERP_DECLINE_DEBUG],
-		 st->declines[INTERP_DECLINE_ENGINE], st->declines[INTERP_DECLINE_EVENT],
-		 st->declines[INTERP_DECLINE_SHADOW], v->trace->dcache.hits, st->decodes, st->walks);
+		 "%lu decodes; %lu page walks; %lu INVLPGs", v->id, st->declines[INTERP_DECLINE_MODE],
+		 st->declines[INTERP_DECLINE_DEBUG], st->declines[INTERP_DECLINE_ENGINE], st->declines[INTERP_DECLINE_EVENT],
+		 st->declines[INTERP_DECLINE_SHADOW], v->trace->dcache.hits, st->decodes, st->walks, st->invlpgs);
 	LOG_INFO("interp: vcpu %u left: opcode %lu prefix %lu memory %lu fetch %lu mode %lu invalid %lu canonical %lu "
 		 "align %lu target %lu trap %lu cet %lu", v->id, r[INTERP_LEAVE_OPCODE], r[INTERP_LEAVE_PREFIX],
 		 r[INTERP_LEAVE_MEMORY], r[INTERP_LEAVE_FETCH], r[INTERP_LEAVE_MODE], r[INTERP_LEAVE_INVALID],

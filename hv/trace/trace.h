@@ -183,6 +183,7 @@ struct interp_stats {
 	u64 runs, declined, insns, branches, left, budget;
 	u64 counted;		/* instructions counted for the virtual PMU (interp_counting) */
 	u64 decodes, walks;	/* decode cache misses (hits: struct interp_dcache), TLB misses */
+	u64 invlpgs;		/* INVLPGs executed (interp_invlpg) */
 	u64 logged_runs;	/* runs at the last interp_log */
 	u64 logged_insns;	/* ... and instructions */
 	u64 reasons[INTERP_LEAVE_NREASONS];

@@ -173,7 +173,8 @@ _Static_assert(__builtin_offsetof(struct hvtrace_vcpu_status, interp_insns) == 0
 /* interp_top[]'s key, the high 32 bits: the reason (bits 31:24, the hypervisor's enum
  * interp_leave: 4 an opcode not interpreted, 5 a prefix, 6 memory...), the decoder's encoding
  * (23:20), the opcode map (19:16: 0 one-byte, 1 0F, 2 0F38, 3 0F3A), the opcode (15:8) and
- * ModRM.reg (7:0) */
+ * ModRM.reg (7:0; 0F 01 with a register operand: the whole ModRM byte, C0-FF, so RDTSCP is
+ * 0F 01 F9 and INVLPG 0F 01 /7) */
 #define HVTRACE_INTERP_TOP_KEY(x)	((uint32_t)((x) >> 32))
 #define HVTRACE_INTERP_TOP_COUNT(x)	((uint32_t)(x))
 

@@ -1438,6 +1438,32 @@ static void directed(void)
 		d_races = 0;
 	}
 	CHECK(DSTEP(&c, &r, 0x0f, 0x31) == INTERP_LEAVE_OPCODE && r.map == 1 && r.opcode == 0x31, "RDTSC: left");
+	/* 0F 01: RDTSCP and INVLPG left, counted as two instructions (the register form's key is
+	 * its whole ModRM byte) */
+	CHECK(DSTEP(&c, &r, 0x0f, 0x01, 0xf9) == INTERP_LEAVE_OPCODE && r.map == 1 && r.opcode == 0x01 &&
+	      r.modrm_reg == 0xf9, "RDTSCP: left, counted as 0F 01 F9 (%x)", r.modrm_reg);
+	/* INVLPG m: executed at CPL 0 (no access; the address for the caller's drop of its
+	 * translations), a #GP at CPL 3 and a NOP at a non-canonical address are the processor's */
+	unsigned cpl0 = c.cpl;
+	c.gpr[RAX] = 0x1000;
+	c.cpl = 3;
+	CHECK(DSTEP(&c, &r, 0x0f, 0x01, 0x38) == INTERP_LEAVE_OPCODE && r.map == 1 && r.opcode == 0x01 &&
+	      r.modrm_reg == 7 && c.rip == 0x400000, "INVLPG [rax] at CPL 3: left, counted as 0F 01 /7 (%x)",
+	      r.modrm_reg);
+	c.cpl = 0;
+	c.fs_base = 0x7000;
+	CHECK(DSTEP(&c, &r, 0x64, 0x0f, 0x01, 0x78, 0x10) == 0 && r.invlpg && r.inval == 0x8010 &&
+	      c.rip == 0x400005 && r.branch == DEC_BR_NONE, "INVLPG fs:[rax+0x10] at CPL 0: executed, page %lx",
+	      (unsigned long)r.inval);
+	CHECK(DSTEP(&c, &r, 0x0f, 0x31) == INTERP_LEAVE_OPCODE && !r.invlpg, "the next result says no INVLPG");
+	c.gpr[RAX] = 0x8000000000000000ull;
+	CHECK(DSTEP(&c, &r, 0x0f, 0x01, 0x38) == INTERP_LEAVE_CANONICAL && !r.invlpg && c.rip == 0x400000,
+	      "INVLPG at a non-canonical address: left (a NOP of the processor's)");
+	c.gpr[RAX] = 0x1000;
+	CHECK(DSTEP(&c, &r, 0x66, 0x0f, 0x01, 0x38) == INTERP_LEAVE_OPCODE && !r.invlpg, "66 INVLPG: left");
+	CHECK(DSTEP(&c, &r, 0x0f, 0x01, 0x30) == INTERP_LEAVE_OPCODE && !r.invlpg, "LMSW (0F 01 /6): left");
+	c.cpl = cpl0;
+	c.fs_base = 0;
 	/* DIV/IDIV only where they cannot raise #DE */
 	c.gpr[RAX] = 100;
 	c.gpr[RDX] = 0;

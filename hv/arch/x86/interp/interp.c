@@ -36,6 +36,7 @@ struct step {
 	/* a control transfer */
 	bool branched;
 	bool shadow;			/* an STI that set IF */
+	bool invlpg;			/* an INVLPG of the page at lin */
 	enum interp_leave leave;
 	/* the undo log: RIP and RFLAGS as they were, and each register changed, in order */
 	u64 rip0, rflags0;
@@ -419,6 +420,18 @@ static inline __attribute__((always_inline)) bool exec_0f(struct step *s)
 		return true;
 	}
 	switch (op) {
+	case 0x01:	/* 0F 01 /7, memory: INVLPG m (SDM Vol. 2A INVLPG); the rest of group 7 is left */
+		if (s->pre->mod == 3 || s->pre->grp != 7 || s->pre->pfx)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		/* at CPL > 0 a #GP, the processor's; a non-canonical address makes it a NOP, which
+		 * the processor then is. No access: no page walk, fault or accessed bit. The
+		 * translations' drop is the caller's (interp_result.invlpg) */
+		if (s->n->cpl != 0)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		if (!canonical(s->n, s->lin))
+			return leave(s, INTERP_LEAVE_CANONICAL);
+		s->invlpg = true;
+		return true;
 	case 0x1e:	/* F3 0F 1E FA/FB: ENDBR64/ENDBR32, NOPs without CET (Vol. 2A ENDBR64) */
 		if ((s->pre->pfx & INTERP_PFX_F3) && s->pre->mod == 3 && (s->in->modrm == 0xfa || s->in->modrm == 0xfb) && !s->n->cet)
 			return true;
@@ -838,6 +851,7 @@ static void result_init(struct interp_result *out)
 	out->branch = DEC_BR_NONE;
 	out->taken = false;
 	out->shadow = false;
+	out->invlpg = false;
 }
 
 /* What no decoded form decides: the mode, RFLAGS.TF, a canonical RIP */
@@ -859,7 +873,10 @@ static int left(struct step *s, const struct interp_pre *pre, struct interp_resu
 	out->map = s->in->map;
 	out->opcode = s->in->opcode;
 	out->encoding = s->in->encoding;
-	out->modrm_reg = pre->grp;
+	/* 0F 01's register forms are each another instruction (RDTSCP, SWAPGS, CLAC...; SDM
+	 * Vol. 2 A.4.2 table A-6): their whole ModRM byte, C0-FF, which no ModRM.reg can be,
+	 * so that INVLPG (0F 01 /7, memory) and RDTSCP (0F 01 F9) are not counted as one */
+	out->modrm_reg = s->in->map == 1 && s->in->opcode == 0x01 && pre->mod == 3 ? s->in->modrm : pre->grp;
 	return out->leave = undo(s);
 }
 
@@ -882,6 +899,7 @@ static inline __attribute__((always_inline)) int exec(struct interp_cpu *cpu, co
 	out->branch = in->branch;
 	out->taken = false;
 	out->shadow = false;
+	out->invlpg = false;
 	s.n = cpu;
 	s.mem = mem;
 	s.ctx = ctx;
@@ -896,7 +914,7 @@ static inline __attribute__((always_inline)) int exec(struct interp_cpu *cpu, co
 	 * seen it */
 	s.locked = in->lock || (in->map == 0 && (in->opcode | 1) == 0x87 && pre->mod != 3);
 	for (unsigned tries = 0;; tries++) {
-		s.wpend = s.branched = s.shadow = s.have_rval = false;
+		s.wpend = s.branched = s.shadow = s.have_rval = s.invlpg = false;
 		s.leave = pre->leave;
 		s.nundo = 0;
 		if (s.locked && !mem->cmpxchg)
@@ -944,6 +962,10 @@ static inline __attribute__((always_inline)) int exec(struct interp_cpu *cpu, co
 	/* RF is cleared when an instruction completes (SDM Vol. 3 18.3.1.1) */
 	cpu->rflags &= ~RFLAGS_RF;
 	out->shadow = s.shadow;
+	if (__builtin_expect(s.invlpg, 0)) {
+		out->invlpg = true;
+		out->inval = s.lin;
+	}
 	if (in->branch != DEC_BR_NONE) {
 		out->taken = s.branched;
 		out->from = from;

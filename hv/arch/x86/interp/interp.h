@@ -103,7 +103,8 @@ struct interp_result {
 	u8 len;
 	u8 map;			/* 0: one-byte, 1: 0F, 2: 0F 38, 3: 0F 3A (dec_insn.map) */
 	u8 opcode;
-	u8 modrm_reg;		/* ModRM.reg (the group member), 0 without ModRM */
+	u8 modrm_reg;		/* ModRM.reg (the group member), 0 without ModRM; 0F 01 with a
+				 * register operand: the whole ModRM byte (C0-FF) */
 	enum dec_encoding encoding;
 	/* executed control transfers: what BTS would record for it (from = its linear address,
 	 * to = the next instruction's; BTS records only taken ones, SDM Vol. 3 18.4.8) */
@@ -113,6 +114,12 @@ struct interp_result {
 	/* an STI that set IF: maskable interrupts stay blocked until the next instruction has
 	 * completed (only with interp_cpu.shadow_ok) */
 	bool shadow;
+	/* an INVLPG executed (CPL 0, a canonical address): the caller drops the translations it
+	 * keeps for the page holding `inval` (a TLB's), has the processor's dropped before the
+	 * guest runs again, and, INVLPG being serializing (SDM Vol. 3 9.3), sees other
+	 * processors' writes to code from the next instruction on */
+	bool invlpg;
+	u64 inval;
 };
 
 /* Executes the instruction at cpu->rip, or changes nothing and says why not. Returns
