@@ -1265,6 +1265,9 @@ t_svm_gdb_live() {
 		set -- $c4
 		local np=$1 npw=$2 fstore=$3 fdone=$4 pfh=$5 nx=$6 int3=$7 bph=$8 fi3=$9
 		local pushf=$(sed -nE 's/.*GDB-TARGET4: .* pushf=([0-9a-f]+).*/\1/p' "$raw")
+		local c5=$(sed -nE 's/.*GDB-TARGET5: syscall=([0-9a-f]+) syscall_insn=([0-9a-f]+) sys_handler=([0-9a-f]+).*/\1 \2 \3/p' "$raw")
+		set -- $c5
+		local sysc=$1 sysi=$2 sysh=$3
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1385,6 +1388,15 @@ t_svm_gdb_live() {
 		break *0x$pushf
 		go_on FAULT-PUSHF
 		step_on PUSHF-STEP
+		clear *0x$pushf
+		break *0x$sysc
+		go_on SYS-1
+		step_on SYS-AT-1
+		step_on SYS-STEP-1
+		go_on SYS-2
+		step_on SYS-AT-2
+		step_on SYS-STEP-2
+		clear *0x$sysc
 		go_on FAULT-DONE
 		delete
 		detach
@@ -1521,6 +1533,16 @@ t_svm_gdb_live() {
 		# and stepi of a PUSHF: the RFLAGS it stored are the guest's (its check)
 		want "^FAULT-PUSHF pc=$pushf\$" "continue did not stop at the PUSHF"
 		want "^PUSHF-STEP pc=$(printf '%x' $((0x$pushf + 1)))\$" "stepi of the PUSHF did not move one byte on"
+		# stepi of a SYSCALL ends at its handler (LSTAR), not yet run,
+		# whether SFMASK clears TF (no trap after it: the step runs on to
+		# the handler) or not (the trap there); R11 as without the
+		# debugger (the guest's checks)
+		local i
+		for i in 1 2; do
+			want "^SYS-$i pc=$sysc\$" "continue did not stop at gdb_syscall ($i)"
+			want "^SYS-AT-$i pc=$sysi\$" "stepi did not reach the SYSCALL ($i)"
+			want "^SYS-STEP-$i pc=$sysh\$" "stepi of the SYSCALL did not end at its handler ($i)"
+		done
 		want "^FAULT-DONE pc=$fdone\$" "continue did not go through the faults to gdb_fault_done"
 		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
 			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
@@ -1544,8 +1566,10 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: fault_nx_fetch_as_without_debugger'
 	expect 'GUEST-TEST: PASS: int3_as_without_debugger'
 	expect 'GUEST-TEST: PASS: pushf_as_without_debugger'
+	expect 'GUEST-TEST: PASS: syscall_r11_as_without_debugger'
+	expect 'GUEST-TEST: PASS: syscall_r11_tf_unmasked_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
-	expect 'SUMMARY: t_gdb: 16 passed, 0 failed, 0 skipped'
+	expect 'SUMMARY: t_gdb: 18 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name

@@ -157,6 +157,7 @@ void dbg_step_cancel(struct vcpu *v)
 		hstep_end(v, &v->trace->dbg_step, false);
 	v->trace->dbg_dr.to_on = false;
 	v->trace->dbg_dr.pushf_w = 0;
+	v->trace->dbg_dr.syscall = false;
 }
 
 /* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
@@ -325,9 +326,9 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	return !(dr6 & DR6_CAUSES & ~(u64)d->held);
 }
 
-/* The step runs on to the handler of `vector` (dr_acquire arms it),
+/* The step runs on to `to` (`known`: there is one; dr_acquire arms it),
  * when a register is free for it: true. */
-static bool step_to_handler(struct vcpu *v, u8 vector)
+static bool step_to(struct vcpu *v, bool known, u64 to)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dbg_dr *d = &t->dbg_dr;
@@ -335,12 +336,19 @@ static bool step_to_handler(struct vcpu *v, u8 vector)
 	bool free = false;
 	for (int n = 0; n < 4; n++)
 		free |= !(guest7 & (DR7_L(n) | DR7_G(n)));
-	u64 handler;
-	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && idt_handler(v, vector, &handler);
+	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && known;
 	if (d->to_on)
-		d->to = handler;
+		d->to = to;
 	d->to_entered = false;
 	return d->to_on;
+}
+
+/* The step runs on to the handler of `vector` */
+static bool step_to_handler(struct vcpu *v, u8 vector)
+{
+	u64 handler = 0;
+	bool known = idt_handler(v, vector, &handler);
+	return step_to(v, known, handler);
 }
 
 /*
@@ -350,40 +358,58 @@ static bool step_to_handler(struct vcpu *v, u8 vector)
  * the instruction runs as the guest's, and the step runs on to the
  * handler (step_to_handler); a fault on the way (a gate's DPL, say) is
  * taken as a faulting step's. False: not one of them, or no register
- * free: the hidden TF as for any instruction. A PUSHF is noted
- * (step_pushf_done).
+ * free: the hidden TF as for any instruction. A PUSHF and a SYSCALL are
+ * noted (step_saved_tf).
+ *
+ * A SYSCALL saves RFLAGS in R11 and then masks them by SFMASK (SDM Vol.
+ * 2B SYSCALL); the single-step trap follows TF as it is after that mask
+ * (QEMU: "TF is checked after the syscall insn completes"). With TF in
+ * SFMASK (Linux's) no trap would come and the handler would run
+ * unstepped: it runs without the hidden TF, as INT n does, on to LSTAR
+ * (CSTAR), and R11 holds the guest's own TF. (With the hidden TF as well,
+ * QEMU's TCG did not stop at the breakpoint there.) Without, or with no
+ * register free, the hidden TF: the trap comes at the handler's first
+ * instruction, not yet run (with TF in SFMASK and no register free: at
+ * the next exit), and R11's TF is mended to the guest's once it ran
+ * (step_saved_tf).
  */
 static bool step_soft_int(struct vcpu *v)
 {
 	u8 b[15];
 	struct dec_insn in;
-	u64 base;
+	u64 base, to = 0;
 	enum dec_mode mode = gmem_code_mode(v, &base);
 	v->trace->dbg_dr.pushf_w = 0;
+	v->trace->dbg_dr.syscall = false;
 	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK)
 		return false;
 	if (is_legacy_op(&in, 0, 0x9c))
 		v->trace->dbg_dr.pushf_w = in.opsize;
+	if (is_legacy_op(&in, 1, 0x05)) {
+		if (syscall_target(v, &in, mode, &to) && (hv.ops->get_msr(v, MSR_SFMASK) & RFLAGS_TF) &&
+		    step_to(v, true, to))
+			return true;
+		v->trace->dbg_dr.syscall = true;
+		return false;
+	}
 	int vec = soft_int_vector(v, &in, b);
 	return vec >= 0 && step_to_handler(v, (u8)vec);
 }
 
-/* The step of a PUSHF completed: the RFLAGS image it pushed holds the
- * hidden TF (SDM Vol. 2B PUSHF: the flags as they are, TF included),
- * the guest's TF goes in its place. */
-static void step_pushf_done(struct vcpu *v)
+/* The step of a PUSHF or a SYSCALL completed: the RFLAGS it saved (the
+ * image PUSHF pushed, SDM Vol. 2B PUSHF: the flags as they are; R11)
+ * hold the hidden TF: the guest's goes in its place. */
+static void step_saved_tf(struct vcpu *v)
 {
 	struct dbg_dr *d = &v->trace->dbg_dr;
-	u64 base, img = 0, top;
-	unsigned w = d->pushf_w;
+	u64 base;
+	bool tf = v->trace->dbg_step.tf;
+	if (d->syscall)
+		mend_saved_tf_r11(v, tf);
+	if (d->pushf_w)
+		mend_saved_tf(v, stack_top(v, gmem_code_mode(v, &base)), d->pushf_w, tf);
 	d->pushf_w = 0;
-	if (!w)
-		return;
-	top = stack_top(v, gmem_code_mode(v, &base));
-	if (gmem_read_linear(v, top, &img, w) == w) {
-		img = (img & ~RFLAGS_TF) | (v->trace->dbg_step.tf ? RFLAGS_TF : 0);
-		gmem_write_linear(v, top, &img, w);
-	}
+	d->syscall = false;
 }
 
 /*
@@ -402,7 +428,8 @@ static void step_pushf_done(struct vcpu *v)
  */
 static void step_fault(struct vcpu *v, const struct hv_event *ev)
 {
-	v->trace->dbg_dr.pushf_w = 0;	/* it did not push */
+	v->trace->dbg_dr.pushf_w = 0;	/* it did not push nor save R11 */
+	v->trace->dbg_dr.syscall = false;
 	if (v->trace->dbg_step.on)
 		hstep_end(v, &v->trace->dbg_step, false);
 	step_to_handler(v, ev->vector);
@@ -419,7 +446,7 @@ bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 	}
 	enum hstep_db r = hstep_db(v, &v->trace->dbg_step, ev);
 	if (r != HSTEP_NOT_STEP)
-		step_pushf_done(v);
+		step_saved_tf(v);
 	return r == HSTEP_HIDDEN;
 }
 
@@ -436,7 +463,7 @@ void dbg_before_entry(struct vcpu *v)
 		if (v->rip == t->dbg_step.rip)
 			return;
 		hstep_end(v, &t->dbg_step, true);
-		step_pushf_done(v);
+		step_saved_tf(v);
 	}
 	/* on its way to a faulting step's handler (step_fault): that way is
 	 * one entry, the delivery's; any exit after it but the breakpoint's

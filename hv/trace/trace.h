@@ -63,6 +63,7 @@ struct dbg_dr {
 	bool to_on, to_armed, to_entered;
 	bool wide;		/* the step's exceptions are intercepted (DBG_STEP_EXCEPTIONS) */
 	u8 pushf_w;		/* the step is a PUSHF of this operand size (bytes); 0: not one */
+	bool syscall;		/* the step is a SYSCALL (R11 mended when it completes) */
 	u64 to;
 };
 

@@ -190,6 +190,26 @@ gdb_pushf:
 	pop	%rax
 	ret
 
+/* uint64_t gdb_syscall(void): a SYSCALL at CPL 0 into gdb_sys_handler
+ * (LSTAR, syscall_setup), which keeps R11, the RFLAGS SYSCALL saved,
+ * in gdb_sys_r11, restores them and jumps back to RCX; SS, which
+ * SYSCALL loaded from STAR, is put back. Returns that R11. The debugger's
+ * breakpoint is at gdb_syscall, which it steps from onto the SYSCALL and
+ * through it into the handler, not yet run. */
+	.globl gdb_syscall, gdb_syscall_insn, gdb_sys_handler
+gdb_syscall:
+	movw	%ss, %r9w
+gdb_syscall_insn:
+	syscall
+	movw	%r9w, %ss
+	mov	gdb_sys_r11(%rip), %rax
+	ret
+gdb_sys_handler:
+	mov	%r11, gdb_sys_r11(%rip)
+	push	%r11
+	popfq
+	jmp	*%rcx
+
 gdb_pf_handler:
 	push	%rax
 	incq	gdb_pf(%rip)
@@ -222,6 +242,7 @@ gdb_chain_done:		.quad 0
 	.globl gdb_pf, gdb_pf_skip, gdb_fault_done_n
 gdb_pf:		.quad 0, 0, 0, 0, 0, 0
 gdb_pf_skip:	.quad 0
+gdb_sys_r11:	.quad 0
 gdb_fault_done_n:	.quad 0
 	.globl gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7
 	.globl gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig, gdb_code_bad
