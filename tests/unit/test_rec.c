@@ -158,6 +158,14 @@ u64 stack_top(struct vcpu *v, enum dec_mode mode)
 	(void)mode;
 	return v->gpr[GPR_RSP];
 }
+/* trace/follow.c: no SYSCALL here (is_legacy_op), so no mend */
+bool syscall_target(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 *to)
+{
+	(void)v, (void)in, (void)mode, (void)to;
+	return false;
+}
+void mend_saved_tf_r11(struct vcpu *v, bool tf) { (void)v, (void)tf; }
+void mend_saved_tf(struct vcpu *v, u64 at, unsigned w, bool tf) { (void)v, (void)at, (void)w, (void)tf; }
 int soft_int_vector(struct vcpu *v, const struct dec_insn *in, const u8 *bytes)
 {
 	(void)v, (void)in, (void)bytes;
