@@ -1268,6 +1268,8 @@ t_svm_gdb_live() {
 		local c5=$(sed -nE 's/.*GDB-TARGET5: syscall=([0-9a-f]+) syscall_insn=([0-9a-f]+) sys_handler=([0-9a-f]+).*/\1 \2 \3/p' "$raw")
 		set -- $c5
 		local sysc=$1 sysi=$2 sysh=$3
+		local six=$(sed -nE 's/.*GDB-TARGET6: six=([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) .*/\1 \2 \3 \4 \5 \6/p' "$raw")
+		local decoy=$(sed -nE 's/.*GDB-TARGET6: .* decoy=([0-9a-f]+).*/\1/p' "$raw")
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1398,6 +1400,15 @@ t_svm_gdb_live() {
 		step_on SYS-STEP-2
 		clear *0x$sysc
 		go_on FAULT-DONE
+		delete
+		$(for a in $six; do echo "break *0x$a"; done)
+		$(for i in 0 1 2 3; do printf 'break *0x%x\n' $((0x${decoy:-0} + i)); done)
+		go_on SIX-1
+		go_on SIX-2
+		go_on SIX-3
+		go_on SIX-4
+		go_on SIX-5
+		go_on SIX-6
 		delete
 		detach
 		GDB
@@ -1544,6 +1555,14 @@ t_svm_gdb_live() {
 			want "^SYS-STEP-$i pc=$sysh\$" "stepi of the SYSCALL did not end at its handler ($i)"
 		done
 		want "^FAULT-DONE pc=$fdone\$" "continue did not go through the faults to gdb_fault_done"
+		# ten breakpoints at once: four on code never run (below, so gdb
+		# puts them in first: the debug registers) and six hit in order,
+		# page breakpoints (on two pages, four and two)
+		set -- $six
+		for i in 1 2 3 4 5 6; do
+			want "^SIX-$i pc=$1\$" "continue did not stop at the breakpoint $i of six (0x$1)"
+			shift
+		done
 		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
 			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
 	fi
@@ -1569,7 +1588,11 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: syscall_r11_as_without_debugger'
 	expect 'GUEST-TEST: PASS: syscall_r11_tf_unmasked_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
-	expect 'SUMMARY: t_gdb: 18 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: six_breakpoints_as_without_debugger'
+	# the six were page breakpoints (slots 4-31: bit 10 and up)
+	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 6 ] ||
+		REASONS="$REASONS; not six stops at page breakpoints ($LOG)"
+	expect 'SUMMARY: t_gdb: 19 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name

@@ -40,6 +40,11 @@ bool pg_map_alias(struct pg_builder *b, u64 va, u64 pa, u64 size, u64 flags);
  * page that maps it (its other pages keep their flags). */
 bool pg_set_page_flags(struct pg_builder *b, u64 va, u64 set, u64 clear);
 
+/* The 4 KiB leaf entry mapping va (splitting the large page that maps
+ * it, as pg_set_page_flags does); NULL when va is not mapped, not
+ * aligned, or a table could not be allocated. */
+u64 *pg_leaf(struct pg_builder *b, u64 va);
+
 /* Walks the tables: true (with pa, flags, leaf_size) when va is mapped. */
 bool pg_translate(const struct pg_builder *b, u64 va, u64 *pa, u64 *flags, u64 *leaf_size);
 

@@ -65,7 +65,9 @@ struct hv_event {
 	u8 io_size;		/* HV_EV_IO: 1, 2 or 4 bytes */
 	u8 io_flags;		/* HV_EV_IO: HV_IO_* */
 };
+#define HV_NPF_PRESENT	BIT(0)	/* the entry was present: a permission fault (APM EXITINFO1; SVM only) */
 #define HV_NPF_WRITE	BIT(1)	/* NPF by a write (APM EXITINFO1, SDM EPT qualification bit 1) */
+#define HV_NPF_FETCH	BIT(4)	/* NPF by an instruction fetch (APM EXITINFO1 bit 4; SVM only) */
 #define HV_IO_IN	BIT(0)	/* IN/INS (else OUT/OUTS) */
 #define HV_IO_STRING	BIT(1)	/* INS/OUTS */
 #define HV_IO_REP	BIT(2)	/* with a REP prefix */
@@ -235,6 +237,13 @@ struct hv_arch_ops {
 	u64 (*lbr_rdmsr)(u32 msr);
 	void (*lbr_wrmsr)(u32 msr, u64 val);
 	void (*lbr_switch)(struct vcpu *v, u64 lbr_ctl, u64 global_ctrl);
+	/* The 4 KiB guest-physical page at gpa executable or not in the
+	 * nested tables every vCPU shares, reads and writes as they were
+	 * (the debugger's page breakpoints, trace/dbg.c); *was: it was
+	 * executable. Seen by each vCPU at its next entry. False: it could
+	 * not (a large page not split for want of memory). NULL where the
+	 * backend has none (VMX). */
+	bool (*npt_set_exec)(u64 gpa, bool exec, bool *was);
 };
 
 /* Global hypervisor state (one instance). */
