@@ -116,6 +116,17 @@ u64 *pg_leaf(struct pg_builder *b, u64 va)
 	return NULL;
 }
 
+bool pg_leaf_flag(struct pg_builder *b, u64 va, u64 bit, bool on, bool *was_on)
+{
+	u64 *e = pg_leaf(b, va);
+	if (!e || (bit & (PTE_ADDR_MASK | PTE_PS)))
+		return false;
+	u64 old = on ? __atomic_fetch_or(e, bit, __ATOMIC_SEQ_CST) : __atomic_fetch_and(e, ~bit, __ATOMIC_SEQ_CST);
+	if (was_on)
+		*was_on = (old & bit) != 0;
+	return true;
+}
+
 bool pg_set_page_flags(struct pg_builder *b, u64 va, u64 set, u64 clear)
 {
 	if ((set | clear) & (PTE_ADDR_MASK | PTE_PS))

@@ -50,8 +50,7 @@ int svm_npt_build(u64 *ncr3)
  * false when there is none; the caller splits while every vCPU is held).
  * The leaf's NX (APM Vol. 2 15.25.5: nested tables take NX as the host's
  * EFER.NXE has it, so false without it) is changed by one atomic
- * operation: the processor may set the leaf's accessed and dirty bits
- * meanwhile. *was: it was executable. Each vCPU flushes its guest TLB
+ * operation (pg_leaf_flag). *was: it was executable. Each vCPU flushes its guest TLB
  * at its next entry (svm_npt_gen); one that runs meanwhile may still use
  * what it cached.
  */
@@ -59,13 +58,11 @@ bool svm_npt_set_exec(u64 gpa, bool exec, bool *was)
 {
 	if (!(rdmsr(MSR_EFER) & EFER_NXE))
 		return false;
-	u64 *e = pg_leaf(&npt, gpa & ~(PAGE_SIZE - 1));
-	if (!e)
+	bool nx;
+	if (!pg_leaf_flag(&npt, gpa & ~(PAGE_SIZE - 1), PTE_NX, !exec, &nx))
 		return false;
-	u64 old = exec ? __atomic_fetch_and(e, ~PTE_NX, __ATOMIC_SEQ_CST)
-		       : __atomic_fetch_or(e, PTE_NX, __ATOMIC_SEQ_CST);
 	if (was)
-		*was = !(old & PTE_NX);
+		*was = !nx;
 	__atomic_fetch_add(&svm_npt_gen, 1, __ATOMIC_SEQ_CST);
 	return true;
 }

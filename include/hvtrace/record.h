@@ -267,8 +267,9 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     0 too. Kept by removing execute from that page in the nested page
  *     tables (reads and writes stay allowed): it fires on a vCPU whose
  *     RIP is arg1 when that vCPU fetches from the guest-physical page arg1
- *     mapped to when set. ENOSYS where the backend has no such control
- *     (VMX), ENOMEM when the tables could not be split.
+ *     mapped to when set. ENOSYS where the backend has no such control,
+ *     ENOMEM when it could not (the tables not split for want of memory;
+ *     VMX without INVEPT).
  *   TRANSLATE (ABI 1.10; arg0 = the vCPU, arg1 = a linear address): its
  *     guest-physical address through that vCPU's page tables, 8 bytes
  *     into buf (EFAULT: not mapped).

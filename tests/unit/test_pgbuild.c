@@ -110,6 +110,22 @@ int main(void)
 		      "its neighbours as they were");
 		CHECK(pg_leaf(&lb, 0x40123000) == e && used == before + 2, "again: the same leaf, no new table");
 		CHECK(!pg_leaf(&lb, 0x40123001) && !pg_leaf(&lb, 8ull << 30), "unaligned, not mapped: none");
+		/* pg_leaf_flag: one bit of a leaf, reporting the one before */
+		bool was = true;
+		CHECK(pg_leaf_flag(&lb, 0x40123000, PTE_NX, false, &was) && was && !(*e & PTE_NX) &&
+			      (*e & PTE_ADDR_MASK) == 0x40123000 && (*e & F) == F,
+		      "pg_leaf_flag: NX cleared, it was set, the rest of the entry as it was");
+		CHECK(pg_leaf_flag(&lb, 0x40123000, PTE_NX, true, &was) && !was && (*e & PTE_NX) &&
+			      pg_leaf_flag(&lb, 0x40123000, PTE_NX, true, &was) && was,
+		      "set, and set again: it was");
+		unsigned split = used;
+		CHECK(pg_leaf_flag(&lb, 0x80000000, PTE_NX, true, NULL) && used == split + 2 &&
+			      pg_translate(&lb, 0x80000000, &pa, &fl, &leaf) && (fl & PTE_NX) && leaf == PAGE_SIZE &&
+			      pg_translate(&lb, 0x80001000, &pa, &fl, &leaf) && !(fl & PTE_NX),
+		      "in another 1 GiB page: split, that page alone");
+		CHECK(!pg_leaf_flag(&lb, 0x40123000, PTE_PS, true, NULL) &&
+			      !pg_leaf_flag(&lb, 0x40123000, 0x1000, true, NULL) && !pg_leaf_flag(&lb, 8ull << 30, PTE_NX, true, NULL),
+		      "PS, an address bit, an address not mapped: refused");
 	}
 
 	/* hidden list must be sorted and aligned */
