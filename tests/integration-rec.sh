@@ -1809,6 +1809,71 @@ t_linux_gdb_live() {
 	finish $name
 }
 
+# Page breakpoints on Linux (two vCPUs running kernel text on the page):
+# Debian's kernel idle (hvtrace.idle), `hvtrace gdb --shm` with its
+# symbols, five breakpoints in a batch: four on functions that do not run
+# while it idles, below default_idle_call (gdb puts its breakpoints in by
+# address, so they take the debug registers) and default_idle_call,
+# which takes a page slot: its page, kernel text both vCPUs run through
+# at every wake-up, is not executable while it holds the breakpoint.
+# Two stops there (`bt`: do_idle called it), then the breakpoints go,
+# gdb detaches and the kernel finishes its idle spell and /init.
+t_linux_gdb_live_pagebp() {
+	local name=linux-gdb-live-pagebp
+	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
+	local d=$(esp $name)
+	SECONDS=0
+	add_linux "$d"
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=30" 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out
+	truncate -s 4M "$shm"
+	run $name 240 --smp 2 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	if ! wait_log "$raw" 'HVTRACE-GUEST: idle for'; then
+		REASONS="$REASONS; the kernel never reached its idle spell"
+	else
+		local gport= pid fn=$(awk '$3 == "default_idle_call" { print $1 }' "$SYMBOLS") script=$RUNS/$name/gdb.cmd
+		gdb_server "$srv" --shm "$shm" --symbols "$SYMBOLS"
+		cat >"$script" <<-GDB
+		set pagination off
+		target remote 127.0.0.1:$gport
+		break *machine_power_off
+		break *machine_restart
+		break *machine_halt
+		break *emergency_restart
+		break *default_idle_call
+		continue
+		printf "PBP-1 thread=%d pc=%lx\\n", \$_thread, \$pc
+		bt 2
+		continue
+		printf "PBP-2 thread=%d pc=%lx\\n", \$_thread, \$pc
+		bt 2
+		delete
+		detach
+		GDB
+		timeout 200 gdb -batch -nx -x "$script" >"$out" 2>&1
+		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+		want "^PBP-1 thread=[12] pc=$fn\$" "the first continue did not stop at default_idle_call"
+		want "^PBP-2 thread=[12] pc=$fn\$" "the second continue did not stop at default_idle_call"
+		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'debugger: every vCPU held \(host request\)'
+	# both stops at the page breakpoint (slot 4 and up: bit 10 and up)
+	[ "$(grep -caE 'debugger: vcpu [01] reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" -ge 2 ] ||
+		REASONS="$REASONS; not two stops at a page breakpoint ($LOG)"
+	expect 'HVTRACE-GUEST: idle done'
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+
 ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live"
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live t_linux_gdb_live_pagebp"
 runner_main integration-rec "$ALL" "$@"
