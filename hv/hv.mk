@@ -15,7 +15,7 @@ hv-svm-y := svm/svm.o svm/exit.o svm/npt.o svm/msr.o svm/run.o svm/check.o
 hv-vmx-y := vmx/vmx.o vmx/exit.o vmx/ept.o vmx/msr.o vmx/ctls.o vmx/run.o
 hv-trace-y := trace/ds.o trace/engine.o trace/branch.o trace/dr.o trace/follow.o \
 	trace/rec.o trace/pace.o trace/pmu.o trace/lbr.o trace/lbr_engine.o trace/nmi.o trace/interp_engine.o trace/dbg.o \
-	trace/hstep.o
+	trace/hstep.o trace/pagebp.o
 
 HV_OBJS := $(addprefix $(BUILD)/hv/,$(hv-dispatch-y) $(hv-base-y) $(hv-x86-y) $(hv-svm-y) $(hv-vmx-y) $(hv-trace-y))
 

@@ -1265,6 +1265,11 @@ t_svm_gdb_live() {
 		set -- $c4
 		local np=$1 npw=$2 fstore=$3 fdone=$4 pfh=$5 nx=$6 int3=$7 bph=$8 fi3=$9
 		local pushf=$(sed -nE 's/.*GDB-TARGET4: .* pushf=([0-9a-f]+).*/\1/p' "$raw")
+		local c5=$(sed -nE 's/.*GDB-TARGET5: syscall=([0-9a-f]+) syscall_insn=([0-9a-f]+) sys_handler=([0-9a-f]+).*/\1 \2 \3/p' "$raw")
+		set -- $c5
+		local sysc=$1 sysi=$2 sysh=$3
+		local six=$(sed -nE 's/.*GDB-TARGET6: six=([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) .*/\1 \2 \3 \4 \5 \6/p' "$raw")
+		local decoy=$(sed -nE 's/.*GDB-TARGET6: .* decoy=([0-9a-f]+).*/\1/p' "$raw")
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1385,7 +1390,25 @@ t_svm_gdb_live() {
 		break *0x$pushf
 		go_on FAULT-PUSHF
 		step_on PUSHF-STEP
+		clear *0x$pushf
+		break *0x$sysc
+		go_on SYS-1
+		step_on SYS-AT-1
+		step_on SYS-STEP-1
+		go_on SYS-2
+		step_on SYS-AT-2
+		step_on SYS-STEP-2
+		clear *0x$sysc
 		go_on FAULT-DONE
+		delete
+		$(for a in $six; do echo "break *0x$a"; done)
+		$(for i in 0 1 2 3; do printf 'break *0x%x\n' $((0x${decoy:-0} + i)); done)
+		go_on SIX-1
+		go_on SIX-2
+		go_on SIX-3
+		go_on SIX-4
+		go_on SIX-5
+		go_on SIX-6
 		delete
 		detach
 		GDB
@@ -1521,7 +1544,25 @@ t_svm_gdb_live() {
 		# and stepi of a PUSHF: the RFLAGS it stored are the guest's (its check)
 		want "^FAULT-PUSHF pc=$pushf\$" "continue did not stop at the PUSHF"
 		want "^PUSHF-STEP pc=$(printf '%x' $((0x$pushf + 1)))\$" "stepi of the PUSHF did not move one byte on"
+		# stepi of a SYSCALL ends at its handler (LSTAR), not yet run,
+		# whether SFMASK clears TF (no trap after it: the step runs on to
+		# the handler) or not (the trap there); R11 as without the
+		# debugger (the guest's checks)
+		local i
+		for i in 1 2; do
+			want "^SYS-$i pc=$sysc\$" "continue did not stop at gdb_syscall ($i)"
+			want "^SYS-AT-$i pc=$sysi\$" "stepi did not reach the SYSCALL ($i)"
+			want "^SYS-STEP-$i pc=$sysh\$" "stepi of the SYSCALL did not end at its handler ($i)"
+		done
 		want "^FAULT-DONE pc=$fdone\$" "continue did not go through the faults to gdb_fault_done"
+		# ten breakpoints at once: four on code never run (below, so gdb
+		# puts them in first: the debug registers) and six hit in order,
+		# page breakpoints (on two pages, four and two)
+		set -- $six
+		for i in 1 2 3 4 5 6; do
+			want "^SIX-$i pc=$1\$" "continue did not stop at the breakpoint $i of six (0x$1)"
+			shift
+		done
 		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
 			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
 	fi
@@ -1544,8 +1585,14 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: fault_nx_fetch_as_without_debugger'
 	expect 'GUEST-TEST: PASS: int3_as_without_debugger'
 	expect 'GUEST-TEST: PASS: pushf_as_without_debugger'
+	expect 'GUEST-TEST: PASS: syscall_r11_as_without_debugger'
+	expect 'GUEST-TEST: PASS: syscall_r11_tf_unmasked_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
-	expect 'SUMMARY: t_gdb: 16 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: six_breakpoints_as_without_debugger'
+	# the six were page breakpoints (slots 4-31: bit 10 and up)
+	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 6 ] ||
+		REASONS="$REASONS; not six stops at page breakpoints ($LOG)"
+	expect 'SUMMARY: t_gdb: 19 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
@@ -1762,6 +1809,71 @@ t_linux_gdb_live() {
 	finish $name
 }
 
+# Page breakpoints on Linux (two vCPUs running kernel text on the page):
+# Debian's kernel idle (hvtrace.idle), `hvtrace gdb --shm` with its
+# symbols, five breakpoints in a batch: four on functions that do not run
+# while it idles, below default_idle_call (gdb puts its breakpoints in by
+# address, so they take the debug registers) and default_idle_call,
+# which takes a page slot: its page, kernel text both vCPUs run through
+# at every wake-up, is not executable while it holds the breakpoint.
+# Two stops there (`bt`: do_idle called it), then the breakpoints go,
+# gdb detaches and the kernel finishes its idle spell and /init.
+t_linux_gdb_live_pagebp() {
+	local name=linux-gdb-live-pagebp
+	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
+	local d=$(esp $name)
+	SECONDS=0
+	add_linux "$d"
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=30" 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out
+	truncate -s 4M "$shm"
+	run $name 240 --smp 2 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt &
+	local qpid=$!
+	if ! wait_log "$raw" 'HVTRACE-GUEST: idle for'; then
+		REASONS="$REASONS; the kernel never reached its idle spell"
+	else
+		local gport= pid fn=$(awk '$3 == "default_idle_call" { print $1 }' "$SYMBOLS") script=$RUNS/$name/gdb.cmd
+		gdb_server "$srv" --shm "$shm" --symbols "$SYMBOLS"
+		cat >"$script" <<-GDB
+		set pagination off
+		target remote 127.0.0.1:$gport
+		break *machine_power_off
+		break *machine_restart
+		break *machine_halt
+		break *emergency_restart
+		break *default_idle_call
+		continue
+		printf "PBP-1 thread=%d pc=%lx\\n", \$_thread, \$pc
+		bt 2
+		continue
+		printf "PBP-2 thread=%d pc=%lx\\n", \$_thread, \$pc
+		bt 2
+		delete
+		detach
+		GDB
+		timeout 200 gdb -batch -nx -x "$script" >"$out" 2>&1
+		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+		want "^PBP-1 thread=[12] pc=$fn\$" "the first continue did not stop at default_idle_call"
+		want "^PBP-2 thread=[12] pc=$fn\$" "the second continue did not stop at default_idle_call"
+		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'debugger: every vCPU held \(host request\)'
+	# both stops at the page breakpoint (slot 4 and up: bit 10 and up)
+	[ "$(grep -caE 'debugger: vcpu [01] reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" -ge 2 ] ||
+		REASONS="$REASONS; not two stops at a page breakpoint ($LOG)"
+	expect 'HVTRACE-GUEST: idle done'
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+
 ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live"
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live t_linux_gdb_live_pagebp"
 runner_main integration-rec "$ALL" "$@"

@@ -77,10 +77,11 @@ static int l_set_regs(void *ctx, size_t t, const struct hvt_vcpu_regs *r)
  * time, a clear only of a set one, only while stopped */
 static unsigned l_slots;
 
-static int l_set_hw(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr)
+static int l_set_hw(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr, size_t th)
 {
 	(void)ctx;
-	if (live_running || slot >= HVT_GDB_SLOTS || rw == 2 || rw > 3 || len > 3 || (!rw && len))
+	if (live_running || slot >= HVT_GDB_ALL_SLOTS || rw == 2 || rw > 3 || len > 3 || (!rw && len) ||
+	    (slot >= HVT_GDB_SLOTS && rw) || th >= 2)
 		abort();
 	if (!!on == !!(l_slots & (1u << slot)))
 		abort();	/* set twice, or cleared when not set */

@@ -260,20 +260,29 @@ int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, st
 }
 
 int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr,
-		   int64_t *result, struct hvt_err *err)
+		   uint32_t v, int64_t *result, struct hvt_err *err)
 {
-	if (slot >= HVTRACE_DBG_SLOTS || rw > 3 || len > 3) {
+	int page = slot >= HVTRACE_DBG_SLOTS;
+
+	if (slot >= HVTRACE_DBG_SLOTS_MAX || rw > 3 || len > 3 || (page && (rw || len))) {
 		hvt_seterr(err, "slot %u, rw %u, len %u: out of range", slot, rw, len);
 		return -1;
 	}
-	if ((d->ch->hdr->abi_version & 0xffff) < 10) {
-		hvt_seterr(err, "the hypervisor (ABI %u.%u) has one breakpoint only (SET_HW is ABI 1.10)",
+	if (page && on && v >= d->nr_vcpus) {
+		hvt_seterr(err, "no vCPU %u", v);
+		return -1;
+	}
+	if ((d->ch->hdr->abi_version & 0xffff) < (page ? 11 : 10)) {
+		hvt_seterr(err, page ? "the hypervisor (ABI %u.%u) has four breakpoints only (page breakpoints are ABI 1.11)"
+				     : "the hypervisor (ABI %u.%u) has one breakpoint only (SET_HW is ABI 1.10)",
 			   d->ch->hdr->abi_version >> 16, d->ch->hdr->abi_version & 0xffff);
 		return -1;
 	}
 	return req_ok(d, on ? "set a breakpoint or watchpoint" : "clear a breakpoint or watchpoint",
 		      HVTRACE_DBG_SET_HW,
-		      on ? (uint64_t)slot | 1u << 8 | (uint64_t)rw << 16 | (uint64_t)len << 24 : slot,
+		      on ? (uint64_t)slot | 1u << 8 | (uint64_t)rw << 16 | (uint64_t)len << 24 |
+				   (page ? (uint64_t)v << 32 : 0)
+			 : slot,
 		      on ? addr : 0, result, err);
 }
 
@@ -294,7 +303,7 @@ uint32_t hvt_dbg_hits(const struct hvt_dbg *d, uint32_t v)
 {
 	if (v >= d->nr_vcpus || vstate(d, v) != HVTRACE_DBG_STOPPED)
 		return 0;
-	return __atomic_load_n(&d->area->vcpu[v].hits, __ATOMIC_ACQUIRE) & ((1u << HVTRACE_DBG_SLOTS) - 1);
+	return __atomic_load_n(&d->area->vcpu[v].hits, __ATOMIC_ACQUIRE);	/* HVTRACE_DBG_SLOTS_MAX bits */
 }
 
 int hvt_dbg_held(const struct hvt_dbg *d, uint32_t *vcpu)

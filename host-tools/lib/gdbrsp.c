@@ -43,7 +43,7 @@ struct hvt_gdb {
 		unsigned refs[5];
 		unsigned rw, len;	/* as DR7 has them */
 		uint64_t addr, kind;	/* kind: its bytes */
-	} slot[HVT_GDB_SLOTS];
+	} slot[HVT_GDB_ALL_SLOTS];	/* debug registers, then page slots (instruction only) */
 	int swbreak, hwbreak;		/* the client takes these stop reasons */
 	int failed;			/* send failed */
 	size_t list_pos;		/* qsThreadInfo's position */
@@ -657,7 +657,7 @@ static const char monitor_help_live[] =
 	"hvtrace gdb --shm (a running guest) monitor commands:\n"
 	"  phys ADDR LEN     guest-physical memory, guest RAM only (LEN <= 1024)\n"
 	"  translate ADDR    the selected vCPU's linear ADDR through its page tables\n"
-	"  slots             GDB's breakpoints and watchpoints in the hypervisor's 4 slots\n"
+	"  slots             GDB's breakpoints and watchpoints in the hypervisor's slots (4 debug registers, 28 page slots)\n"
 	"  help              this list\n";
 
 static void handle_monitor(struct hvt_gdb *g, const char *hex)
@@ -733,8 +733,10 @@ static void handle_monitor(struct hvt_gdb *g, const char *hex)
 		static const char *const what[] = { "break", "hbreak", "watch", "rwatch", "awatch" };
 		unsigned i, t;
 
-		for (i = 0; i < HVT_GDB_SLOTS; i++) {
-			o += (size_t)snprintf(out + o, sizeof(out) - o, "slot %u:", i);
+		for (i = 0; i < HVT_GDB_ALL_SLOTS; i++) {
+			if (i >= HVT_GDB_SLOTS && !slot_types(g, i))
+				continue;	/* page slots: those in use */
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s %u:", i < HVT_GDB_SLOTS ? "slot" : "page slot", i);
 			if (!slot_types(g, i))
 				o += (size_t)snprintf(out + o, sizeof(out) - o, " free");
 			for (t = 0; t < 5; t++)
@@ -955,7 +957,7 @@ static void stop_reply(struct hvt_gdb *g, unsigned sig)
 
 	/* the reason GDB can use: a watchpoint's address first (it reads the
 	 * value and says Old/New), else the breakpoint's kind */
-	for (i = 0; i < HVT_GDB_SLOTS; i++) {
+	for (i = 0; i < HVT_GDB_ALL_SLOTS; i++) {
 		unsigned t = slot_types(g, i);
 
 		if (!(hits & (1u << i)) || !t)
@@ -1040,7 +1042,7 @@ static void handle_vcont(struct hvt_gdb *g, const char *p)
 struct z_piece {
 	uint64_t addr, kind;
 	unsigned len;		/* DR7's LEN of kind */
-	unsigned slot;		/* its slot (insert: HVT_GDB_SLOTS until given one) */
+	unsigned slot;		/* its slot (insert: HVT_GDB_ALL_SLOTS until given one) */
 };
 
 /* The aligned pieces of [addr, addr + kind): how many (at most `max`), 0 when more. */
@@ -1069,10 +1071,10 @@ static unsigned z_find(const struct hvt_gdb *g, uint64_t addr, unsigned rw, unsi
 {
 	unsigned i;
 
-	for (i = 0; i < HVT_GDB_SLOTS; i++)
+	for (i = 0; i < HVT_GDB_ALL_SLOTS; i++)
 		if (slot_types(g, i) && g->slot[i].addr == addr && g->slot[i].rw == rw && g->slot[i].len == len)
 			return i;
-	return HVT_GDB_SLOTS;
+	return HVT_GDB_ALL_SLOTS;
 }
 
 static void handle_z(struct hvt_gdb *g, const char *p)
@@ -1103,7 +1105,7 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 	if (!on) {
 		/* all its pieces must be there with this type, else it was not inserted */
 		for (k = 0; k < n; k++)
-			if (pc[k].slot == HVT_GDB_SLOTS || !g->slot[pc[k].slot].refs[type])
+			if (pc[k].slot == HVT_GDB_ALL_SLOTS || !g->slot[pc[k].slot].refs[type])
 				break;
 		if (k < n) {
 			reply(g, "OK");	/* not inserted: nothing to remove */
@@ -1112,31 +1114,39 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 		for (k = 0; k < n; k++) {
 			i = pc[k].slot;
 			if (slot_types(g, i) == 1u << type && g->slot[i].refs[type] == 1 &&
-			    l->set_hw(l->ctx, i, 0, 0, 0, 0))
+			    l->set_hw(l->ctx, i, 0, 0, 0, 0, 0))
 				return reply_err(g, 0x16, "the hypervisor did not clear the breakpoint");
 			g->slot[i].refs[type]--;
 		}
 		reply(g, "OK");
 		return;
 	}
-	/* the free slots for the pieces that have none, then all set or none */
+	/* the free slots for the pieces that have none, then all set or none:
+	 * a debug register while one is free, else, for a breakpoint, a page
+	 * slot (the hypervisor takes execute from its page) */
 	for (k = 0, i = 0; k < n; k++) {
-		if (pc[k].slot != HVT_GDB_SLOTS)
+		if (pc[k].slot != HVT_GDB_ALL_SLOTS)
 			continue;
 		while (i < HVT_GDB_SLOTS && slot_types(g, i))
 			i++;
-		if (i == HVT_GDB_SLOTS)
-			return reply_err(g, 0x1c, "the debug registers are all in use (4 breakpoints and watchpoints)");
+		if (i == HVT_GDB_SLOTS && type < 2)
+			while (i < HVT_GDB_ALL_SLOTS && slot_types(g, i))
+				i++;
+		if (i >= (type < 2 ? HVT_GDB_ALL_SLOTS : HVT_GDB_SLOTS))
+			return reply_err(g, 0x1c, type < 2 ? "the debugger's 32 breakpoint slots are all in use"
+							   : "the debug registers are all in use (4 watchpoints and "
+							     "breakpoints: a breakpoint beyond them takes a page slot, "
+							     "a watchpoint cannot)");
 		pc[k].slot = i++;
 		fresh |= 1u << k;
 	}
 	for (k = 0; k < n; k++) {
 		if (!(fresh & (1u << k)))
 			continue;
-		if (l->set_hw(l->ctx, pc[k].slot, 1, rw, pc[k].len, pc[k].addr)) {
+		if (l->set_hw(l->ctx, pc[k].slot, 1, rw, pc[k].len, pc[k].addr, g->sel)) {
 			while (k--)
 				if (fresh & (1u << k))
-					l->set_hw(l->ctx, pc[k].slot, 0, 0, 0, 0);
+					l->set_hw(l->ctx, pc[k].slot, 0, 0, 0, 0, 0);
 			return reply_err(g, 0x16, "the hypervisor refused the breakpoint");
 		}
 	}

@@ -259,9 +259,11 @@ struct hvt_gdb_live {
 	int64_t (*read)(void *ctx, size_t th, uint64_t la, void *buf, uint64_t len);
 	int (*write)(void *ctx, size_t th, uint64_t la, const void *buf, uint64_t len);
 	int (*set_regs)(void *ctx, size_t th, const struct hvt_vcpu_regs *r);
-	/* the hypervisor's slot (0..HVT_GDB_SLOTS-1): rw 0 execute, 1 write, 3 read or
-	 * write; len as DR7's LEN (0: 1 byte, 1: 2, 3: 4, 2: 8); on 0 clears it */
-	int (*set_hw)(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr);
+	/* the hypervisor's slot (0..HVT_GDB_SLOTS-1, a debug register): rw 0 execute,
+	 * 1 write, 3 read or write; len as DR7's LEN (0: 1 byte, 1: 2, 3: 4, 2: 8);
+	 * or a page slot (HVT_GDB_SLOTS..HVT_GDB_ALL_SLOTS-1): rw 0 and len 0 only,
+	 * addr translated through thread th's page tables; on 0 clears it */
+	int (*set_hw)(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr, size_t th);
 	uint32_t (*hits)(void *ctx, size_t th);		/* slots that fired at th's stop */
 	/* guest-physical memory through thread th's request (monitor phys) */
 	int (*read_phys)(void *ctx, size_t th, uint64_t pa, void *buf, uint64_t len);
@@ -273,6 +275,7 @@ struct hvt_gdb_live {
 	int (*history)(void *ctx, size_t th);
 };
 #define HVT_GDB_SLOTS 4	/* breakpoints and watchpoints at once: the debug registers */
+#define HVT_GDB_ALL_SLOTS 32	/* and instruction breakpoints beyond them: page slots (ABI 1.11) */
 
 struct hvt_gdb;
 /* send(ctx, buf, len): 0, or -1 when the connection is gone. */
@@ -345,9 +348,12 @@ int hvt_dbg_set_regs(struct hvt_dbg *d, uint32_t v, const struct hvt_vcpu_regs *
 int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, struct hvt_err *err);
 /* The debugger's slot (0..HVTRACE_DBG_SLOTS-1) set to a breakpoint (rw 0,
  * len 0) or watchpoint (rw 1 write, 3 read or write; len as DR7's LEN)
- * at linear addr on every untraced vCPU (on), or cleared (ABI 1.10). */
+ * at linear addr on every untraced vCPU (on), or cleared (ABI 1.10); a
+ * page slot (HVTRACE_DBG_SLOTS..HVTRACE_DBG_SLOTS_MAX-1, ABI 1.11) an
+ * instruction breakpoint alone, addr translated through stopped vCPU
+ * v's page tables. */
 int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr,
-		   int64_t *result, struct hvt_err *err);
+		   uint32_t v, int64_t *result, struct hvt_err *err);
 /* The slots (bit n: slot n) that fired at stopped vCPU v's stop; 0 when none or not stopped. */
 uint32_t hvt_dbg_hits(const struct hvt_dbg *d, uint32_t v);
 /* Stopped vCPU v's linear address la through its page tables (ABI 1.10). */

@@ -95,7 +95,7 @@ struct gdb_state {
 	struct hvt_gdb_live live;
 	int lock_fd;
 	int held;		/* the guest is stopped by us */
-	unsigned hw_set;	/* the hypervisor's slots armed (bit per slot) */
+	uint32_t hw_set;	/* the hypervisor's slots armed (bit per slot, HVTRACE_DBG_SLOTS_MAX) */
 	unsigned long stops;	/* live_stop's successes */
 	double stop_ms;		/* the last one's time */
 };
@@ -347,13 +347,13 @@ static int live_set_regs(void *ctx, size_t v, const struct hvt_vcpu_regs *r)
 	return live_refresh(s, v);
 }
 
-static int live_set_hw(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr)
+static int live_set_hw(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr, size_t th)
 {
 	struct gdb_state *s = ctx;
 	struct hvt_err err;
 	int64_t res;
 
-	if (hvt_dbg_set_hw(&s->dbg, slot, on, rw, len, addr, &res, &err)) {
+	if (hvt_dbg_set_hw(&s->dbg, slot, on, rw, len, addr, (uint32_t)th, &res, &err)) {
 		warn("gdb", "%s", err.msg);
 		return -1;
 	}
@@ -418,9 +418,9 @@ static void live_end(struct gdb_state *s)
 	unsigned i;
 
 	if (s->hw_set && (s->held || live_stop(s) == 0))
-		for (i = 0; i < HVTRACE_DBG_SLOTS; i++)
+		for (i = 0; i < HVTRACE_DBG_SLOTS_MAX; i++)
 			if (s->hw_set & (1u << i))
-				live_set_hw(s, i, 0, 0, 0, 0);
+				live_set_hw(s, i, 0, 0, 0, 0, 0);
 	if (s->held && live_resume(s) == 0)
 		fprintf(stderr, "hvtrace gdb: the guest runs on\n");
 }

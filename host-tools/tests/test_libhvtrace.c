@@ -1170,16 +1170,24 @@ static void test_dbg(void)
 	      "the breakpoint set and cleared: %s", err.msg);
 	CHECK(hvt_dbg_set_bp(&d, 0, 1, &res, &err) < 0 && res == -HVTRACE_EINVAL, "a refused breakpoint: %s",
 	      err.msg);
-	CHECK(hvt_dbg_set_hw(&d, 2, 1, 1, 2, 0x2008, &res, &err) == 0 &&
+	CHECK(hvt_dbg_set_hw(&d, 2, 1, 1, 2, 0x2008, 0, &res, &err) == 0 &&
 		      peer->hw_arg0 == (2 | 1u << 8 | 1u << 16 | 2u << 24) && peer->hw_arg1 == 0x2008,
 	      "SET_HW: slot 2, a write watchpoint of 8 bytes: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0,
 	      err.msg);
-	CHECK(hvt_dbg_set_hw(&d, 2, 0, 1, 2, 0x2008, &res, &err) == 0 && peer->hw_arg0 == 2 && !peer->hw_arg1,
+	CHECK(hvt_dbg_set_hw(&d, 2, 0, 1, 2, 0x2008, 0, &res, &err) == 0 && peer->hw_arg0 == 2 && !peer->hw_arg1,
 	      "SET_HW cleared: slot alone, no address: %s", err.msg);
-	CHECK(hvt_dbg_set_hw(&d, 4, 1, 0, 0, 0x1000, &res, &err) < 0 && hvt_dbg_set_hw(&d, 0, 1, 4, 0, 1, &res, &err) < 0,
-	      "no slot 4, no RW 4: %s", err.msg);
-	a->vcpu[0].hits = 0xff;
-	CHECK(hvt_dbg_hits(&d, 0) == 0xf && hvt_dbg_hits(&d, 1) == 0, "hits: the 4 slots of a stopped vCPU only");
+	/* a page slot: an instruction breakpoint with the vCPU that translates in bits 47:32 */
+	CHECK(hvt_dbg_set_hw(&d, 9, 1, 0, 0, 0x1000, 0, &res, &err) == 0 && peer->hw_arg0 == (9 | 1u << 8) &&
+		      peer->hw_arg1 == 0x1000,
+	      "SET_HW: page slot 9: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0, err.msg);
+	CHECK(hvt_dbg_set_hw(&d, 32, 1, 0, 0, 0x1000, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 1, 2, 0x1000, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 0, 0, 0x1000, 7, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 0, 1, 4, 0, 1, 0, &res, &err) < 0,
+	      "no slot 32, no watchpoint in a page slot, no vCPU 7, no RW 4: %s", err.msg);
+	a->vcpu[0].hits = 0x100000f0;
+	CHECK(hvt_dbg_hits(&d, 0) == 0x100000f0 && hvt_dbg_hits(&d, 1) == 0,
+	      "hits: the 32 slots of a stopped vCPU only");
 	a->vcpu[0].hits = 0;
 	CHECK(hvt_dbg_read_phys(&d, 0, 16, buf8, 8, &res, &err) == 0 && peer->phys && buf8[0] == 16,
 	      "read guest-physical: READ with bit 48: %s", err.msg);
@@ -1193,8 +1201,11 @@ static void test_dbg(void)
 		      "translate: not mapped (EFAULT), no such vCPU");
 	}
 	h->abi_version = (1u << 16) | 9;
-	CHECK(hvt_dbg_set_hw(&d, 0, 1, 0, 0, 0x1000, &res, &err) < 0 && strstr(err.msg, "ABI 1.10"),
+	CHECK(hvt_dbg_set_hw(&d, 0, 1, 0, 0, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.10"),
 	      "SET_HW of an ABI 1.9 hypervisor: %s", err.msg);
+	h->abi_version = (1u << 16) | 10;
+	CHECK(hvt_dbg_set_hw(&d, 5, 1, 0, 0, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.11"),
+	      "a page slot of an ABI 1.10 hypervisor: %s", err.msg);
 	h->abi_version = HVTRACE_ABI_VERSION;
 	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
 	      "resume: %s", err.msg);
@@ -1248,18 +1259,20 @@ static int lv_write(void *c, size_t t, uint64_t la, const void *buf, uint64_t le
 	return 0;
 }
 static int lv_set_regs(void *c, size_t t, const struct hvt_vcpu_regs *r) { (void)c; live_regs[t] = *r; return 0; }
-static struct { int on; unsigned rw, len; uint64_t addr; } live_hw[HVT_GDB_SLOTS];
+static struct { int on; unsigned rw, len; uint64_t addr; size_t th; } live_hw[HVT_GDB_ALL_SLOTS];
 static int live_hw_calls;
 static uint32_t live_hits;
 static uint64_t live_hw_refuse;	/* an address the hypervisor refuses */
-static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, uint64_t a)
+static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, uint64_t a, size_t th)
 {
 	(void)c;
 	live_hw_calls++;
 	if (on && a == live_hw_refuse)
 		return -1;
-	if (slot >= HVT_GDB_SLOTS || (on && live_hw[slot].on) || (!on && !live_hw[slot].on))
+	if (slot >= HVT_GDB_ALL_SLOTS || (on && live_hw[slot].on) || (!on && !live_hw[slot].on) ||
+	    (slot >= HVT_GDB_SLOTS && (rw || len)))
 		return -1;	/* the server must never set a set slot or clear a clear one */
+	live_hw[slot].th = th;
 	live_hw[slot].on = on;
 	live_hw[slot].rw = rw;
 	live_hw[slot].len = len;
@@ -1360,8 +1373,14 @@ static void test_gdb_live(void)
 	CHECK(!strcmp(live_pkt(g, "Z2,1040,8"), "OK") && live_hw[2].rw == 1 && live_hw[2].len == 2, "Z2 of 8 bytes");
 	CHECK(!strcmp(live_pkt(g, "Z4,1048,4"), "OK") && live_hw[3].rw == 3 && live_hw[3].len == 3, "Z4 of 4 bytes");
 	CHECK(!strcmp(live_pkt(g, "Z3,1048,4"), "OK") && live_hw_calls == 4, "Z3 shares Z4's read-or-write slot");
-	CHECK(live_pkt(g, "Z0,1030,1")[0] == 'E' && live_pkt(g, "Z2,1050,2")[0] == 'E' && live_hw_calls == 4,
-	      "a fifth refused");
+	CHECK(!strcmp(live_pkt(g, "Z0,1030,1"), "OK") && live_hw[4].on && live_hw[4].addr == 0x1030 &&
+		      !live_hw[4].rw && !live_hw[4].len && live_hw[4].th == 0 && live_hw_calls == 5,
+	      "a fifth breakpoint: page slot 4, translated by the selected thread");
+	live_hits = 1u << 4;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;swbreak:;"), "a page slot's stop reply");
+	live_hits = 0;
+	CHECK(!strcmp(live_pkt(g, "z0,1030,1"), "OK") && !live_hw[4].on && live_hw_calls == 6, "z0 clears the page slot");
+	CHECK(live_pkt(g, "Z2,1050,2")[0] == 'E' && live_hw_calls == 6, "a fifth watchpoint refused: debug registers only");
 	CHECK(live_pkt(g, "Z2,1041,8")[0] == 'E' && live_pkt(g, "Z2,1040,3")[0] == 'E' &&
 		      live_pkt(g, "Z0,1010,2")[0] == 'E' && live_pkt(g, "Z1,zz")[0] == 'E' &&
 		      live_pkt(g, "Z5,1000,1")[0] == 'E' && live_pkt(g, "Z0,1000")[0] == 'E',
@@ -1377,7 +1396,7 @@ static void test_gdb_live(void)
 	live_hits = 0;
 	CHECK(!strcmp(live_pkt(g, "z3,1048,4"), "OK") && live_hw[3].on, "z3: Z4 keeps the slot");
 	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !live_hw[3].on, "z4: the slot cleared");
-	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !strcmp(live_pkt(g, "z0,2000,1"), "OK") && live_hw_calls == 5,
+	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !strcmp(live_pkt(g, "z0,2000,1"), "OK") && live_hw_calls == 7,
 	      "z of what is not inserted: nothing");
 	live_hits = 1u << 3;
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;"), "a cleared slot's hit: no reason");
@@ -1392,6 +1411,23 @@ static void test_gdb_live(void)
 	CHECK(!strcmp(live_pkt(g, "z1,1010,1"), "OK") && !live_hw[0].on && !live_hw[1].on &&
 		      !live_hw[2].on && !live_hw[3].on,
 	      "all removed");
+	/* 32 breakpoints: 4 debug registers and 28 page slots; a 33rd refused */
+	{
+		char z[32];
+		int ok = 1, i;
+
+		for (i = 0; i < HVT_GDB_ALL_SLOTS; i++) {
+			snprintf(z, sizeof(z), "Z0,%x,1", 0x3000 + 0x10 * i);
+			ok &= !strcmp(live_pkt(g, z), "OK") && live_hw[i].on && live_hw[i].addr == (uint64_t)0x3000 + 0x10 * i;
+		}
+		CHECK(ok && live_pkt(g, "Z0,4000,1")[0] == 'E', "32 breakpoints, the 33rd refused");
+		CHECK(strstr(live_pkt(g, "qRcmd,736c6f7473"), "7061676520736c6f742033313a20627265616b"), "monitor slots lists page slot 31");
+		for (i = 0; i < HVT_GDB_ALL_SLOTS; i++) {
+			snprintf(z, sizeof(z), "z0,%x,1", 0x3000 + 0x10 * i);
+			ok &= !strcmp(live_pkt(g, z), "OK") && !live_hw[i].on;
+		}
+		CHECK(ok, "all 32 removed");
+	}
 	/* a misaligned or long watchpoint: a slot per aligned piece, all or none */
 	CHECK(!strcmp(live_pkt(g, "Z2,1041,8"), "OK") && live_hw[0].addr == 0x1041 && live_hw[0].len == 0 &&
 		      live_hw[1].addr == 0x1042 && live_hw[1].len == 1 && live_hw[2].addr == 0x1044 &&
@@ -1400,7 +1436,9 @@ static void test_gdb_live(void)
 	live_hits = 1u << 2;
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1044;"), "a piece's hit: its address, in GDB's range");
 	live_hits = 0;
-	CHECK(live_pkt(g, "Z0,2000,1")[0] == 'E', "no slot left for a breakpoint");
+	CHECK(!strcmp(live_pkt(g, "Z0,2000,1"), "OK") && live_hw[4].on && !strcmp(live_pkt(g, "z0,2000,1"), "OK") &&
+		      !live_hw[4].on,
+	      "the debug registers taken by a watchpoint: a breakpoint takes a page slot");
 	CHECK(!strcmp(live_pkt(g, "z2,1041,8"), "OK") && !live_hw[0].on && !live_hw[1].on && !live_hw[2].on &&
 		      !live_hw[3].on, "z2 clears all four");
 	CHECK(!strcmp(live_pkt(g, "Z4,1040,10"), "OK") && live_hw[0].addr == 0x1040 && live_hw[0].len == 2 &&

@@ -86,34 +86,56 @@ bool pg_map_alias(struct pg_builder *b, u64 va, u64 pa, u64 size, u64 flags)
 	return pg_map_one(b, va, pa, size, flags, true);
 }
 
-bool pg_set_page_flags(struct pg_builder *b, u64 va, u64 set, u64 clear)
+u64 *pg_leaf(struct pg_builder *b, u64 va)
 {
-	if (!IS_ALIGNED(va, PAGE_SIZE) || ((set | clear) & (PTE_ADDR_MASK | PTE_PS)))
-		return false;
+	if (!IS_ALIGNED(va, PAGE_SIZE))
+		return NULL;
 	u64 *t = table(b, b->root_pa);
 	for (int l = LEVELS - 1; l >= 0; l--) {
 		u64 *e = &t[(va >> level_shift(l)) & 511];
 		if (!(*e & PTE_P))
-			return false;
-		if (l == 0) {
-			*e = (*e | set) & ~clear;
-			return true;
-		}
+			return NULL;
+		if (l == 0)
+			return e;
 		if (*e & PTE_PS) {
-			/* split: 512 entries of the next size with the same flags */
+			/* split: 512 entries of the next size with the same flags;
+			 * the table is whole before the entry points at it, so a
+			 * walker sees the old mapping or the new, the same */
 			u64 ps = 1ull << level_shift(l - 1), base = *e & PTE_ADDR_MASK & ~((ps << 9) - 1);
 			u64 leaf = (*e & ~PTE_ADDR_MASK) & ~(l - 1 ? 0 : PTE_PS), pa;
 			u64 *n = b->a.alloc(b->a.ctx, &pa);
 			if (!n)
-				return false;
+				return NULL;
 			b->tables++;
 			for (u64 i = 0; i < 512; i++)
 				n[i] = (base + i * ps) | leaf;
-			*e = pa | b->table_flags;
+			__atomic_store_n(e, pa | b->table_flags, __ATOMIC_RELEASE);
 		}
 		t = table(b, *e & PTE_ADDR_MASK);
 	}
-	return false;
+	return NULL;
+}
+
+bool pg_leaf_flag(struct pg_builder *b, u64 va, u64 bit, bool on, bool *was_on)
+{
+	u64 *e = pg_leaf(b, va);
+	if (!e || (bit & (PTE_ADDR_MASK | PTE_PS)))
+		return false;
+	u64 old = on ? __atomic_fetch_or(e, bit, __ATOMIC_SEQ_CST) : __atomic_fetch_and(e, ~bit, __ATOMIC_SEQ_CST);
+	if (was_on)
+		*was_on = (old & bit) != 0;
+	return true;
+}
+
+bool pg_set_page_flags(struct pg_builder *b, u64 va, u64 set, u64 clear)
+{
+	if ((set | clear) & (PTE_ADDR_MASK | PTE_PS))
+		return false;
+	u64 *e = pg_leaf(b, va);
+	if (!e)
+		return false;
+	*e = (*e | set) & ~clear;
+	return true;
 }
 
 bool pg_translate(const struct pg_builder *b, u64 va, u64 *pa, u64 *flags, u64 *leaf_size)

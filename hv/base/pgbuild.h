@@ -40,6 +40,17 @@ bool pg_map_alias(struct pg_builder *b, u64 va, u64 pa, u64 size, u64 flags);
  * page that maps it (its other pages keep their flags). */
 bool pg_set_page_flags(struct pg_builder *b, u64 va, u64 set, u64 clear);
 
+/* The 4 KiB leaf entry mapping va (splitting the large page that maps
+ * it, as pg_set_page_flags does); NULL when va is not mapped, not
+ * aligned, or a table could not be allocated. */
+u64 *pg_leaf(struct pg_builder *b, u64 va);
+
+/* The leaf flag `bit` of the 4 KiB page at va set (on) or cleared by one
+ * atomic operation (the processor may set the entry's accessed and dirty
+ * bits meanwhile), the large page around it split first (pg_leaf);
+ * *was_on: it was set. False: as pg_leaf's NULL, or `bit` not a flag. */
+bool pg_leaf_flag(struct pg_builder *b, u64 va, u64 bit, bool on, bool *was_on);
+
 /* Walks the tables: true (with pa, flags, leaf_size) when va is mapped. */
 bool pg_translate(const struct pg_builder *b, u64 va, u64 *pa, u64 *flags, u64 *leaf_size);
 

@@ -65,7 +65,11 @@ struct hv_event {
 	u8 io_size;		/* HV_EV_IO: 1, 2 or 4 bytes */
 	u8 io_flags;		/* HV_EV_IO: HV_IO_* */
 };
-#define HV_NPF_WRITE	BIT(1)	/* NPF by a write (APM EXITINFO1, SDM EPT qualification bit 1) */
+/* NPF kinds, as AMD's EXITINFO1 has them (APM 15.25.6); VMX translates
+ * its EPT violation's qualification (SDM Vol. 3 Table 28-7) into them */
+#define HV_NPF_PRESENT	BIT(0)	/* the entry was present: a permission fault */
+#define HV_NPF_WRITE	BIT(1)	/* by a write */
+#define HV_NPF_FETCH	BIT(4)	/* by an instruction fetch */
 #define HV_IO_IN	BIT(0)	/* IN/INS (else OUT/OUTS) */
 #define HV_IO_STRING	BIT(1)	/* INS/OUTS */
 #define HV_IO_REP	BIT(2)	/* with a REP prefix */
@@ -240,6 +244,13 @@ struct hv_arch_ops {
 	u64 (*lbr_rdmsr)(u32 msr);
 	void (*lbr_wrmsr)(u32 msr, u64 val);
 	void (*lbr_switch)(struct vcpu *v, u64 lbr_ctl, u64 global_ctrl);
+	/* The 4 KiB guest-physical page at gpa executable or not in the
+	 * nested tables every vCPU shares, reads and writes as they were
+	 * (the debugger's page breakpoints, trace/dbg.c); *was: it was
+	 * executable. Seen by each vCPU at its next entry. False: it could
+	 * not (a large page not split for want of memory; VMX without
+	 * INVEPT). NULL where a backend has none. */
+	bool (*npt_set_exec)(u64 gpa, bool exec, bool *was);
 };
 
 /* Global hypervisor state (one instance). */

@@ -219,7 +219,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		guest_shutdown(v);
 		return;
 	case HV_EV_NPF:
-		if (mp_apic_npf(v, ev))
+		if (mp_apic_npf(v, ev) || dbg_npf(v, ev))
 			return;
 		LOG_ERR("nested page fault at gpa %016lx", ev->gpa);
 		guest_stop(v, "unexpected nested page fault");

@@ -325,6 +325,13 @@ static void __noreturn svm_vcpu_run(struct vcpu *v)
 		s->rflags = v->rflags;
 		svm_cs_l_and_d(v, s);
 		struct vmcb_control *c = &sv->vmcb->control;
+		/* the nested tables changed (svm_npt_set_exec): what this
+		 * processor cached of them goes (APM Vol. 2 15.16.1) */
+		u32 gen = __atomic_load_n(&svm_npt_gen, __ATOMIC_ACQUIRE);
+		if (gen != sv->npt_gen) {
+			sv->npt_gen = gen;
+			c->tlb_control = TLB_CONTROL_FLUSH_ALL;
+		}
 		svm_check_injection(v, sv);
 		svm_tcg_injection_quirk(v, c);
 		sv->entry = (struct svm_entry_state){ s->cr0, s->cr3, s->cr4, s->efer, s->dr6, s->dr7,
@@ -671,4 +678,5 @@ const struct hv_arch_ops svm_ops = {
 	.dump = svm_dump,
 	.reset_to_init = svm_reset_to_init,
 	.start_at_sipi = svm_start_at_sipi,
+	.npt_set_exec = svm_npt_set_exec,
 };

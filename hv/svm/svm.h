@@ -28,6 +28,7 @@ struct svm_vcpu {
 	u32 cr_run_once;	/* CR write intercepts off for one instruction (svm_cr_run_once) */
 	struct svm_entry_state entry;	/* the last VMRUN's checked fields */
 	u64 root_db_dr6;	/* B0-B3 of a guest #DB QEMU raised in root mode (svm_root_db) */
+	u32 npt_gen;		/* svm_npt_gen as of its last guest TLB flush */
 };
 
 /* run.S: enters the guest once; returns after the #VMEXIT with the guest's
@@ -35,6 +36,10 @@ struct svm_vcpu {
 void svm_vmrun(struct vcpu *v, u64 vmcb_pa, u64 host_save_pa);
 
 int svm_npt_build(u64 *ncr3);
+/* hv_arch_ops.npt_set_exec (npt.c); svm_npt_gen counts its changes: each
+ * vCPU flushes its guest TLB at the entry after one */
+bool svm_npt_set_exec(u64 gpa, bool exec, bool *was);
+extern volatile u32 svm_npt_gen;
 int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa);
 void svm_intercept_msr_read(u32 msr);
 void svm_handle_exit(struct vcpu *v, struct svm_vcpu *sv);

@@ -11,8 +11,9 @@
  * trace/hstep.c, as nmi.c steps an IRET; one that faults runs on to the
  * guest's handler: step_fault), sets up to four breakpoints and
  * watchpoints in the debug registers the guest's DR7 leaves free (the
- * guest's values of those and its DR7 kept here: dr_acquire), and
- * lets them all go. The guest's TSC runs on while it is held:
+ * guest's values of those and its DR7 kept here: dr_acquire), more
+ * instruction breakpoints on pages the nested tables make not executable
+ * (page breakpoints: dbg_npf), and lets them all go. The guest's TSC runs on while it is held:
  * nothing is offset (a held guest sees the time it lost, as after an SMI).
  * Nothing here is read back from the channel but the request (copied once
  * by rec_ctl_poll) and, for WRITE and SET_REGS, the buffer, copied once
@@ -27,11 +28,13 @@
 #include "base/gmem.h"
 #include "base/lib.h"
 #include "base/log.h"
+#include "base/memmap.h"
 #include "base/vcpu.h"
 #include "trace/branch.h"
 #include "trace/dbg.h"
 #include "trace/engine.h"
 #include "trace/hstep.h"
+#include "trace/pagebp.h"
 
 /* RFLAGS bits the host may change: the status flags and DF. IF, TF, IOPL,
  * NT, RF, VM, AC and the rest stay the guest's (the hidden TF and the
@@ -82,6 +85,8 @@ static struct {
 	struct dbg_hw hw[HVTRACE_DBG_SLOTS];	/* SET_HW's slots */
 	volatile u32 hw_gen;		/* bumped by every SET_HW: each vCPU composes anew */
 	u64 stops[HV_MAX_CPUS];		/* each vCPU's publications (the channel's copy is not read) */
+	struct pagebp pbp;		/* SET_HW's page slots (4-31) */
+	bool pbp_used;			/* the nested tables were ever changed for them */
 	u8 buf[HVTRACE_DBG_BUF_SIZE];	/* READ and WRITE (one request at a time: rec_ctl_poll) */
 } dbg;
 
@@ -157,6 +162,7 @@ void dbg_step_cancel(struct vcpu *v)
 		hstep_end(v, &v->trace->dbg_step, false);
 	v->trace->dbg_dr.to_on = false;
 	v->trace->dbg_dr.pushf_w = 0;
+	v->trace->dbg_dr.syscall = false;
 }
 
 /* Every vCPU held (STOP, or v reached the breakpoint: stop_vcpu = v + 1).
@@ -325,9 +331,9 @@ bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev)
 	return !(dr6 & DR6_CAUSES & ~(u64)d->held);
 }
 
-/* The step runs on to the handler of `vector` (dr_acquire arms it),
+/* The step runs on to `to` (`known`: there is one; dr_acquire arms it),
  * when a register is free for it: true. */
-static bool step_to_handler(struct vcpu *v, u8 vector)
+static bool step_to(struct vcpu *v, bool known, u64 to)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dbg_dr *d = &t->dbg_dr;
@@ -335,12 +341,19 @@ static bool step_to_handler(struct vcpu *v, u8 vector)
 	bool free = false;
 	for (int n = 0; n < 4; n++)
 		free |= !(guest7 & (DR7_L(n) | DR7_G(n)));
-	u64 handler;
-	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && idt_handler(v, vector, &handler);
+	d->to_on = free && t->engine == HVTRACE_ENGINE_OFF && !t->bp.armed && known;
 	if (d->to_on)
-		d->to = handler;
+		d->to = to;
 	d->to_entered = false;
 	return d->to_on;
+}
+
+/* The step runs on to the handler of `vector` */
+static bool step_to_handler(struct vcpu *v, u8 vector)
+{
+	u64 handler = 0;
+	bool known = idt_handler(v, vector, &handler);
+	return step_to(v, known, handler);
 }
 
 /*
@@ -350,40 +363,58 @@ static bool step_to_handler(struct vcpu *v, u8 vector)
  * the instruction runs as the guest's, and the step runs on to the
  * handler (step_to_handler); a fault on the way (a gate's DPL, say) is
  * taken as a faulting step's. False: not one of them, or no register
- * free: the hidden TF as for any instruction. A PUSHF is noted
- * (step_pushf_done).
+ * free: the hidden TF as for any instruction. A PUSHF and a SYSCALL are
+ * noted (step_saved_tf).
+ *
+ * A SYSCALL saves RFLAGS in R11 and then masks them by SFMASK (SDM Vol.
+ * 2B SYSCALL); the single-step trap follows TF as it is after that mask
+ * (QEMU: "TF is checked after the syscall insn completes"). With TF in
+ * SFMASK (Linux's) no trap would come and the handler would run
+ * unstepped: it runs without the hidden TF, as INT n does, on to LSTAR
+ * (CSTAR), and R11 holds the guest's own TF. (With the hidden TF as well,
+ * QEMU's TCG did not stop at the breakpoint there.) Without, or with no
+ * register free, the hidden TF: the trap comes at the handler's first
+ * instruction, not yet run (with TF in SFMASK and no register free: at
+ * the next exit), and R11's TF is mended to the guest's once it ran
+ * (step_saved_tf).
  */
 static bool step_soft_int(struct vcpu *v)
 {
 	u8 b[15];
 	struct dec_insn in;
-	u64 base;
+	u64 base, to = 0;
 	enum dec_mode mode = gmem_code_mode(v, &base);
 	v->trace->dbg_dr.pushf_w = 0;
+	v->trace->dbg_dr.syscall = false;
 	if (gmem_decode(v, base + v->rip, v->rip, mode, b, &in) != DEC_OK)
 		return false;
 	if (is_legacy_op(&in, 0, 0x9c))
 		v->trace->dbg_dr.pushf_w = in.opsize;
+	if (is_legacy_op(&in, 1, 0x05)) {
+		if (syscall_target(v, &in, mode, &to) && (hv.ops->get_msr(v, MSR_SFMASK) & RFLAGS_TF) &&
+		    step_to(v, true, to))
+			return true;
+		v->trace->dbg_dr.syscall = true;
+		return false;
+	}
 	int vec = soft_int_vector(v, &in, b);
 	return vec >= 0 && step_to_handler(v, (u8)vec);
 }
 
-/* The step of a PUSHF completed: the RFLAGS image it pushed holds the
- * hidden TF (SDM Vol. 2B PUSHF: the flags as they are, TF included),
- * the guest's TF goes in its place. */
-static void step_pushf_done(struct vcpu *v)
+/* The step of a PUSHF or a SYSCALL completed: the RFLAGS it saved (the
+ * image PUSHF pushed, SDM Vol. 2B PUSHF: the flags as they are; R11)
+ * hold the hidden TF: the guest's goes in its place. */
+static void step_saved_tf(struct vcpu *v)
 {
 	struct dbg_dr *d = &v->trace->dbg_dr;
-	u64 base, img = 0, top;
-	unsigned w = d->pushf_w;
+	u64 base;
+	bool tf = v->trace->dbg_step.tf;
+	if (d->syscall)
+		mend_saved_tf_r11(v, tf);
+	if (d->pushf_w)
+		mend_saved_tf(v, stack_top(v, gmem_code_mode(v, &base)), d->pushf_w, tf);
 	d->pushf_w = 0;
-	if (!w)
-		return;
-	top = stack_top(v, gmem_code_mode(v, &base));
-	if (gmem_read_linear(v, top, &img, w) == w) {
-		img = (img & ~RFLAGS_TF) | (v->trace->dbg_step.tf ? RFLAGS_TF : 0);
-		gmem_write_linear(v, top, &img, w);
-	}
+	d->syscall = false;
 }
 
 /*
@@ -402,7 +433,8 @@ static void step_pushf_done(struct vcpu *v)
  */
 static void step_fault(struct vcpu *v, const struct hv_event *ev)
 {
-	v->trace->dbg_dr.pushf_w = 0;	/* it did not push */
+	v->trace->dbg_dr.pushf_w = 0;	/* it did not push nor save R11 */
+	v->trace->dbg_dr.syscall = false;
 	if (v->trace->dbg_step.on)
 		hstep_end(v, &v->trace->dbg_step, false);
 	step_to_handler(v, ev->vector);
@@ -419,11 +451,116 @@ bool dbg_step_db(struct vcpu *v, const struct hv_event *ev)
 	}
 	enum hstep_db r = hstep_db(v, &v->trace->dbg_step, ev);
 	if (r != HSTEP_NOT_STEP)
-		step_pushf_done(v);
+		step_saved_tf(v);
 	return r == HSTEP_HIDDEN;
 }
 
 static void hold(struct vcpu *v);
+
+/*
+ * Page breakpoints (SET_HW slots 4-31; pagebp.h): page i's execute
+ * permission in the nested tables as its breakpoints and openers want it
+ * now: removed while it has breakpoints and no vCPU runs an instruction
+ * there, else as it was before its first breakpoint (exactly: the
+ * permission the backend reported then). An entry with neither is freed.
+ * Under dbg.lock. 0, or -HVTRACE_ENOMEM when the backend could not (a
+ * large page to split and no memory: SET_HW's, while every vCPU is held;
+ * opening and closing find the page split).
+ */
+static s64 page_sync(int i)
+{
+	struct pagebp_page *pg = &dbg.pbp.page[i];
+	bool want = pagebp_want_nx(pg), was = true;
+	if (want != pg->nx) {
+		if (!hv.ops->npt_set_exec(pg->gpa, want ? false : pg->orig_exec, &was))
+			return -HVTRACE_ENOMEM;
+		if (want && !pg->orig_known) {
+			pg->orig_known = true;
+			pg->orig_exec = was;
+		}
+		pg->nx = want;
+		dbg.pbp_used = true;
+	}
+	pagebp_release(&dbg.pbp, i);
+	return 0;
+}
+
+/* The pages v opened (dbg_npf) closed again: its instruction ran (or its
+ * step was cancelled), or, tracing, it exited once. */
+static void np_close(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	spin_lock(&dbg.lock);
+	for (u32 k = 0; k < d->np_n; k++) {
+		struct pagebp_page *pg = &dbg.pbp.page[d->np_page[k]];
+		if (pg->open)
+			pg->open--;
+		page_sync(d->np_page[k]);
+	}
+	d->np_n = 0;
+	d->np_at_exit = false;
+	spin_unlock(&dbg.lock);
+}
+
+/*
+ * A nested page fault. The debugger's if it is a fetch from a page whose
+ * execute permission a page breakpoint took. Its slot's breakpoint is
+ * there when the vCPU's linear RIP is the breakpoint's address and the
+ * fetch is from the guest-physical page that address mapped to when it
+ * was set: a hit, the guest held as at a debug register's (the
+ * instruction has not run; the page stays as it is). Not a hit (another
+ * instruction on the page, a vCPU that traces, or the instruction the
+ * debugger steps, as RF lets a debug register's pass): the page is
+ * opened, executable for every vCPU, for this vCPU's one instruction,
+ * run as the debugger's STEP runs one (the hidden TF, a fault or an
+ * INT n on to its handler: step_soft_int) but without holding after it,
+ * and closed when that step ends (dbg_before_entry). A vCPU that traces
+ * (the engine owns TF) has it open until its next exit. The rule for the
+ * other vCPUs: while the page is open they run there unchecked, and one
+ * that ran there keeps what its TLB cached until its own next entry; so
+ * another vCPU may pass a breakpoint on that page in that window.
+ * A fetch refused on a page no longer protected (another vCPU opened or
+ * freed it since; this vCPU flushes what it cached at its entry) is
+ * taken again.
+ */
+bool dbg_npf(struct vcpu *v, const struct hv_event *ev)
+{
+	struct trace_vcpu *t = v->trace;
+	struct dbg_dr *d = &t->dbg_dr;
+	/* a fetch the tables' permission refused (not a page they lack) */
+	if (!dbg.area || (ev->error_code & (HV_NPF_FETCH | HV_NPF_PRESENT)) != (HV_NPF_FETCH | HV_NPF_PRESENT))
+		return false;
+	spin_lock(&dbg.lock);
+	int i = pagebp_find(&dbg.pbp, ev->gpa);
+	if (i < 0 || !dbg.pbp.page[i].nx) {
+		bool ours = dbg.pbp_used;
+		spin_unlock(&dbg.lock);
+		return ours;
+	}
+	bool traced = t->engine != HVTRACE_ENGINE_OFF || t->bp.armed;
+	bool stepped = t->dbg_step.on && v->rip == t->dbg_step.rip;
+	u32 hits = traced || stepped ? 0 : pagebp_hits(&dbg.pbp, gmem_linear_rip(v), ev->gpa);
+	if (hits) {
+		d->hits |= hits << HVTRACE_DBG_SLOTS;
+		hold_all(v, v->id + 1);
+		spin_unlock(&dbg.lock);
+		return true;
+	}
+	u32 k = 0;
+	while (k < d->np_n && d->np_page[k] != i)
+		k++;
+	if (k == d->np_n && k < sizeof(d->np_page)) {
+		d->np_page[d->np_n++] = (u8)i;
+		dbg.pbp.page[i].open++;
+		page_sync(i);
+	}
+	if (traced)
+		d->np_at_exit = true;
+	else if (!t->dbg_step.on && !d->to_on && !step_soft_int(v))
+		hstep_arm(v, &t->dbg_step, false);
+	spin_unlock(&dbg.lock);
+	return true;
+}
 
 void dbg_before_entry(struct vcpu *v)
 {
@@ -436,7 +573,7 @@ void dbg_before_entry(struct vcpu *v)
 		if (v->rip == t->dbg_step.rip)
 			return;
 		hstep_end(v, &t->dbg_step, true);
-		step_pushf_done(v);
+		step_saved_tf(v);
 	}
 	/* on its way to a faulting step's handler (step_fault): that way is
 	 * one entry, the delivery's; any exit after it but the breakpoint's
@@ -444,6 +581,8 @@ void dbg_before_entry(struct vcpu *v)
 	 * delivery's that step_fault did not take) ends it where it is */
 	if (t->dbg_dr.to_on && t->dbg_dr.to_entered)
 		t->dbg_dr.to_on = false;
+	if (t->dbg_dr.np_n && (t->dbg_dr.np_at_exit || (!t->dbg_step.on && !t->dbg_dr.to_on)))
+		np_close(v);
 	if (dbg.held && !t->dbg_dr.to_on)
 		hold(v);
 	dr_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
@@ -538,10 +677,56 @@ static s64 set_regs(struct vcpu *w)
 	return 0;
 }
 
+/* SET_HW of a page slot (4-31; record.h), under dbg.lock: the
+ * breakpoint's page made not executable for every vCPU, or given back
+ * its permission with its last breakpoint. The address is translated
+ * through the named stopped vCPU's page tables, and its page must be
+ * the guest's RAM or code, never the hypervisor's. */
+static s64 set_page(u64 arg0, u64 arg1)
+{
+	u32 s = (u32)(arg0 & 0x1f) - HVTRACE_DBG_SLOTS;
+	bool on = arg0 & (1u << 8);
+	struct vcpu *w;
+	u64 gpa;
+	s64 e;
+	if (arg0 & ~(u64)(0x1f | 1u << 8 | 0xffffull << 32))
+		return -HVTRACE_EINVAL;	/* RW and LEN 0: an instruction breakpoint */
+	if (on ? !arg1 || !ADDR_CANONICAL(arg1, 57) : arg1 || arg0 >> 32)
+		return -HVTRACE_EINVAL;
+	if (!hv.ops->npt_set_exec)
+		return -HVTRACE_ENOSYS;
+	if (!dbg.held)
+		return -HVTRACE_EPERM;
+	if (dbg.pbp.slot[s].on) {
+		int i = pagebp_clear(&dbg.pbp, s);
+		if (i >= 0 && (e = page_sync(i)))
+			return e;
+	}
+	if (!on)
+		return 0;
+	if (rec_trigger_addr())
+		return -HVTRACE_EPERM;	/* as for the other slots */
+	if ((e = pick((arg0 >> 32) & 0xffff, &w)))
+		return e;
+	if (!gmem_translate(w, arg1, &gpa) || !memmap_contains(&hv.guest_code, gpa, 1) ||
+	    memmap_contains(&hv.hidden, gpa, 1))
+		return -HVTRACE_EFAULT;
+	int i = pagebp_set(&dbg.pbp, s, arg1, gpa);
+	if (i < 0)
+		return -HVTRACE_EINVAL;
+	if ((e = page_sync(i))) {
+		pagebp_clear(&dbg.pbp, s);
+		page_sync(i);
+	}
+	return e;
+}
+
 /* SET_HW (record.h), under dbg.lock: each vCPU composes its registers
  * anew before its next entry (dr_sync). */
 static s64 set_hw(u64 arg0, u64 arg1)
 {
+	if ((arg0 & 0x1f) >= HVTRACE_DBG_SLOTS)
+		return set_page(arg0, arg1);
 	u32 slot = arg0 & 3, rw = (arg0 >> 16) & 3, len = (arg0 >> 24) & 3;
 	bool on = arg0 & (1u << 8);
 	u64 size = len == 2 ? 8 : len == 3 ? 4 : len + 1;

@@ -33,6 +33,10 @@ void dbg_step_cancel(struct vcpu *v);
 bool dbg_bp_hit(struct vcpu *v, const struct hv_event *ev);
 /* A #DB with the engine off: true when it was the debugger's step. */
 bool dbg_step_db(struct vcpu *v, const struct hv_event *ev);
+/* A nested page fault: true when it was the fetch from a page the
+ * debugger's page breakpoints took execute from (the vCPU held at one, or
+ * the page opened for its one instruction). */
+bool dbg_npf(struct vcpu *v, const struct hv_event *ev);
 /* The debugger's registers go back to the guest on v (the engine starts,
  * or takes DR3 for the recorder's start address); composed again at an
  * entry with the engine off (dbg_before_entry). */

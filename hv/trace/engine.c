@@ -763,9 +763,8 @@ void step_shadowed_reached(struct vcpu *v)
 		return;
 	s->valid = false;
 	step_count(v, s, HVTRACE_REC_BRANCH, 0, s->lin + s->insn.len);
-	u64 tf = t->guest_tf ? RFLAGS_TF : 0;
 	if (pair == STEP_PAIR_R11) {
-		v->gpr[GPR_R11] = (v->gpr[GPR_R11] & ~RFLAGS_TF) | tf;
+		mend_saved_tf_r11(v, t->guest_tf);
 		return;
 	}
 	/* the frame the handler starts on: RIP, CS, RFLAGS (SDM Vol. 3 6.14.2,
@@ -773,11 +772,7 @@ void step_shadowed_reached(struct vcpu *v)
 	u64 base;
 	enum dec_mode mode = gmem_code_mode(v, &base);
 	unsigned w = mode == DEC_MODE_64 ? 8 : !(hv.ops->get_cr(v, 0) & CR0_PE) ? 2 : 4;
-	u64 at = stack_top(v, mode) + 2 * w, img = 0;
-	if (gmem_read_linear(v, at, &img, w) == w) {
-		img = (img & ~RFLAGS_TF) | tf;
-		gmem_write_linear(v, at, &img, w);
-	}
+	mend_saved_tf(v, stack_top(v, mode) + 2 * w, w, t->guest_tf);
 }
 
 static void step_arm(struct vcpu *v, struct step_state *s)

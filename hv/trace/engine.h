@@ -77,5 +77,12 @@ bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes,
 		     int cpl);
 bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 lin,
 		    int cpl);
+/* Where a SYSCALL, SYSENTER or SYSRET goes; false: none, or its #UD first */
+bool syscall_target(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 *to);
+/* The guest's TF where an instruction run with a TF not its own saved
+ * RFLAGS: R11 (a SYSCALL), or the w-byte image at linear `at` (an
+ * interrupt's frame, a PUSHF) */
+void mend_saved_tf_r11(struct vcpu *v, bool tf);
+void mend_saved_tf(struct vcpu *v, u64 at, unsigned w, bool tf);
 
 #endif

@@ -293,37 +293,67 @@ bool follow_soft_int(struct vcpu *v, const struct dec_insn *in, const u8 *bytes,
 	return true;
 }
 
-/* SYSCALL and SYSENTER jump to an MSR's address and may clear TF through
- * SFMASK (Linux's does), SYSRET replaces RFLAGS: follow them there like
- * INT n (SDM Vol. 2B SYSCALL:
+/* Where SYSCALL and SYSENTER jump (an MSR's address; SDM Vol. 2B SYSCALL:
  * LSTAR in 64-bit mode, CSTAR in compatibility mode on AMD; SYSENTER:
- * SYSENTER_EIP). A #UD on the way (SCE clear, SYSENTER on AMD in long mode)
- * exits first and is followed instead. */
-bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 lin,
-		    int cpl)
+ * SYSENTER_EIP) and SYSRET returns; false: none of them, or one that
+ * raises #UD first (SCE clear, SYSENTER_CS null). */
+bool syscall_target(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 *to)
 {
-	u64 to;
 	if (is_legacy_op(in, 1, 0x05)) {
 		if (!(hv.ops->get_efer(v) & EFER_SCE))
 			return false;
-		to = hv.ops->get_msr(v, mode == DEC_MODE_64 ? MSR_LSTAR : MSR_CSTAR);
+		*to = hv.ops->get_msr(v, mode == DEC_MODE_64 ? MSR_LSTAR : MSR_CSTAR);
 	} else if (is_legacy_op(in, 1, 0x34)) {
 		if (!(hv.ops->get_msr(v, MSR_IA32_SYSENTER_CS) & 0xfffc))
 			return false;
-		to = hv.ops->get_msr(v, MSR_IA32_SYSENTER_EIP);
+		*to = hv.ops->get_msr(v, MSR_IA32_SYSENTER_EIP);
 		if (!(hv.ops->get_efer(v) & EFER_LMA))
-			to &= 0xffffffffull;
+			*to &= 0xffffffffull;
 	} else if (in->branch == DEC_BR_SYSRET) {
 		/* SYSRET loads RFLAGS from R11 and the CPU checks that TF, not
 		 * ours, after it (QEMU's TCG and AMD alike): a step would not
 		 * trap. It returns to RCX (REX.W) or ECX, CS base 0 (SDM Vol. 2B
 		 * SYSRET); at CPL > 0 or outside long mode the #GP/#UD exits first. */
-		to = (in->rex & 8) ? v->gpr[GPR_RCX] : (u32)v->gpr[GPR_RCX];
+		*to = (in->rex & 8) ? v->gpr[GPR_RCX] : (u32)v->gpr[GPR_RCX];
 	} else {
 		return false;
 	}
+	return true;
+}
+
+/* SYSCALL and SYSENTER jump to an MSR's address and may clear TF through
+ * SFMASK (Linux's does), SYSRET replaces RFLAGS: follow them there like
+ * INT n. A #UD on the way (SCE clear, SYSENTER on AMD in long mode)
+ * exits first and is followed instead. */
+bool follow_syscall(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 lin,
+		    int cpl)
+{
+	u64 to;
+	if (!syscall_target(v, in, mode, &to))
+		return false;
 	u32 type;
 	bp_arm_handler(v, to, lin, cpl, rec_kind_of(in, &type), 0);
 	v->trace->bp.rec_aux = type;
 	return true;
+}
+
+/*
+ * The guest's TF put back where an instruction run with a TF not the
+ * guest's (the engine's step, the debugger's hidden one) saved RFLAGS:
+ * R11 for a SYSCALL (SDM Vol. 2B SYSCALL: R11 := RFLAGS, before SFMASK
+ * masks them), a `w`-byte image at linear `at` for an interrupt's frame
+ * or a PUSHF. A page that cannot be read or written there is left as it is.
+ */
+void mend_saved_tf_r11(struct vcpu *v, bool tf)
+{
+	v->gpr[GPR_R11] = (v->gpr[GPR_R11] & ~RFLAGS_TF) | (tf ? RFLAGS_TF : 0);
+}
+
+void mend_saved_tf(struct vcpu *v, u64 at, unsigned w, bool tf)
+{
+	u64 img = 0;
+	if (gmem_read_linear(v, at, &img, w) == w) {
+		img = (img & ~RFLAGS_TF) | (tf ? RFLAGS_TF : 0);
+		gmem_write_linear(v, at, &img, w);
+	}
 }

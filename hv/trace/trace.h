@@ -63,7 +63,14 @@ struct dbg_dr {
 	bool to_on, to_armed, to_entered;
 	bool wide;		/* the step's exceptions are intercepted (DBG_STEP_EXCEPTIONS) */
 	u8 pushf_w;		/* the step is a PUSHF of this operand size (bytes); 0: not one */
+	bool syscall;		/* the step is a SYSCALL (R11 mended when it completes) */
 	u64 to;
+	/* The pages of the debugger's page breakpoints this vCPU opened to
+	 * run one instruction there (dbg.c dbg_npf: pagebp entries), closed
+	 * when its step ends, or at its next entry (`at_exit`: it traces) */
+	u8 np_n;
+	bool np_at_exit;
+	u8 np_page[4];
 };
 
 /* Where the vCPU was before the instruction now being stepped. */

@@ -3,7 +3,9 @@
  * offers; guest RAM write-back and everything else uncacheable (with EPT the
  * guest's MTRRs are not consulted, 29.3.7.2: the EPT memory type is the
  * MTRR type's replacement); the hypervisor's own ranges replaced by a sink
- * page exactly as hv/svm/npt.c does. Built once at start-up, root mode. */
+ * page exactly as hv/svm/npt.c does. Built once at start-up, root mode;
+ * afterwards the debugger's page breakpoints take execute from single
+ * pages (vmx_ept_set_exec). */
 #include "arch/x86/paging.h"
 #include "base/lib.h"
 #include "base/log.h"
@@ -30,6 +32,10 @@ int vmx_ept_build_tables(struct pg_builder *b, const struct pg_alloc *a, u64 lim
 	return HV_OK;
 }
 
+/* The tables every vCPU shares, kept for vmx_ept_set_exec */
+static struct pg_builder ept;
+volatile u32 vmx_ept_gen;
+
 int vmx_ept_build(u64 *eptp)
 {
 	struct pg_builder b;
@@ -54,5 +60,23 @@ int vmx_ept_build(u64 *eptp)
 		 "%u RAM ranges write-back", limit >> 30, b.tables, vmx_caps.ept_max_leaf >> 10,
 		 hv.guest_ram.nr);
 	*eptp = b.root_pa | EPTP_MEMTYPE(vmx_caps.eptp_memtype) | EPTP_WALK_LENGTH_4;
+	ept = b;
 	return HV_OK;
+}
+
+/*
+ * The 4 KiB page at gpa executable or not for every vCPU (the debugger's
+ * page breakpoints): the leaf's execute bit (29.3.2; reads and writes
+ * stay, and read-write without execute is a valid entry, 29.3.3.1), a
+ * large page split first, as svm_npt_set_exec does. Each vCPU
+ * invalidates its guest-physical mappings at its next entry (INVEPT,
+ * 29.4.3.1: vmx_ept_gen): false where the processor has no INVEPT.
+ */
+bool vmx_ept_set_exec(u64 gpa, bool exec, bool *was)
+{
+	if (!(vmx_caps.ept_cap & (EPT_CAP_INVEPT_ALL_CONTEXTS | EPT_CAP_INVEPT_SINGLE_CONTEXT)) ||
+	    !pg_leaf_flag(&ept, gpa & ~(PAGE_SIZE - 1), EPT_EXECUTE, exec, was))
+		return false;
+	__atomic_fetch_add(&vmx_ept_gen, 1, __ATOMIC_SEQ_CST);
+	return true;
 }

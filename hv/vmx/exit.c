@@ -135,11 +135,15 @@ static bool exit_wrmsr(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
 static bool exit_ept_violation(struct vcpu *v, struct vmx_vcpu *vx, struct hv_event *ev)
 {
 	/* 29.3.3.2: the EPT maps everything; only the local APIC's page is
-	 * read-only (dispatch/mp.c). Table 28-7: bit 1 of the qualification
-	 * says a data write, as HV_NPF_WRITE */
+	 * read-only (dispatch/mp.c) and the debugger's page breakpoints'
+	 * pages not executable. Table 28-7: bit 1 of the qualification a data
+	 * write, bit 2 an instruction fetch, bits 5:3 the entry's read, write
+	 * and execute permissions (any: it was present), as HV_NPF_* */
+	u64 q = vmcs_readl(VMCS_EXIT_QUALIFICATION);
 	ev->kind = HV_EV_NPF;
 	ev->gpa = vmcs_read64(VMCS_GUEST_PHYSICAL_ADDRESS);
-	ev->error_code = (u32)vmcs_readl(VMCS_EXIT_QUALIFICATION);
+	ev->error_code = ((q & BIT(1)) ? HV_NPF_WRITE : 0) | ((q & BIT(2)) ? HV_NPF_FETCH : 0) |
+			 ((q & (BIT(3) | BIT(4) | BIT(5))) ? HV_NPF_PRESENT : 0);
 	return true;
 }
 

@@ -639,6 +639,16 @@ static void __noreturn vmx_vcpu_run(struct vcpu *v)
 			if (!vmx_lbr_pmi(v))
 				hv_handle_event(v, &nmi);
 		}
+		/* the EPT changed (vmx_ept_set_exec): what this processor
+		 * cached of it goes (29.4.3.1) */
+		u32 gen = __atomic_load_n(&vmx_ept_gen, __ATOMIC_ACQUIRE);
+		if (gen != vx->ept_gen) {
+			vx->ept_gen = gen;
+			if (vmx_caps.ept_cap & EPT_CAP_INVEPT_SINGLE_CONTEXT)
+				invept(INVEPT_TYPE_SINGLE_CONTEXT, vx->eptp);
+			else
+				invept(INVEPT_TYPE_ALL_CONTEXTS, 0);
+		}
 		vmcs_writel(VMCS_GUEST_RSP, v->gpr[GPR_RSP]);
 		vmcs_writel(VMCS_GUEST_RIP, v->rip);
 		vmcs_writel(VMCS_GUEST_RFLAGS, v->rflags);
@@ -1003,4 +1013,5 @@ const struct hv_arch_ops vmx_ops = {
 	.set_sti_shadow = vmx_set_sti_shadow,
 	.set_single_step_trap = vmx_set_single_step_trap,
 	.end_interrupt_shadow = vmx_end_interrupt_shadow,
+	.npt_set_exec = vmx_ept_set_exec,
 };

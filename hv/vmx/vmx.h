@@ -31,6 +31,7 @@ struct vmx_vcpu {
 	u64 cr0_before, cr4_before;	/* the processor's before VMXON (abort path) */
 	bool launched;
 	bool lbr_on;			/* LBR batching armed (vmx_lbr_switch) */
+	u32 ept_gen;			/* vmx_ept_gen as of its last INVEPT */
 };
 
 /* LBR batching's PMI (docs/branch-engine.md "LBR batching"): whether the
@@ -49,6 +50,10 @@ extern const char vmx_exit_entry[];	/* HOST_RIP */
 #define VMX_ENTER_FAIL_INVALID	2
 
 int vmx_ept_build(u64 *eptp);
+/* hv_arch_ops.npt_set_exec (ept.c); vmx_ept_gen counts its changes: each
+ * vCPU invalidates its EPT mappings at the entry after one */
+bool vmx_ept_set_exec(u64 gpa, bool exec, bool *was);
+extern volatile u32 vmx_ept_gen;
 int vmx_msr_bitmap_build(u64 *bitmap_pa);
 void vmx_intercept_msr_read(u32 msr);
 int vmx_io_bitmap_build(u64 *bitmaps_pa);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 10
+#define HVTRACE_ABI_MINOR 11
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*
@@ -79,6 +79,7 @@ _Static_assert(sizeof(struct hvtrace_filter) == 88, "hvtrace_filter is 88 bytes"
 
 #define HVTRACE_EPERM	1	/* needs CPL 0 */
 #define HVTRACE_EFAULT	14	/* buffer not wholly in guest RAM */
+#define HVTRACE_ENOMEM	12	/* the hypervisor's memory ran out (the debugger's page breakpoints) */
 #define HVTRACE_EINVAL	22	/* bad argument (size too small, ...) */
 #define HVTRACE_ENOSYS	38	/* unknown hypercall number */
 

@@ -259,6 +259,17 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     for an address. A vCPU that reaches one holds the guest as STOP
  *     does, stop_vcpu = its number + 1, and publishes the slots that
  *     fired in its `hits`.
+ *     Page slots (ABI 1.11): arg0 bits 4:0 = a slot 4-31 (under 1.10 bits
+ *     4:2 must be 0), an instruction breakpoint only (RW and LEN 0), and
+ *     arg0 bits 47:32 = a stopped vCPU through whose page tables arg1 is
+ *     translated when set (EFAULT: not mapped, or not the guest's RAM or
+ *     code; EAGAIN, EINVAL as for the other requests); clear: bits 47:32
+ *     0 too. Kept by removing execute from that page in the nested page
+ *     tables (reads and writes stay allowed): it fires on a vCPU whose
+ *     RIP is arg1 when that vCPU fetches from the guest-physical page arg1
+ *     mapped to when set. ENOSYS where the backend has no such control,
+ *     ENOMEM when it could not (the tables not split for want of memory;
+ *     VMX without INVEPT).
  *   TRANSLATE (ABI 1.10; arg0 = the vCPU, arg1 = a linear address): its
  *     guest-physical address through that vCPU's page tables, 8 bytes
  *     into buf (EFAULT: not mapped).
@@ -278,7 +289,8 @@ enum hvtrace_dbg_op {
 	HVTRACE_DBG_SET_HW = 23,
 	HVTRACE_DBG_TRANSLATE = 24,
 };
-#define HVTRACE_DBG_SLOTS	4u	/* SET_HW's slots: as many as there are debug registers */
+#define HVTRACE_DBG_SLOTS	4u	/* SET_HW's slots in debug registers: as many as there are */
+#define HVTRACE_DBG_SLOTS_MAX	32u	/* and page slots up to this (ABI 1.11): `hits` has a bit for each */
 #define HVTRACE_DBG_READ_PHYS	(1ull << 48)	/* READ: arg1 is guest-physical */
 #define HVTRACE_EAGAIN		11	/* the vCPU is not stopped yet: ask again */
 #define HVTRACE_DBG_MAGIC	0x3147424454565648ull	/* "HVTVDBG1" */
@@ -309,7 +321,7 @@ struct hvtrace_dbg_vcpu {
 	uint32_t apic_id;
 	uint64_t stops;		/* times it stopped (each publication) */
 	struct hvtrace_dbg_regs regs;
-	uint32_t hits;		/* SET_HW slots (bit n: slot n) that fired at this stop (ABI 1.10) */
+	uint32_t hits;		/* SET_HW slots (bit n: slot n) that fired at this stop (ABI 1.10; 4-31: 1.11) */
 	uint32_t reserved;
 	uint8_t pad[512 - 16 - 320 - 8];
 };

@@ -190,6 +190,26 @@ gdb_pushf:
 	pop	%rax
 	ret
 
+/* uint64_t gdb_syscall(void): a SYSCALL at CPL 0 into gdb_sys_handler
+ * (LSTAR, syscall_setup), which keeps R11, the RFLAGS SYSCALL saved,
+ * in gdb_sys_r11, restores them and jumps back to RCX; SS, which
+ * SYSCALL loaded from STAR, is put back. Returns that R11. The debugger's
+ * breakpoint is at gdb_syscall, which it steps from onto the SYSCALL and
+ * through it into the handler, not yet run. */
+	.globl gdb_syscall, gdb_syscall_insn, gdb_sys_handler
+gdb_syscall:
+	movw	%ss, %r9w
+gdb_syscall_insn:
+	syscall
+	movw	%r9w, %ss
+	mov	gdb_sys_r11(%rip), %rax
+	ret
+gdb_sys_handler:
+	mov	%r11, gdb_sys_r11(%rip)
+	push	%r11
+	popfq
+	jmp	*%rcx
+
 gdb_pf_handler:
 	push	%rax
 	incq	gdb_pf(%rip)
@@ -213,8 +233,63 @@ gdb_pf_handler:
 	add	$8, %rsp	/* the error code */
 	iretq
 
+/* void gdb_six(void): six instructions the debugger breaks at in a batch
+ * (svm-gdb-live: more breakpoints than the four debug registers), in this
+ * order: gdb_six_1 to _4 on one page, gdb_six_5 and _6 on the next, with
+ * other instructions between them (a stop at each is the breakpoint's,
+ * not the end of gdb's step over the one before). gdb puts its
+ * breakpoints in by address, at each resume: four on gdb_six_decoy (never
+ * run, below) take the debug registers, so gdb_six's six are page
+ * breakpoints, four on one page and two on the other. Each counts its runs in gdb_six_n[]; the
+ * 8 bytes at gdb_six_5, read as data, are compared with their copy taken
+ * before the debugger came (gdb_six_orig; gdb_six_bad counts a
+ * difference). Alone on its pages: nothing else runs there. */
+	.globl gdb_six_decoy
+gdb_six_decoy:	/* never run: four breakpoints below gdb_six's */
+	nop
+	nop
+	nop
+	nop
+	ret
+	.balign 4096
+	.globl gdb_six, gdb_six_1, gdb_six_2, gdb_six_3, gdb_six_4, gdb_six_5, gdb_six_6
+gdb_six:
+gdb_six_1:
+	incq	gdb_six_n(%rip)
+	nop
+gdb_six_2:
+	incq	gdb_six_n+8(%rip)
+	nop
+gdb_six_3:
+	incq	gdb_six_n+16(%rip)
+	nop
+gdb_six_4:
+	incq	gdb_six_n+24(%rip)
+	jmp	gdb_six_page2
+	.balign 4096
+gdb_six_page2:
+	nop
+	mov	gdb_six_5(%rip), %rax
+	cmp	gdb_six_orig(%rip), %rax
+	je	1f
+	incq	gdb_six_bad(%rip)
+1:	nop
+gdb_six_5:
+	incq	gdb_six_n+32(%rip)
+	nop
+	xor	%eax, %eax
+gdb_six_6:
+	incq	gdb_six_n+40(%rip)
+	nop
+	ret
+	.balign 4096
+
 	.data
 	.balign 8
+	.globl gdb_six_n, gdb_six_orig, gdb_six_bad
+gdb_six_n:	.quad 0, 0, 0, 0, 0, 0
+gdb_six_orig:	.quad 0
+gdb_six_bad:	.quad 0
 	.globl gdb_chain_start_rc, gdb_chain_stop_rc, gdb_chain_done
 gdb_chain_start_rc:	.quad -1
 gdb_chain_stop_rc:	.quad -1
@@ -222,6 +297,7 @@ gdb_chain_done:		.quad 0
 	.globl gdb_pf, gdb_pf_skip, gdb_fault_done_n
 gdb_pf:		.quad 0, 0, 0, 0, 0, 0
 gdb_pf_skip:	.quad 0
+gdb_sys_r11:	.quad 0
 gdb_fault_done_n:	.quad 0
 	.globl gdb_counter, gdb_r15, gdb_poke, gdb_bad, gdb_dr3, gdb_dr7
 	.globl gdb_own_dr7, gdb_dr_bad, gdb_own_turns, gdb_own_hits, gdb_top_orig, gdb_mid_orig, gdb_code_bad

@@ -250,6 +250,26 @@ void irq_restore(uint64_t f)
 		asm volatile("sti" ::: "memory");
 }
 
+struct syscall_msrs syscall_setup(const void *handler, uint64_t fmask)
+{
+	struct syscall_msrs old = { rdmsr(MSR_EFER), rdmsr(MSR_STAR), rdmsr(MSR_LSTAR), rdmsr(MSR_SFMASK) };
+	uint16_t cs;
+	asm volatile("mov %%cs, %0" : "=r"(cs));
+	wrmsr(MSR_EFER, old.efer | EFER_SCE);
+	wrmsr(MSR_STAR, (uint64_t)cs << 32);	/* SYSCALL's CS = ours, SS = CS + 8 */
+	wrmsr(MSR_LSTAR, A(handler));
+	wrmsr(MSR_SFMASK, fmask);
+	return old;
+}
+
+void syscall_restore(struct syscall_msrs old)
+{
+	wrmsr(MSR_SFMASK, old.fmask);
+	wrmsr(MSR_LSTAR, old.lstar);
+	wrmsr(MSR_STAR, old.star);
+	wrmsr(MSR_EFER, old.efer);
+}
+
 #define APIC_RESET_BASE	0xfee00000ull
 
 bool x2apic_mode(void)

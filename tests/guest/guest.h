@@ -106,6 +106,14 @@ uint64_t *ring3_gdt(void);
 void ring3_gdt_load(void);
 void make_user(uint64_t va);
 
+/* SYSCALL at CPL 0 into `handler` (t_bts, t_gdb): EFER.SCE, STAR's
+ * SYSCALL CS our own (SYSCALL loads SS with CS + 8: the caller's code
+ * puts its SS back), LSTAR, SFMASK = fmask (0x700: TF, IF and DF, as
+ * Linux); returns the MSRs of before for syscall_restore() */
+struct syscall_msrs { uint64_t efer, star, lstar, fmask; };
+struct syscall_msrs syscall_setup(const void *handler, uint64_t fmask);
+void syscall_restore(struct syscall_msrs old);
+
 /* CLI, returning the RFLAGS to give irq_restore() */
 uint64_t irq_save(void);
 void irq_restore(uint64_t rflags);

@@ -364,25 +364,15 @@ static void test_nmi(void)
  * any CPL; the handler returns without SYSRET, which would enter ring 3). */
 static void test_syscall(void)
 {
-	uint64_t efer = rdmsr(0xc0000080), star = rdmsr(0xc0000081), lstar = rdmsr(0xc0000082),
-		 fmask = rdmsr(0xc0000084);
-	uint16_t cs;
-	asm volatile("mov %%cs, %0" : "=r"(cs));
 	const struct bts_record64 want[] = {
 		R(A(s_sys), A(sys_handler)),
 		R(A(s_jmp), A(s_after)),
 	};
 	ds_setup(64, 64);
 	uint64_t f = irq_save();
-	wrmsr(0xc0000080, efer | 1);			/* SCE */
-	wrmsr(0xc0000081, (uint64_t)cs << 32);		/* SYSCALL CS = ours */
-	wrmsr(0xc0000082, A(sys_handler));
-	wrmsr(0xc0000084, 0x700);			/* TF, IF, DF: as Linux */
+	struct syscall_msrs old = syscall_setup(sys_handler, 0x700);
 	seq_syscall(TRACE);
-	wrmsr(0xc0000084, fmask);
-	wrmsr(0xc0000082, lstar);
-	wrmsr(0xc0000081, star);
-	wrmsr(0xc0000080, efer);
+	syscall_restore(old);
 	irq_restore(f);
 	check_records("bts_syscall", want, 2, used());
 }

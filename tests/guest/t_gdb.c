@@ -25,7 +25,14 @@
  * PUSHF, which it steps: a jump to each page and a store fault, and the
  * guest's own #PF and #BP handlers must see each fault and the INT3 as
  * they did without the debugger (vector, error code, CR2, and the RIP,
- * CS and RFLAGS pushed), and the PUSHF store the RFLAGS of before.
+ * CS and RFLAGS pushed), and the PUSHF store the RFLAGS of before. And
+ * two SYSCALLs the debugger steps, one with SFMASK clearing TF (as
+ * Linux) and one leaving it: R11, the RFLAGS each saved, as without the
+ * debugger (the hidden TF not in it). Last, gdb_six, run three times:
+ * the debugger stops the first run at six breakpoints in a batch of ten
+ * (four on code never run take its debug registers: the six are page
+ * breakpoints, on two pages, one of which reads its own code): each
+ * instruction ran three times, the code read as data the original bytes.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
@@ -46,7 +53,12 @@ void gdb_fault_store(uint64_t addr, uint64_t val);
 void gdb_fault_done(void);
 void gdb_fault_int3(void);
 uint64_t gdb_pushf(void);
+uint64_t gdb_syscall(void);
 extern const char gdb_fault_store_insn[], gdb_pf_handler[], gdb_int3_insn[], gdb_bp_handler[];
+extern const char gdb_syscall_insn[], gdb_sys_handler[];
+void gdb_six(void);
+extern const char gdb_six_1[], gdb_six_2[], gdb_six_3[], gdb_six_4[], gdb_six_5[], gdb_six_6[], gdb_six_decoy[];
+extern volatile uint64_t gdb_six_n[6], gdb_six_orig, gdb_six_bad;
 /* what gdb_pf_handler saw: count, error code, CR2, RIP, CS, RFLAGS */
 struct gdb_pf { uint64_t count, err, cr2, rip, cs, rflags; };
 extern volatile struct gdb_pf gdb_pf;
@@ -103,6 +115,20 @@ static bool nx_setup(void)
  * jump into GDB_NX on its tables, and an INT3, interrupts off, each
  * fault (and the INT3's #BP) as gdb_pf_handler saw it */
 static uint64_t pushf_seen;
+/* R11 after a SYSCALL, SFMASK 0x700 (TF, IF, DF: as Linux) and 0x600
+ * (IF, DF: TF left set, were it set) */
+#define GDB_FMASK_TF 0x700
+#define GDB_FMASK_NO_TF 0x600
+static uint64_t sys_r11[2];
+
+static void syscall_phase(void)
+{
+	struct syscall_msrs old = syscall_setup(gdb_sys_handler, GDB_FMASK_TF);
+	sys_r11[0] = gdb_syscall();
+	wrmsr(MSR_SFMASK, GDB_FMASK_NO_TF);
+	sys_r11[1] = gdb_syscall();
+	syscall_restore(old);
+}
 
 static void fault_phase(struct gdb_pf out[4], bool nx)
 {
@@ -126,6 +152,7 @@ static void fault_phase(struct gdb_pf out[4], bool nx)
 	gdb_fault_int3();
 	out[3] = gdb_pf;
 	pushf_seen = gdb_pushf();
+	syscall_phase();
 	gate_restore(X86_BP, old_bp);
 	gate_restore(X86_PF, old);
 	irq_restore(f);
@@ -166,6 +193,11 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		    "bp_handler=%lx int3_fn=%lx pushf=%lx", GDB_NP, GDB_NP_WORD, A(gdb_fault_store_insn),
 		    A(gdb_fault_done), A(gdb_pf_handler), nx ? GDB_NX : 0, A(gdb_int3_insn), A(gdb_bp_handler),
 		    A(gdb_fault_int3), A(gdb_pushf));
+	report_info("GDB-TARGET5: syscall=%lx syscall_insn=%lx sys_handler=%lx", A(gdb_syscall),
+		    A(gdb_syscall_insn), A(gdb_sys_handler));
+	report_info("GDB-TARGET6: six=%lx %lx %lx %lx %lx %lx decoy=%lx", A(gdb_six_1), A(gdb_six_2), A(gdb_six_3),
+		    A(gdb_six_4), A(gdb_six_5), A(gdb_six_6), A(gdb_six_decoy));
+	gdb_six_orig = *(const volatile uint64_t *)gdb_six_5;
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
 	gdb_mid_orig = *(const volatile uint64_t *)gdb_loop_mid;
@@ -198,10 +230,15 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_skip("fault_nx_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("int3_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("pushf_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("syscall_r11_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("syscall_r11_tf_unmasked_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("six_breakpoints_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_done();
 	}
-	uint64_t pushf_ref = pushf_seen;
+	uint64_t pushf_ref = pushf_seen, r11_ref[2] = { sys_r11[0], sys_r11[1] };
 	fault_phase(seen, nx);
+	for (int i = 0; i < 3; i++)
+		gdb_six();
 	/* a fetch from a page not present: P clear, W clear (SDM Vol. 3 4.7) */
 	fault_report("fault_fetch_as_without_debugger", &ref[0], &seen[0],
 		     !(ref[0].err & 3) && ref[0].cr2 == GDB_NP && ref[0].rip == GDB_NP);
@@ -218,6 +255,15 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	fault_report("int3_as_without_debugger", &ref[3], &seen[3], ref[3].rip == A(gdb_int3_insn) + 1);
 	report(pushf_seen == pushf_ref, "pushf_as_without_debugger", "PUSHF stored %lx, without the debugger %lx",
 	       pushf_seen, pushf_ref);
+	/* SYSCALL's R11: RFLAGS as they were (SDM Vol. 2B SYSCALL), TF clear */
+	report(sys_r11[0] == r11_ref[0] && !(r11_ref[0] & 0x100), "syscall_r11_as_without_debugger",
+	       "SFMASK %x: R11 %lx, without the debugger %lx", GDB_FMASK_TF, sys_r11[0], r11_ref[0]);
+	report(sys_r11[1] == r11_ref[1] && !(r11_ref[1] & 0x100), "syscall_r11_tf_unmasked_as_without_debugger",
+	       "SFMASK %x: R11 %lx, without the debugger %lx", GDB_FMASK_NO_TF, sys_r11[1], r11_ref[1]);
+	report(gdb_six_n[0] == 3 && gdb_six_n[1] == 3 && gdb_six_n[2] == 3 && gdb_six_n[3] == 3 && gdb_six_n[4] == 3 &&
+		       gdb_six_n[5] == 3 && gdb_six_bad == 0,
+	       "six_breakpoints_as_without_debugger", "runs %lu %lu %lu %lu %lu %lu of 3, %lu code reads not the original",
+	       gdb_six_n[0], gdb_six_n[1], gdb_six_n[2], gdb_six_n[3], gdb_six_n[4], gdb_six_n[5], gdb_six_bad);
 	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
 	report_done();
 }

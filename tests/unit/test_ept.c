@@ -120,6 +120,23 @@ int main(void)
 		       in_hidden || in_ram ? VMX_MEMTYPE_WB : VMX_MEMTYPE_UC, 0, "sample");
 	}
 
+	/* the debugger's page breakpoints (vmx_ept_set_exec's pg_leaf_flag):
+	 * execute taken from one page of a 2 MiB leaf in RAM, read, write
+	 * and the memory type kept, its neighbours whole; then given back */
+	{
+		bool was = false;
+		CHECK(pg_leaf_flag(&b, 0x1234000, EPT_EXECUTE, false, &was) && was &&
+			      pg_translate(&b, 0x1234567, &pa, &fl, &ls) && pa == 0x1234567 && ls == PAGE_SIZE &&
+			      (fl & EPT_RWX) == (EPT_READ | EPT_WRITE) && ((fl >> 3) & 7) == VMX_MEMTYPE_WB,
+		      "EPT: a page read-write, not executable, still write-back (flags %llx)", (unsigned long long)fl);
+		expect(&b, 0x1235000, 0x1235000, VMX_MEMTYPE_WB, PAGE_SIZE, "its neighbour after the split");
+		CHECK(pg_translate(&b, 0x1235000, &pa, &fl, &ls) && (fl & EPT_RWX) == EPT_RWX, "the neighbour executable");
+		CHECK(pg_leaf_flag(&b, 0x1234000, EPT_EXECUTE, true, &was) && !was &&
+			      pg_translate(&b, 0x1234000, &pa, &fl, &ls) && (fl & EPT_RWX) == EPT_RWX,
+		      "EPT: executable again");
+		check_tables(fake_ptr(NULL, b.root_pa), 3);
+	}
+
 	/* without 1 GiB pages: 2 MiB leaves where 1 GiB ones were */
 	used = 0;
 	CHECK(vmx_ept_build_tables(&b, &fake, 1ull << 36, PAGE_2M, &ram, &hidden, sink) == HV_OK, "2M build");

@@ -88,6 +88,46 @@ int main(void)
 	check_map(1ull << 48, &h, 0, PAGE_1G);
 	CHECK(used == 1 + 512, "%u table pages for 256 TiB", used);
 
+	/* pg_leaf: the 4 KiB leaf of an address in a 1 GiB page, split on
+	 * the way (the debugger's page breakpoints take NX there); its
+	 * neighbours keep their mapping, a second call splits nothing */
+	{
+		struct pg_builder lb;
+		used = 0;
+		memset(&h, 0, sizeof(h));
+		CHECK(pg_init(&lb, &fake, PAGE_1G, F) && pg_identity_map(&lb, 4ull << 30, h.r, 0, 0, F), "leaf map");
+		unsigned before = used;
+		u64 *e = pg_leaf(&lb, 0x40123000);
+		CHECK(e && (*e & PTE_ADDR_MASK) == 0x40123000 && !(*e & PTE_PS) && used == before + 2,
+		      "pg_leaf: a 4 KiB leaf after two splits (%u tables)", used - before);
+		*e |= PTE_NX;
+		u64 pa, fl, leaf;
+		CHECK(pg_translate(&lb, 0x40123abc, &pa, &fl, &leaf) && pa == 0x40123abc && leaf == PAGE_SIZE &&
+			      (fl & PTE_NX),
+		      "the leaf is the one the walk finds");
+		CHECK(pg_translate(&lb, 0x40124000, &pa, &fl, &leaf) && pa == 0x40124000 && !(fl & PTE_NX) &&
+			      pg_translate(&lb, 0x7fffffff, &pa, &fl, &leaf) && pa == 0x7fffffff && leaf == PAGE_2M,
+		      "its neighbours as they were");
+		CHECK(pg_leaf(&lb, 0x40123000) == e && used == before + 2, "again: the same leaf, no new table");
+		CHECK(!pg_leaf(&lb, 0x40123001) && !pg_leaf(&lb, 8ull << 30), "unaligned, not mapped: none");
+		/* pg_leaf_flag: one bit of a leaf, reporting the one before */
+		bool was = true;
+		CHECK(pg_leaf_flag(&lb, 0x40123000, PTE_NX, false, &was) && was && !(*e & PTE_NX) &&
+			      (*e & PTE_ADDR_MASK) == 0x40123000 && (*e & F) == F,
+		      "pg_leaf_flag: NX cleared, it was set, the rest of the entry as it was");
+		CHECK(pg_leaf_flag(&lb, 0x40123000, PTE_NX, true, &was) && !was && (*e & PTE_NX) &&
+			      pg_leaf_flag(&lb, 0x40123000, PTE_NX, true, &was) && was,
+		      "set, and set again: it was");
+		unsigned split = used;
+		CHECK(pg_leaf_flag(&lb, 0x80000000, PTE_NX, true, NULL) && used == split + 2 &&
+			      pg_translate(&lb, 0x80000000, &pa, &fl, &leaf) && (fl & PTE_NX) && leaf == PAGE_SIZE &&
+			      pg_translate(&lb, 0x80001000, &pa, &fl, &leaf) && !(fl & PTE_NX),
+		      "in another 1 GiB page: split, that page alone");
+		CHECK(!pg_leaf_flag(&lb, 0x40123000, PTE_PS, true, NULL) &&
+			      !pg_leaf_flag(&lb, 0x40123000, 0x1000, true, NULL) && !pg_leaf_flag(&lb, 8ull << 30, PTE_NX, true, NULL),
+		      "PS, an address bit, an address not mapped: refused");
+	}
+
 	/* hidden list must be sorted and aligned */
 	struct pg_builder b;
 	struct hv_memrange bad[2] = { { 0x200000, 0x1000 }, { 0x100000, 0x1000 } };

@@ -86,6 +86,30 @@ static void set_exception_intercepts(struct vcpu *v, u32 mask) { (void)v; fake_i
 static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr, .get_efer = get_efer,
 					.get_seg = get_seg, .get_msr = get_msr, .get_dr = get_dr,
 					.set_dr = set_dr, .set_exception_intercepts = set_exception_intercepts };
+/* the nested tables' execute permission of the pages page breakpoints
+ * touch (trace/dbg.c page slots): a page not executable while its bit is set */
+static u64 fake_nx_pages[8], fake_nx_calls;
+static bool fake_npt_set_exec(u64 gpa, bool exec, bool *was)
+{
+	u32 i = 0;
+	while (i < 8 && fake_nx_pages[i] && fake_nx_pages[i] != (gpa | 1))
+		i++;
+	bool nx = i < 8 && fake_nx_pages[i] == (gpa | 1);
+	if (i == 8)
+		return false;
+	*was = !nx;
+	fake_nx_pages[i] = exec ? 0 : gpa | 1;
+	fake_nx_calls++;
+	return true;
+}
+static bool fake_nx(u64 gpa)
+{
+	for (u32 i = 0; i < 8; i++)
+		if (fake_nx_pages[i] == ((gpa & ~0xfffull) | 1))
+			return true;
+	return false;
+}
+static struct hv_arch_ops ops_npt;
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 {
 	(void)v;
@@ -158,6 +182,14 @@ u64 stack_top(struct vcpu *v, enum dec_mode mode)
 	(void)mode;
 	return v->gpr[GPR_RSP];
 }
+/* trace/follow.c: no SYSCALL here (is_legacy_op), so no mend */
+bool syscall_target(struct vcpu *v, const struct dec_insn *in, enum dec_mode mode, u64 *to)
+{
+	(void)v, (void)in, (void)mode, (void)to;
+	return false;
+}
+void mend_saved_tf_r11(struct vcpu *v, bool tf) { (void)v, (void)tf; }
+void mend_saved_tf(struct vcpu *v, u64 at, unsigned w, bool tf) { (void)v, (void)at, (void)w, (void)tf; }
 int soft_int_vector(struct vcpu *v, const struct dec_insn *in, const u8 *bytes)
 {
 	(void)v, (void)in, (void)bytes;
@@ -532,6 +564,34 @@ static void test_dbg(void)
 	CHECK(dbg_req(HVTRACE_DBG_SET_BP, 0, 0, true) == 0 && a->bp_addr == 0 &&
 	      dbg_req(HVTRACE_DBG_SET_HW, 1, 0, true) == 0 && dbg_req(HVTRACE_DBG_SET_HW, 2, 0, true) == 0,
 	      "SET_BP and SET_HW: cleared");
+	/* page slots (4-31): a backend without the control refuses them; with
+	 * it, two breakpoints on one page take its execute once; linear
+	 * 0x1010 maps to guest-physical 0x101010 (gmem_translate here) */
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x1010, true) == -HVTRACE_ENOSYS, "page slot: ENOSYS without NPT");
+	ops_npt = ops;
+	ops_npt.npt_set_exec = fake_npt_set_exec;
+	hv.ops = &ops_npt;
+	memset(&hv.guest_code, 0, sizeof(hv.guest_code));
+	memmap_add(&hv.guest_code, 0x101000, 0x1000);
+	memset(fake_nx_pages, 0, sizeof(fake_nx_pages));
+	fake_nx_calls = 0;
+	u64 bad_pg[][2] = { { 5 | 1u << 8 | 1u << 16, 0x1010 }, { 5 | 1u << 8 | 1u << 24, 0x1010 },
+			    { 5 | 1u << 8, 0 }, { 5, 0x1010 }, { 5 | 1ull << 32, 0 }, { 5 | 1u << 8 | 1ull << 32, 0x1010 },
+			    { 5 | 1u << 8 | 1ull << 48, 0x1010 }, { 5 | 1u << 8, 0x0100000000000000ull } };
+	for (u32 i = 0; i < ARRAY_SIZE(bad_pg); i++)
+		CHECK(dbg_req(HVTRACE_DBG_SET_HW, bad_pg[i][0], bad_pg[i][1], true) == -HVTRACE_EINVAL,
+		      "page slot %u refused: a watchpoint, a length, no address, an address to clear, a vCPU to clear, "
+		      "no vCPU 1, a stray bit, non-canonical", i);
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x2000, true) == -HVTRACE_EFAULT &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x10f0 + 0x100, true) == -HVTRACE_EFAULT && !fake_nx_calls,
+	      "page slot: an address not mapped, EFAULT; nothing changed");
+	memset(&hv.guest_code, 0, sizeof(hv.guest_code));
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x1010, true) == -HVTRACE_EFAULT && !fake_nx_calls,
+	      "page slot: a page not the guest's RAM or code, EFAULT");
+	memmap_add(&hv.guest_code, 0x101000, 0x1000);
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x1010, true) == 0 && fake_nx(0x101000) && fake_nx_calls == 1 &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 31 | 1u << 8, 0x1020, true) == 0 && fake_nx_calls == 1,
+	      "page slots 5 and 31 on one page: execute taken once");
 	CHECK(dbg_req(HVTRACE_TRACE_START, 0, 0, true) == 0 && rec_tracing() &&
 	      dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == -HVTRACE_EPERM && dbg_req(HVTRACE_TRACE_STOP, 0, 0, true) == 0 &&
 	      !rec_tracing(), "STEP refused once tracing started while the vCPU was held (its engine starts at entry)");
@@ -544,6 +604,55 @@ static void test_dbg(void)
 	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, false) == -HVTRACE_EPERM, "STEP after RESUME");
 	dbg_before_entry(&vcpu0);	/* not held: returns at once */
 	CHECK(*dbg_state(a) == HVTRACE_DBG_RUNNING, "not held after RESUME");
+
+	/* the page breakpoints' nested page faults (dbg_npf) */
+	struct hv_event npf = { .kind = HV_EV_NPF, .gpa = 0x101014, .error_code = HV_NPF_FETCH | HV_NPF_PRESENT };
+	struct hv_event npf_w = { .kind = HV_EV_NPF, .gpa = 0x101014, .error_code = HV_NPF_WRITE | HV_NPF_PRESENT };
+	struct hv_event npf_np = { .kind = HV_EV_NPF, .gpa = 0x901000, .error_code = HV_NPF_FETCH };
+	CHECK(!dbg_npf(&vcpu0, &npf_w) && !dbg_npf(&vcpu0, &npf_np), "a write, a page the tables lack: not ours");
+	/* another instruction on the page: opened for it, one hidden step */
+	vcpu0.rip = 0x1014;
+	vcpu0.rflags = 0x2;
+	CHECK(dbg_npf(&vcpu0, &npf) && !a->held && !fake_nx(0x101000) && dd->np_n == 1 &&
+	      vcpu0.trace->dbg_step.on && (vcpu0.rflags & RFLAGS_TF),
+	      "not a hit: the page executable for one step of the instruction");
+	dbg_before_entry(&vcpu0);
+	CHECK(vcpu0.trace->dbg_step.on && !fake_nx(0x101000), "the step not done (RIP the same): open still");
+	vcpu0.rip = 0x1018;
+	dbg_before_entry(&vcpu0);
+	CHECK(!vcpu0.trace->dbg_step.on && !(vcpu0.rflags & RFLAGS_TF) && fake_nx(0x101000) && !dd->np_n && !a->held,
+	      "the instruction ran: the page protected again, TF the guest's, not held");
+	/* a vCPU that traces: no hit, open until its next entry */
+	vcpu0.rip = 0x1010;
+	npf.gpa = 0x101010;
+	vcpu0.trace->engine = HVTRACE_ENGINE_FAST;
+	CHECK(dbg_npf(&vcpu0, &npf) && !a->held && !fake_nx(0x101000) && !vcpu0.trace->dbg_step.on && dd->np_at_exit,
+	      "tracing: the breakpoint passed, the page open, no step of ours");
+	dbg_before_entry(&vcpu0);
+	CHECK(fake_nx(0x101000) && !dd->np_n, "tracing: closed at the next entry");
+	vcpu0.trace->engine = HVTRACE_ENGINE_OFF;
+	/* a fetch refused on a page no longer protected: taken again */
+	struct hv_event npf_gone = { .kind = HV_EV_NPF, .gpa = 0x777000, .error_code = HV_NPF_FETCH | HV_NPF_PRESENT };
+	CHECK(dbg_npf(&vcpu0, &npf_gone) && !a->held, "a fetch refused elsewhere since page breakpoints were used: again");
+	/* the hit: the breakpoint's address on its page */
+	kicks = 0;
+	CHECK(dbg_npf(&vcpu0, &npf) && a->held && a->stop_vcpu == 1 && dd->hits == 1u << 5 && fake_nx(0x101000) &&
+	      !dd->np_n,
+	      "a hit: held by vCPU 0, slot 5, the page as it was (hits %x)", dd->hits);
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(a->vcpu[0].hits == 1u << 5 && r->rip == 0x1010, "slot 5's hit published: %x", a->vcpu[0].hits);
+	/* the last breakpoint cleared: the page's permission exactly as it was */
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5, 0, true) == 0 && fake_nx(0x101000) &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 31, 0, true) == 0 && !fake_nx(0x101000) &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 31, 0, true) == 0,
+	      "slot 5 cleared: still protected for 31; 31 cleared: executable again; cleared twice: nothing");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	vcpu0.rip = 0x1010;
+	CHECK(!dbg_npf(&vcpu0, &npf_np), "after: a page the tables lack is still not ours");
+	hv.ops = &ops;
 }
 
 /* The hidden step (trace/hstep.c) that the debugger's stepi and an NMI's

@@ -2,19 +2,20 @@
 UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -Ihv -Iinclude -Iefi-loader -Itests/unit
 UNIT_TESTS := test_config test_pgbuild test_memmap test_vmx_ctls test_ept test_rec test_exc test_pcicfg \
-	test_branch test_icr test_pace test_cpuid test_svm_check test_pmu test_lbr test_mtrr test_interp test_pgwalk
+	test_branch test_icr test_pace test_cpuid test_svm_check test_pmu test_lbr test_mtrr test_interp test_pgwalk test_pagebp
 
 unit-src-test_config := efi-loader/config.c hv/base/fmt.c
 unit-src-test_pgbuild := hv/base/pgbuild.c hv/base/memmap.c
 unit-src-test_memmap := hv/base/memmap.c hv/dispatch/hc_check.c efi-loader/efimisc.c
 unit-src-test_vmx_ctls := hv/vmx/ctls.c hv/base/fmt.c
 unit-src-test_ept := hv/vmx/ept.c hv/base/pgbuild.c hv/base/memmap.c
-unit-src-test_rec := hv/trace/rec.c hv/trace/dbg.c hv/trace/hstep.c hv/base/memmap.c
+unit-src-test_rec := hv/trace/rec.c hv/trace/dbg.c hv/trace/hstep.c hv/trace/pagebp.c hv/base/memmap.c
 unit-src-test_exc := hv/base/exc.c
 unit-src-test_pcicfg := hv/base/pcicfg.c
 unit-src-test_icr := hv/dispatch/icr.c
 unit-src-test_mtrr := hv/dispatch/mtrr.c
 unit-src-test_pace := hv/trace/pace.c
+unit-src-test_pagebp := hv/trace/pagebp.c
 unit-src-test_cpuid := hv/dispatch/cpuid.c
 unit-src-test_pmu := hv/trace/pmu.c
 unit-src-test_lbr := hv/trace/lbr.c hv/trace/branch.c $(wildcard hv/arch/x86/decode/*.c)

@@ -1,0 +1,61 @@
+/* The debugger's page breakpoints' bookkeeping (pagebp.h): pure logic,
+ * host-tested (tests/unit/test_pagebp.c). */
+#include "arch/x86/paging.h"
+#include "trace/pagebp.h"
+
+#define PAGE_OF(a) ((a) & ~(u64)(PAGE_SIZE - 1))
+
+int pagebp_find(const struct pagebp *p, u64 gpa)
+{
+	for (int i = 0; i < PAGEBP_SLOTS; i++)
+		if (p->page[i].used && p->page[i].gpa == PAGE_OF(gpa))
+			return i;
+	return -1;
+}
+
+int pagebp_set(struct pagebp *p, u32 s, u64 addr, u64 gpa)
+{
+	if (s >= (u32)PAGEBP_SLOTS || p->slot[s].on)
+		return -1;
+	int i = pagebp_find(p, gpa);
+	if (i < 0) {
+		/* as many entries as slots: one is free */
+		for (i = 0; i < PAGEBP_SLOTS && p->page[i].used; i++)
+			;
+		if (i == PAGEBP_SLOTS)
+			return -1;
+		p->page[i] = (struct pagebp_page){ .used = true, .orig_exec = true, .gpa = PAGE_OF(gpa) };
+	}
+	p->page[i].bps++;
+	p->slot[s].on = true;
+	p->slot[s].addr = addr;
+	p->slot[s].gpa = gpa;
+	return i;
+}
+
+int pagebp_clear(struct pagebp *p, u32 s)
+{
+	if (s >= (u32)PAGEBP_SLOTS || !p->slot[s].on)
+		return -1;
+	int i = pagebp_find(p, p->slot[s].gpa);
+	p->slot[s].on = false;
+	if (i >= 0 && p->page[i].bps)
+		p->page[i].bps--;
+	return i;
+}
+
+u32 pagebp_hits(const struct pagebp *p, u64 lin, u64 gpa)
+{
+	u32 hits = 0;
+	for (u32 s = 0; s < (u32)PAGEBP_SLOTS; s++)
+		if (p->slot[s].on && p->slot[s].addr == lin && PAGE_OF(p->slot[s].gpa) == PAGE_OF(gpa))
+			hits |= 1u << s;
+	return hits;
+}
+
+void pagebp_release(struct pagebp *p, int i)
+{
+	struct pagebp_page *pg = &p->page[i];
+	if (pg->used && !pg->bps && !pg->open && !pg->nx)
+		pg->used = false;
+}

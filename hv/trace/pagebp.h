@@ -1,0 +1,51 @@
+/* The debugger's page breakpoints (trace/dbg.c; docs/channel.md "The
+ * debugger", SET_HW slots 4-31): instruction breakpoints beyond the four
+ * debug registers, kept by removing execute permission from the page in
+ * the nested page tables. This is the bookkeeping alone, pure and
+ * host-tested: which slot holds which (linear address, guest-physical
+ * address) pair, which pages carry breakpoints, and how many vCPUs have
+ * a page open for one instruction (the step past it). Root mode, under
+ * the debugger's lock. */
+#ifndef HV_TRACE_PAGEBP_H
+#define HV_TRACE_PAGEBP_H
+#include "arch/x86/types.h"
+#include "hvtrace/record.h"
+
+#define PAGEBP_SLOTS ((int)(HVTRACE_DBG_SLOTS_MAX - HVTRACE_DBG_SLOTS))
+
+struct pagebp_page {
+	bool used;
+	bool nx;		/* execute removed in the nested tables now */
+	bool orig_known;	/* orig_exec is the tables' (set when nx first is) */
+	bool orig_exec;		/* its permission before the first breakpoint (restored) */
+	u32 bps;		/* slots on it */
+	u32 open;		/* vCPUs stepping an instruction on it */
+	u64 gpa;		/* page-aligned */
+};
+
+struct pagebp {
+	struct { bool on; u64 addr, gpa; } slot[PAGEBP_SLOTS];
+	struct pagebp_page page[PAGEBP_SLOTS];
+};
+
+/* The entry of the page holding gpa; -1: none. */
+int pagebp_find(const struct pagebp *p, u64 gpa);
+/* Page slot s (0-based) at linear `addr`, which maps to `gpa`: the page
+ * entry it counts on (made when new: used, not nx, orig_exec to be filled
+ * by the caller when it first removes execute), or -1 when s is out of
+ * range or already set. */
+int pagebp_set(struct pagebp *p, u32 s, u64 addr, u64 gpa);
+/* Slot s cleared: its page entry (bps down), -1 when it was not set. */
+int pagebp_clear(struct pagebp *p, u32 s);
+/* The page slots (bit s) whose breakpoint is at linear `lin` on gpa's page. */
+u32 pagebp_hits(const struct pagebp *p, u64 lin, u64 gpa);
+/* Execute must be removed from the page now: breakpoints on it and no
+ * vCPU stepping there. */
+static inline bool pagebp_want_nx(const struct pagebp_page *pg)
+{
+	return pg->used && pg->bps && !pg->open;
+}
+/* The entry is done with (no breakpoint, nobody stepping, execute as it
+ * was): freed. */
+void pagebp_release(struct pagebp *p, int i);
+#endif

@@ -1,0 +1,98 @@
+/* The debugger's page breakpoints' bookkeeping (hv/trace/pagebp.c): slots
+ * to pages, several breakpoints on one page, hits by linear address and
+ * guest-physical page, and when a page's execute permission goes and
+ * comes back (its breakpoints and the vCPUs stepping on it). */
+#include <string.h>
+#include "unit.h"
+#include "trace/pagebp.h"
+
+/* what the nested tables would hold: pagebp_want_nx applied as dbg.c's
+ * page_sync does, the entry freed when done */
+static void sync(struct pagebp *p, int i)
+{
+	p->page[i].nx = pagebp_want_nx(&p->page[i]);
+	pagebp_release(p, i);
+}
+
+int main(void)
+{
+	static struct pagebp p;
+	memset(&p, 0, sizeof(p));
+
+	/* two breakpoints on one page, one on another */
+	int a = pagebp_set(&p, 0, 0xffff800000401010ull, 0x401010);
+	int b = pagebp_set(&p, 3, 0xffff800000401ff0ull, 0x401ff0);
+	int c = pagebp_set(&p, 27, 0xffff800000402000ull, 0x402000);
+	CHECK(a >= 0 && a == b && c >= 0 && c != a, "entries: %d %d %d", a, b, c);
+	CHECK(p.page[a].gpa == 0x401000 && p.page[a].bps == 2 && p.page[c].bps == 1, "pages and counts");
+	CHECK(pagebp_set(&p, 0, 0x1000, 0x1000) < 0 && pagebp_set(&p, PAGEBP_SLOTS, 0x1000, 0x1000) < 0,
+	      "a slot set twice, a slot past the last: refused");
+	sync(&p, a);
+	sync(&p, c);
+	CHECK(p.page[a].nx && p.page[c].nx, "pages with breakpoints lose execute");
+	CHECK(pagebp_find(&p, 0x401abc) == a && pagebp_find(&p, 0x403000) < 0, "find by any address in the page");
+
+	/* hits: the linear address and the guest-physical page both */
+	CHECK(pagebp_hits(&p, 0xffff800000401010ull, 0x401000) == 1u << 0, "hit slot 0");
+	CHECK(pagebp_hits(&p, 0xffff800000401ff0ull, 0x401ff0) == 1u << 3, "hit slot 3");
+	CHECK(pagebp_hits(&p, 0xffff800000401014ull, 0x401014) == 0, "another instruction on the page: no hit");
+	CHECK(pagebp_hits(&p, 0xffff800000401010ull, 0x501010) == 0,
+	      "the address mapped to another page (another address space): no hit");
+	CHECK(pagebp_hits(&p, 0xffff800000402000ull, 0x402000) == 1u << 27, "hit slot 27 (the last)");
+
+	/* a vCPU steps one instruction there: execute back while open */
+	p.page[a].open++;
+	sync(&p, a);
+	CHECK(!p.page[a].nx && p.page[a].used, "open: executable, the entry kept");
+	p.page[a].open++;	/* a second vCPU */
+	p.page[a].open--;
+	sync(&p, a);
+	CHECK(!p.page[a].nx, "still open by one");
+	p.page[a].open--;
+	sync(&p, a);
+	CHECK(p.page[a].nx, "closed: protected again");
+
+	/* clearing: the page keeps its protection while any breakpoint stays */
+	CHECK(pagebp_clear(&p, 0) == a && p.page[a].bps == 1, "slot 0 cleared");
+	sync(&p, a);
+	CHECK(p.page[a].nx && p.page[a].used, "one breakpoint left: protected");
+	CHECK(pagebp_clear(&p, 0) < 0, "a clear slot cleared again: nothing");
+	CHECK(pagebp_hits(&p, 0xffff800000401010ull, 0x401000) == 0, "a cleared slot never hits");
+
+	/* the last breakpoint cleared while a vCPU has the page open: the
+	 * entry stays until it closes, executable; then it is freed */
+	p.page[a].open++;
+	sync(&p, a);
+	CHECK(pagebp_clear(&p, 3) == a && p.page[a].bps == 0, "the last cleared");
+	sync(&p, a);
+	CHECK(!p.page[a].nx && p.page[a].used, "open, no breakpoint: executable, kept");
+	p.page[a].open--;
+	sync(&p, a);
+	CHECK(!p.page[a].nx && !p.page[a].used && pagebp_find(&p, 0x401000) < 0, "closed: freed, executable");
+
+	/* every slot on its own page, then one more page: no entry is lacking */
+	for (int s = 0; s < PAGEBP_SLOTS; s++) {
+		if (s == 27)
+			continue;
+		int i = pagebp_set(&p, (u32)s, 0x10000000ull + (u64)s * 4096, 0x10000000ull + (u64)s * 4096);
+		CHECK(i >= 0, "slot %d on a page of its own: %d", s, i);
+		if (i >= 0)
+			sync(&p, i);
+	}
+	int used = 0;
+	for (int i = 0; i < PAGEBP_SLOTS; i++)
+		used += p.page[i].used;
+	CHECK(used == PAGEBP_SLOTS, "28 pages for 28 slots: %d", used);
+	/* the session's end: every slot cleared, every page as it was */
+	for (int s = 0; s < PAGEBP_SLOTS; s++) {
+		int i = pagebp_clear(&p, (u32)s);
+		CHECK(i >= 0, "slot %d cleared", s);
+		if (i >= 0)
+			sync(&p, i);
+	}
+	used = 0;
+	for (int i = 0; i < PAGEBP_SLOTS; i++)
+		used += p.page[i].used || p.page[i].nx;
+	CHECK(used == 0, "after the session: no page protected, no entry: %d", used);
+	return unit_done("test_pagebp");
+}
