@@ -369,21 +369,30 @@ static void count_left(struct interp_stats *st, const struct interp_result *r)
 	st->top[min].count = 1;
 }
 
+/* The indexes of the n most often left (at most n; fewer when fewer are counted), largest
+ * first */
+static u32 top_entries(const struct interp_stats *st, u32 *idx, u32 n)
+{
+	_Static_assert(INTERP_TOP <= 32, "done: one bit per entry");
+	u32 got = 0, done = 0;
+	while (got < n) {
+		u32 best = INTERP_TOP;
+		for (u32 i = 0; i < INTERP_TOP; i++)
+			if (st->top[i].count && !(done & 1u << i) && (best == INTERP_TOP || st->top[i].count > st->top[best].count))
+				best = i;
+		if (best == INTERP_TOP)
+			break;
+		done |= 1u << best;
+		idx[got++] = best;
+	}
+	return got;
+}
+
 void interp_top(const struct interp_stats *st, u64 out[2])
 {
-	u32 a = INTERP_TOP, b = INTERP_TOP;
-	for (u32 i = 0; i < INTERP_TOP; i++) {
-		if (!st->top[i].count)
-			continue;
-		if (a == INTERP_TOP || st->top[i].count > st->top[a].count) {
-			b = a;
-			a = i;
-		} else if (b == INTERP_TOP || st->top[i].count > st->top[b].count) {
-			b = i;
-		}
-	}
-	out[0] = a < INTERP_TOP ? (u64)st->top[a].key << 32 | (u32)MIN(st->top[a].count, 0xffffffffull) : 0;
-	out[1] = b < INTERP_TOP ? (u64)st->top[b].key << 32 | (u32)MIN(st->top[b].count, 0xffffffffull) : 0;
+	u32 idx[2], n = top_entries(st, idx, 2);
+	for (u32 k = 0; k < 2; k++)
+		out[k] = k < n ? (u64)st->top[idx[k]].key << 32 | (u32)MIN(st->top[idx[k]].count, 0xffffffffull) : 0;
 }
 
 /* --- the engine ------------------------------------------------------------------------- */
@@ -658,21 +667,11 @@ void interp_log(struct vcpu *v)
 		 HVTRACE_INTERP_TOP_COUNT(top[0]), HVTRACE_INTERP_TOP_KEY(top[1]), HVTRACE_INTERP_TOP_COUNT(top[1]));
 	/* the eight most often left, largest first (key: leave << 24 | interp_opkey) */
 	char line[8 * 32 + 1];	/* " %x (%lu)": at most 32 characters each */
-	_Static_assert(INTERP_TOP <= 32, "done: one bit per entry");
-	u32 len = 0, done = 0;
+	u32 idx[8], n = top_entries(st, idx, 8), len = 0;
 	line[0] = 0;
-	for (u32 k = 0; k < 8; k++) {
-		u32 best = INTERP_TOP;
-		for (u32 i = 0; i < INTERP_TOP; i++)
-			if (st->top[i].count && !(done & 1u << i) && (best == INTERP_TOP || st->top[i].count > st->top[best].count))
-				best = i;
-		if (best == INTERP_TOP)
-			break;
-		done |= 1u << best;
-		len += (u32)hv_snprintf(line + len, sizeof(line) - len, " %x (%lu)", st->top[best].key, st->top[best].count);
-		if (len >= sizeof(line))
-			break;
-	}
+	for (u32 k = 0; k < n && len < sizeof(line); k++)
+		len += (u32)hv_snprintf(line + len, sizeof(line) - len, " %x (%lu)", st->top[idx[k]].key,
+					st->top[idx[k]].count);
 	LOG_INFO("interp: vcpu %u most left:%s", v->id, line);
 }
 
