@@ -9,6 +9,12 @@
 #   vmx-linux-bare  enable = no: the kernel on Bochs's processor alone
 #   vmx-linux       enable = yes, one processor: /init with the CPU's
 #                   hypervisor flag and the guest agent's hypercall answered
+#   vmx-linux-smp-bare, vmx-linux-smp
+#                   the same kernel with SMP and ACPI (tests/linux/
+#                   tiny-smp.config, $TINY_SMP_DIR) on two processors,
+#                   without and with the hypervisor: both CPUs up, the
+#                   agent's hypercall on each, the second taken offline and
+#                   back (the initramfs's hvtrace.smp)
 #
 # The kernel's command line fits Bochs's machine (docs/testing.md "Known
 # emulator divergences"): clearcpuid=fsrm, because Bochs does not implement
@@ -24,7 +30,8 @@
 #   tests/integration-vmx-linux.sh [--list] [PATTERN...]   (default: both)
 #
 # Environment: see tests/lib/runner.sh (BUILD, HVTRACE_TIME_SCALE); TINY_DIR
-# (default $BUILD/cache/tiny-linux).
+# (default $BUILD/cache/tiny-linux), TINY_SMP_DIR (default
+# $BUILD/cache/tiny-linux-smp).
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib/runner.sh
@@ -33,12 +40,13 @@ ABI_MINOR=$(sed -nE 's/^#define HVTRACE_ABI_MINOR ([0-9]+)/\1/p' include/hvtrace
 
 VMX_LINUX_CMDLINE='console=ttyS0,115200 panic=-1 nokaslr no_timer_check lpj=9676800 clearcpuid=fsrm'
 
-# vmx_linux NAME ENABLE BOUND [bochs.sh options]: the small kernel to
-# HVTRACE-GUEST: done, the hypervisor loaded or not
+# vmx_linux NAME ENABLE BOUND VMLINUX EXTRA [bochs.sh options]: that small
+# kernel to HVTRACE-GUEST: done, the hypervisor loaded or not, EXTRA added
+# to its command line
 vmx_linux() {
-	local name=$1 enable=$2 bound=$3
-	shift 3
-	local d=$(esp $name) vmlinux=${TINY_DIR:-$BUILD/cache/tiny-linux}/vmlinux cpio=$BUILD/initrd.cpio
+	local name=$1 enable=$2 bound=$3 vmlinux=$4 extra=$5
+	shift 5
+	local d=$(esp $name) cpio=$BUILD/initrd.cpio
 	if [ ! -s "$vmlinux" ] || [ ! -s "$cpio" ]; then
 		LOG=/dev/null ELAPSED=0 REASONS="; no $vmlinux or $cpio (make test-vmx-linux builds them)"
 		return 1
@@ -48,7 +56,7 @@ vmx_linux() {
 	cp "$cpio" "$d/EFI/linux/initrd.cpio"
 	cp "$BUILD/tests/guest/bootvmlinux.efi" "$d/EFI/hvtrace/"
 	printf '%s\n' 'next = \EFI\hvtrace\bootvmlinux.efi' \
-		"cmdline = vmlinux=\\EFI\\linux\\vmlinux ramdisk=\\EFI\\linux\\initrd.cpio $VMX_LINUX_CMDLINE" \
+		"cmdline = vmlinux=\\EFI\\linux\\vmlinux ramdisk=\\EFI\\linux\\initrd.cpio $VMX_LINUX_CMDLINE$extra" \
 		"enable = $enable" >"$d/EFI/hvtrace/hvtrace.cfg"
 	boot bochs $name $bound --mem 128 --keep "$RUNS/$name" --until 'HVTRACE-GUEST: done|Kernel panic' "$@"
 	expect 'bootvmlinux: e820: [0-9]+ entries; leaving the firmware'
@@ -59,17 +67,18 @@ vmx_linux() {
 	reject 'Kernel panic'
 	reject 'BUG:|Oops|general protection fault|double fault'
 	reject 'hvtrace: error'
+	return 0
 }
 
 t_vmx_linux_bare() {
-	vmx_linux vmx-linux-bare no 600 &&
+	vmx_linux vmx-linux-bare no 600 "$TINY" "" &&
 		{ expect 'hvtrace: .enable = no. in hvtrace.cfg'
 		  expect 'HVTRACE-GUEST: cpu flag hypervisor: no'; }
 	finish vmx-linux-bare
 }
 
 t_vmx_linux() {
-	vmx_linux vmx-linux yes 900 &&
+	vmx_linux vmx-linux yes 900 "$TINY" "" &&
 		{ expect 'hvtrace: vmx backend ready'
 		  expect 'hvtrace: hypervisor running; this processor is now its guest'
 		  expect 'HVTRACE-GUEST: cpu flag hypervisor: yes'
@@ -78,4 +87,32 @@ t_vmx_linux() {
 	finish vmx-linux
 }
 
-runner_main integration-vmx-linux "t_vmx_linux_bare t_vmx_linux" "$@"
+# two processors: both up, the same CPUID flags on each, the agent's
+# hypercall answered by the vCPU it ran on, the second offline and back
+vmx_linux_smp() {
+	local name=$1 enable=$2 bound=$3
+	vmx_linux $name $enable $bound "$TINY_SMP" " hvtrace.smp" --smp 2 || return 0
+	expect 'smp: Brought up 1 node, 2 CPUs'
+	expect 'HVTRACE-GUEST: smp cpus 2, flag lines 1, '
+	expect 'HVTRACE-GUEST: smp cpu 1 offline 0 online 1'
+	reject 'hvtrace: warning'
+	if [ $enable = yes ]; then
+		expect 'hvtrace: all 2 processors are under the hypervisor'
+		expect 'HVTRACE-GUEST: smp cpus 2, flag lines 1, hypervisor on 2'
+		expect 'HVTRACE-GUEST: smp cpu 0 apicid 0 agent 0$'
+		expect 'HVTRACE-GUEST: smp cpu 1 apicid 1 agent 1$'
+		expect 'HVTRACE-GUEST: smp cpu 1 offline 0 online 1 agent 1$'
+	else
+		expect 'HVTRACE-GUEST: smp cpus 2, flag lines 1, hypervisor on 0'
+	fi
+}
+t_vmx_linux_smp_bare() { vmx_linux_smp vmx-linux-smp-bare no 900; finish vmx-linux-smp-bare; }
+t_vmx_linux_smp() { vmx_linux_smp vmx-linux-smp yes 1200; finish vmx-linux-smp; }
+
+TINY=${TINY_DIR:-$BUILD/cache/tiny-linux}/vmlinux
+TINY_SMP=${TINY_SMP_DIR:-$BUILD/cache/tiny-linux-smp}/vmlinux
+# the two-processor tests are not run by default yet: OVMF under Bochs
+# publishes no ACPI RSDP, so Linux finds no MADT and runs on one processor
+# (docs/testing.md item 6); name them to run them
+if [ $# = 0 ]; then set -- vmx_linux_bare vmx_linux$; fi
+runner_main integration-vmx-linux "t_vmx_linux_bare t_vmx_linux t_vmx_linux_smp_bare t_vmx_linux_smp" "$@"

@@ -336,10 +336,19 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	put32(bp, HDR_RAMDISK_SIZE, (uint32_t)rd_size);
 	put32(bp, BP_EXT_RAMDISK_IMAGE, 0);
 	put32(bp, BP_EXT_RAMDISK_SIZE, 0);
-	EFI_GUID acpi20 = ACPI_20_TABLE_GUID;
-	for (UINTN i = 0; i < ST->NumberOfTableEntries; i++)
+	/* the ACPI 2.0 RSDP, else ACPI 1.0's (the kernel reads either); said,
+	 * since without one Linux finds no MADT and runs on one processor */
+	EFI_GUID acpi20 = ACPI_20_TABLE_GUID, acpi10 = ACPI_TABLE_GUID;
+	uint64_t rsdp20 = 0, rsdp10 = 0;
+	for (UINTN i = 0; i < ST->NumberOfTableEntries; i++) {
 		if (!CompareMem(&ST->ConfigurationTable[i].VendorGuid, &acpi20, sizeof(acpi20)))
-			put64(bp, BP_ACPI_RSDP, (uint64_t)(uintptr_t)ST->ConfigurationTable[i].VendorTable);
+			rsdp20 = (uint64_t)(uintptr_t)ST->ConfigurationTable[i].VendorTable;
+		if (!CompareMem(&ST->ConfigurationTable[i].VendorGuid, &acpi10, sizeof(acpi10)))
+			rsdp10 = (uint64_t)(uintptr_t)ST->ConfigurationTable[i].VendorTable;
+	}
+	put64(bp, BP_ACPI_RSDP, rsdp20 ? rsdp20 : rsdp10);
+	say("ACPI RSDP: 2.0 %lx, 1.0 %lx, %lu configuration tables", rsdp20, rsdp10,
+	    (uint64_t)ST->NumberOfTableEntries);
 	say("cmdline '%s', ramdisk %lx (%lu bytes), boot_params %lx", cmdline, (uint64_t)(uintptr_t)rd, rd_size,
 	    (uint64_t)bpa);
 
