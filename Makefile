@@ -64,6 +64,11 @@ TINY_DIR ?= $(BUILD)/cache/tiny-linux
 TINY_IMAGES := $(TINY_DIR)/vmlinux
 $(TINY_DIR)/vmlinux: scripts/build-tiny-kernel.sh tests/linux/tiny.config
 	scripts/build-tiny-kernel.sh $(TINY_DIR)
+# the same with SMP and ACPI, for two processors under VMX (make test-vmx-linux)
+TINY_SMP_DIR ?= $(BUILD)/cache/tiny-linux-smp
+TINY_SMP_IMAGES := $(TINY_SMP_DIR)/vmlinux
+$(TINY_SMP_DIR)/vmlinux: scripts/build-tiny-kernel.sh tests/linux/tiny.config tests/linux/tiny-smp.config
+	scripts/build-tiny-kernel.sh $(TINY_SMP_DIR) tests/linux/tiny-smp.config
 
 # Linux's perf in the guest (tests/integration-perf.sh): Debian's linux-perf
 # and gdb (gdb-minimal) and their libraries in the build cache, and a second
@@ -126,8 +131,8 @@ test-gdb-live: deps
 # the hypervisor (tests/integration-vmx-linux.sh; not in make test: its
 # time, docs/testing.md item 6)
 test-vmx-linux: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/initrd.cpio $(TINY_IMAGES)
-	@tests/integration-vmx-linux.sh
+	@$(MAKE) --no-print-directory all $(BUILD)/initrd.cpio $(TINY_IMAGES) $(TINY_SMP_IMAGES)
+	@TINY_DIR=$(TINY_DIR) TINY_SMP_DIR=$(TINY_SMP_DIR) tests/integration-vmx-linux.sh
 
 # A whole boot traced, firmware to /init: the small Linux (also in make
 # test) and Debian's kernel (over an hour here)

@@ -91,7 +91,8 @@ t_vmx_linux() {
 # hypercall answered by the vCPU it ran on, the second offline and back
 vmx_linux_smp() {
 	local name=$1 enable=$2 bound=$3
-	vmx_linux $name $enable $bound "$TINY_SMP" " hvtrace.smp" --smp 2 || return 0
+	vmx_linux $name $enable $bound "$TINY_SMP" " mptable=2 hvtrace.smp" --smp 2 || return 0
+	expect 'bootvmlinux: mptable=2: an MP table for two processors'
 	expect 'smp: Brought up 1 node, 2 CPUs'
 	expect 'HVTRACE-GUEST: smp cpus 2, flag lines 1, '
 	expect 'HVTRACE-GUEST: smp cpu 1 offline 0 online 1'
