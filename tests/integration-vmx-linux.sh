@@ -14,7 +14,10 @@
 #                   tiny-smp.config, $TINY_SMP_DIR) on two processors,
 #                   without and with the hypervisor: both CPUs up, the
 #                   agent's hypercall on each, the second taken offline and
-#                   back (the initramfs's hvtrace.smp)
+#                   back (the initramfs's hvtrace.smp). OVMF under Bochs
+#                   publishes no ACPI RSDP (no MADT): bootvmlinux's
+#                   mptable=2 gives the kernel an MP table for two
+#                   processors instead
 #
 # The kernel's command line fits Bochs's machine (docs/testing.md "Known
 # emulator divergences"): clearcpuid=fsrm, because Bochs does not implement
@@ -27,7 +30,7 @@
 # CPUID.15H rate (2419.2 MHz) per jiffy at the kernel's HZ of 250, as the
 # kernel would calibrate it; no_timer_check as the QEMU boots.
 #
-#   tests/integration-vmx-linux.sh [--list] [PATTERN...]   (default: both)
+#   tests/integration-vmx-linux.sh [--list] [PATTERN...]   (default: all four)
 #
 # Environment: see tests/lib/runner.sh (BUILD, HVTRACE_TIME_SCALE); TINY_DIR
 # (default $BUILD/cache/tiny-linux), TINY_SMP_DIR (default
@@ -112,8 +115,4 @@ t_vmx_linux_smp() { vmx_linux_smp vmx-linux-smp yes 1200; finish vmx-linux-smp; 
 
 TINY=${TINY_DIR:-$BUILD/cache/tiny-linux}/vmlinux
 TINY_SMP=${TINY_SMP_DIR:-$BUILD/cache/tiny-linux-smp}/vmlinux
-# the two-processor tests are not run by default yet: OVMF under Bochs
-# publishes no ACPI RSDP, so Linux finds no MADT and runs on one processor
-# (docs/testing.md item 6); name them to run them
-if [ $# = 0 ]; then set -- vmx_linux_bare vmx_linux$; fi
 runner_main integration-vmx-linux "t_vmx_linux_bare t_vmx_linux t_vmx_linux_smp_bare t_vmx_linux_smp" "$@"
