@@ -9,6 +9,8 @@
 #   vmx-linux-bare  enable = no: the kernel on Bochs's processor alone
 #   vmx-linux       enable = yes, one processor: /init with the CPU's
 #                   hypervisor flag and the guest agent's hypercall answered
+#   vmx-linux-traced  enable = yes, traced from start_kernel for 20,000
+#                   records (the fast engine, the flight recorder)
 #   vmx-linux-smp-bare, vmx-linux-smp
 #                   the same kernel with SMP and ACPI (tests/linux/
 #                   tiny-smp.config, $TINY_SMP_DIR) on two processors,
@@ -30,7 +32,7 @@
 # CPUID.15H rate (2419.2 MHz) per jiffy at the kernel's HZ of 250, as the
 # kernel would calibrate it; no_timer_check as the QEMU boots.
 #
-#   tests/integration-vmx-linux.sh [--list] [PATTERN...]   (default: all four)
+#   tests/integration-vmx-linux.sh [--list] [PATTERN...]   (default: all five)
 #
 # Environment: see tests/lib/runner.sh (BUILD, HVTRACE_TIME_SCALE); TINY_DIR
 # (default $BUILD/cache/tiny-linux), TINY_SMP_DIR (default
@@ -41,6 +43,7 @@ cd "$(dirname "$0")/.."
 ABI_MAJOR=$(sed -nE 's/^#define HVTRACE_ABI_MAJOR ([0-9]+)/\1/p' include/hvtrace/abi.h)
 ABI_MINOR=$(sed -nE 's/^#define HVTRACE_ABI_MINOR ([0-9]+)/\1/p' include/hvtrace/abi.h)
 
+VMX_LINUX_CFG=	# more hvtrace.cfg lines
 VMX_LINUX_CMDLINE='console=ttyS0,115200 panic=-1 nokaslr no_timer_check lpj=9676800 clearcpuid=fsrm'
 
 # vmx_linux NAME ENABLE BOUND VMLINUX EXTRA [bochs.sh options]: that small
@@ -60,7 +63,7 @@ vmx_linux() {
 	cp "$BUILD/tests/guest/bootvmlinux.efi" "$d/EFI/hvtrace/"
 	printf '%s\n' 'next = \EFI\hvtrace\bootvmlinux.efi' \
 		"cmdline = vmlinux=\\EFI\\linux\\vmlinux ramdisk=\\EFI\\linux\\initrd.cpio $VMX_LINUX_CMDLINE$extra" \
-		"enable = $enable" >"$d/EFI/hvtrace/hvtrace.cfg"
+		"enable = $enable" ${VMX_LINUX_CFG:+"$VMX_LINUX_CFG"} >"$d/EFI/hvtrace/hvtrace.cfg"
 	boot bochs $name $bound --mem 128 --keep "$RUNS/$name" --until 'HVTRACE-GUEST: done|Kernel panic' "$@"
 	expect 'bootvmlinux: e820: [0-9]+ entries; leaving the firmware'
 	expect 'Clearing CPUID bits: fsrm'
@@ -90,6 +93,28 @@ t_vmx_linux() {
 	finish vmx-linux
 }
 
+# traced from start_kernel (nokaslr: its address from the kernel's
+# System.map) for 20,000 records by the default (fast) engine into the
+# flight recorder, in reserved RAM (Bochs has no ivshmem): the recorder
+# says it started there and stopped at the count, and the kernel goes on
+# to /init
+t_vmx_linux_traced() {
+	local map=${TINY_DIR:-$BUILD/cache/tiny-linux}/System.map
+	local sk=$(awk '$3 == "start_kernel" { print $1 }' "$map" 2>/dev/null)
+	if [ -z "$sk" ]; then
+		LOG=/dev/null ELAPSED=0 REASONS="; no start_kernel in $map"
+	else
+		VMX_LINUX_CFG=$(printf 'flight.size = 4M\ntrace.start = 0x%s\ntrace.stop = records:20000' "$sk")
+		vmx_linux vmx-linux-traced yes 900 "$TINY" "" &&
+			{ expect 'hvtrace: recorder: channel at [0-9a-f]+ \(reserved RAM'
+			  expect "hvtrace: recorder: tracing starts at 0*$sk\$"
+			  expect 'hvtrace: recorder: tracing stopped \(trace.stop records reached\) after 20000 records'
+			  expect 'HVTRACE-GUEST: cpu flag hypervisor: yes'; }
+		VMX_LINUX_CFG=
+	fi
+	finish vmx-linux-traced
+}
+
 # two processors: both up, the same CPUID flags on each, the agent's
 # hypercall answered by the vCPU it ran on, the second offline and back
 vmx_linux_smp() {
@@ -115,4 +140,4 @@ t_vmx_linux_smp() { vmx_linux_smp vmx-linux-smp yes 1200; finish vmx-linux-smp; 
 
 TINY=${TINY_DIR:-$BUILD/cache/tiny-linux}/vmlinux
 TINY_SMP=${TINY_SMP_DIR:-$BUILD/cache/tiny-linux-smp}/vmlinux
-runner_main integration-vmx-linux "t_vmx_linux_bare t_vmx_linux t_vmx_linux_smp_bare t_vmx_linux_smp" "$@"
+runner_main integration-vmx-linux "t_vmx_linux_bare t_vmx_linux t_vmx_linux_traced t_vmx_linux_smp_bare t_vmx_linux_smp" "$@"
