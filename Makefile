@@ -29,7 +29,7 @@ help:
 	@echo "make test-perf-suite  Linux's perf test suite in the guest, all but one test (make test runs a part)"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU 10's TCG, fetched; not in make test)"
 	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel (fast, then interp engine), then Debian's (over an hour)"
-	@echo "make test-vmx-linux  the small Linux to /init under the VMX backend in Bochs, on one and two processors, without and with the hypervisor (about 5 min)"
+	@echo "make test-vmx-linux  the small Linux to /init under the VMX backend in Bochs, on one and two processors, without and with the hypervisor (3.5 min idle)"
 	@echo "make test-gdb-live  GDB on a running guest alone, EFI program (untraced, traced) and Debian kernel (all in make test too)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU, trace it from start_kernel, show the report"
 	@echo "make bench       benchmarks, results in bench/results/"
