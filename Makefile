@@ -8,7 +8,7 @@ LD ?= ld
 OBJCOPY ?= objcopy
 KERNEL_DIR ?= $(BUILD)/cache/linux
 
-.PHONY: all guest-tests deps test test-run test-unit test-integration test-perf test-perf-suite test-nested test-boot test-gdb-live demo demo-run bench bench-run clean help
+.PHONY: all guest-tests deps test test-run test-unit test-integration test-perf test-perf-suite test-nested test-boot test-vmx-linux test-gdb-live demo demo-run bench bench-run clean help
 all: $(BUILD)/hvtrace.efi $(BUILD)/guest-agent/hvtrace-agent guest-tests
 
 include hv/hv.mk
@@ -29,6 +29,7 @@ help:
 	@echo "make test-perf-suite  Linux's perf test suite in the guest, all but one test (make test runs a part)"
 	@echo "make test-nested the tests under real KVM with nested SVM (inside QEMU 10's TCG, fetched; not in make test)"
 	@echo "make test-boot   a whole boot traced, firmware to Linux's /init: the small kernel (fast, then interp engine), then Debian's (over an hour)"
+	@echo "make test-vmx-linux  the small Linux to /init under the VMX backend in Bochs, on one and two processors, without and with the hypervisor (3.5 min idle)"
 	@echo "make test-gdb-live  GDB on a running guest alone, EFI program (untraced, traced) and Debian kernel (all in make test too)"
 	@echo "make demo        boot Debian's Linux under hvtrace in QEMU, trace it from start_kernel, show the report"
 	@echo "make bench       benchmarks, results in bench/results/"
@@ -63,6 +64,11 @@ TINY_DIR ?= $(BUILD)/cache/tiny-linux
 TINY_IMAGES := $(TINY_DIR)/vmlinux
 $(TINY_DIR)/vmlinux: scripts/build-tiny-kernel.sh tests/linux/tiny.config
 	scripts/build-tiny-kernel.sh $(TINY_DIR)
+# the same with SMP and ACPI, for two processors under VMX (make test-vmx-linux)
+TINY_SMP_DIR ?= $(BUILD)/cache/tiny-linux-smp
+TINY_SMP_IMAGES := $(TINY_SMP_DIR)/vmlinux
+$(TINY_SMP_DIR)/vmlinux: scripts/build-tiny-kernel.sh tests/linux/tiny.config tests/linux/tiny-smp.config
+	scripts/build-tiny-kernel.sh $(TINY_SMP_DIR) tests/linux/tiny-smp.config
 
 # Linux's perf in the guest (tests/integration-perf.sh): Debian's linux-perf
 # and gdb (gdb-minimal) and their libraries in the build cache, and a second
@@ -120,6 +126,13 @@ test-nested: deps
 test-gdb-live: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(BOOT_IMAGES) $(KERNEL_DIR)/modules/order
 	@tests/integration-rec.sh gdb-live
+
+# The small Linux under the VMX backend in Bochs, to /init, without and with
+# the hypervisor (tests/integration-vmx-linux.sh; not in make test: its
+# time, docs/testing.md item 6)
+test-vmx-linux: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/initrd.cpio $(TINY_IMAGES) $(TINY_SMP_IMAGES)
+	@TINY_DIR=$(TINY_DIR) TINY_SMP_DIR=$(TINY_SMP_DIR) tests/integration-vmx-linux.sh
 
 # A whole boot traced, firmware to /init: the small Linux (also in make
 # test) and Debian's kernel (over an hour here)

@@ -7,11 +7,15 @@
 # OUT/version (the source package's version). Needs flex, bison and bc
 # (scripts/setup-deps.sh). A few minutes on two cores; make keeps the
 # result in the build cache.
-# Usage: scripts/build-tiny-kernel.sh OUTDIR
+# Usage: scripts/build-tiny-kernel.sh OUTDIR [FRAGMENT...]
+# FRAGMENTs: more configuration on top of tiny.config (tests/linux/tiny-smp.config).
 set -eu
 . "$(dirname "$0")/debfetch.sh"
 frag=$(cd "$(dirname "$0")/.." && pwd)/tests/linux/tiny.config
-out=${1:?usage: build-tiny-kernel.sh OUTDIR}
+out=${1:?usage: build-tiny-kernel.sh OUTDIR [FRAGMENT...]}
+shift
+frags="$frag"
+for f in "$@"; do frags="$frags $(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 for t in flex bison bc; do
@@ -29,10 +33,11 @@ src=$(ls -d "$tmp"/linux-source-*/ | head -1)
 obj=$tmp/obj
 mk() { make -s -C "$src" O="$obj" ARCH=x86_64 "$@"; }
 mk tinyconfig >/dev/null
-"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag" >/dev/null
+"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" $frags >/dev/null
 mk olddefconfig >/dev/null
-# every option the fragment sets must have held (a dependency the fragment
-# does not satisfy drops it silently)
+# every option the fragments set must have held (a dependency a fragment
+# does not satisfy drops it silently); a later fragment's line for an option
+# overrides an earlier one's
 bad=""
 while read -r line; do
 	case "$line" in
@@ -40,7 +45,8 @@ while read -r line; do
 	"# CONFIG_"*" is not set") opt=${line#\# } opt=${opt%% *}
 		! grep -q "^$opt=" "$obj/.config" || bad="$bad $opt" ;;
 	esac
-done <"$frag"
+done < <(awk '/^CONFIG_[A-Za-z0-9_]+=/ { k = $0; sub(/=.*/, "", k); v[k] = $0; next }
+	/^# CONFIG_[A-Za-z0-9_]+ is not set/ { v[$2] = $0 } END { for (k in v) print v[k] }' $frags)
 [ -z "$bad" ] || { echo "build-tiny-kernel: the configuration did not keep:$bad" >&2; exit 1; }
 echo "build-tiny-kernel: building vmlinux ($(nproc) jobs)"
 mk -j"$(nproc)" vmlinux KBUILD_BUILD_TIMESTAMP=2026-01-01 KBUILD_BUILD_USER=hvtrace KBUILD_BUILD_HOST=hvtrace

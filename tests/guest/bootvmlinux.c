@@ -8,8 +8,9 @@
  * thousand. It is a test tool, not a general boot loader.
  *
  * Load options (hvtrace.cfg's `cmdline`): `vmlinux=PATH` (the ELF, on this
- * volume), `ramdisk=PATH` (an initramfs, optional), the rest the kernel's
- * command line. The kernel gets no EFI system table (efi_info empty): its
+ * volume), `ramdisk=PATH` (an initramfs, optional), `mptable=2`
+ * (optional: put_mp_table2), the rest the kernel's command line. The
+ * kernel gets no EFI system table (efi_info empty): its
  * memory map is e820 from the firmware's final map, ACPI is found through
  * boot_params.acpi_rsdp_addr, the console is the serial port.
  *
@@ -130,7 +131,8 @@ static void kernel_cmdline(char *out, size_t n)
 		while (*p && *p != ' ')
 			p++;
 		bool ours = !strncmpa((const CHAR8 *)w, (const CHAR8 *)"vmlinux=", 8) ||
-			    !strncmpa((const CHAR8 *)w, (const CHAR8 *)"ramdisk=", 8);
+			    !strncmpa((const CHAR8 *)w, (const CHAR8 *)"ramdisk=", 8) ||
+			    !strncmpa((const CHAR8 *)w, (const CHAR8 *)"mptable=", 8);
 		if (p == w || ours)
 			continue;
 		if (k && k + 1 < n)
@@ -267,6 +269,78 @@ static void put32(uint8_t *bp, unsigned off, uint32_t v) { copy(bp + off, &v, 4)
 static void put64(uint8_t *bp, unsigned off, uint64_t v) { copy(bp + off, &v, 8); }
 
 /* The GDT of the protocol: null, null, __BOOT_CS 0x10, __BOOT_DS 0x18 */
+/*
+ * `mptable=2`: where the firmware publishes no ACPI RSDP (OVMF under
+ * Bochs: no MADT, so Linux would find one processor), an Intel
+ * MultiProcessor Specification 1.4 table for two processors: its floating
+ * pointer structure (section 4.1) and a configuration table (4.2, 4.3):
+ * processors with local APIC IDs 0 (the bootstrap processor) and 1, an
+ * ISA bus, the I/O APIC at 0xfec00000 (ID 2) and the ISA interrupts on
+ * its pins, IRQ 0 on pin 2 (the usual override). Linux 6.1 looks for it in
+ * the last KiB of base memory among other places and reserves it
+ * (arch/x86/kernel/mpparse.c). Not a default configuration (feature byte 1
+ * non-zero): Linux 6.1 faults on one, its boot processor's APIC ID not yet
+ * read when default_get_smp_config adds the processors (a #PF in
+ * generic_processor_info, seen under Bochs). Written after
+ * ExitBootServices, when that RAM is no longer the firmware's.
+ */
+#define MPF_ADDR	0x9fc00ull	/* 639 KiB: the last KiB of base memory */
+static uint8_t mp_checksum(const uint8_t *p, unsigned n)
+{
+	uint8_t sum = 0;
+	for (unsigned i = 0; i < n; i++)
+		sum += p[i];
+	return (uint8_t)-sum;
+}
+
+static void put_mp_table2(void)
+{
+	uint8_t *mpf = (uint8_t *)(uintptr_t)MPF_ADDR, *mpc = mpf + 16;
+	fill(mpf, 0, 512);
+	/* configuration table entries: 2 processors (20 bytes each), a bus,
+	 * an I/O APIC and 15 I/O interrupts (8 bytes each) */
+	uint8_t *e = mpc + 44;
+	unsigned n = 0;
+	for (int cpu = 0; cpu < 2; cpu++, e += 20, n++) {
+		e[0] = 0;			/* processor */
+		e[1] = (uint8_t)cpu;		/* local APIC ID */
+		e[2] = 0x14;			/* local APIC version */
+		e[3] = cpu ? 1 : 3;		/* EN, and BP for the first */
+		put32(e, 4, 0x000806c1);	/* CPU signature (family 6) */
+		put32(e, 8, 0x00000201);	/* feature flags: FPU, APIC */
+	}
+	e[0] = 1; e[1] = 0; copy(e + 2, "ISA   ", 6);	/* bus 0: ISA */
+	e += 8, n++;
+	e[0] = 2; e[1] = 2; e[2] = 0x11; e[3] = 1;	/* I/O APIC 2, usable */
+	put32(e, 4, 0xfec00000);
+	e += 8, n++;
+	for (int irq = 0; irq < 16; irq++) {
+		if (irq == 2)
+			continue;	/* the cascade */
+		e[0] = 3;		/* I/O interrupt */
+		e[1] = 0;		/* INT */
+		e[4] = 0;		/* source bus 0 */
+		e[5] = (uint8_t)irq;
+		e[6] = 2;		/* I/O APIC 2 */
+		e[7] = irq ? (uint8_t)irq : 2;
+		e += 8, n++;
+	}
+	unsigned len = (unsigned)(e - mpc);
+	copy(mpc, "PCMP", 4);
+	put16(mpc, 4, (uint16_t)len);
+	mpc[6] = 4;				/* specification revision 1.4 */
+	copy(mpc + 8, "HVTRACE ", 8);		/* OEM ID */
+	copy(mpc + 16, "BOOTVMLINUX ", 12);	/* product ID */
+	put16(mpc, 34, (uint16_t)n);
+	put32(mpc, 36, 0xfee00000);		/* local APIC address */
+	mpc[7] = mp_checksum(mpc, len);
+	copy(mpf, "_MP_", 4);
+	put32(mpf, 4, (uint32_t)(MPF_ADDR + 16));	/* the configuration table */
+	mpf[8] = 1;				/* length in 16-byte paragraphs */
+	mpf[9] = 4;				/* specification revision 1.4 */
+	mpf[10] = mp_checksum(mpf, 16);
+}
+
 static const uint64_t boot_gdt[4] __attribute__((aligned(16))) = {
 	0, 0, 0x00af9a000000ffffull, 0x00cf92000000ffffull,
 };
@@ -336,10 +410,28 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	put32(bp, HDR_RAMDISK_SIZE, (uint32_t)rd_size);
 	put32(bp, BP_EXT_RAMDISK_IMAGE, 0);
 	put32(bp, BP_EXT_RAMDISK_SIZE, 0);
-	EFI_GUID acpi20 = ACPI_20_TABLE_GUID;
-	for (UINTN i = 0; i < ST->NumberOfTableEntries; i++)
+	/* the ACPI 2.0 RSDP, else ACPI 1.0's (the kernel reads either); said,
+	 * since without one Linux finds no MADT and runs on one processor */
+	EFI_GUID acpi20 = ACPI_20_TABLE_GUID, acpi10 = ACPI_TABLE_GUID;
+	uint64_t rsdp20 = 0, rsdp10 = 0;
+	for (UINTN i = 0; i < ST->NumberOfTableEntries; i++) {
 		if (!CompareMem(&ST->ConfigurationTable[i].VendorGuid, &acpi20, sizeof(acpi20)))
-			put64(bp, BP_ACPI_RSDP, (uint64_t)(uintptr_t)ST->ConfigurationTable[i].VendorTable);
+			rsdp20 = (uint64_t)(uintptr_t)ST->ConfigurationTable[i].VendorTable;
+		if (!CompareMem(&ST->ConfigurationTable[i].VendorGuid, &acpi10, sizeof(acpi10)))
+			rsdp10 = (uint64_t)(uintptr_t)ST->ConfigurationTable[i].VendorTable;
+	}
+	put64(bp, BP_ACPI_RSDP, rsdp20 ? rsdp20 : rsdp10);
+	say("ACPI RSDP: 2.0 %lx, 1.0 %lx, %lu configuration tables", rsdp20, rsdp10,
+	    (uint64_t)ST->NumberOfTableEntries);
+	char mp[16];
+	bool mp_table2 = false;
+	if (option("mptable", mp, sizeof(mp))) {
+		if (strcmpa((const CHAR8 *)mp, (const CHAR8 *)"2"))
+			fail("mptable= takes 2", EFI_INVALID_PARAMETER);
+		mp_table2 = !rsdp20 && !rsdp10;
+		say("mptable=2: %s", mp_table2 ? "an MP table for two processors at 9fc00"
+						  : "not written: the firmware has ACPI");
+	}
 	say("cmdline '%s', ramdisk %lx (%lu bytes), boot_params %lx", cmdline, (uint64_t)(uintptr_t)rd, rd_size,
 	    (uint64_t)bpa);
 
@@ -359,8 +451,11 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		if (tries == 0)
 			say("e820: %u entries; leaving the firmware", n);
 		st = uefi_call_wrapper(BS->ExitBootServices, 2, image, key);
-		if (!EFI_ERROR(st))
+		if (!EFI_ERROR(st)) {
+			if (mp_table2)
+				put_mp_table2();
 			enter(entry, bpa);
+		}
 	}
 	fail("ExitBootServices", EFI_INVALID_PARAMETER);
 }
