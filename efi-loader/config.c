@@ -492,7 +492,7 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	cfg->serial_port = 0x3f8;
 	cfg->log_level = 2; /* info */
 	cfg->enable = true;
-	cfg->engine = HVTRACE_ENGINE_FAST;
+	cfg->engine = HVTRACE_ENGINE_INTERP;	/* docs/config.md: the default since 2026-11-28 */
 	cfg->pace = CFG_DEFAULT_PACE;
 	cfg->rec.start = REC_START_BOOT;
 	cfg->rec.flight.mode = HVTRACE_RING_OVERWRITE;

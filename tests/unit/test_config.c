@@ -45,7 +45,7 @@ int main(void)
 	/* defaults */
 	CHECK(parse("next = \\a.efi\n") == 0, "minimal");
 	CHECK(cfg.memory == CFG_DEFAULT_MEMORY && cfg.serial_port == 0x3f8 && cfg.enable &&
-	      cfg.cmdline[0] == 0 && cfg.engine == HVTRACE_ENGINE_FAST, "defaults");
+	      cfg.cmdline[0] == 0 && cfg.engine == HVTRACE_ENGINE_INTERP, "defaults");
 	CHECK(parse("next = \\a.efi\nserial = none\nenable = no\nmemory = 1g\n") == 0, "none/no/1g");
 	CHECK(cfg.serial_port == 0 && !cfg.enable && cfg.memory == 1ull << 30, "none/no/1g values");
 	CHECK(parse("next = \\a.efi\ncmdline =\n") == 0 && cfg.cmdline[0] == 0, "empty cmdline");
