@@ -1672,6 +1672,29 @@ t_svm_gdb_live_traced() {
 	finish $name
 }
 
+# linux_idle_boot NAME: Debian's kernel on two vCPUs for a live gdb session
+# (hvtrace.idle: /init idles 30 s), the channel on ivshmem, QEMU in the
+# background; sets the caller's d, shm, raw, srv, out and qpid, and SECONDS
+# to 0; false (the reason in REASONS) when the kernel never reached its idle
+# spell
+linux_idle_boot() {
+	local name=$1
+	d=$(esp $name)
+	SECONDS=0
+	add_linux "$d"
+	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=30" 'flight.size = 64K' \
+		'trace.start = hypercall' 'channel = ivshmem'
+	shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
+	srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out
+	truncate -s 4M "$shm"
+	run $name 240 --smp 2 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
+		-device ivshmem-plain,memdev=hvt &
+	qpid=$!
+	wait_log "$raw" 'HVTRACE-GUEST: idle for' && return 0
+	REASONS="$REASONS; the kernel never reached its idle spell"
+	return 1
+}
+
 # `hvtrace gdb --shm` on Debian's kernel idle at its shell on two vCPUs
 # (hvtrace.idle: /init sleeps 30 s, then says it is done), the server
 # offering the kernel's symbols: both vCPUs stop on attach, each in the
@@ -1681,20 +1704,8 @@ t_svm_gdb_live_traced() {
 t_linux_gdb_live() {
 	local name=linux-gdb-live
 	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
-	local d=$(esp $name)
-	SECONDS=0
-	add_linux "$d"
-	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=30" 'flight.size = 64K' \
-		'trace.start = hypercall' 'channel = ivshmem'
-	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
-	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out
-	truncate -s 4M "$shm"
-	run $name 240 --smp 2 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
-		-device ivshmem-plain,memdev=hvt &
-	local qpid=$!
-	if ! wait_log "$raw" 'HVTRACE-GUEST: idle for'; then
-		REASONS="$REASONS; the kernel never reached its idle spell"
-	else
+	local d shm raw srv out qpid
+	if linux_idle_boot $name; then
 		local gport= pid gpid
 		"$HVTRACE" gdb --shm "$shm" --listen 127.0.0.1:0 --symbols "$SYMBOLS" >"$srv" 2>&1 &
 		pid=$!
@@ -1824,20 +1835,8 @@ t_linux_gdb_live() {
 t_linux_gdb_live_pagebp() {
 	local name=linux-gdb-live-pagebp
 	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
-	local d=$(esp $name)
-	SECONDS=0
-	add_linux "$d"
-	cfg "$d" 'next = \EFI\linux\vmlinuz' "cmdline = $LINUX_CMDLINE nokaslr hvtrace.idle=30" 'flight.size = 64K' \
-		'trace.start = hypercall' 'channel = ivshmem'
-	local shm=$RUNS/$name/chan.shm raw=$RUNS/$name/serial.log.raw
-	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out
-	truncate -s 4M "$shm"
-	run $name 240 --smp 2 --cpu-flags -hypervisor -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
-		-device ivshmem-plain,memdev=hvt &
-	local qpid=$!
-	if ! wait_log "$raw" 'HVTRACE-GUEST: idle for'; then
-		REASONS="$REASONS; the kernel never reached its idle spell"
-	else
+	local d shm raw srv out qpid
+	if linux_idle_boot $name; then
 		local gport= pid fn=$(awk '$3 == "default_idle_call" { print $1 }' "$SYMBOLS") script=$RUNS/$name/gdb.cmd
 		gdb_server "$srv" --shm "$shm" --symbols "$SYMBOLS"
 		cat >"$script" <<-GDB
