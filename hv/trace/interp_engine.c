@@ -216,32 +216,20 @@ static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, boo
 		return INTERP_MEM_LEAVE;
 	p += lin & (PAGE_SIZE - 1);
 	interp_code_written(&m->v->trace->dcache, p, p + len - 1);
+	/* one width's LOCK CMPXCHG: what it found goes back in *old */
+#define IMEM_CAS(T)                                                                                        \
+	do {                                                                                               \
+		T e = (T)*old;                                                                             \
+		*done = __atomic_compare_exchange_n((T *)p, &e, (T)new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+		*old = e;                                                                                  \
+	} while (0)
 	switch (len) {
-	case 1: {
-		u8 e = (u8)*old;
-		*done = __atomic_compare_exchange_n(p, &e, (u8)new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		*old = e;
-		break;
+	case 1: IMEM_CAS(u8); break;
+	case 2: IMEM_CAS(u16); break;
+	case 4: IMEM_CAS(u32); break;
+	default: IMEM_CAS(u64); break;
 	}
-	case 2: {
-		u16 e = (u16)*old;
-		*done = __atomic_compare_exchange_n((u16 *)p, &e, (u16)new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		*old = e;
-		break;
-	}
-	case 4: {
-		u32 e = (u32)*old;
-		*done = __atomic_compare_exchange_n((u32 *)p, &e, (u32)new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		*old = e;
-		break;
-	}
-	default: {
-		u64 e = *old;
-		*done = __atomic_compare_exchange_n((u64 *)p, &e, new, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		*old = e;
-		break;
-	}
-	}
+#undef IMEM_CAS
 	return INTERP_MEM_OK;
 }
 
