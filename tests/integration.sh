@@ -236,6 +236,7 @@ t_svm_hostile_interp() {
 	expect 'hvtrace: engine = interp'
 	expect 'GUEST-TEST: PASS: interp_hostile_memory'
 	expect 'GUEST-TEST: PASS: interp_hostile_locked'
+	expect 'GUEST-TEST: PASS: interp_hostile_invlpg'
 	expect 'GUEST-TEST: INFO: interp_memory: [1-9][0-9]* instructions interpreted, [1-9][0-9]* left'
 	expect 'GUEST-TEST: PASS: interp_hostile_memory_intact'
 	expect 'GUEST-TEST: PASS: breakpoints_on_hv_code_traced'

@@ -523,7 +523,7 @@ static void test_apic_page_writes(void)
  * the hypervisor), a read of the local APIC's version register (MMIO), a
  * non-canonical read (#GP, skipped by the handler), locked read-modify-writes of the
  * reserve and at non-canonical addresses (one by a bit-string offset from a canonical
- * base), and 6,000 instructions without a branch (its budget ends, the guest goes
+ * base), INVLPG of the reserve and of a non-canonical address, and 6,000 instructions without a branch (its budget ends, the guest goes
  * on). The results must be the same both ways and the hypervisor intact. */
 struct interp_probe {
 	uint64_t reserve_read, apic_version, straight;
@@ -533,6 +533,9 @@ struct interp_probe {
 	 * address and at a bit-string address that leaves the canonical range: the vectors */
 	unsigned locked_flags;
 	int gp_cmpxchg, gp_bts, gp_bitstring;
+	/* INVLPG (interpreted at CPL 0) of the reserve's page and of a non-canonical address
+	 * (a NOP), then the reserve read again */
+	uint64_t after_invlpg;
 };
 
 /* An indirect JMP to the next instruction: the fast engine stops at it (a direct one it
@@ -584,6 +587,10 @@ static void interp_probe(uint64_t debugctl, struct interp_probe *p)
 	p->gp_bts = TRY(5, "lock btsq %%rcx, (%%rdx)" ::"d"(bad), "c"(1ull) : "cc", "memory");
 	STOP();
 	p->gp_bitstring = TRY(5, "lock btsq %%rcx, (%%rdx)" ::"d"(0x7ffffffff000ull), "c"(0x1000ull * 8) : "cc", "memory");
+	STOP();
+	asm volatile("invlpg (%0)" ::"r"(res) : "memory");
+	asm volatile("invlpg (%0)" ::"r"(bad) : "memory");
+	p->after_invlpg = *res;
 	asm volatile("lea 1f(%%rip), %%r11\njmp *%%r11\n1:\n.rept 6000\naddq $1, %0\n.endr" : "+r"(n)::"r11");
 	p->straight = n;
 	wrmsr(MSR_IA32_DEBUGCTL, 0);
@@ -612,6 +619,9 @@ static void test_interp_memory(void)
 	       "interp_hostile_locked", "flags %x/%x vectors cmpxchg %d/%d bts %d/%d bit-string %d/%d",
 	       a.locked_flags, b.locked_flags, a.gp_cmpxchg, b.gp_cmpxchg, a.gp_bts, b.gp_bts, a.gp_bitstring,
 	       b.gp_bitstring);
+	report(a.after_invlpg == a.reserve_read && b.after_invlpg == b.reserve_read, "interp_hostile_invlpg",
+	       "the reserve read after INVLPG of its page and of a non-canonical address: %lx/%lx (before %lx/%lx)",
+	       a.after_invlpg, b.after_invlpg, a.reserve_read, b.reserve_read);
 	report_intact("interp_hostile_memory_intact");
 }
 
