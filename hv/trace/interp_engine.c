@@ -10,8 +10,10 @@
  * (arch/x86/pgwalk.c: every check, accessed/dirty bits never set here:
  * an access that would set one is left) and only in guest RAM. Root mode,
  * interrupts off; physical interrupts and NMIs that come meanwhile stay
- * pending and exit right after the entry, so the budget bounds their
- * latency.
+ * pending and exit right after the entry. The burst looks at the local
+ * APIC every 64 instructions and ends when it has an interrupt for the
+ * processor; what the APIC does not show (an NMI, an ExtINT from the
+ * 8259) waits at most the budget.
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
@@ -20,6 +22,7 @@
 #include "arch/x86/paging.h"
 #include "arch/x86/pgwalk.h"
 #include "base/gmem.h"
+#include "base/lapic.h"
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/memmap.h"
@@ -29,12 +32,13 @@
 #include "base/vecset.h"
 #include "trace/engine.h"
 
-/* A burst's limits: instructions, and TSC ticks (checked every INTERP_TSC_EVERY instructions)
- * so that timers, other vCPUs and the host's requests see this one come back soon
- * (docs/benchmarks.md: the figures these were chosen by). */
-#define INTERP_BUDGET_INSNS	4096
-#define INTERP_BUDGET_US	500
-#define INTERP_TSC_EVERY	64
+/* A burst's limits: instructions, and TSC ticks, so that other vCPUs and the host's requests
+ * see this one come back; and an interrupt the local APIC has for this processor ends it
+ * sooner (interp_poll, every INTERP_POLL_EVERY instructions). docs/branch-engine.md "Budget":
+ * the figures these were chosen by. */
+#define INTERP_BUDGET_INSNS	16384
+#define INTERP_BUDGET_US	2000
+#define INTERP_POLL_EVERY	64
 
 /* --- memory as the processor sees it ---------------------------------------------------- */
 
@@ -529,7 +533,10 @@ void interp_run(struct vcpu *v)
 	 * the STI (which changed IF and RIP alone) is put back and the processor runs both */
 	bool in_shadow = false;
 	u64 sti_at = 0, sti_flags = 0;
-	for (;;) {
+	/* the APIC has an interrupt the guest takes at this boundary (IF set): no burst */
+	if ((c.rflags & RFLAGS_IF) && lapic_irq_pending())
+		t->interp.irq_ends++;
+	else for (;;) {
 		struct interp_result r;
 		u64 at = c.rip;	/* its linear address: 64-bit code, CS's base is 0 */
 		u64 fl0 = c.rflags;
@@ -605,9 +612,20 @@ void interp_run(struct vcpu *v)
 				break;
 			continue;
 		}
-		if (n >= INTERP_BUDGET_INSNS || (!(n % INTERP_TSC_EVERY) && rdtsc() - t0 >= limit)) {
-			t->interp.budget++;
-			break;
+		if (__builtin_expect(!(n % INTERP_POLL_EVERY), 0)) {
+			/* root mode runs with interrupts off: one the APIC would give the processor
+			 * now comes at the entry after this burst (an exit, or the guest's IDT). With
+			 * IF clear it waits in the guest as well: the burst goes on (and ends where
+			 * IF opens). Asked before the budget, which under Bochs ends every burst
+			 * here, so that the count says what ended it */
+			if ((c.rflags & RFLAGS_IF) && lapic_irq_pending()) {
+				t->interp.irq_ends++;
+				break;
+			}
+			if (n >= INTERP_BUDGET_INSNS || rdtsc() - t0 >= limit) {
+				t->interp.budget++;
+				break;
+			}
 		}
 	}
 	ds_burst_end(v);
@@ -637,9 +655,9 @@ void interp_log(struct vcpu *v)
 	const u64 *r = st->reasons, *w = st->refused;
 	u64 top[2];
 	interp_top(st, top);
-	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget), %lu instructions, %lu branches "
-		 "interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget, st->insns,
-		 st->branches, st->left, st->counted);
+	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget, %lu for an interrupt), %lu instructions, "
+		 "%lu branches interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget,
+		 st->irq_ends, st->insns, st->branches, st->left, st->counted);
 	LOG_INFO("interp: vcpu %u declined: mode %lu debug %lu engine %lu event %lu shadow %lu; decode cache %lu hits, "
 		 "%lu decodes; %lu page walks; %lu INVLPGs", v->id, st->declines[INTERP_DECLINE_MODE],
 		 st->declines[INTERP_DECLINE_DEBUG], st->declines[INTERP_DECLINE_ENGINE], st->declines[INTERP_DECLINE_EVENT],
