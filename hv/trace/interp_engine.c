@@ -17,6 +17,7 @@
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
 #include "arch/x86/interp/interp.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
@@ -434,7 +435,7 @@ static void ctl_read(struct vcpu *v, struct pgwalk_ctl *c)
 	c->cr4 = hv.ops->get_cr(v, 4);
 	c->efer = hv.ops->get_efer(v);
 	c->phys_limit = hv.boot.phys_limit;
-	c->pg1g = r.edx & (1u << 26);
+	c->pg1g = r.edx & CPUID_80000001_EDX_PAGE1GB;
 	c->cpl = (u8)hv.ops->get_cpl(v);
 	c->ac = v->rflags & RFLAGS_AC;
 	c->pkru_known = false;	/* read when a walk needs it (imem_walk) */
@@ -452,6 +453,20 @@ static bool irq_due(struct vcpu *v)
 
 _Static_assert(SEG_ES == 0 && SEG_CS == 1 && SEG_SS == 2 && SEG_DS == 3 && SEG_FS == 4 && SEG_GS == 5,
 	       "interp_cpu.sel[] in the order of ModRM.reg's Sreg encoding (SDM Vol. 2A 3.1.1.3)");
+
+/* CPUID.80000001H:ECX.PREFETCHW[8] of this processor (the same on every one), asked once */
+static bool cpu_prefetchw(void)
+{
+	static u8 known;	/* bit 0: asked, bit 1: the answer (a race writes the same) */
+	u8 k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (!k) {
+		struct cpuid_regs r;
+		cpuid_count(0x80000001u, 0, &r);
+		k = 1 | ((r.ecx & CPUID_80000001_ECX_PREFETCHW) ? 2 : 0);
+		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
+	}
+	return k & 2;
+}
 
 /* The core's register file from the vCPU's */
 static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp_cpu *c)
@@ -475,6 +490,7 @@ static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp
 	c->cet = false;	/* interp_allowed: CR4.CET is clear */
 	c->la57 = ctl->cr4 & CR4_LA57;	/* IA-32e paging (interp_allowed): 5 levels with LA57 */
 	c->shadow_ok = false;	/* interp_run's loop holds an STI's shadow */
+	c->prefetchw = cpu_prefetchw();
 }
 
 /* The interpreted state becomes the vCPU's (each committed instruction's state is whole); a

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "unit.h"
+#include "arch/x86/cpuid.h"
 #include "arch/x86/interp/interp.h"
 #include "arch/x86/paging.h"
 
@@ -629,8 +630,8 @@ static void gen_unit(struct seq *q, int u)
 				b->rex |= 0x41;
 		}
 		break;
-	case 22:					/* CBW..CQO, flag ops, NOPs */
-		o = (uint8_t)rnd(10);
+	case 22:					/* CBW..CQO, flag ops, NOPs, hints */
+		o = (uint8_t)rnd(12);
 		if (o < 2) {
 			op1(b, o ? 0x99 : 0x98);
 			set_vsize(b, true);
@@ -643,11 +644,18 @@ static void gen_unit(struct seq *q, int u)
 			if (rnd(2))
 				b->p66 = true;
 			set_rm_any(b);
-		} else {				/* ENDBR64 */
+		} else if (o == 9) {			/* ENDBR64 */
 			b->pf3 = true;
 			op2(b, 0x1e);
 			b->has_modrm = true;
 			b->modrm = 0xfa;
+		} else if (o == 10) {			/* PAUSE */
+			b->pf3 = true;
+			op1(b, 0x90);
+		} else {				/* PREFETCHW: any address, never accessed */
+			op2(b, 0x0d);
+			b->modrm = 1 << 3;
+			set_rm_any(b);
 		}
 		break;
 	case 23: case 24:				/* PUSH/POP r, PUSH imm, PUSH r/m */
@@ -1135,6 +1143,9 @@ static uint64_t rand_value(void)
 	}
 }
 
+/* the host processor's CPUID.80000001H:ECX.PREFETCHW (main) */
+static bool host_prefetchw;
+
 static void init_cpu(struct interp_cpu *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -1148,6 +1159,7 @@ static void init_cpu(struct interp_cpu *c)
 	c->gs_base = GS_BASE;
 	c->mode = DEC_MODE_64;
 	c->rip = CODE;
+	c->prefetchw = host_prefetchw;
 	/* the host runs the native side at CPL 3 with IOPL 0 (CLI, STI are then left; POPF keeps
 	 * IF), with its own segment selectors (MOV r/m, Sreg) */
 	c->cpl = 3;
@@ -1489,6 +1501,15 @@ static void directed(void)
 	CHECK(DSTEP(&c, &r, 0xc3) == INTERP_LEAVE_CET, "RET with CET: left");
 	CHECK(DSTEP(&c, &r, 0xf3, 0x0f, 0x1e, 0xfa) == INTERP_LEAVE_OPCODE, "ENDBR64 with CET: left");
 	c.cet = false;
+	c.prefetchw = false;
+	CHECK(DSTEP(&c, &r, 0x0f, 0x0d, 0x08) == INTERP_LEAVE_OPCODE, "PREFETCHW where the processor lacks it: left");
+	c.prefetchw = true;
+	CHECK(DSTEP(&c, &r, 0x0f, 0x0d, 0x08) == 0, "PREFETCHW [RAX]: a hint");
+	CHECK(DSTEP(&c, &r, 0x0f, 0x0d, 0x00) == INTERP_LEAVE_OPCODE, "0F 0D /0: left");
+	CHECK(DSTEP(&c, &r, 0x0f, 0x0d, 0xc8) == INTERP_LEAVE_OPCODE, "0F 0D /1 with a register: left");
+	uint64_t r8 = c.gpr[8], rax = c.gpr[RAX];
+	CHECK(DSTEP(&c, &r, 0xf3, 0x90) == 0 && c.gpr[RAX] == rax, "PAUSE: a hint");
+	CHECK(DSTEP(&c, &r, 0xf3, 0x41, 0x90) == INTERP_LEAVE_OPCODE && c.gpr[8] == r8, "F3 REX.B 90: left");
 	CHECK(DSTEP(&c, &r, 0x0f) == INTERP_LEAVE_FETCH, "truncated: left");
 	c.mode = DEC_MODE_32;
 	d_code = (const uint8_t *)"\x90";
@@ -1519,6 +1540,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--verbose"))
 			verbose = true;
 	}
+	uint32_t a = 0x80000001u, b, c = 0, d;
+	__asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	host_prefetchw = c & CPUID_80000001_ECX_PREFETCHW;
 	const char *env = getenv("INTERP_CASES");
 	if (env)
 		cases = strtoull(env, NULL, 0);

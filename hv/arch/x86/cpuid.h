@@ -72,6 +72,7 @@
 #define CPUID_1C_ECX_BRANCH_TYPE	(1u << 2)	/* LBR_INFO's branch type */
 
 #define CPUID_80000001_ECX_SVM		(1u << 2)
+#define CPUID_80000001_ECX_PREFETCHW	(1u << 8)	/* PREFETCH/PREFETCHW (AMD: 3DNowPrefetch) */
 #define CPUID_80000001_EDX_NX		(1u << 20)
 #define CPUID_80000001_EDX_RDTSCP	(1u << 27)
 #define CPUID_80000001_EDX_FFXSR	(1u << 25)

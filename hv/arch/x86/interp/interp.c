@@ -483,6 +483,11 @@ static inline __attribute__((always_inline)) bool exec_0f(struct step *s)
 			return false;
 		reg_set(s, s->pre->reg, w, sext(b, op == 0xbe ? 1 : 2));
 		return true;
+	case 0x0d:	/* PREFETCHW m (/1): a hint, no access and no fault (Vol. 2B PREFETCHW), where the
+			 * processor has it (interp_cpu.prefetchw); the other members are left */
+		if (s->pre->mod != 3 && s->pre->grp == 1 && s->n->prefetchw)
+			return true;
+		return leave(s, INTERP_LEAVE_OPCODE);
 	case 0x18:	/* PREFETCHh m (/0-/3): a hint, no access and no fault (Vol. 2B PREFETCHh) */
 		if (s->pre->mod != 3 && s->pre->grp < 4)
 			return true;
@@ -657,8 +662,13 @@ static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
 		reg_set(s, s->pre->reg, s->in->opsize, s->ea);
 		return true;
 	case 0x90:		/* NOP (REX.B: XCHG r8, rAX above would be 0x90 with B; F3: PAUSE) */
-		if ((s->pre->pfx & INTERP_PFX_F3))
-			return leave(s, INTERP_LEAVE_OPCODE);
+		if ((s->pre->pfx & INTERP_PFX_F3)) {
+			/* PAUSE, a hint: no architectural effect but RIP's (Vol. 2B PAUSE); with
+			 * REX.B left (the manuals do not say which of PAUSE and XCHG that is) */
+			if (s->in->rex & 1)
+				return leave(s, INTERP_LEAVE_OPCODE);
+			return true;
+		}
 		if (s->in->rex & 1) {
 			w = s->in->opsize;
 			a = reg_get(s, RAX, w);
@@ -826,7 +836,7 @@ static void derive(const struct dec_insn *in, const u8 *bytes, struct interp_pre
 	    ((p->pfx & INTERP_PFX_F3) && !(in->map == 1 && (in->opcode == 0x1e || in->opcode == 0xbc || in->opcode == 0xbd)) &&
 	     !(in->map == 0 && (in->opcode == 0xc3 || in->opcode == 0x90))))
 		/* F2/F3 select other instructions (POPCNT, string forms...) or are hints we do not
-		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE (left below) and "rep ret" */
+		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE and "rep ret" */
 		p->leave = INTERP_LEAVE_PREFIX;
 	p->imm = imm_of(in, bytes);
 	p->valid = true;

@@ -33,6 +33,9 @@ struct interp_cpu {
 	 * instruction before any interrupt could come, or puts the STI back (interp_result.shadow);
 	 * clear: an STI that would set IF is left */
 	bool shadow_ok;
+	/* CPUID.80000001H:ECX.PREFETCHW[bit 8] of the processor under the guest: 0F 0D /1 is
+	 * PREFETCHW, a hint; clear, it is left */
+	bool prefetchw;
 };
 _Static_assert(__builtin_offsetof(struct interp_cpu, gpr) == 0 && sizeof(((struct interp_cpu *)0)->gpr) == 128,
 	       "gpr[] first, 16 registers");
