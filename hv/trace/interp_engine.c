@@ -238,6 +238,29 @@ static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, boo
 	return INTERP_MEM_OK;
 }
 
+/* A REP STOS's part (interp_mem_ops.fill): count elements in lin's page, by the processor's
+ * own REP STOS of the same width on the guest's page. Verify mode's shadow holds one write:
+ * left there. */
+static int imem_fill(void *ctx, u64 lin, u64 val, unsigned len, unsigned count)
+{
+	struct imem *m = ctx;
+	if (m->shadow)
+		return INTERP_MEM_LEAVE;
+	u8 *p = imem_page(m, lin, PGWALK_WRITE);
+	if (!p)
+		return INTERP_MEM_LEAVE;
+	p += lin & (PAGE_SIZE - 1);
+	interp_code_written(&m->v->trace->dcache, p, p + (u64)len * count - 1);
+	u64 n = count;
+	switch (len) {
+	case 1: asm volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	case 2: asm volatile("rep stosw" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	case 4: asm volatile("rep stosl" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	default: asm volatile("rep stosq" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	}
+	return INTERP_MEM_OK;
+}
+
 /* Fresh bytes at every fetch (no decoded copy is kept): self- and cross-modifying code is seen
  * as the processor sees it after a serializing point, or sooner. */
 static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
@@ -336,7 +359,7 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 	return DEC_OK;
 }
 
-static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg };
+static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg, imem_fill };
 
 /* --- coverage ---------------------------------------------------------------------------- */
 
@@ -537,6 +560,7 @@ void interp_run(struct vcpu *v)
 	bool tracing = rec_tracing();
 	bool counting = t->interp_counting;
 	c.shadow_ok = !counting;	/* a counted STI is not put back */
+	c.rep_parts = !counting;	/* nor a REP STOS counted in parts */
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
 	u32 n = 0;
 	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };

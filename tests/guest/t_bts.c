@@ -1237,6 +1237,51 @@ static void test_pkeys(void)
 }
 
 /*
+ * REP STOS while tracing (issue #24: the interpreting engine runs it a page at a time, RIP
+ * staying at the instruction between the parts): a REP STOSQ of 0x402 quadwords from 8 bytes
+ * before a page boundary (three pages touched), then a REP STOSB of 0x805 bytes from 3 bytes
+ * before the next boundary, over a page-aligned buffer of 0x5a. Every byte, RCX and RDI must
+ * be what the processor's REP STOS leaves; the INFO line gives the interpreter's counts (under
+ * engine = interp: the parts interpreted, none left).
+ */
+static uint8_t rs_buf[4 * 4096] __attribute__((aligned(4096)));
+
+static void test_rep_stos(void)
+{
+	struct hvtrace_vcpu_status before, after;
+	const uint64_t q = 0x1122334455667788ull;
+	SetMem(rs_buf, sizeof(rs_buf), 0x5a);
+	uint64_t rdi = A(rs_buf) + 0x7f8, rcx = 0x402, rdi2 = A(rs_buf) + 0x2ffd, rcx2 = 0x805;
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	vcpu_status(&before);
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	asm volatile("cld; rep stosq" : "+D"(rdi), "+c"(rcx) : "a"(q) : "memory");
+	asm volatile("rep stosb" : "+D"(rdi2), "+c"(rcx2) : "a"(0xa5ull) : "memory");
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	vcpu_status(&after);
+	irq_restore(f);
+	unsigned bad = 0, first = ~0u;
+	for (unsigned i = 0; i < sizeof(rs_buf); i++) {
+		uint8_t want = 0x5a;
+		if (i >= 0x7f8 && i < 0x7f8 + 0x402 * 8)
+			want = (uint8_t)(q >> (8 * ((i - 0x7f8) & 7)));
+		else if (i >= 0x2ffd && i < 0x2ffd + 0x805)
+			want = 0xa5;
+		if (rs_buf[i] != want) {
+			bad++;
+			if (first == ~0u)
+				first = i;
+		}
+	}
+	report_info("rep stos: %lu instructions interpreted, %lu left", after.interp_insns - before.interp_insns,
+		    after.interp_left - before.interp_left);
+	report(!bad && rcx == 0 && rcx2 == 0 && rdi == A(rs_buf) + 0x7f8 + 0x402 * 8 && rdi2 == A(rs_buf) + 0x2ffd + 0x805,
+	       "bts_rep_stos", "%u bytes differ (first at %x), RCX %lx %lx, RDI at %lx %lx", bad, first, rcx, rcx2,
+	       rdi - A(rs_buf), rdi2 - A(rs_buf));
+}
+
+/*
  * An interrupt that comes while the interpreting engine runs the guest (issue #24). Root mode
  * runs with interrupts off, so one that arrives during a burst waits for the burst's end; the
  * burst looks at the local APIC every 64 instructions and ends when it has an interrupt for
@@ -1627,6 +1672,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_pkeys();
 	test_flag_insns();
 	test_irq_in_burst();
+	test_rep_stos();
 	test_chain();
 	test_jcc_skip();
 	test_chain_interrupt();
