@@ -477,15 +477,21 @@ static bool irq_due(struct vcpu *v)
 _Static_assert(SEG_ES == 0 && SEG_CS == 1 && SEG_SS == 2 && SEG_DS == 3 && SEG_FS == 4 && SEG_GS == 5,
 	       "interp_cpu.sel[] in the order of ModRM.reg's Sreg encoding (SDM Vol. 2A 3.1.1.3)");
 
-/* CPUID.80000001H:ECX.PREFETCHW[8] of this processor (the same on every one), asked once */
+/* Whether this processor (the same on every one) has PREFETCHW, asked once: CPUID.80000001H:
+ * ECX.PREFETCHW[8] (SDM Vol. 2B PREFETCHW); on AMD also with long mode or 3DNow! (APM Vol. 3
+ * PREFETCHW: "supported if" any of the three; every AMD64 processor has it, and Linux uses it
+ * there whatever bit 8 says) */
 static bool cpu_prefetchw(void)
 {
 	static u8 known;	/* bit 0: asked, bit 1: the answer (a race writes the same) */
 	u8 k = __atomic_load_n(&known, __ATOMIC_RELAXED);
 	if (!k) {
-		struct cpuid_regs r;
+		struct cpuid_regs l0, r;
+		cpuid_count(0, 0, &l0);
 		cpuid_count(0x80000001u, 0, &r);
-		k = 1 | ((r.ecx & CPUID_80000001_ECX_PREFETCHW) ? 2 : 0);
+		bool has = (r.ecx & CPUID_80000001_ECX_PREFETCHW) ||
+			   (cpuid_l0_amd(&l0) && (r.edx & (CPUID_80000001_EDX_LM | CPUID_80000001_EDX_3DNOW)));
+		k = 1 | (has ? 2 : 0);
 		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
 	}
 	return k & 2;
