@@ -1192,14 +1192,15 @@ gdb_interrupted_twice() {
 	return 0
 }
 
-# t_gdb_boot NAME TRACE_START: t_gdb on two vCPUs with an ivshmem channel
-# and a 64 KiB flight recorder, in the background; sets the caller's shm,
+# t_gdb_boot NAME TRACE_START [CFG...]: t_gdb on two vCPUs with an ivshmem
+# channel and a 64 KiB flight recorder (and the hvtrace.cfg lines CFG), in
+# the background; sets the caller's shm,
 # raw (the serial log) and qpid (wait for it). Fails when t_gdb never
 # reached its loop.
 t_gdb_boot() {
 	local d=$(esp $1)
 	add_guest "$d" t_gdb
-	cfg "$d" 'next = \EFI\hvtrace\t_gdb.efi' 'flight.size = 64K' "trace.start = $2" 'channel = ivshmem'
+	cfg "$d" 'next = \EFI\hvtrace\t_gdb.efi' 'flight.size = 64K' "trace.start = $2" 'channel = ivshmem' "${@:3}"
 	shm=$RUNS/$1/chan.shm raw=$RUNS/$1/serial.log.raw
 	truncate -s 4M "$shm"
 	run $1 300 --smp 2 -- -object memory-backend-file,id=hvt,share=on,mem-path="$shm",size=4M \
@@ -1228,6 +1229,38 @@ gdb_server() {
 # link address in t_gdb.so.
 t_gdb_offset() {
 	printf '%x' $((0x$1 - 0x$(nm "$BUILD/tests/guest/t_gdb.so" | awk '$3 == "gdb_loop" { print $1 }')))
+}
+
+# chain_history OUT SNAP FUNCS ADDR...: gdb's function-call history (OUT:
+# `record function-call-history /c`) holds the functions FUNCS (names, a
+# space between) one after the other, each a level deeper than the one
+# before; the recorder's own records of vCPU 0 since tracing last started
+# (SNAP, a snapshot taken while gdb held the guest) hold a call to each
+# ADDR, and each one's source is a call instruction of gdb's instruction
+# history (OUT)
+chain_history() {
+	local out=$1 snap=$2 funcs=$3 t f to calls
+	shift 3
+	awk -F'\t' -v f="$funcs" 'BEGIN { k = split(f, fn, " ") }
+		/^[0-9]+\t/ { n = $2; d = match(n, /[^ ]/); sub(/^ +/, "", n);
+		if (n == fn[1]) { dp = d; s = 2; if (k == 1) { ok = 1; exit } next }
+		if (s && n == fn[s] && d > dp) { dp = d; if (s++ == k) { ok = 1; exit } } }
+		END { exit !ok }' "$out" ||
+		REASONS="$REASONS; the call history lacks ${funcs// / -> } ($out)"
+	calls=$("$HVTRACE" dump "$snap" 2>/dev/null | awk '$2 == 0 && $3 == "marker" && $4 == "start" { n = "" }
+		$2 == 0 && $3 == "branch" && $NF == "call" { n = n " " $4 ":" $6 } END { print n }')
+	for t in "$@"; do
+		f=
+		for to in $calls; do
+			[ $((${to#*:})) = $((0x$t)) ] && f=${to%%:*}
+		done
+		if [ -z "$f" ]; then
+			REASONS="$REASONS; the recorder has no call to 0x$t on vCPU 0 ($snap)"
+		else
+			grep -qE "^[0-9]+"$'\t'" +0x0*${f#0x} <[^>]*>:"$'\t'"call " "$out" ||
+				REASONS="$REASONS; the recorder's call from $f to 0x$t is not a call in gdb's instruction history ($out)"
+		fi
+	done
 }
 
 # `hvtrace gdb --shm` on a running guest (t_gdb: a busy loop with
@@ -1499,28 +1532,7 @@ t_svm_gdb_live() {
 		# the branch history live, at the breakpoint after the traced chain
 		want "^CHAIN-BP pc=$cbp\$" "continue did not stop at gdb_chain_bp"
 		want '^Recorded [0-9]+ instructions in [0-9]+ functions' "record btrace recorded nothing"
-		awk -F'\t' '/^[0-9]+\t/ { n = $2; d = match(n, /[^ ]/); sub(/^ +/, "", n);
-			if (n == "gdb_chain_a") { da = d; s = 1; next }
-			if (s == 1 && n == "gdb_chain_b" && d > da) { db = d; s = 2; next }
-			if (s == 2 && n == "gdb_chain_c" && d > db) { ok = 1; exit } }
-			END { exit !ok }' "$out" ||
-			REASONS="$REASONS; the call history lacks gdb_chain_a -> gdb_chain_b -> gdb_chain_c ($out)"
-		# the recorder's own records of vCPU 0 since tracing started: the three calls
-		local calls=$("$HVTRACE" dump "$snap" 2>/dev/null | awk '$2 == 0 && $3 == "marker" && $4 == "start" { n = "" }
-			$2 == 0 && $3 == "branch" && $NF == "call" { n = n " " $4 ":" $6 } END { print n }')
-		local t f to
-		for t in $ca $cb $cc; do
-			f=
-			for to in $calls; do
-				[ $((${to#*:})) = $((0x$t)) ] && f=${to%%:*}
-			done
-			if [ -z "$f" ]; then
-				REASONS="$REASONS; the recorder has no call to 0x$t on vCPU 0 ($snap)"
-			else
-				grep -qE "^[0-9]+"$'\t'" +0x0*${f#0x} <[^>]*>:"$'\t'"call " "$out" ||
-					REASONS="$REASONS; the recorder's call from $f to 0x$t is not a call in gdb's instruction history ($out)"
-			fi
-		done
+		chain_history "$out" "$snap" "gdb_chain_a gdb_chain_b gdb_chain_c" $ca $cb $cc
 		local rev=$(sed -nE 's/^REVERSE pc=([0-9a-f]+)$/\1/p' "$out")
 		[ -n "$rev" ] && [ "$rev" != "$cbp" ] && grep -qE "^[0-9]+"$'\t'" +0x0*$rev " "$out" ||
 			REASONS="$REASONS; reverse-stepi did not go back into the history: pc ${rev:-?} ($out)"
@@ -1672,6 +1684,130 @@ t_svm_gdb_live_traced() {
 	finish $name
 }
 
+# gdb_run: Debian's gdb in batch mode on the caller's $script (200 s at
+# most), its output in $out, then the server ($pid, $srv) waited for;
+# want ERE WHY: a line of $out matches ERE, else WHY is a reason
+gdb_run() {
+	timeout 200 gdb -batch -nx -x "$script" >"$out" 2>&1
+	wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
+}
+want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+
+# gdb_history SHM SNAP: gdb's commands (for a script) that take the
+# recorder's snapshot into SNAP and print the selected thread's branch
+# history whole: `info record`, the function-call and instruction history
+gdb_history() {
+	printf '%s\n' "shell \"$HVTRACE\" snapshot --shm \"$1\" -o \"$2\"" 'record btrace bts' 'info record' \
+		'set record function-call-history-size unlimited' 'set record instruction-history-size unlimited' \
+		'record function-call-history /c' 'record instruction-history' 'record stop'
+}
+
+# Breakpoints on a vCPU that traces, by engine ENGINE (interp: the
+# hypervisor interprets t_gdb's chain, and must stop before the
+# breakpoint's instruction; fast: its planned blocks end there): t_gdb
+# with tracing started by its own trace_ctl in gdb_chain (trace.start =
+# hypercall), gdb attached while its loop runs untraced. A hardware
+# breakpoint (a debug register's slot) at gdb_chain_a, the word that ends
+# the loop, continue: the traced vCPU stops there; then four breakpoints
+# on code that does not run again (gdb_loop's first bytes, below: gdb
+# puts them in first, into the debug registers) and two at gdb_chain_b and
+# gdb_chain_c (page slots), each hit in turn (gdb steps over b first:
+# stepi on the traced vCPU). At gdb_chain_c, with t_gdb's symbols,
+# `record btrace bts`: the history runs right up to the breakpoint (its
+# call history a -> b with b last, its instruction history ending with
+# b's call into c; the recorder's own calls in it), then three stepi
+# on the traced vCPU (push, mov, the call into gdb_trace), detach; t_gdb's
+# own checks pass (R15 is not set here: that check fails, as it must).
+# Page breakpoints on the traced vCPU's own code: its fetches there fault
+# in the nested tables (the page opened until its next exit, the branch
+# before not yet run: recorded once).
+svm_gdb_live_traced_bp() {
+	local name=svm-gdb-live-traced-bp-$1 shm raw qpid
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out script=$RUNS/$name/gdb.cmd snap=$RUNS/$name/bp.trace
+	SECONDS=0
+	if ! t_gdb_boot $name hypercall "engine = $1"; then
+		REASONS="$REASONS; the guest never reached its loop"
+	else
+		local loop=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) .*/\1/p' "$raw")
+		local poke=$(sed -nE 's/.*GDB-TARGET: .* poke=([0-9a-f]+) .*/\1/p' "$raw")
+		local c3=$(sed -nE 's/.*GDB-TARGET3: chain_a=([0-9a-f]+) chain_b=([0-9a-f]+) chain_c=([0-9a-f]+) chain_bp=([0-9a-f]+).*/\1 \2 \3/p' "$raw")
+		set -- $c3
+		local ca=$1 cb=$2 cc=$3
+		local so=$BUILD/tests/guest/t_gdb.so gport= pid off=$(t_gdb_offset $loop)
+		local trace=$(printf '%x' $((0x$off + 0x$(nm "$so" | awk '$3 == "gdb_trace" { print $1 }'))))
+		sleep 2	# some turns of the loop
+		gdb_server "$srv" --shm "$shm"
+		cat >"$script" <<-GDB
+		set pagination off
+		set confirm off
+		target remote 127.0.0.1:$gport
+		add-symbol-file $so -o 0x$off
+		hbreak *0x$ca
+		set {unsigned long}0x$poke = 0x6764626d61676963
+		continue
+		printf "TB-A thread=%d pc=%lx\n", \$_thread, \$pc
+		delete
+		$(for i in 0 1 2 3; do printf 'break *0x%x\n' $((0x$loop + i)); done)
+		break *0x$cb
+		break *0x$cc
+		continue
+		printf "TB-B thread=%d pc=%lx\n", \$_thread, \$pc
+		continue
+		printf "TB-C thread=%d pc=%lx\n", \$_thread, \$pc
+		$(gdb_history "$shm" "$snap")
+		delete
+		stepi
+		printf "TS-1 pc=%lx\n", \$pc
+		stepi
+		printf "TS-2 pc=%lx\n", \$pc
+		stepi
+		printf "TS-3 pc=%lx\n", \$pc
+		detach
+		GDB
+		gdb_run
+		want "^TB-A thread=1 pc=$ca\$" "continue did not stop the traced vCPU at gdb_chain_a (a debug register's slot)"
+		want "^TB-B thread=1 pc=$cb\$" "continue did not stop the traced vCPU at gdb_chain_b (a page slot)"
+		want "^TB-C thread=1 pc=$cc\$" "continue did not stop the traced vCPU at gdb_chain_c (a page slot, after a step over b)"
+		want '^Thread 1 "vCPU 0" hit Breakpoint [0-9]+, 0x0*'"$cc"' in gdb_chain_c \(\)' "gdb did not report the breakpoint in gdb_chain_c"
+		want '^Recorded [0-9]+ instructions in [0-9]+ functions \(0 gaps\)' "record btrace recorded nothing"
+		# right up to the breakpoint: the call history's last function is
+		# gdb_chain_b (gdb_chain_c has run no instruction yet), the
+		# instruction history's last is b's call into c
+		chain_history "$out" "$snap" "gdb_chain_a gdb_chain_b" $ca $cb $cc
+		awk -F'\t' '/^[0-9]+\t/ && !/\t +0x/ { n = $2; sub(/^ +/, "", n); q = n } END { exit q != "gdb_chain_b" }' "$out" ||
+			REASONS="$REASONS; the call history does not end in gdb_chain_b ($out)"
+		local last=$(grep -E "^[0-9]+"$'\t'" +0x" "$out" | tail -1)
+		[[ "$last" =~ \<gdb_chain_b\+[0-9]+\>:$'\t'call\ +0x0*$cc\ \<gdb_chain_c\>$ ]] ||
+			REASONS="$REASONS; the instruction history does not end with gdb_chain_b's call into gdb_chain_c: ${last:-none} ($out)"
+		want "^TS-1 pc=$(printf '%x' $((0x$cc + 1)))\$" "stepi on the traced vCPU did not go past gdb_chain_c's push"
+		want "^TS-2 pc=$(printf '%x' $((0x$cc + 6)))\$" "stepi on the traced vCPU did not go past gdb_chain_c's mov"
+		want "^TS-3 pc=$trace\$" "stepi on the traced vCPU did not go into gdb_trace"
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'debugger: every vCPU held \(host request\)'
+	# slot 1 (gdb's first: bit 0), then page slots (bit 4 and up)
+	expect 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots 1, '
+	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 2 ] ||
+		REASONS="$REASONS; not two stops at page breakpoints ($LOG)"
+	expect 'GUEST-TEST: PASS: debugger_wrote_memory'
+	expect 'GUEST-TEST: PASS: loop_invariant_kept'
+	expect 'GUEST-TEST: PASS: traced_chain'
+	expect 'GUEST-TEST: PASS: six_breakpoints_as_without_debugger'
+	expect 'GUEST-TEST: PASS: fault_phase_ended'
+	expect 'GUEST-TEST: FAIL: debugger_set_r15'
+	expect 'SUMMARY: t_gdb: '
+	# (loop_ran wants 1000 turns before gdb ends the loop: 2 s are not always enough)
+	local bad=$(grep -aE 'GUEST-TEST: FAIL' "$LOG" | grep -vE 'FAIL: (debugger_set_r15|loop_ran) ')
+	[ -z "$bad" ] || REASONS="$REASONS; unexpected: $bad"
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+t_svm_gdb_live_traced_bp_interp() { svm_gdb_live_traced_bp interp; }
+t_svm_gdb_live_traced_bp_fast() { svm_gdb_live_traced_bp fast; }
+
 # linux_idle_boot NAME: Debian's kernel on two vCPUs for a live gdb session
 # (hvtrace.idle: /init idles 30 s), the channel on ivshmem, QEMU in the
 # background; sets the caller's d, shm, raw, srv, out and qpid, and SECONDS
@@ -1693,6 +1829,32 @@ linux_idle_boot() {
 	wait_log "$raw" 'HVTRACE-GUEST: idle for' && return 0
 	REASONS="$REASONS; the kernel never reached its idle spell"
 	return 1
+}
+
+# idle_history OUT SNAP THREAD FN: at a breakpoint at default_idle_call
+# (FN) on gdb's thread THREAD, gdb's call history (OUT) ends in do_idle,
+# its instruction history's last call into default_idle_call is from the
+# call site `bt` shows (its return address), and the recorder's own last
+# calls on that vCPU (SNAP, a snapshot taken while gdb held the guest)
+# are calls in gdb's instruction history, the last of them that one
+idle_history() {
+	local out=$1 snap=$2 tth=$3 fn=$4 lastcall vc calls f t n=0 bad=
+	awk -F'\t' '/^[0-9]+\t/ && !/\t +0x/ { n = $2; sub(/^ +/, "", n); q = n } END { exit q != "do_idle" }' "$out" ||
+		REASONS="$REASONS; the call history does not end in do_idle ($out)"
+	lastcall=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+) <do_idle\+[0-9]+>:	call +0x0*'"$fn"' <default_idle_call>$/\1/p' "$out" | tail -1)
+	[ -n "$lastcall" ] && grep -qE "^#1  0x0*$(printf '%x' $((0x$lastcall + 5))) in do_idle \(\)" "$out" ||
+		REASONS="$REASONS; the instruction history's call into default_idle_call (${lastcall:-none}) is not the call site bt shows ($out)"
+	[ -n "$tth" ] || return 0
+	vc=$((tth - 1))
+	calls=$("$HVTRACE" dump "$snap" 2>/dev/null | awk -v c=$vc '$2 == c && $3 == "branch" && $NF == "call" { print $4 ":" $6 }' | tail -5)
+	for f in $calls; do
+		t=${f#*:}
+		f=${f%%:*}
+		n=$((n + 1))
+		grep -qE "^[0-9]+"$'\t'" +0x0*${f#0x} <[^>]*>:"$'\t'"call " "$out" || bad="$bad $f"
+	done
+	[ $n -ge 3 ] && [ -z "$bad" ] && [ $((t)) = $((0x$fn)) ] && [ $((f)) = $((0x${lastcall:-0})) ] ||
+		REASONS="$REASONS; the recorder's last calls on vCPU $vc ($n, the last to ${t:-?}) are not calls in gdb's history:${bad:- none missing} ($snap, $out)"
 }
 
 # `hvtrace gdb --shm` on Debian's kernel idle at its shell on two vCPUs
@@ -1774,9 +1936,8 @@ t_linux_gdb_live() {
 		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
 		want '^Thread [12] "vCPU [01]" received signal SIGINT, Interrupt' "the interrupt did not stop the kernel"
 		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
-		# the breakpoint with its history (one stepi first: gdb steps
-		# over a breakpoint at the PC, and no step is taken once tracing
-		# started): the recorder traced from `ctl
+		# the breakpoint with its history (one stepi first, untraced, off
+		# the breakpoint at the PC): the recorder traced from `ctl
 		# start` and froze one record after the call into
 		# default_idle_call (freeze-at: tracing stops, the breakpoint is
 		# armed; the vCPU had gone a few instructions on, so it is hit at
@@ -1794,23 +1955,7 @@ t_linux_gdb_live() {
 		want '^Recorded [0-9]{3,} instructions in [0-9]+ functions \(0 gaps\)' "record btrace recorded (next to) nothing at the breakpoint"
 		[ "$(grep -cE '^[* ] [12] +Thread [12] "vCPU [01]" \(vCPU [01] \(APIC ID [01]\)\) 0xffffffff' "$out")" -ge 4 ] ||
 			REASONS="$REASONS; info threads did not list both vCPUs at the attach and at the traced breakpoint ($out)"
-		awk -F'\t' '/^[0-9]+\t/ && !/\t +0x/ { n = $2; sub(/^ +/, "", n); q = n } END { exit q != "do_idle" }' "$out" ||
-			REASONS="$REASONS; the call history does not end in do_idle ($out)"
-		local lastcall=$(sed -nE 's/^[0-9]+	 +0x0*([0-9a-f]+) <do_idle\+[0-9]+>:	call +0x0*'"$fn"' <default_idle_call>$/\1/p' "$out" | tail -1)
-		[ -n "$lastcall" ] && grep -qE "^#1  0x0*$(printf '%x' $((0x$lastcall + 5))) in do_idle \(\)" "$out" ||
-			REASONS="$REASONS; the instruction history's call into default_idle_call (${lastcall:-none}) is not the call site bt shows ($out)"
-		if [ -n "$tth" ]; then
-			local vc=$((tth - 1)) calls f t n=0 bad=
-			calls=$("$HVTRACE" dump "$snap" 2>/dev/null | awk -v c=$vc '$2 == c && $3 == "branch" && $NF == "call" { print $4 ":" $6 }' | tail -5)
-			for f in $calls; do
-				t=${f#*:}
-				f=${f%%:*}
-				n=$((n + 1))
-				grep -qE "^[0-9]+"$'\t'" +0x0*${f#0x} <[^>]*>:"$'\t'"call " "$out" || bad="$bad $f"
-			done
-			[ $n -ge 3 ] && [ -z "$bad" ] && [ $((t)) = $((0x$fn)) ] && [ $((f)) = $((0x${lastcall:-0})) ] ||
-				REASONS="$REASONS; the recorder's last calls on vCPU $vc ($n, the last to ${t:-?}) are not calls in gdb's history:${bad:- none missing} ($snap, $out)"
-		fi
+		idle_history "$out" "$snap" "$tth" "$fn"
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
@@ -1856,9 +2001,7 @@ t_linux_gdb_live_pagebp() {
 		delete
 		detach
 		GDB
-		timeout 200 gdb -batch -nx -x "$script" >"$out" 2>&1
-		wait $pid || REASONS="$REASONS; hvtrace gdb failed: $(tail -2 "$srv")"
-		want() { grep -qE -- "$1" "$out" || REASONS="$REASONS; $2 ($out)"; }
+		gdb_run
 		want "^PBP-1 thread=[12] pc=$fn\$" "the first continue did not stop at default_idle_call"
 		want "^PBP-2 thread=[12] pc=$fn\$" "the second continue did not stop at default_idle_call"
 		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
@@ -1876,6 +2019,81 @@ t_linux_gdb_live_pagebp() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced
-t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live t_linux_gdb_live_pagebp"
+# Breakpoints on Debian's kernel while it traces (engine = interp, the
+# default): idle on two vCPUs, `hvtrace gdb --shm` with its symbols,
+# tracing started from the host (`hvtrace ctl start`), a breakpoint at
+# default_idle_call (a debug register's slot): a traced vCPU stops there
+# with its history right up to it: gdb's call history ends in do_idle,
+# its instruction history with the call into default_idle_call from the
+# call site `bt` shows, and the recorder's own last calls on that vCPU
+# are calls in it, the last that one. Then the same breakpoint as a page
+# breakpoint (four on functions that do not run while it idles take the
+# debug registers first): continue (gdb steps the traced vCPU over the
+# breakpoint at its PC first) until a vCPU reaches it again, two stepi on
+# the traced vCPU, detach; the kernel finishes its idle spell and /init,
+# traced.
+t_linux_gdb_live_traced() {
+	local name=linux-gdb-live-traced
+	kernel_symbols || { LOG=$RUNS/kernel-symbols/serial.log ELAPSED=0 REASONS="; no kernel symbols"; finish $name; return 0; }
+	local d shm raw srv out qpid
+	if linux_idle_boot $name; then
+		local gport= pid fn=$(awk '$3 == "default_idle_call" { print $1 }' "$SYMBOLS") script=$RUNS/$name/gdb.cmd
+		local snap=$RUNS/$name/bp.trace
+		gdb_server "$srv" --shm "$shm" --symbols "$SYMBOLS"
+		cat >"$script" <<-GDB
+		set pagination off
+		target remote 127.0.0.1:$gport
+		shell "$HVTRACE" ctl --shm "$shm" start
+		break *default_idle_call
+		continue
+		printf "TRACED-BP thread=%d pc=%lx\\n", \$_thread, \$pc
+		bt 2
+		$(gdb_history "$shm" "$snap")
+		delete
+		break *machine_power_off
+		break *machine_restart
+		break *machine_halt
+		break *emergency_restart
+		break *default_idle_call
+		continue
+		printf "TRACED-PBP thread=%d pc=%lx\\n", \$_thread, \$pc
+		bt 2
+		delete
+		stepi
+		printf "TRACED-STEP-1 pc=%lx\\n", \$pc
+		stepi
+		printf "TRACED-STEP-2 pc=%lx\\n", \$pc
+		detach
+		GDB
+		gdb_run
+		local tb=$(sed -nE 's/^TRACED-BP thread=([12]) pc=([0-9a-f]+)$/\1 \2/p' "$out")
+		set -- $tb
+		local tth=${1:-} tpc=${2:-}
+		[ -n "$tth" ] && [ "$tpc" = "$fn" ] ||
+			REASONS="$REASONS; the breakpoint stopped at ${tpc:-?} on thread ${tth:-?}, not at default_idle_call 0x$fn ($out)"
+		want '^Recorded [0-9]{3,} instructions in [0-9]+ functions \(0 gaps\)' "record btrace recorded (next to) nothing at the breakpoint"
+		idle_history "$out" "$snap" "$tth" "$fn"
+		# right up to the breakpoint: the instruction history's last is the call into it
+		grep -E "^[0-9]+"$'\t'" +0x" "$out" | tail -1 | grep -qE '<do_idle\+[0-9]+>:'$'\t''call +0x0*'"$fn"' <default_idle_call>$' ||
+			REASONS="$REASONS; the instruction history does not end with do_idle's call into default_idle_call ($out)"
+		want "^TRACED-PBP thread=[12] pc=$fn\$" "continue did not stop at the page breakpoint at default_idle_call"
+		want '^#1  0xffffffff[0-9a-f]+ in do_idle \(\)' "bt at the breakpoint does not show do_idle"
+		local s1=$(sed -nE 's/^TRACED-STEP-1 pc=([0-9a-f]+)$/\1/p' "$out") s2=$(sed -nE 's/^TRACED-STEP-2 pc=([0-9a-f]+)$/\1/p' "$out")
+		[ -n "$s1" ] && [ -n "$s2" ] && [ "$s1" != "$fn" ] && [ "$s2" != "$s1" ] ||
+			REASONS="$REASONS; stepi on the traced vCPU went from $fn to ${s1:-?} and ${s2:-?} ($out)"
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'debugger: every vCPU held \(host request\)'
+	expect 'debugger: vcpu [01] reached a breakpoint or watchpoint \(slots 1, '
+	expect 'debugger: vcpu [01] reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, '
+	expect 'HVTRACE-GUEST: idle done'
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced t_svm_gdb_live_traced_bp_interp t_svm_gdb_live_traced_bp_fast
+t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live t_linux_gdb_live_pagebp t_linux_gdb_live_traced"
 runner_main integration-rec "$ALL" "$@"

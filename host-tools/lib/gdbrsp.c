@@ -989,7 +989,7 @@ static void live_resume(struct hvt_gdb *g, int step, size_t th)
 	btrace_forget(g);	/* the guest runs: its history goes on */
 	if (step) {
 		if (l->step(l->ctx, th))
-			return reply_err(g, 0x01, "the step failed (the vCPU did not stop again, or it traces)");
+			return reply_err(g, 0x01, "the step failed (the vCPU did not stop again)");
 		g->sel = th;
 		return stop_reply(g, 5);
 	}

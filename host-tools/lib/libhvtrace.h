@@ -343,12 +343,13 @@ int hvt_dbg_write(struct hvt_dbg *d, uint32_t v, uint64_t la, const void *buf, u
 /* gpr, rip and rflags of r become v's (the hypervisor refuses the rest changed). */
 int hvt_dbg_set_regs(struct hvt_dbg *d, uint32_t v, const struct hvt_vcpu_regs *r, int64_t *result,
 		     struct hvt_err *err);
-/* The instruction breakpoint at linear addr on every untraced vCPU (on),
- * or none (!on). */
+/* The instruction breakpoint at linear addr on every vCPU (on), or none
+ * (!on). */
 int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, struct hvt_err *err);
 /* The debugger's slot (0..HVTRACE_DBG_SLOTS-1) set to a breakpoint (rw 0,
- * len 0) or watchpoint (rw 1 write, 3 read or write; len as DR7's LEN)
- * at linear addr on every untraced vCPU (on), or cleared (ABI 1.10); a
+ * len 0; on every vCPU) or watchpoint (rw 1 write, 3 read or write; len
+ * as DR7's LEN; on every untraced vCPU) at linear addr (on), or cleared
+ * (ABI 1.10); a
  * page slot (HVTRACE_DBG_SLOTS..HVTRACE_DBG_SLOTS_MAX-1, ABI 1.11) an
  * instruction breakpoint alone, addr translated through stopped vCPU
  * v's page tables. */

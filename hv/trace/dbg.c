@@ -84,6 +84,7 @@ static struct {
 	volatile u64 stopped;		/* bit per vCPU held now */
 	struct dbg_hw hw[HVTRACE_DBG_SLOTS];	/* SET_HW's slots */
 	volatile u32 hw_gen;		/* bumped by every SET_HW: each vCPU composes anew */
+	volatile u32 bp_gen;		/* bumped by every SET_HW of an instruction breakpoint (bps_sync) */
 	u64 stops[HV_MAX_CPUS];		/* each vCPU's publications (the channel's copy is not read) */
 	struct pagebp pbp;		/* SET_HW's page slots (4-31) */
 	bool pbp_used;			/* the nested tables were ever changed for them */
@@ -158,8 +159,12 @@ static void unpublish(u32 id)
  * run. */
 void dbg_step_cancel(struct vcpu *v)
 {
-	if (v->trace->dbg_step.on)
+	if (v->trace->dbg_step.on) {
 		hstep_end(v, &v->trace->dbg_step, false);
+		/* the engine steps that instruction instead (trace_before_entry) */
+		v->trace->dbg_dr.tstep = DBG_TSTEP_WANT;
+		v->trace->dbg_dr.tstep_rip = v->rip;
+	}
 	v->trace->dbg_dr.to_on = false;
 	v->trace->dbg_dr.pushf_w = 0;
 	v->trace->dbg_dr.syscall = false;
@@ -498,7 +503,7 @@ static void np_close(struct vcpu *v)
 		page_sync(d->np_page[k]);
 	}
 	d->np_n = 0;
-	d->np_at_exit = false;
+	d->np_at_exit = 0;
 	spin_unlock(&dbg.lock);
 }
 
@@ -515,7 +520,8 @@ static void np_close(struct vcpu *v)
  * run as the debugger's STEP runs one (the hidden TF, a fault or an
  * INT n on to its handler: step_soft_int) but without holding after it,
  * and closed when that step ends (dbg_before_entry). A vCPU that traces
- * (the engine owns TF) has it open until its next exit. The rule for the
+ * (the engine owns TF, and looks for the breakpoints itself before each
+ * instruction: dbg_trace_bp) has it open until its next exit. The rule for the
  * other vCPUs: while the page is open they run there unchecked, and one
  * that ran there keeps what its TLB cached until its own next entry; so
  * another vCPU may pass a breakpoint on that page in that window.
@@ -555,11 +561,113 @@ bool dbg_npf(struct vcpu *v, const struct hv_event *ev)
 		page_sync(i);
 	}
 	if (traced)
-		d->np_at_exit = true;
+		d->np_at_exit = 1;
 	else if (!t->dbg_step.on && !d->to_on && !step_soft_int(v))
 		hstep_arm(v, &t->dbg_step, false);
 	spin_unlock(&dbg.lock);
 	return true;
+}
+
+/* The instruction breakpoints of the debugger's slots into v's list for the engines
+ * (struct dbg_bps), when they changed since v last looked */
+static void bps_sync(struct vcpu *v)
+{
+	struct dbg_bps *b = &v->trace->dbg_bps;
+	if (b->gen == dbg.bp_gen)
+		return;
+	spin_lock(&dbg.lock);
+	b->gen = dbg.bp_gen;
+	b->n = 0;
+	b->filter = 0;
+	for (u32 s = 0; s < HVTRACE_DBG_SLOTS_MAX; s++) {
+		bool on = s < HVTRACE_DBG_SLOTS ? dbg.hw[s].on && !dbg.hw[s].rwlen
+						: dbg.pbp.slot[s - HVTRACE_DBG_SLOTS].on;
+		if (!on)
+			continue;
+		b->slot[b->n] = (u8)s;
+		b->addr[b->n] = s < HVTRACE_DBG_SLOTS ? dbg.hw[s].addr : dbg.pbp.slot[s - HVTRACE_DBG_SLOTS].addr;
+		b->gpa[b->n] = s < HVTRACE_DBG_SLOTS ? 0 : dbg.pbp.slot[s - HVTRACE_DBG_SLOTS].gpa;
+		b->filter |= dbg_bp_hash(b->addr[b->n]);
+		b->n++;
+	}
+	spin_unlock(&dbg.lock);
+}
+
+/* The slots (bits as in `hits`) whose breakpoint v reaches at linear `lin`: a debug
+ * register's at its address, a page breakpoint's there on the guest-physical page it was
+ * set on (as dbg_npf decides) */
+static u32 trace_hits(struct vcpu *v, u64 lin)
+{
+	const struct dbg_bps *b = &v->trace->dbg_bps;
+	u32 hits = 0;
+	u64 gpa = 0;
+	int walked = 0;	/* 1: lin translated to gpa, -1: not mapped */
+	if (!dbg_bp_listed(b, lin))
+		return 0;
+	for (u32 i = 0; i < b->n; i++) {
+		if (b->addr[i] != lin)
+			continue;
+		if (b->slot[i] < HVTRACE_DBG_SLOTS) {
+			hits |= 1u << b->slot[i];
+			continue;
+		}
+		if (!walked)
+			walked = gmem_translate(v, lin, &gpa) ? 1 : -1;
+		if (walked > 0 && (gpa >> PAGE_SHIFT) == (b->gpa[i] >> PAGE_SHIFT))
+			hits |= 1u << b->slot[i];
+	}
+	return hits;
+}
+
+/*
+ * Before an instruction of a vCPU that traces, where the engine is about to run it or plan
+ * from it (trace_before_entry, after an interpreted burst, which leaves every address
+ * listed): a breakpoint of the debugger's there is a hit, as a debug register's or a page
+ * breakpoint's is with the engine off (the instruction has not run), and the vCPU is held
+ * here until the host resumes or steps it; its records run up to that instruction. Not at
+ * the address it was held at last until it has been elsewhere (RF's part: gdb's continue
+ * from a breakpoint without a step over it), nor while an event goes in at this entry (the
+ * handler runs first). Where the host moved RIP while it was held, the new one is looked at.
+ */
+void dbg_trace_bp(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	for (;;) {
+		u64 lin = gmem_linear_rip(v);
+		if (d->pass_on && lin == d->pass)
+			return;
+		d->pass_on = false;
+		if (!v->trace->dbg_bps.filter || (hv.ops->event_pending && hv.ops->event_pending(v)))
+			return;
+		u32 hits = trace_hits(v, lin);
+		if (!hits)
+			return;
+		d->hits |= hits;
+		spin_lock(&dbg.lock);
+		hold_all(v, v->id + 1);
+		spin_unlock(&dbg.lock);
+		hold(v);
+		d->pass = lin;
+		d->pass_on = true;
+		bps_sync(v);
+		if (d->tstep)
+			return;	/* stepped from here: trace_before_entry arms the step */
+	}
+}
+
+/* The debugger's step of a vCPU that traces (tstep) has ended at this exit: its instruction
+ * completed (the engine's step trap, or an emulated instruction moved RIP), or the event it
+ * went into reached its handler (the engine's breakpoint there); not while that event is
+ * still on its way, nor at an exit that came before the instruction (an interrupt, a page
+ * opened for it). */
+static bool tstep_done(struct vcpu *v)
+{
+	const struct trace_vcpu *t = v->trace;
+	if (t->engine == HVTRACE_ENGINE_OFF)
+		return true;
+	if (t->bp.armed && t->bp.kind == BP_HANDLER)
+		return false;
+	return t->interp_db_exit || v->rip != t->dbg_dr.tstep_rip;
 }
 
 void dbg_before_entry(struct vcpu *v)
@@ -567,6 +675,14 @@ void dbg_before_entry(struct vcpu *v)
 	if (!dbg.area)
 		return;
 	struct trace_vcpu *t = v->trace;
+	bool tstepping = false;
+	if (t->dbg_dr.tstep == DBG_TSTEP_RUN) {
+		tstepping = !tstep_done(v);
+		if (!tstepping) {
+			t->dbg_dr.tstep = DBG_TSTEP_NONE;
+			t->dbg_dr.pass_on = false;
+		}
+	}
 	if (t->dbg_step.on) {
 		/* the step completed by another exit (an instruction the
 		 * hypervisor emulated, a fault it injected): done */
@@ -581,10 +697,15 @@ void dbg_before_entry(struct vcpu *v)
 	 * delivery's that step_fault did not take) ends it where it is */
 	if (t->dbg_dr.to_on && t->dbg_dr.to_entered)
 		t->dbg_dr.to_on = false;
-	if (t->dbg_dr.np_n && (t->dbg_dr.np_at_exit || (!t->dbg_step.on && !t->dbg_dr.to_on)))
+	/* tracing, open for the entry after the fault (closed here it would fault again at once,
+	 * and again), closed at the exit after it */
+	if (t->dbg_dr.np_at_exit == 1)
+		t->dbg_dr.np_at_exit = 2;
+	else if (t->dbg_dr.np_n && (t->dbg_dr.np_at_exit || (!t->dbg_step.on && !t->dbg_dr.to_on)))
 		np_close(v);
-	if (dbg.held && !t->dbg_dr.to_on)
+	if (dbg.held && !t->dbg_dr.to_on && !tstepping)
 		hold(v);
+	bps_sync(v);	/* the engines' breakpoints as the host left them */
 	dr_sync(v);	/* also before a step: GDB steps over a breakpoint it removed */
 }
 
@@ -598,9 +719,19 @@ void dbg_after_trace_sync(struct vcpu *v)
 {
 	if (!dbg.area)
 		return;
+	struct trace_vcpu *t = v->trace;
+	if (t->dbg_dr.tstep == DBG_TSTEP_WANT) {
+		if (t->engine != HVTRACE_ENGINE_OFF) {
+			t->dbg_dr.tstep = DBG_TSTEP_RUN;	/* trace_before_entry armed the engine's step */
+		} else {
+			/* tracing stopped at this entry: the hidden step instead */
+			t->dbg_dr.tstep = DBG_TSTEP_NONE;
+			if (!step_soft_int(v))
+				hstep_arm(v, &t->dbg_step, false);
+		}
+	}
 	dr_sync(v);
 	/* last: dr_sync and hstep set the intercepts the engine wants idle */
-	struct trace_vcpu *t = v->trace;
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		t->dbg_dr.wide = false;	/* the engine's own intercepts */
 		return;
@@ -635,8 +766,13 @@ static void hold(struct vcpu *v)
 			dbg.step = 0;
 			dbg.stopped &= ~(1ull << v->id);
 			unpublish(v->id);
-			if (!step_soft_int(v))
+			if (v->trace->engine != HVTRACE_ENGINE_OFF) {
+				/* the engine owns TF: its own step (trace_before_entry) */
+				v->trace->dbg_dr.tstep = DBG_TSTEP_WANT;
+				v->trace->dbg_dr.tstep_rip = v->rip;
+			} else if (!step_soft_int(v)) {
 				hstep_arm(v, &v->trace->dbg_step, false);
+			}
 			go = true;
 		}
 		spin_unlock(&dbg.lock);
@@ -697,6 +833,7 @@ static s64 set_page(u64 arg0, u64 arg1)
 		return -HVTRACE_ENOSYS;
 	if (!dbg.held)
 		return -HVTRACE_EPERM;
+	dbg.bp_gen++;
 	if (dbg.pbp.slot[s].on) {
 		int i = pagebp_clear(&dbg.pbp, s);
 		if (i >= 0 && (e = page_sync(i)))
@@ -741,6 +878,7 @@ static s64 set_hw(u64 arg0, u64 arg1)
 		return -HVTRACE_EPERM;	/* trace.start's address holds DR3 */
 	dbg.hw[slot] = (struct dbg_hw){ .on = on, .rwlen = (u8)(rw | len << 2), .addr = arg1 };
 	dbg.hw_gen++;
+	dbg.bp_gen++;
 	if (slot == 0)
 		dbg.area->bp_addr = arg1;
 	return 0;
@@ -779,13 +917,8 @@ static s64 request(struct vcpu *v, u32 op, u64 arg0, u64 arg1)
 			return -HVTRACE_EINVAL;
 		if ((e = pick(arg0, &w)))
 			return e;
-		/* tracing: the engine owns TF; also while it is about to start
-		 * on w (tracing started while w was held: trace_entry_sync
-		 * starts it at w's entry and cancels the step, and the vCPU,
-		 * held again at its next exit, would have stepped nothing or
-		 * more than one instruction: gdb took the stop for a step's) */
-		if (w->trace->engine != HVTRACE_ENGINE_OFF || rec_tracing())
-			return -HVTRACE_EPERM;
+		/* tracing, the engine steps (its TF; also when it starts or stops at w's entry:
+		 * dbg_step_cancel, dbg_after_trace_sync) */
 		dbg.step = w->id + 1;
 		return 0;
 	case HVTRACE_DBG_READ:

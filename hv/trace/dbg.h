@@ -27,6 +27,9 @@ void dbg_after_trace_sync(struct vcpu *v);
 /* Tracing starts on v: the engine owns TF, a step of the debugger's ends
  * (v is held again at its next exit). */
 void dbg_step_cancel(struct vcpu *v);
+/* A vCPU that traces is about to run the instruction at its RIP (trace_before_entry): held
+ * there when it is one of the debugger's breakpoints (its list, v->trace->dbg_bps) */
+void dbg_trace_bp(struct vcpu *v);
 /* A #DB with the engine off: true when it was the debugger's breakpoint
  * or watchpoint alone (no cause of the guest's own came with it); the
  * guest is held when one of them fired. */

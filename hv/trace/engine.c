@@ -240,8 +240,10 @@ void trace_update(struct vcpu *v)
 /* --- every exit ----------------------------------------------------------- */
 
 /* A resolved branch of the fast engine ran unless this exit shows it did
- * not: it faulted (an exception at its own RIP) or an interrupt came first
- * (an interrupt at its own RIP, unless it jumps to itself). */
+ * not: it faulted (an exception at its own RIP) or an interrupt or a
+ * nested page fault came first (at its own RIP, unless it jumps to itself:
+ * the fetch of its own page refused where the debugger's page breakpoints
+ * took execute, trace/dbg.c dbg_npf, and run again once it is open). */
 static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 {
 	struct pending_branch *p = &v->trace->pending;
@@ -251,7 +253,8 @@ static void pending_settle(struct vcpu *v, const struct hv_event *ev)
 	bool at_branch = v->rip == p->from_rip;
 	if (at_branch && ev->kind == HV_EV_EXCEPTION && ev->vector != X86_DB)
 		return;
-	if (at_branch && (ev->kind == HV_EV_INTR || ev->kind == HV_EV_IRQ_WINDOW || ev->kind == HV_EV_NMI) &&
+	if (at_branch &&
+	    (ev->kind == HV_EV_INTR || ev->kind == HV_EV_IRQ_WINDOW || ev->kind == HV_EV_NMI || ev->kind == HV_EV_NPF) &&
 	    p->to != p->from_lin)
 		return;
 	trace_emit(v, p->from_lin, p->to, p->cpl, HVTRACE_REC_BRANCH, p->type);
@@ -333,14 +336,34 @@ void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 	cond_settle(v);
 }
 
-/* The first control transfer at or after `lin`, or guest breakpoint (or
- * where decoding stops: unreadable bytes, an invalid encoding, the scan
- * limit); `flags_kept`: whether no instruction before it changes the
- * flags (keeps_flags). A block that ends in a control transfer within
- * BLOCK_BYTES_MAX bytes, with no guest breakpoint to look for, goes into
- * `keep` (its bytes, its stop and that instruction) when `keep` is given. */
-static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode, struct dec_insn *at,
-			    struct block_entry *keep, bool *flags_kept)
+/* What a plan's look-ups share, read once before an entry (nothing
+ * changes them while trace_before_entry runs): the paging root and mode,
+ * whether the guest has instruction breakpoints of its own in DR2/DR3,
+ * and the host debugger's (NULL: none), where a block ends too, but at
+ * `pass`, the instruction the vCPU is at, which dbg_trace_bp looked at
+ * before the plan: a block from there passes it. */
+struct plan_ctx {
+	struct gmem_xlat_key key;
+	bool guest_bps;
+	const struct dbg_bps *dbg;
+	u64 pass;
+};
+
+/* Whether a block from `start` ends at `lin` for the debugger's breakpoint there */
+static bool dbg_stop(const struct plan_ctx *p, u64 lin, u64 start)
+{
+	return p->dbg && !(lin == start && lin == p->pass) && dbg_bp_listed(p->dbg, lin);
+}
+
+/* The first control transfer at or after `lin`, or guest breakpoint, or
+ * the host debugger's (dbg_stop) (or where decoding stops: unreadable
+ * bytes, an invalid encoding, the scan limit); `flags_kept`: whether no
+ * instruction before it changes the flags (keeps_flags). A block that
+ * ends in a control transfer within BLOCK_BYTES_MAX bytes, with no guest
+ * breakpoint to look for, goes into `keep` (its bytes, its stop and that
+ * instruction) when `keep` is given. */
+static u64 find_stop_decode(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip, enum dec_mode mode,
+			    struct dec_insn *at, struct block_entry *keep, bool *flags_kept)
 {
 	bool guest_bps = exec_bps(guest_dr_read(v, 7), 2, 3);
 	u64 start = lin;
@@ -352,10 +375,11 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
 			return lin;
 		}
 		u64 off = lin - start;
-		bool fits = keep && !guest_bps && off + at->len <= BLOCK_BYTES_MAX;
+		bool dbg = dbg_stop(p, lin, start);
+		bool fits = keep && !guest_bps && !dbg && off + at->len <= BLOCK_BYTES_MAX;
 		if (fits)
 			memcpy(keep->bytes + off, b, at->len);
-		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin))) {
+		if (ends_block(at) || (guest_bps && guest_dr23_hits(v, lin)) || dbg) {
 			if (fits) {
 				keep->stop = lin;
 				keep->at = *at;
@@ -372,18 +396,21 @@ static u64 find_stop_decode(struct vcpu *v, u64 lin, u64 rip, enum dec_mode mode
 	return lin;
 }
 
-/* What a plan's look-ups share, read once before an entry (nothing
- * changes them while trace_before_entry runs): the paging root and mode,
- * and whether the guest has instruction breakpoints of its own in
- * DR2/DR3. */
-struct plan_ctx {
-	struct gmem_xlat_key key;
-	bool guest_bps;
-};
-
 static struct block_entry *block_slot(struct vcpu *v, u64 lin)
 {
 	return &v->trace->blocks.e[(lin ^ (lin >> 6) ^ (lin >> 12)) % BLOCK_CACHE_SIZE];
+}
+
+/* Whether one of the debugger's breakpoints lies in the cached block `e`,
+ * where a block decoded now would end (dbg_stop) */
+static bool block_has_dbg_bp(const struct plan_ctx *p, const struct block_entry *e)
+{
+	for (u32 i = 0; i < p->dbg->n; i++) {
+		u64 a = p->dbg->addr[i];
+		if (a >= e->lin && a <= e->stop && !(a == e->lin && a == p->pass))
+			return true;
+	}
+	return false;
 }
 
 /* The cached block starting at `lin`, when its bytes are still those in
@@ -394,6 +421,7 @@ static const struct block_entry *block_lookup(struct vcpu *v, const struct plan_
 	struct block_cache *bc = &v->trace->blocks;
 	const struct block_entry *e = block_slot(v, lin);
 	if (!e->len || e->lin != lin || e->rip != rip || e->mode != mode || p->guest_bps ||
+	    (p->dbg && block_has_dbg_bp(p, e)) ||
 	    !gmem_equal_linear_cached(v, &bc->xlat, &p->key, lin, e->bytes, e->len))
 		return NULL;
 	return e;
@@ -427,7 +455,7 @@ static u64 find_stop(struct vcpu *v, const struct plan_ctx *p, u64 lin, u64 rip,
 		struct block_entry *e = block_slot(v, lin);
 		v->trace->blocks.misses++;
 		e->len = 0;
-		stop = find_stop_decode(v, lin, rip, mode, at, e, &kept);
+		stop = find_stop_decode(v, p, lin, rip, mode, at, e, &kept);
 		if (e->len) {
 			e->lin = lin;
 			e->rip = rip;
@@ -478,8 +506,9 @@ static u64 plan_chain(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 ba
 		      (next == cur || !ranges_meet(next, stop, cur, cur));
 
 	ch->n = 0;
+	/* not through a JMP or CALL the debugger's breakpoint is on: that stop is the breakpoint's */
 	while (follow && ch->n < CHAIN_LINKS_MAX && (x->branch == DEC_BR_JMP || x->branch == DEC_BR_CALL) &&
-	       x->has_target) {
+	       x->has_target && !dbg_stop(p, stop, seg)) {
 		struct dec_insn y;
 		u64 to = base + x->target;
 		u64 s2 = find_stop(v, p, to, x->target, mode, &y, NULL);
@@ -516,9 +545,9 @@ static void plan_block(struct vcpu *v, const struct plan_ctx *p, u64 next, u64 b
 	const struct chain *ch = &t->chain;
 
 	/* not with BTF: the guest's TF set inside the block must find every
-	 * branch stepped (bts_btf_step) */
+	 * branch stepped (bts_btf_step); nor at the debugger's breakpoint */
 	if (stop != cur && (x.branch == DEC_BR_JCC || x.branch == DEC_BR_LOOP) && x.has_target &&
-	    !(t->ds.debugctl & DEBUGCTL_BTF)) {
+	    !(t->ds.debugctl & DEBUGCTL_BTF) && !(p->dbg && dbg_bp_listed(p->dbg, stop))) {
 		u64 fall = stop + x.len, target = base + x.target;
 		bool fall_kept;
 		u64 s_f = find_stop(v, p, fall, fall - base, mode, &a, &fall_kept);
@@ -823,9 +852,14 @@ void trace_before_entry(struct vcpu *v)
 	/* engine = interp: the instructions it can run exactly, here; the first it leaves goes
 	 * to the fast engine below, as any instruction the fast engine stops at */
 	bool verify = t->engine == HVTRACE_ENGINE_INTERP && hv.boot.interp_verify;
-	if (t->engine == HVTRACE_ENGINE_INTERP && t->interp_db_exit && !verify)
+	if (t->engine == HVTRACE_ENGINE_INTERP && t->interp_db_exit && !verify && !t->dbg_dr.tstep)
 		interp_run(v);
 	t->interp_db_exit = false;
+	/* the host debugger's breakpoint at the instruction about to run: held there (trace/dbg.c);
+	 * its step (tstep) is this one instruction, stepped below */
+	if ((t->dbg_bps.filter || t->dbg_dr.pass_on) && !t->dbg_dr.tstep)
+		dbg_trace_bp(v);
+	bool dbg_step = t->dbg_dr.tstep != DBG_TSTEP_NONE;
 
 	s->rip = v->rip;
 	s->mode = gmem_code_mode(v, &base);
@@ -845,10 +879,11 @@ void trace_before_entry(struct vcpu *v)
 	/* the fast engine stops at the instruction ending a block it decoded:
 	 * a cached block of that one instruction is its decode (the reference
 	 * engine decodes every instruction itself, unchanged) */
-	struct plan_ctx plan = { { 0, 0 }, false };
+	struct plan_ctx plan = { { 0, 0 }, false, NULL, 0 };
 	const struct block_entry *e = NULL;
 	if (t->engine == HVTRACE_ENGINE_FAST || (t->engine == HVTRACE_ENGINE_INTERP && !t->interp_counting)) {
-		plan = (struct plan_ctx){ gmem_xlat_key(v), exec_bps(guest_dr_read(v, 7), 2, 3) };
+		plan = (struct plan_ctx){ gmem_xlat_key(v), exec_bps(guest_dr_read(v, 7), 2, 3),
+					  t->dbg_bps.filter ? &t->dbg_bps : NULL, s->lin };
 		e = block_lookup(v, &plan, s->lin, s->rip, s->mode);
 	}
 	if (e && e->stop == s->lin) {
@@ -882,7 +917,7 @@ void trace_before_entry(struct vcpu *v)
 	 * everything while the guest single-steps on branches (BTF and TF). */
 	bool btf_step = (t->ds.debugctl & DEBUGCTL_BTF) && (v->rflags & RFLAGS_TF);
 	if (t->engine == HVTRACE_ENGINE_REFERENCE || t->interp_counting || verify || s->dec != DEC_OK || base ||
-	    btf_step) {
+	    btf_step || dbg_step) {
 		if (verify && s->dec == DEC_OK)
 			interp_verify_prepare(v);	/* the shadow this step is compared with */
 		step_arm(v, s);

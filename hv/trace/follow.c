@@ -174,7 +174,7 @@ void trace_count_exit(struct vcpu *v)
 int trace_irq_pick(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	if (t->dbg_step.on || t->dbg_dr.to_on)
+	if (t->dbg_step.on || t->dbg_dr.to_on || t->dbg_dr.tstep)
 		return -1;	/* the debugger's step runs one instruction (or delivery), not a handler */
 	bool due = t->engine == HVTRACE_ENGINE_OFF || pace_due(&t->pace, t->branches);
 	return pace_pick(&t->pace, v->irq_held, v->irq_owed, due);

@@ -464,6 +464,14 @@ static void ctl_read(struct vcpu *v, struct pgwalk_ctl *c)
 	c->pkru_known = false;	/* read when a walk needs it (imem_walk) */
 }
 
+/* The host debugger's breakpoint at `lin` (trace/dbg.c, struct dbg_bps): the burst ends
+ * before that instruction, where the engine's check holds the vCPU (dbg_trace_bp). A load and
+ * a test while the debugger has none. */
+static inline __attribute__((always_inline)) bool interp_dbg_bp(const struct trace_vcpu *t, u64 lin)
+{
+	return __builtin_expect(t->dbg_bps.filter != 0, 0) && dbg_bp_listed(&t->dbg_bps, lin);
+}
+
 /* A held external interrupt the pacing lets go now (dispatch/irq.c would inject it at the
  * next entry): the burst ends before the next instruction, as the processor would take it. */
 static bool irq_due(struct vcpu *v)
@@ -586,6 +594,14 @@ void interp_run(struct vcpu *v)
 		struct interp_result r;
 		u64 at = c.rip;	/* its linear address: 64-bit code, CS's base is 0 */
 		u64 fl0 = c.rflags;
+		if (interp_dbg_bp(t, at)) {
+			if (in_shadow) {	/* the STI put back, as where an instruction is left */
+				c.rip = sti_at;
+				c.rflags = sti_flags;
+				n--;
+			}
+			break;
+		}
 		struct interp_dcache_entry *e = dcache_hit(&m, c.rip);
 		/* a hit was fetched at a canonical RIP; interp_allowed saw 64-bit code and TF clear,
 		 * which no interpreted instruction changes */

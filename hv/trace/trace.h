@@ -9,6 +9,7 @@
 #include "arch/x86/interp/interp.h"
 #include "arch/x86/pgwalk.h"
 #include "base/gmem.h"
+#include "hvtrace/record.h"
 #include "trace/rec.h"
 #include "trace/pace.h"
 #include "trace/pmu.h"
@@ -67,11 +68,54 @@ struct dbg_dr {
 	u64 to;
 	/* The pages of the debugger's page breakpoints this vCPU opened to
 	 * run one instruction there (dbg.c dbg_npf: pagebp entries), closed
-	 * when its step ends, or at its next entry (`at_exit`: it traces) */
+	 * when its step ends, or, while it traces (`at_exit`: 1 when opened,
+	 * 2 once it entered with them open), at its next exit */
 	u8 np_n;
-	bool np_at_exit;
+	u8 np_at_exit;
 	u8 np_page[4];
+	/* The debugger's step of a vCPU that traces (dbg.c: the engine's own step, one
+	 * instruction, or an event's delivery to its handler's first instruction): wanted
+	 * (granted while held), then running from tstep_rip until an exit ends it */
+	u8 tstep;
+	u64 tstep_rip;
+	/* RF's part for the engines' breakpoint check (dbg_trace_bp): the address the vCPU was
+	 * held at by a breakpoint there, passed when it goes on from it, until it is elsewhere */
+	bool pass_on;
+	u64 pass;
 };
+enum { DBG_TSTEP_NONE, DBG_TSTEP_WANT, DBG_TSTEP_RUN };
+
+/* The host debugger's instruction breakpoints (its debug-register slots that are one, and
+ * its page slots) as the engines look for them while the vCPU traces (trace/dbg.c
+ * dbg_trace_bp: the debug registers and the nested tables serve only while it does not):
+ * their linear addresses and slots, copied whenever the debugger's change (gen), and
+ * `filter`, a bit per address's hash (dbg_bp_hash), 0 while there is none: so an
+ * instruction's check costs a load and a test then. A page slot's address is a hit only on
+ * the guest-physical page it was set on (dbg.c). */
+struct dbg_bps {
+	u64 filter;
+	u32 gen;
+	u8 n;
+	u8 slot[HVTRACE_DBG_SLOTS_MAX];
+	u64 addr[HVTRACE_DBG_SLOTS_MAX];
+	u64 gpa[HVTRACE_DBG_SLOTS_MAX];	/* a page slot's guest-physical address */
+};
+
+static inline u64 dbg_bp_hash(u64 lin)
+{
+	return 1ull << ((lin ^ (lin >> 6) ^ (lin >> 12)) & 63);
+}
+
+/* Whether one of the debugger's breakpoints is at linear `lin` */
+static inline bool dbg_bp_listed(const struct dbg_bps *b, u64 lin)
+{
+	if (!(b->filter & dbg_bp_hash(lin)))
+		return false;
+	for (u32 i = 0; i < b->n; i++)
+		if (b->addr[i] == lin)
+			return true;
+	return false;
+}
 
 /* Where the vCPU was before the instruction now being stepped. */
 struct step_state {
@@ -317,6 +361,7 @@ struct trace_vcpu {
 	/* the host debugger's step and debug registers (trace/dbg.c) */
 	struct hidden_step dbg_step;
 	struct dbg_dr dbg_dr;
+	struct dbg_bps dbg_bps;
 };
 
 /* The vCPU's tracing state (v->trace), allocated from the reserve: the

@@ -110,6 +110,18 @@ static bool fake_nx(u64 gpa)
 	return false;
 }
 static struct hv_arch_ops ops_npt;
+/* The backend with the nested tables' execute control, every page executable, guest code
+ * at guest-physical 0x101000 (gmem_translate maps linear 0x1000 there) */
+static void fake_npt_on(void)
+{
+	ops_npt = ops;
+	ops_npt.npt_set_exec = fake_npt_set_exec;
+	hv.ops = &ops_npt;
+	memset(&hv.guest_code, 0, sizeof(hv.guest_code));
+	memmap_add(&hv.guest_code, 0x101000, 0x1000);
+	memset(fake_nx_pages, 0, sizeof(fake_nx_pages));
+	fake_nx_calls = 0;
+}
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
 {
 	(void)v;
@@ -290,17 +302,23 @@ static void *dbg_vcpu_thread(void *arg)
 
 static volatile u32 *dbg_state(struct hvtrace_dbg *a) { return &a->vcpu[0].state; }
 
-static void test_dbg(void)
+/* A channel with host control in an ivshmem BAR, the debugger's area in it */
+static void dbg_setup(u8 *bar2, u64 size)
 {
-	static u8 bar2[16384] __attribute__((aligned(4096)));
 	struct hv_rec_cfg cfg;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.flight.size = 4096;
 	cfg.start = REC_START_HYPERCALL;
 	cfg.control = HVTRACE_CTL_POLL;
-	setup_in(&cfg, bar2, sizeof(bar2));
+	setup_in(&cfg, bar2, size);
 	dbg_chan = (struct hvtrace_chan *)bar2;
 	dbg_seq = 0;
+}
+
+static void test_dbg(void)
+{
+	static u8 bar2[16384] __attribute__((aligned(4096)));
+	dbg_setup(bar2, sizeof(bar2));
 	struct hvtrace_chan *c = dbg_chan;
 	CHECK(c->dbg_offset == 8192, "the debugger's area after the rings: %llu", (unsigned long long)c->dbg_offset);
 	struct hvtrace_dbg *a = (struct hvtrace_dbg *)(bar2 + c->dbg_offset);
@@ -568,13 +586,7 @@ static void test_dbg(void)
 	 * it, two breakpoints on one page take its execute once; linear
 	 * 0x1010 maps to guest-physical 0x101010 (gmem_translate here) */
 	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x1010, true) == -HVTRACE_ENOSYS, "page slot: ENOSYS without NPT");
-	ops_npt = ops;
-	ops_npt.npt_set_exec = fake_npt_set_exec;
-	hv.ops = &ops_npt;
-	memset(&hv.guest_code, 0, sizeof(hv.guest_code));
-	memmap_add(&hv.guest_code, 0x101000, 0x1000);
-	memset(fake_nx_pages, 0, sizeof(fake_nx_pages));
-	fake_nx_calls = 0;
+	fake_npt_on();
 	u64 bad_pg[][2] = { { 5 | 1u << 8 | 1u << 16, 0x1010 }, { 5 | 1u << 8 | 1u << 24, 0x1010 },
 			    { 5 | 1u << 8, 0 }, { 5, 0x1010 }, { 5 | 1ull << 32, 0 }, { 5 | 1u << 8 | 1ull << 32, 0x1010 },
 			    { 5 | 1u << 8 | 1ull << 48, 0x1010 }, { 5 | 1u << 8, 0x0100000000000000ull } };
@@ -592,11 +604,18 @@ static void test_dbg(void)
 	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x1010, true) == 0 && fake_nx(0x101000) && fake_nx_calls == 1 &&
 	      dbg_req(HVTRACE_DBG_SET_HW, 31 | 1u << 8, 0x1020, true) == 0 && fake_nx_calls == 1,
 	      "page slots 5 and 31 on one page: execute taken once");
-	CHECK(dbg_req(HVTRACE_TRACE_START, 0, 0, true) == 0 && rec_tracing() &&
-	      dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == -HVTRACE_EPERM && dbg_req(HVTRACE_TRACE_STOP, 0, 0, true) == 0 &&
-	      !rec_tracing(), "STEP refused once tracing started while the vCPU was held (its engine starts at entry)");
-	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	/* tracing started while the vCPU was held: its engine starts at the entry (trace_update)
+	 * and takes the hidden step over as its own */
+	CHECK(dbg_req(HVTRACE_TRACE_START, 0, 0, true) == 0 && rec_tracing() && dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0,
+	      "STEP granted once tracing started while the vCPU was held");
 	pthread_join(th, NULL);
+	CHECK(vcpu0.trace->dbg_step.on && (vcpu0.rflags & RFLAGS_TF), "the hidden step armed, the engine still off");
+	dbg_step_cancel(&vcpu0);	/* the engine starts */
+	CHECK(!vcpu0.trace->dbg_step.on && !(vcpu0.rflags & RFLAGS_TF) && dd->tstep == DBG_TSTEP_WANT &&
+	      dd->tstep_rip == vcpu0.rip, "the engine's step instead: wanted from the same RIP, TF the guest's");
+	dd->tstep = DBG_TSTEP_NONE;
+	CHECK(dbg_req(HVTRACE_TRACE_STOP, 0, 0, false) == 0 && !rec_tracing(), "tracing stopped");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, false) == 0, "RESUME");
 	CHECK(!dd->on && !dd->held && !fake_intercepts && fake_drs[3] == 0x3333 && fake_drs[2] == 0x2020 &&
 	      fake_drs[1] == 0x2222 && fake_dr7 == 0x400 && !dd->hits,
 	      "the registers the guest's again when the vCPU went on");
@@ -629,7 +648,9 @@ static void test_dbg(void)
 	CHECK(dbg_npf(&vcpu0, &npf) && !a->held && !fake_nx(0x101000) && !vcpu0.trace->dbg_step.on && dd->np_at_exit,
 	      "tracing: the breakpoint passed, the page open, no step of ours");
 	dbg_before_entry(&vcpu0);
-	CHECK(fake_nx(0x101000) && !dd->np_n, "tracing: closed at the next entry");
+	CHECK(!fake_nx(0x101000) && dd->np_n == 1, "tracing: open for the entry after the fault");
+	dbg_before_entry(&vcpu0);
+	CHECK(fake_nx(0x101000) && !dd->np_n, "tracing: closed at the exit after it");
 	vcpu0.trace->engine = HVTRACE_ENGINE_OFF;
 	/* a fetch refused on a page no longer protected: taken again */
 	struct hv_event npf_gone = { .kind = HV_EV_NPF, .gpa = 0x777000, .error_code = HV_NPF_FETCH | HV_NPF_PRESENT };
@@ -652,6 +673,124 @@ static void test_dbg(void)
 	pthread_join(th, NULL);
 	vcpu0.rip = 0x1010;
 	CHECK(!dbg_npf(&vcpu0, &npf_np), "after: a page the tables lack is still not ours");
+	hv.ops = &ops;
+}
+
+/* A vCPU held in dbg_trace_bp, as trace_before_entry calls it (the other thread) */
+static void *dbg_trace_thread(void *arg)
+{
+	(void)arg;
+	dbg_trace_bp(&vcpu0);
+	return NULL;
+}
+
+/* The debugger's breakpoints and step on a vCPU that traces (trace/dbg.c dbg_trace_bp,
+ * struct dbg_bps): the list the engines look at, a hit held before the instruction with its
+ * slot published, passed once when the vCPU goes on from there, a page breakpoint on another
+ * page not a hit, and the engine's step of it from wanted to done. */
+static void test_dbg_traced(void)
+{
+	static u8 bar2[16384] __attribute__((aligned(4096)));
+	dbg_setup(bar2, sizeof(bar2));
+	struct hvtrace_dbg *a = (struct hvtrace_dbg *)(bar2 + dbg_chan->dbg_offset);
+	struct trace_vcpu *t = vcpu0.trace;
+	struct dbg_dr *dd = &t->dbg_dr;
+	struct dbg_bps *b = &t->dbg_bps;
+	fake_npt_on();
+	fake_dr7 = 0x400;
+	vcpu0.rip = 0x1000;
+	vcpu0.rflags = RFLAGS_FIXED1;
+	pthread_t th;
+	CHECK(dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0, "STOP");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	/* two debug-register breakpoints, a write watchpoint, two page breakpoints */
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 0 | 1u << 8, 0x1040, true) == 0 &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 1 | 1u << 8 | 1u << 16 | 3u << 24, 0x1080, true) == 0 &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 2 | 1u << 8, 0x1050, true) == 0 &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 6 | 1u << 8, 0x1060, true) == 0 &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 7 | 1u << 8, 0x1070, true) == 0,
+	      "slots 0 and 2 (breakpoints), 1 (a watchpoint), 6 and 7 (page breakpoints)");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	CHECK(b->n == 4 && b->filter && dbg_bp_listed(b, 0x1040) && dbg_bp_listed(b, 0x1050) && dbg_bp_listed(b, 0x1060) &&
+	      dbg_bp_listed(b, 0x1070) && !dbg_bp_listed(b, 0x1080) && !dbg_bp_listed(b, 0x1041),
+	      "the engines' list: the four instruction breakpoints, not the watchpoint (%u)", b->n);
+	/* tracing: not at a breakpoint, nothing */
+	t->engine = HVTRACE_ENGINE_FAST;
+	vcpu0.rip = 0x1030;
+	dbg_trace_bp(&vcpu0);
+	CHECK(!a->held && !dd->pass_on, "an address without a breakpoint: runs on");
+	/* a page breakpoint where the address maps to another page: no hit (gmem_translate maps
+	 * 0x10xx to 0x1010xx; the slot said 0x2010xx) */
+	CHECK(b->gpa[2] == 0x101060, "page slot 6 on 0x101060 (%llx)", (unsigned long long)b->gpa[2]);
+	b->gpa[2] = 0x201060;
+	vcpu0.rip = 0x1060;
+	dbg_trace_bp(&vcpu0);
+	CHECK(!a->held, "a page breakpoint's address on another page: no hit");
+	b->gpa[2] = 0x101060;
+	/* the hit: held before the instruction, slot 6 published */
+	kicks = 0;
+	pthread_create(&th, NULL, dbg_trace_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(a->held && a->stop_vcpu == 1 && a->vcpu[0].hits == 1u << 6 && a->vcpu[0].regs.rip == 0x1060 && kicks == 1,
+	      "a page breakpoint reached tracing: every vCPU held, slot 6 (hits %x)", a->vcpu[0].hits);
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	CHECK(!a->held && dd->pass_on && dd->pass == 0x1060 && !dd->hits, "passed from there once");
+	dbg_trace_bp(&vcpu0);
+	CHECK(!a->held && dd->pass_on, "an exit before it ran (the same RIP): no second hit");
+	vcpu0.rip = 0x1064;
+	dbg_trace_bp(&vcpu0);
+	CHECK(!dd->pass_on, "elsewhere: the pass forgotten");
+	/* a debug-register slot's breakpoint, then the engine's step from it */
+	vcpu0.rip = 0x1040;
+	pthread_create(&th, NULL, dbg_trace_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(a->vcpu[0].hits == 1u << 0, "slot 0 reached tracing (hits %x)", a->vcpu[0].hits);
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP of the vCPU that traces");
+	pthread_join(th, NULL);
+	CHECK(dd->tstep == DBG_TSTEP_WANT && dd->tstep_rip == 0x1040 && !t->dbg_step.on && !(vcpu0.rflags & RFLAGS_TF) &&
+	      *dbg_state(a) == HVTRACE_DBG_RUNNING, "the engine's step wanted, no hidden step: TF is the engine's");
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(dd->tstep == DBG_TSTEP_RUN, "running once the engine armed it");
+	t->interp_db_exit = false;
+	dbg_before_entry(&vcpu0);	/* an exit before the instruction (an interrupt): not done */
+	CHECK(dd->tstep == DBG_TSTEP_RUN && *dbg_state(a) == HVTRACE_DBG_RUNNING, "not done at an exit before it");
+	t->bp.armed = true;
+	t->bp.kind = BP_HANDLER;
+	t->interp_db_exit = true;
+	dbg_before_entry(&vcpu0);	/* a fault on its way to its handler */
+	CHECK(dd->tstep == DBG_TSTEP_RUN && *dbg_state(a) == HVTRACE_DBG_RUNNING, "not done while an event is delivered");
+	t->bp.armed = false;
+	vcpu0.rip = 0x1044;
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);	/* the step's trap: done, held */
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(dd->tstep == DBG_TSTEP_NONE && !dd->pass_on && a->vcpu[0].regs.rip == 0x1044 && !a->vcpu[0].hits,
+	      "done at the step's trap: held again after the instruction");
+	/* a step granted while the engine runs, tracing stopped at that entry: the hidden step */
+	CHECK(dbg_req(HVTRACE_DBG_STEP, 0, 0, true) == 0, "STEP");
+	pthread_join(th, NULL);
+	t->engine = HVTRACE_ENGINE_OFF;
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(dd->tstep == DBG_TSTEP_NONE && t->dbg_step.on && (vcpu0.rflags & RFLAGS_TF),
+	      "the engine stopped at the entry: the hidden step instead");
+	hstep_end(&vcpu0, &t->dbg_step, false);
+	/* clear every slot: an empty list */
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	u32 slots[] = { 0, 1, 2, 6, 7 };
+	bool ok = true;
+	for (u32 i = 0; i < ARRAY_SIZE(slots); i++)
+		ok = ok && dbg_req(HVTRACE_DBG_SET_HW, slots[i], 0, true) == 0;
+	CHECK(ok && dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "cleared, RESUME");
+	pthread_join(th, NULL);
+	CHECK(!b->n && !b->filter && !fake_nx(0x101000), "no breakpoint: an empty list, the page executable again");
 	hv.ops = &ops;
 }
 
@@ -1100,6 +1239,7 @@ int main(void)
 		      (unsigned long long)c->ctl_done, (unsigned long long)c->ctl_rejected);
 	}
 	test_dbg();
+	test_dbg_traced();
 	test_hstep();
 	return unit_done("test_rec");
 }
