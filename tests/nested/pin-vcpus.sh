@@ -36,8 +36,10 @@
 # The fault is QEMU's: VMRUN and #VMEXIT change DR7 without going through
 # cpu_x86_update_dr7 (do_vmexit's own comment, "Disables all breakpoints
 # in the host DR7 register", is not done either). QEMU 10.0.2, the tier's
-# outer QEMU now, calls cpu_x86_update_dr7 from both (seen in its code):
-# the pins may not be needed there, not yet shown (docs/testing.md item 7).
+# outer QEMU now, calls cpu_x86_update_dr7 from both (seen in its code),
+# and in one outer boot with --shuffle below the lossless streams lost no
+# branch (svm-rec-lossless, svm-rec-lossless-smp): the pins may not be
+# needed there; kept until more runs show it (docs/testing.md item 7).
 #
 # Says on stderr ("qemu.sh: ..." lines, in the run's qemu.out) each pin,
 # a vCPU with no outer CPU of its own, and a pinned thread that the outer
