@@ -31,9 +31,15 @@ static volatile u32 *lapic_mmio(u32 reg)
 	return (volatile u32 *)(uintptr_t)(HV_APIC_VA + reg);
 }
 
+/* reg in the mode the caller found (x2: the MSR, else the MMIO page) */
+static u32 lapic_read_in(bool x2, u32 reg)
+{
+	return x2 ? (u32)rdmsr(X2APIC_MSR(reg)) : *lapic_mmio(reg);
+}
+
 u32 lapic_read(u32 reg)
 {
-	return lapic_x2apic_mode() ? (u32)rdmsr(X2APIC_MSR(reg)) : *lapic_mmio(reg);
+	return lapic_read_in(lapic_x2apic_mode(), reg);
 }
 
 void lapic_write(u32 reg, u32 val)
@@ -52,10 +58,9 @@ bool lapic_irq_pending(void)
 	bool x2 = base & APICBASE_EXTD;
 	/* vectors 0-15 are never accepted and 16-31 are reserved (11.8.3): IRR0 is left out */
 	for (u32 w = 7; w >= 1; w--) {
-		u32 reg = APIC_IRR0 + 0x10 * w;
-		u32 irr = x2 ? (u32)rdmsr(X2APIC_MSR(reg)) : *lapic_mmio(reg);
+		u32 irr = lapic_read_in(x2, APIC_IRR0 + 0x10 * w);
 		if (irr)
-			return lapic_irr_above_ppr(w, irr, x2 ? (u32)rdmsr(X2APIC_MSR(APIC_PPR)) : *lapic_mmio(APIC_PPR));
+			return lapic_irr_above_ppr(w, irr, lapic_read_in(x2, APIC_PPR));
 	}
 	return false;
 }

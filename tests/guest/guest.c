@@ -282,6 +282,19 @@ volatile uint32_t *xapic_reg(uint32_t off)
 	return (volatile uint32_t *)(uintptr_t)((rdmsr(MSR_IA32_APICBASE) & APICBASE_ADDR_MASK) + off);
 }
 
+uint32_t apic_reg_read(uint32_t off)
+{
+	return x2apic_mode() ? (uint32_t)rdmsr(X2APIC_MSR(off)) : *xapic_reg(off);
+}
+
+void apic_reg_write(uint32_t off, uint32_t v)
+{
+	if (x2apic_mode())
+		wrmsr(X2APIC_MSR(off), v);
+	else
+		*xapic_reg(off) = v;
+}
+
 uint32_t lvtpc_read(void)
 {
 	if (x2apic_mode())

@@ -144,6 +144,9 @@ bool x2apic_mode(void);
 	"	wrmsr\n"                                  \
 	"2:\n"
 volatile uint32_t *xapic_reg(uint32_t off);
+/* A local APIC register by its xAPIC offset: the x2APIC MSR in x2APIC mode, else xapic_reg */
+uint32_t apic_reg_read(uint32_t off);
+void apic_reg_write(uint32_t off, uint32_t v);
 uint32_t lvtpc_read(void);
 void lvtpc_write(uint32_t lvt);
 /* The vendor CPUID leaf 0 names is AMD or Hygon: the hardware's rules

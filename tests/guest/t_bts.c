@@ -1327,32 +1327,19 @@ asm(".pushsection .text\n"
     "	ret\n"
     ".popsection\n");
 
-static uint32_t apic_r(bool x2, uint32_t reg)
-{
-	return x2 ? (uint32_t)rdmsr(X2APIC_MSR(reg)) : *xapic_reg(reg);
-}
-
-static void apic_w(bool x2, uint32_t reg, uint32_t v)
-{
-	if (x2)
-		wrmsr(X2APIC_MSR(reg), v);
-	else
-		*xapic_reg(reg) = v;
-}
-
 static void test_irq_in_burst(void)
 {
 	bool x2 = x2apic_mode();
 	struct hvtrace_vcpu_status before, during, after;
 	uint64_t f = irq_save();
-	uint32_t lvtt = apic_r(x2, APIC_LVTT), tdcr = apic_r(x2, APIC_TDCR), tmict = apic_r(x2, APIC_TMICT);
+	uint32_t lvtt = apic_reg_read(APIC_LVTT), tdcr = apic_reg_read(APIC_TDCR), tmict = apic_reg_read(APIC_TMICT);
 	uint64_t cr8;
 	asm volatile("mov %%cr8, %0; mov %1, %%cr8" : "=&r"(cr8) : "r"(0xcull));
 	struct gate saved = handle_exception(MB_VECTOR, mb_handler);
 	mb_eoi = x2 ? 0 : A(xapic_reg(APIC_EOI));
-	apic_w(x2, APIC_TMICT, 0);
-	apic_w(x2, APIC_TDCR, 0xb);		/* divide by 1 */
-	apic_w(x2, APIC_LVTT, MB_VECTOR);	/* one-shot */
+	apic_reg_write(APIC_TMICT, 0);
+	apic_reg_write(APIC_TDCR, 0xb);		/* divide by 1 */
+	apic_reg_write(APIC_LVTT, MB_VECTOR);	/* one-shot */
 	ds_setup(64, 64);
 	vcpu_status(&before);
 	unsigned tries = 0, fired = 0;
@@ -1363,7 +1350,7 @@ static void test_irq_in_burst(void)
 		mb_at = 0;
 		wrmsr(MSR_IA32_DEBUGCTL, TRACE);
 		vcpu_status(&during);
-		apic_w(x2, APIC_TMICT, MB_COUNT);
+		apic_reg_write(APIC_TMICT, MB_COUNT);
 		asm volatile("sti" ::: "memory");
 		iters[tries] = mb_loop(MB_LIMIT);
 		asm volatile("cli" ::: "memory");
@@ -1377,10 +1364,10 @@ static void test_irq_in_burst(void)
 	}
 	if (tries == 8)
 		tries--;
-	apic_w(x2, APIC_TMICT, 0);
-	apic_w(x2, APIC_LVTT, lvtt);
-	apic_w(x2, APIC_TDCR, tdcr);
-	apic_w(x2, APIC_TMICT, tmict);
+	apic_reg_write(APIC_TMICT, 0);
+	apic_reg_write(APIC_LVTT, lvtt);
+	apic_reg_write(APIC_TDCR, tdcr);
+	apic_reg_write(APIC_TMICT, tmict);
 	gate_restore(MB_VECTOR, saved);
 	asm volatile("mov %0, %%cr8" ::"r"(cr8));
 	irq_restore(f);

@@ -635,12 +635,8 @@ static void test_pmi_storm(void)
 		    gi = handle_exception(PMI_VECTOR, pmi_handler);
 	idt[0x82].type = 0xee;	/* DPL 3: reachable from ring 3 */
 	/* the firmware's timer out of the way while ring 3 runs with IF set */
-	bool x2 = x2apic_mode();
-	uint32_t lvtt = x2 ? (uint32_t)rdmsr(X2APIC_MSR(APIC_LVTT)) : *xapic_reg(APIC_LVTT);
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTT), lvtt | LVT_MASKED);
-	else
-		*xapic_reg(APIC_LVTT) = lvtt | LVT_MASKED;
+	uint32_t lvtt = apic_reg_read(APIC_LVTT);
+	apic_reg_write(APIC_LVTT, lvtt | LVT_MASKED);
 	uint32_t lvt = lvtpc_read();
 	pmu_reset();
 	lvtpc_write(LVT_DM_NMI);
@@ -648,19 +644,13 @@ static void test_pmi_storm(void)
 	wrmsr(MSR_IA32_A_PMC0, MASK48 - 1);
 	pmu_nmi_count = pmi_count = 0;
 	uint32_t icr = PMI_VECTOR | ICR_LEVEL_ASSERT | ICR_DEST_SELF;
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_ICR_LO), icr);
-	else
-		*xapic_reg(APIC_ICR_LO) = icr;
+	apic_reg_write(APIC_ICR_LO, icr);
 	pmu_wait_seq(PERF_GLOBAL_PMC(0), A(ring3_stack + sizeof(ring3_stack)), SEL_UCODE | 3, SEL_UDATA | 3);
 	uint64_t nmis = pmu_nmi_count, irqs = pmi_count;
 	pmu_reset();
 	wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PERF_GLOBAL_PMC(0));
 	lvtpc_write(lvt);
-	if (x2)
-		wrmsr(X2APIC_MSR(APIC_LVTT), lvtt);
-	else
-		*xapic_reg(APIC_LVTT) = lvtt;
+	apic_reg_write(APIC_LVTT, lvtt);
 	gate_restore(PMI_VECTOR, gi);
 	gate_restore(X86_NMI, gn);
 	gate_restore(0x82, g82);
