@@ -227,6 +227,13 @@ static void parallel(uint64_t n)
 	rec_spin(n);
 	int64_t r2 = trace_ctl(HVTRACE_TRACE_STOP, 0);
 	irq_restore(fl);
+	/* Each AP's engine stops at its next exit, and the hypervisor logs its
+	 * counts there, on the same serial port as these lines: byte by byte
+	 * between ours when both write at once (CI tore a REC-EXPECT-VCPU line
+	 * so). Nothing is printed until every engine is off (bounded: 5 s). */
+	for (uint32_t i = 0; i < nv; i++)
+		for (int k = 0; k < 500 && vcpu_status_of(i, &after[i]) && after[i].engine != HVTRACE_ENGINE_OFF; k++)
+			uefi_call_wrapper(BS->Stall, 1, 10000);
 	report(r1 == 0 && r2 == 0 && !EFI_ERROR(s), "parallel_loop", "start %ld stop %ld aps %lx", r1, r2,
 	       (uint64_t)s);
 	for (uint32_t i = 0; i < nv; i++) {
