@@ -1261,7 +1261,7 @@ static int lv_write(void *c, size_t t, uint64_t la, const void *buf, uint64_t le
 static int lv_set_regs(void *c, size_t t, const struct hvt_vcpu_regs *r) { (void)c; live_regs[t] = *r; return 0; }
 static struct { int on; unsigned rw, len; uint64_t addr; size_t th; } live_hw[HVT_GDB_ALL_SLOTS];
 static int live_hw_calls;
-static uint32_t live_hits;
+static uint32_t live_hits, live_hits2;	/* the slots that fired at thread 1's stop, thread 2's */
 static uint64_t live_hw_refuse;	/* an address the hypervisor refuses */
 static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, uint64_t a, size_t th)
 {
@@ -1279,7 +1279,7 @@ static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, 
 	live_hw[slot].addr = a;
 	return 0;
 }
-static uint32_t lv_hits(void *c, size_t t) { (void)c, (void)t; return live_hits; }
+static uint32_t lv_hits(void *c, size_t t) { (void)c; return t ? live_hits2 : live_hits; }
 static int lv_translate(void *c, size_t t, uint64_t la, uint64_t *pa)
 {
 	(void)c, (void)t;
@@ -1504,6 +1504,49 @@ static void test_gdb_live(void)
 	CHECK(hvt_gdb_stopped(g, 0) == 0 && !live_running && strstr(live_out, "$T05thread:1;#"),
 	      "stopped by itself (a breakpoint on thread 1): %s", live_out);
 	CHECK(hvt_gdb_stopped(g, 1) == 0 && !strstr(live_out + 1, "$T05"), "not again when not running");
+	/* two vCPUs at two watchpoints at once: the second's stop pending until the next resume */
+	CHECK(!strcmp(live_pkt(g, "Z2,1040,8"), "OK") && !strcmp(live_pkt(g, "Z2,1050,8"), "OK") && live_hw[0].on &&
+		      live_hw[1].on, "two watchpoints in slots 0 and 1");
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "continued");
+	live_hits = 1u;
+	live_hits2 = 1u << 1;
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && strstr(live_out, "$T05thread:1;watch:1040;#"),
+	      "thread 1's watchpoint reported: %s", live_out);
+	/* gdb takes its watchpoints out and puts them back in the other order */
+	CHECK(!strcmp(live_pkt(g, "z2,1040,8"), "OK") && !strcmp(live_pkt(g, "z2,1050,8"), "OK") &&
+		      !strcmp(live_pkt(g, "Z2,1050,8"), "OK") && !strcmp(live_pkt(g, "Z2,1040,8"), "OK") &&
+		      live_hw[0].addr == 0x1050, "removed, inserted again in other slots");
+	int stops = live_stops;
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "T05thread:2;watch:1050;") && !live_running && live_stops == stops,
+	      "the next continue: thread 2's watchpoint at once, the guest still held");
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "reported once: the next continue resumes");
+	live_hits2 = 0;
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && strstr(live_out, "$T05thread:1;watch:1050;#"), "a stop of thread 1 alone");
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "nothing pending: resumed");
+	/* pending at a Ctrl-C stop; a step of that thread reports it instead of stepping */
+	live_hits = 0;
+	live_hits2 = 1u << 1;
+	live_nout = 0;
+	hvt_gdb_input(g, "\x03", 1);
+	CHECK(!live_running && strstr(live_out, "$T02thread:1;#"), "interrupted: %s", live_out);
+	int steps = live_steps;
+	CHECK(!strcmp(live_pkt(g, "vCont;s:2"), "T05thread:2;watch:1040;") && live_steps == steps,
+	      "vCont;s:2: thread 2's pending watchpoint, not a step");
+	CHECK(!strcmp(live_pkt(g, "vCont;s:2"), "T05thread:2;watch:1040;") && live_steps == steps + 1,
+	      "then a step (its slots fired anew, as the fake says)");
+	live_hits2 = 0;
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "resumed");
+	/* a pending stop whose watchpoint gdb removed meanwhile: dropped */
+	live_hits2 = 1u << 1;
+	live_hits = 1u;
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && strstr(live_out, "$T05thread:1;watch:1050;#"), "thread 1's stop: %s", live_out);
+	CHECK(!strcmp(live_pkt(g, "z2,1040,8"), "OK") && !strcmp(live_pkt(g, "vCont;c"), "") && live_running,
+	      "thread 2's watchpoint removed: its pending stop dropped, resumed");
+	live_hits = live_hits2 = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && !strcmp(live_pkt(g, "z2,1050,8"), "OK"), "stopped, removed");
 	hvt_gdb_stats(g, &packets, &malformed);
 	CHECK(malformed >= 12, "malformed packets counted: %llu", (unsigned long long)malformed);
 	CHECK(!strcmp(live_pkt(g, "D"), "OK"), "detach");

@@ -174,8 +174,14 @@ void dbg_step_cancel(struct vcpu *v)
  * Under dbg.lock. */
 static void hold_all(struct vcpu *v, u32 stop_vcpu)
 {
-	if (dbg.held)
+	if (dbg.held) {
+		/* another vCPU's stop came first: this one's slots wait in its `hits` for the
+		 * host, which reports them at gdb's next resume (its pending stop) */
+		if (stop_vcpu)
+			LOG_INFO("debugger: vcpu %u reached a breakpoint or watchpoint too (slots %x, rip %lx), "
+				 "every vCPU held already", v->id, v->trace->dbg_dr.hits, v->rip);
 		return;
+	}
 	dbg.area->stop_tsc = rdtsc();
 	dbg.area->stop_vcpu = stop_vcpu;
 	dbg.held = 1;

@@ -33,9 +33,12 @@
  * (four on code never run take its debug registers: the six are page
  * breakpoints, on two pages, one of which reads its own code): each
  * instruction ran three times, the code read as data the original bytes.
+ * Last, when the debugger asks for it, the pair phase (pair_phase): two
+ * vCPUs at two watchpoints at once.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
+#include "mpsvc.h"
 
 #define GDB_MAGIC 0x6764626d61676963ull	/* "cigamBDg" */
 #define GDB_R15 0x1234567887654321ull
@@ -168,6 +171,69 @@ static void fault_report(const char *name, const struct gdb_pf *ref, const struc
 	       ref->cs, ref->rflags);
 }
 
+/*
+ * The pair phase, run only when the debugger asked for it (gdb_pair_want,
+ * written while the loop waits: svm-gdb-live-pair): the boot processor and
+ * an application processor each store into a word of their own once a
+ * round, both at once (gdb_seq.S gdb_pair_a, gdb_pair_b: gdb_pair_bsp,
+ * gdb_pair_ap), until the debugger writes gdb_pair_done or 60 s pass; with
+ * a watchpoint on each word, both vCPUs reach theirs at once, round after
+ * round. With gdb_pair_want = 2 both run gdb_pair_spin instead (traced:
+ * a breakpoint both reach at once). The check: both ran and the debugger
+ * ended them.
+ */
+volatile uint64_t gdb_pair_want, gdb_pair_bsp, gdb_pair_ap, gdb_pair_done;
+static volatile uint64_t pair_go, pair_ap_turns;
+static volatile uint64_t pair_deadline;
+static HV_MP_SERVICES *pair_mp;
+
+uint64_t gdb_pair_a(volatile uint64_t *word, uint64_t deadline_tsc);
+uint64_t gdb_pair_b(volatile uint64_t *word);
+uint64_t gdb_pair_spin(void);
+extern const char gdb_pair_store[];
+
+static void __attribute__((ms_abi)) pair_ap_proc(void *arg)
+{
+	(void)arg;
+	while (!pair_go)
+		asm volatile("pause");
+	pair_ap_turns = gdb_pair_want == 2 ? gdb_pair_spin() : gdb_pair_b(&gdb_pair_ap);
+}
+
+static void pair_phase(uint64_t hz)
+{
+	static EFI_GUID mp_guid = HV_MP_SERVICES_GUID;
+	UINTN n = 0, en = 0, bsp = 0, ap = 0;
+	EFI_EVENT ev;
+	if (EFI_ERROR(uefi_call_wrapper(BS->LocateProtocol, 3, &mp_guid, NULL, (void **)&pair_mp)) ||
+	    EFI_ERROR(uefi_call_wrapper(pair_mp->GetNumberOfProcessors, 3, pair_mp, &n, &en)) || en < 2 ||
+	    EFI_ERROR(uefi_call_wrapper(BS->CreateEvent, 5, 0, 0, NULL, NULL, &ev))) {
+		report_skip("pair_watchpoints_ran", "no MP services, one processor or no event");
+		return;
+	}
+	uefi_call_wrapper(pair_mp->WhoAmI, 2, pair_mp, &bsp);
+	ap = bsp ? 0 : 1;
+	pair_deadline = rdtsc() + 60 * hz;
+	EFI_STATUS st = uefi_call_wrapper(pair_mp->StartupThisAP, 7, pair_mp, (HV_AP_PROCEDURE)pair_ap_proc, ap, ev,
+					  (UINTN)90000000, NULL, NULL);
+	if (EFI_ERROR(st)) {
+		report(false, "pair_watchpoints_ran", "StartupThisAP: status %lx", (uint64_t)st);
+		return;
+	}
+	report_info("GDB-PAIR: running");
+	/* interrupts off: at each resume both go straight on storing (the firmware's timer
+	 * handler, pending after a stop, would keep this one away from its word) */
+	uint64_t f = irq_save();
+	pair_go = 1;
+	uint64_t bsp_turns = gdb_pair_want == 2 ? gdb_pair_spin() : gdb_pair_a(&gdb_pair_bsp, pair_deadline);
+	irq_restore(f);
+	UINTN idx;
+	uefi_call_wrapper(BS->WaitForEvent, 3, 1, &ev, &idx);
+	uefi_call_wrapper(BS->CloseEvent, 1, ev);
+	report(bsp_turns && pair_ap_turns && gdb_pair_done == 1, "pair_watchpoints_ran",
+	       "%lu and %lu rounds, ended by the debugger: %lu", bsp_turns, pair_ap_turns, gdb_pair_done);
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	guest_init(image, systab, "t_gdb");
@@ -197,6 +263,9 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		    A(gdb_syscall_insn), A(gdb_sys_handler));
 	report_info("GDB-TARGET6: six=%lx %lx %lx %lx %lx %lx decoy=%lx", A(gdb_six_1), A(gdb_six_2), A(gdb_six_3),
 		    A(gdb_six_4), A(gdb_six_5), A(gdb_six_6), A(gdb_six_decoy));
+	report_info("GDB-TARGET7: pair_want=%lx pair_bsp=%lx pair_ap=%lx pair_done=%lx pair_spin=%lx pair_store=%lx",
+		    A(&gdb_pair_want), A(&gdb_pair_bsp), A(&gdb_pair_ap), A(&gdb_pair_done), A(gdb_pair_spin),
+		    A(gdb_pair_store));
 	gdb_six_orig = *(const volatile uint64_t *)gdb_six_5;
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
@@ -265,5 +334,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	       "six_breakpoints_as_without_debugger", "runs %lu %lu %lu %lu %lu %lu of 3, %lu code reads not the original",
 	       gdb_six_n[0], gdb_six_n[1], gdb_six_n[2], gdb_six_n[3], gdb_six_n[4], gdb_six_n[5], gdb_six_bad);
 	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
+	if (gdb_pair_want)
+		pair_phase(hz);
 	report_done();
 }

@@ -780,7 +780,24 @@ static void test_dbg_traced(void)
 	CHECK(dd->tstep == DBG_TSTEP_NONE && t->dbg_step.on && (vcpu0.rflags & RFLAGS_TF),
 	      "the engine stopped at the entry: the hidden step instead");
 	hstep_end(&vcpu0, &t->dbg_step, false);
+	/* a breakpoint reached while the guest is held already (another vCPU's stop came first,
+	 * here the host's STOP): its slot kept in its hits for the host, the stop's vCPU as it was */
+	t->engine = HVTRACE_ENGINE_FAST;
+	dd->pass_on = false;
+	vcpu0.rip = 0x1050;
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, false) == 0 && dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0 &&
+	      a->held && !a->stop_vcpu, "held by the host");
+	kicks = 0;
+	pthread_create(&th, NULL, dbg_trace_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(!a->stop_vcpu && a->vcpu[0].hits == 1u << 2 && !kicks,
+	      "reached while held: slot 2 in its hits, stop_vcpu still the host's, nobody kicked again");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	t->engine = HVTRACE_ENGINE_OFF;
 	/* clear every slot: an empty list */
+	CHECK(dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0, "STOP");
 	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
 	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
 		;
