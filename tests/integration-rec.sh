@@ -1307,6 +1307,7 @@ t_svm_gdb_live() {
 		local sysc=$1 sysi=$2 sysh=$3
 		local six=$(sed -nE 's/.*GDB-TARGET6: six=([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) .*/\1 \2 \3 \4 \5 \6/p' "$raw")
 		local decoy=$(sed -nE 's/.*GDB-TARGET6: .* decoy=([0-9a-f]+).*/\1/p' "$raw")
+		local wsix=$(sed -nE 's/.*GDB-TARGET8: wsix=([0-9a-f]+) .*/\1/p' "$raw")
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1447,6 +1448,15 @@ t_svm_gdb_live() {
 		go_on SIX-5
 		go_on SIX-6
 		delete
+		$(for i in 0 1 2 3 4 5; do printf 'watch *(unsigned long *)0x%x\n' $((0x${wsix:-0} + 8 * i)); done)
+		go_on WSIX-1
+		go_on WSIX-2
+		go_on WSIX-3
+		go_on WSIX-4
+		go_on WSIX-5
+		go_on WSIX-6
+		go_on WSIX-7
+		delete
 		detach
 		GDB
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
@@ -1581,6 +1591,21 @@ t_svm_gdb_live() {
 		done
 		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
 			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
+		# six watchpoints at once: four in the debug registers, two page
+		# watchpoints (write taken from their page), each store stopping at
+		# its own in order (the first run: old value 0, new 1), then the
+		# first word's second store; the other word's store on the page
+		# stopped nothing
+		local n wa
+		for n in 1 2 3 4 5 6 7; do
+			wa=$(printf '%x' $((0x${wsix:-0} + 8 * ((n - 1) % 6))))
+			awk -v tag="WSIX-$n pc=" -v w="0x$wa" -v old=$(( n == 7 ? 1 : 0 )) -v new=$(( n == 7 ? 2 : 1 )) '
+				/hit Hardware watchpoint [0-9]+: / { hit = ($0 ~ ("\\)" w "$")); o = ""; v = "" }
+				/^Old value = / { o = $4 } /^New value = / { v = $4 }
+				index($0, tag) == 1 { ok = hit && o == old && v == new; exit }
+				END { exit !ok }' "$out" ||
+				REASONS="$REASONS; stop $n of the six watchpoints is not the store into 0x$wa, old value $(( n == 7 ? 1 : 0 )) ($out)"
+		done
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
@@ -1605,10 +1630,12 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: syscall_r11_tf_unmasked_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
 	expect 'GUEST-TEST: PASS: six_breakpoints_as_without_debugger'
-	# the six were page breakpoints (slots 4-31: bit 10 and up)
-	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 6 ] ||
-		REASONS="$REASONS; not six stops at page breakpoints ($LOG)"
-	expect 'SUMMARY: t_gdb: 19 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: six_watchpoints_as_without_debugger'
+	# the six were page breakpoints and two of the watchpoints page
+	# watchpoints (slots 4-31: bit 10 and up)
+	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 8 ] ||
+		REASONS="$REASONS; not six stops at page breakpoints and two at page watchpoints ($LOG)"
+	expect 'SUMMARY: t_gdb: 20 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name

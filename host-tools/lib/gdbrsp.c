@@ -1137,16 +1137,21 @@ static void handle_vcont(struct hvt_gdb *g, const char *p)
  * A debug register watches 1, 2, 4 or 8 bytes aligned to their length
  * (SDM Vol. 3 18.2.5): a longer or misaligned range takes one slot per
  * aligned piece, largest first (as GDB's own x86 code splits it), all
- * or none. GDB's breakpoints and watchpoints of one kind on one piece
- * share its slot (counted). GDB inserts before each resume and removes
- * at each stop; what does not fit gets an error ("Couldn't write debug
- * register", "Could not insert hardware watchpoint").
+ * or none. A write watchpoint the free debug registers cannot hold takes
+ * page slots instead (ABI 1.12: the hypervisor takes write from the page
+ * in the nested tables), one per page it spans, any length; a read or
+ * access watchpoint cannot (the tables do not refuse reads alone). GDB's
+ * breakpoints and watchpoints of one kind on one piece share its slot
+ * (counted). GDB inserts before each resume and removes at each stop;
+ * what does not fit gets an error ("Couldn't write debug register",
+ * "Could not insert hardware watchpoint").
  */
 struct z_piece {
 	uint64_t addr, kind;
-	unsigned len;		/* DR7's LEN of kind */
+	unsigned len;		/* DR7's LEN of kind; in a page slot, kind (bytes) */
 	unsigned slot;		/* its slot (insert: HVT_GDB_ALL_SLOTS until given one) */
 };
+#define Z_PAGE_PIECES 4	/* a page watchpoint of up to 3 pages and a bit */
 
 /* The aligned pieces of [addr, addr + kind): how many (at most `max`), 0 when more. */
 static unsigned z_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsigned max)
@@ -1170,22 +1175,59 @@ static unsigned z_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsign
 	return n;
 }
 
-static unsigned z_find(const struct hvt_gdb *g, uint64_t addr, unsigned rw, unsigned len)
+/* The pieces of [addr, addr + kind) within one page each, for page slots:
+ * how many (at most `max`), 0 when more. */
+static unsigned z_page_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsigned max)
 {
-	unsigned i;
+	unsigned n = 0;
 
-	for (i = 0; i < HVT_GDB_ALL_SLOTS; i++)
+	while (kind) {
+		uint64_t size = 4096 - (addr & 4095);
+
+		if (size > kind)
+			size = kind;
+		if (n == max)
+			return 0;
+		p[n] = (struct z_piece){ .addr = addr, .kind = size, .len = (unsigned)size };
+		n++;
+		addr += size;
+		kind -= size;
+	}
+	return n;
+}
+
+/* The slot of a piece (a watchpoint's: among the debug registers, or,
+ * `pages`, the page slots; a breakpoint's: any) */
+static unsigned z_find(const struct hvt_gdb *g, uint64_t addr, unsigned rw, unsigned len, int pages)
+{
+	unsigned i, from = pages ? HVT_GDB_SLOTS : 0, to = pages || !rw ? HVT_GDB_ALL_SLOTS : HVT_GDB_SLOTS;
+
+	for (i = from; i < to; i++)
 		if (slot_types(g, i) && g->slot[i].addr == addr && g->slot[i].rw == rw && g->slot[i].len == len)
 			return i;
 	return HVT_GDB_ALL_SLOTS;
 }
 
+/* The pieces' slots (z_find): whether each has one holding GDB's Zn of `type` */
+static int z_all_found(const struct hvt_gdb *g, struct z_piece *pc, unsigned n, unsigned rw, unsigned type,
+		       int pages)
+{
+	unsigned k;
+
+	for (k = 0; k < n; k++) {
+		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len, pages);
+		if (pc[k].slot == HVT_GDB_ALL_SLOTS || !g->slot[pc[k].slot].refs[type])
+			return 0;
+	}
+	return 1;
+}
+
 static void handle_z(struct hvt_gdb *g, const char *p)
 {
 	const struct hvt_gdb_live *l = g->t->live;
-	int on = p[0] == 'Z';
-	unsigned type = (unsigned)(p[1] - '0'), rw, n, k, i, fresh = 0;
-	struct z_piece pc[HVT_GDB_SLOTS];
+	int on = p[0] == 'Z', pages = 0;
+	unsigned type = (unsigned)(p[1] - '0'), rw, n = 0, k, i, fresh = 0, free_drs = 0;
+	struct z_piece pc[Z_PAGE_PIECES > HVT_GDB_SLOTS ? Z_PAGE_PIECES : HVT_GDB_SLOTS];
 	uint64_t addr, kind;
 
 	if (p[1] < '0' || p[1] > '4' || p[2] != ',' || parse_addr_len(p + 3, &addr, &kind, 0))
@@ -1197,20 +1239,36 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 		n = 1;
 		pc[0] = (struct z_piece){ .addr = addr, .kind = 1, .len = 0 };
 	} else {
+		int wrap = !kind || addr + kind - 1 < addr;
+
 		rw = type == 2 ? 1 : 3;
-		n = kind && addr + kind - 1 >= addr ? z_pieces(addr, kind, pc, HVT_GDB_SLOTS) : 0;
+		n = wrap ? 0 : z_pieces(addr, kind, pc, HVT_GDB_SLOTS);
+		for (i = 0; i < HVT_GDB_SLOTS; i++)
+			free_drs += !slot_types(g, i);
+		/* a write watchpoint: in page slots where it is there already (z, or Z of
+		 * one there), or the debug registers cannot hold it whole */
+		if (type == 2 && !wrap) {
+			struct z_piece pp[Z_PAGE_PIECES];
+			unsigned np = z_page_pieces(addr, kind, pp, Z_PAGE_PIECES);
+
+			if (np && (z_all_found(g, pp, np, rw, type, 1) ||
+				   (on && (!n || (!z_all_found(g, pc, n, rw, type, 0) && n > free_drs))))) {
+				memcpy(pc, pp, sizeof(pp));
+				n = np;
+				pages = 1;
+			}
+		}
 		if (!n)
-			return reply_err(g, 0x16, "a watchpoint the 4 debug registers cannot cover "
-						  "(each watches 1, 2, 4 or 8 aligned bytes)");
+			return reply_err(g, 0x16, type == 2 ? "a write watchpoint over more than 3 pages"
+							    : "a watchpoint the 4 debug registers cannot cover "
+							      "(each watches 1, 2, 4 or 8 aligned bytes; a read or "
+							      "access watchpoint needs them)");
 	}
 	for (k = 0; k < n; k++)
-		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len);
+		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len, pages);
 	if (!on) {
 		/* all its pieces must be there with this type, else it was not inserted */
-		for (k = 0; k < n; k++)
-			if (pc[k].slot == HVT_GDB_ALL_SLOTS || !g->slot[pc[k].slot].refs[type])
-				break;
-		if (k < n) {
+		if (!z_all_found(g, pc, n, rw, type, pages)) {
 			reply(g, "OK");	/* not inserted: nothing to remove */
 			return;
 		}
@@ -1226,20 +1284,22 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 	}
 	/* the free slots for the pieces that have none, then all set or none:
 	 * a debug register while one is free, else, for a breakpoint, a page
-	 * slot (the hypervisor takes execute from its page) */
-	for (k = 0, i = 0; k < n; k++) {
+	 * slot (the hypervisor takes execute from its page); a write
+	 * watchpoint's page pieces, page slots (write taken from the page) */
+	for (k = 0, i = pages ? HVT_GDB_SLOTS : 0; k < n; k++) {
 		if (pc[k].slot != HVT_GDB_ALL_SLOTS)
 			continue;
 		while (i < HVT_GDB_SLOTS && slot_types(g, i))
 			i++;
-		if (i == HVT_GDB_SLOTS && type < 2)
+		if (i >= HVT_GDB_SLOTS && (type < 2 || pages))
 			while (i < HVT_GDB_ALL_SLOTS && slot_types(g, i))
 				i++;
-		if (i >= (type < 2 ? HVT_GDB_ALL_SLOTS : HVT_GDB_SLOTS))
-			return reply_err(g, 0x1c, type < 2 ? "the debugger's 32 breakpoint slots are all in use"
-							   : "the debug registers are all in use (4 watchpoints and "
-							     "breakpoints: a breakpoint beyond them takes a page slot, "
-							     "a watchpoint cannot)");
+		if (i >= (type < 2 || pages ? HVT_GDB_ALL_SLOTS : HVT_GDB_SLOTS))
+			return reply_err(g, 0x1c, type < 2 || pages ? "the debugger's 32 slots are all in use"
+								    : "the debug registers are all in use (a read or "
+								      "access watchpoint needs one: the nested tables "
+								      "cannot watch reads; a write watchpoint or a "
+								      "breakpoint beyond them takes a page slot)");
 		pc[k].slot = i++;
 		fresh |= 1u << k;
 	}

@@ -1180,11 +1180,19 @@ static void test_dbg(void)
 	CHECK(hvt_dbg_set_hw(&d, 9, 1, 0, 0, 0x1000, 0, &res, &err) == 0 && peer->hw_arg0 == (9 | 1u << 8) &&
 		      peer->hw_arg1 == 0x1000,
 	      "SET_HW: page slot 9: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0, err.msg);
+	/* a page slot's write watchpoint (ABI 1.12): its length less one in bits 59:48 */
+	CHECK(hvt_dbg_set_hw(&d, 9, 1, 1, 8, 0x2ff8, 0, &res, &err) == 0 &&
+		      peer->hw_arg0 == (9 | 1u << 8 | 1u << 16 | 7ull << 48) && peer->hw_arg1 == 0x2ff8,
+	      "SET_HW: page slot 9, a write watchpoint of 8 bytes: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0,
+	      err.msg);
 	CHECK(hvt_dbg_set_hw(&d, 32, 1, 0, 0, 0x1000, 0, &res, &err) < 0 &&
-		      hvt_dbg_set_hw(&d, 4, 1, 1, 2, 0x1000, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 3, 2, 0x1000, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 1, 8, 0x1ffc, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 1, 0, 0x1000, 0, &res, &err) < 0 &&
 		      hvt_dbg_set_hw(&d, 4, 1, 0, 0, 0x1000, 7, &res, &err) < 0 &&
 		      hvt_dbg_set_hw(&d, 0, 1, 4, 0, 1, 0, &res, &err) < 0,
-	      "no slot 32, no watchpoint in a page slot, no vCPU 7, no RW 4: %s", err.msg);
+	      "no slot 32, no read watchpoint in a page slot, nor one past its page or of no bytes, no vCPU 7, "
+	      "no RW 4: %s", err.msg);
 	a->vcpu[0].hits = 0x100000f0;
 	CHECK(hvt_dbg_hits(&d, 0) == 0x100000f0 && hvt_dbg_hits(&d, 1) == 0,
 	      "hits: the 32 slots of a stopped vCPU only");
@@ -1206,6 +1214,9 @@ static void test_dbg(void)
 	h->abi_version = (1u << 16) | 10;
 	CHECK(hvt_dbg_set_hw(&d, 5, 1, 0, 0, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.11"),
 	      "a page slot of an ABI 1.10 hypervisor: %s", err.msg);
+	h->abi_version = (1u << 16) | 11;
+	CHECK(hvt_dbg_set_hw(&d, 5, 1, 1, 8, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.12"),
+	      "a page watchpoint of an ABI 1.11 hypervisor: %s", err.msg);
 	h->abi_version = HVTRACE_ABI_VERSION;
 	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
 	      "resume: %s", err.msg);
@@ -1270,8 +1281,9 @@ static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, 
 	if (on && a == live_hw_refuse)
 		return -1;
 	if (slot >= HVT_GDB_ALL_SLOTS || (on && live_hw[slot].on) || (!on && !live_hw[slot].on) ||
-	    (slot >= HVT_GDB_SLOTS && (rw || len)))
-		return -1;	/* the server must never set a set slot or clear a clear one */
+	    (on && slot >= HVT_GDB_SLOTS && (rw ? rw != 1 || !len || len > 4096 : len != 0)))
+		return -1;	/* the server must never set a set slot or clear a clear one; a page slot
+				 * holds a breakpoint or a write watchpoint of its bytes */
 	live_hw[slot].th = th;
 	live_hw[slot].on = on;
 	live_hw[slot].rw = rw;
@@ -1380,11 +1392,25 @@ static void test_gdb_live(void)
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;swbreak:;"), "a page slot's stop reply");
 	live_hits = 0;
 	CHECK(!strcmp(live_pkt(g, "z0,1030,1"), "OK") && !live_hw[4].on && live_hw_calls == 6, "z0 clears the page slot");
-	CHECK(live_pkt(g, "Z2,1050,2")[0] == 'E' && live_hw_calls == 6, "a fifth watchpoint refused: debug registers only");
-	CHECK(live_pkt(g, "Z2,1041,8")[0] == 'E' && live_pkt(g, "Z2,1040,3")[0] == 'E' &&
+	CHECK(live_pkt(g, "Z4,1050,2")[0] == 'E' && live_pkt(g, "Z3,1050,2")[0] == 'E' && live_hw_calls == 6,
+	      "a fifth read or access watchpoint refused: debug registers only");
+	CHECK(!strcmp(live_pkt(g, "Z2,1050,2"), "OK") && live_hw[4].on && live_hw[4].rw == 1 && live_hw[4].len == 2 &&
+		      live_hw[4].addr == 0x1050 && live_hw_calls == 7,
+	      "a fifth write watchpoint: page slot 4, its 2 bytes");
+	live_hits = 1u << 4;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1050;"), "a page watchpoint's stop reply");
+	live_hits = 0;
+	CHECK(!strcmp(live_pkt(g, "Z2,1ffc,8"), "OK") && live_hw[5].addr == 0x1ffc && live_hw[5].len == 4 &&
+		      live_hw[6].addr == 0x2000 && live_hw[6].len == 4 && live_hw_calls == 9,
+	      "8 bytes across a page boundary: a page slot per page, 4 bytes each");
+	CHECK(!strcmp(live_pkt(g, "Z2,1ffc,8"), "OK") && live_hw_calls == 9, "the same again: its slots shared");
+	CHECK(!strcmp(live_pkt(g, "z2,1ffc,8"), "OK") && live_hw[5].on && !strcmp(live_pkt(g, "z2,1ffc,8"), "OK") &&
+		      !live_hw[5].on && !live_hw[6].on && !strcmp(live_pkt(g, "z2,1050,2"), "OK") && !live_hw[4].on &&
+		      live_hw_calls == 12, "removed: the shared pieces at the second z2");
+	CHECK(live_pkt(g, "Z4,1041,8")[0] == 'E' && live_pkt(g, "Z4,1040,3")[0] == 'E' &&
 		      live_pkt(g, "Z0,1010,2")[0] == 'E' && live_pkt(g, "Z1,zz")[0] == 'E' &&
 		      live_pkt(g, "Z5,1000,1")[0] == 'E' && live_pkt(g, "Z0,1000")[0] == 'E',
-	      "all slots taken: a watchpoint of pieces refused; a breakpoint of 2 bytes, malformed, Z5, no kind");
+	      "all slots taken: an access watchpoint of pieces refused; a breakpoint of 2 bytes, malformed, Z5, no kind");
 	live_hits = 1u << 2;
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1040;"), "a write watchpoint's stop reply");
 	live_hits = 1u << 3;
@@ -1396,7 +1422,7 @@ static void test_gdb_live(void)
 	live_hits = 0;
 	CHECK(!strcmp(live_pkt(g, "z3,1048,4"), "OK") && live_hw[3].on, "z3: Z4 keeps the slot");
 	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !live_hw[3].on, "z4: the slot cleared");
-	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !strcmp(live_pkt(g, "z0,2000,1"), "OK") && live_hw_calls == 7,
+	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !strcmp(live_pkt(g, "z0,2000,1"), "OK") && live_hw_calls == 13,
 	      "z of what is not inserted: nothing");
 	live_hits = 1u << 3;
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;"), "a cleared slot's hit: no reason");
@@ -1445,10 +1471,11 @@ static void test_gdb_live(void)
 		      live_hw[1].addr == 0x1048 && live_hw[1].len == 2 && live_hw[0].rw == 3 && !live_hw[2].on,
 	      "Z4 of 16 aligned bytes: two slots of 8");
 	int calls = live_hw_calls;
-	CHECK(live_pkt(g, "Z2,1041,10")[0] == 'E' && live_pkt(g, "Z2,fffffffffffffff8,10")[0] == 'E' &&
+	CHECK(live_pkt(g, "Z4,1041,10")[0] == 'E' && live_pkt(g, "Z2,fffffffffffffff8,10")[0] == 'E' &&
 		      live_pkt(g, "Z2,1000,0")[0] == 'E' && live_pkt(g, "Z2,1000,ffffffffffffffff")[0] == 'E' &&
-		      live_hw_calls == calls,
-	      "five pieces, a range past 2^64, no bytes, all of memory: refused, nothing set");
+		      live_pkt(g, "Z2,1000,4001")[0] == 'E' && live_hw_calls == calls,
+	      "an access watchpoint of five pieces, a range past 2^64, no bytes, all of memory, a write watchpoint "
+	      "over five pages: refused, nothing set");
 	live_hw_refuse = 0x1058;
 	CHECK(live_pkt(g, "Z2,1050,10")[0] == 'E' && !live_hw[2].on && !live_hw[3].on,
 	      "the hypervisor refuses the second piece: the first cleared again");

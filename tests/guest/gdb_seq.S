@@ -366,7 +366,34 @@ gdb_pair_spin:
 	ret
 	.balign 4096
 
+/* void gdb_wsix(void): six words the debugger watches in a batch
+ * (svm-gdb-live: more watchpoints than the four debug registers), each
+ * stored once a run with a new value, in this order, a word beside them
+ * on their page (gdb_wsix_other) stored between the third and the fourth:
+ * gdb puts its watchpoints in by address, so the first four take the
+ * debug registers and the last two page slots, which take write from
+ * their page; the other word's store is stepped, no stop. */
+	.globl gdb_wsix
+gdb_wsix:
+	incq	gdb_wsix_w(%rip)
+	nop
+	incq	gdb_wsix_w+8(%rip)
+	nop
+	incq	gdb_wsix_w+16(%rip)
+	incq	gdb_wsix_other(%rip)
+	incq	gdb_wsix_w+24(%rip)
+	nop
+	incq	gdb_wsix_w+32(%rip)
+	nop
+	incq	gdb_wsix_w+40(%rip)
+	ret
+
 	.data
+	.balign 4096
+	.globl gdb_wsix_w, gdb_wsix_other
+gdb_wsix_w:	.quad 0, 0, 0, 0, 0, 0
+gdb_wsix_other:	.quad 0
+	.balign 4096
 	.balign 8
 	.globl gdb_pair_flag, gdb_pair_ack, gdb_pair_dummy
 gdb_pair_flag:	.quad 0

@@ -33,6 +33,9 @@
  * (four on code never run take its debug registers: the six are page
  * breakpoints, on two pages, one of which reads its own code): each
  * instruction ran three times, the code read as data the original bytes.
+ * Then gdb_wsix, run three times: six words stored in order, the
+ * debugger's six watchpoints on them (four debug registers, two page
+ * watchpoints), each word stored three times.
  * Last, when the debugger asks for it, the pair phase (pair_phase): two
  * vCPUs at two watchpoints at once.
  */
@@ -62,6 +65,8 @@ extern const char gdb_syscall_insn[], gdb_sys_handler[];
 void gdb_six(void);
 extern const char gdb_six_1[], gdb_six_2[], gdb_six_3[], gdb_six_4[], gdb_six_5[], gdb_six_6[], gdb_six_decoy[];
 extern volatile uint64_t gdb_six_n[6], gdb_six_orig, gdb_six_bad;
+void gdb_wsix(void);
+extern volatile uint64_t gdb_wsix_w[6], gdb_wsix_other;
 /* what gdb_pf_handler saw: count, error code, CR2, RIP, CS, RFLAGS */
 struct gdb_pf { uint64_t count, err, cr2, rip, cs, rflags; };
 extern volatile struct gdb_pf gdb_pf;
@@ -263,6 +268,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		    A(gdb_syscall_insn), A(gdb_sys_handler));
 	report_info("GDB-TARGET6: six=%lx %lx %lx %lx %lx %lx decoy=%lx", A(gdb_six_1), A(gdb_six_2), A(gdb_six_3),
 		    A(gdb_six_4), A(gdb_six_5), A(gdb_six_6), A(gdb_six_decoy));
+	report_info("GDB-TARGET8: wsix=%lx other=%lx", A(gdb_wsix_w), A(&gdb_wsix_other));
 	report_info("GDB-TARGET7: pair_want=%lx pair_bsp=%lx pair_ap=%lx pair_done=%lx pair_spin=%lx pair_store=%lx",
 		    A(&gdb_pair_want), A(&gdb_pair_bsp), A(&gdb_pair_ap), A(&gdb_pair_done), A(gdb_pair_spin),
 		    A(gdb_pair_store));
@@ -302,12 +308,15 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_skip("syscall_r11_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("syscall_r11_tf_unmasked_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("six_breakpoints_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("six_watchpoints_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_done();
 	}
 	uint64_t pushf_ref = pushf_seen, r11_ref[2] = { sys_r11[0], sys_r11[1] };
 	fault_phase(seen, nx);
 	for (int i = 0; i < 3; i++)
 		gdb_six();
+	for (int i = 0; i < 3; i++)
+		gdb_wsix();
 	/* a fetch from a page not present: P clear, W clear (SDM Vol. 3 4.7) */
 	fault_report("fault_fetch_as_without_debugger", &ref[0], &seen[0],
 		     !(ref[0].err & 3) && ref[0].cr2 == GDB_NP && ref[0].rip == GDB_NP);
@@ -333,6 +342,10 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		       gdb_six_n[5] == 3 && gdb_six_bad == 0,
 	       "six_breakpoints_as_without_debugger", "runs %lu %lu %lu %lu %lu %lu of 3, %lu code reads not the original",
 	       gdb_six_n[0], gdb_six_n[1], gdb_six_n[2], gdb_six_n[3], gdb_six_n[4], gdb_six_n[5], gdb_six_bad);
+	report(gdb_wsix_w[0] == 3 && gdb_wsix_w[1] == 3 && gdb_wsix_w[2] == 3 && gdb_wsix_w[3] == 3 && gdb_wsix_w[4] == 3 &&
+		       gdb_wsix_w[5] == 3 && gdb_wsix_other == 3,
+	       "six_watchpoints_as_without_debugger", "words %lu %lu %lu %lu %lu %lu, the other %lu, of 3", gdb_wsix_w[0],
+	       gdb_wsix_w[1], gdb_wsix_w[2], gdb_wsix_w[3], gdb_wsix_w[4], gdb_wsix_w[5], gdb_wsix_other);
 	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
 	if (gdb_pair_want)
 		pair_phase(hz);
