@@ -628,9 +628,15 @@ bool dbg_npf(struct vcpu *v, const struct hv_event *ev)
 		dbg.pbp.page[i].open++;
 		page_sync(i);
 	}
-	if (traced)
+	/* a write of an event's delivery (its frame on a watched stack): the event goes in again
+	 * at the entry, and a hidden TF would be in the RFLAGS it pushes: the delivery runs on to
+	 * its handler instead, as a faulting step's does (step_to), or, with no register for
+	 * that, the page stays open until the vCPU's next exit */
+	bool delivery = write && ev->vectoring &&
+			(ev->vec_type == HV_VEC_EXT_INT || ev->vec_type == HV_VEC_NMI || ev->vec_type == HV_VEC_EXCEPTION);
+	if (traced || (delivery && !d->to_on && !step_to_handler(v, ev->vec_vector)))
 		d->np_at_exit = 1;
-	else if (!t->dbg_step.on && !d->to_on && !step_soft_int(v))
+	else if (!delivery && !t->dbg_step.on && !d->to_on && !step_soft_int(v))
 		hstep_arm(v, &t->dbg_step, false);
 	spin_unlock(&dbg.lock);
 	return true;

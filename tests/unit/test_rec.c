@@ -898,6 +898,29 @@ static void test_dbg_watch(void)
 	dbg_before_entry(&vcpu0);
 	CHECK(!a->held && fake_ro(0x101000) && !dd->np_n, "tracing: no hit, closed at the exit after");
 	t->engine = HVTRACE_ENGINE_OFF;
+	/* the write of an event's delivery (a #PF's frame on the watched page): no hidden TF to
+	 * push, the delivery runs on to the handler (0x402000 here), held there as changed */
+	struct hv_event wd = { .kind = HV_EV_NPF, .gpa = 0x101040, .error_code = HV_NPF_WRITE | HV_NPF_PRESENT,
+			       .vectoring = true, .vec_type = HV_VEC_EXCEPTION, .vec_vector = X86_PF };
+	vcpu0.rip = 0x1020;
+	vcpu0.rflags = RFLAGS_FIXED1;
+	CHECK(dbg_npf(&vcpu0, &wd) && !t->dbg_step.on && !(vcpu0.rflags & RFLAGS_TF) && dd->to_on &&
+	      dd->to == 0x402000 && !fake_ro(0x101000) && dd->wslots == 1u << 5,
+	      "a delivery's write: on to the handler, no hidden TF, the page open, the bytes summed");
+	dbg_after_trace_sync(&vcpu0);
+	fake_ram[0x40] = 0x99;
+	vcpu0.rip = 0x402000;
+	struct hv_event db = { .kind = HV_EV_EXCEPTION, .vector = X86_DB };
+	fake_dr6 = 0xffff0ff0 | (u64)dd->held;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !dd->to_on, "the handler reached");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(a->vcpu[0].hits == 1u << 9 && a->vcpu[0].regs.rip == 0x402000 && fake_ro(0x101000),
+	      "the frame changed the watched bytes: held at the handler, slot 9 (hits %x)", a->vcpu[0].hits);
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	fake_dr6 = 0xffff0ff0;
 	/* a breakpoint on the same page: both kept; the watchpoint cleared: write given back */
 	CHECK(dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0, "STOP");
 	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
