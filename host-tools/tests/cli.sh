@@ -399,6 +399,19 @@ run 0 "record --idle-exit 1" "$H" record --shm "$L" -o "$T/idle.hvt" --idle-exit
 check "record --idle-exit: stopped in time" test $(($(date +%s) - start)) -le 4
 check "record --idle-exit: empty, valid file" has "$T/err" "^hvtrace record: 0 records, 0 lost"
 run 0 "dump of an empty recording" "$H" dump "$T/idle.hvt"
+# --idle-exit does not count while the channel waits for its start trigger
+# (a guest slow to start tracing: the reader stays, then ends once idle)
+"$H" synth chan -o "$T/idle2.shm" --ring 0:lossless:1024:0 --state idle
+"$H" record --shm "$T/idle2.shm" -o "$T/idle2.hvt" --idle-exit 1 --quiet 2>"$T/idle2.err" &
+rp=$!
+pids+=("$rp")
+sleep 2.5
+check "record --idle-exit: still waiting while tracing has not started" kill -0 "$rp"
+"$H" synth state --shm "$T/idle2.shm" --state tracing
+start=$(date +%s)
+wait "$rp"
+check "record --idle-exit: exit 0 once tracing started and stayed idle" test $? = 0
+check "record --idle-exit: ended in time after the start" test $(($(date +%s) - start)) -le 4
 
 # --wait: no channel yet, then one appears while the recorder waits
 truncate -s 1M "$T/later.shm"

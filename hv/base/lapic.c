@@ -44,6 +44,22 @@ void lapic_write(u32 reg, u32 val)
 		*lapic_mmio(reg) = val;
 }
 
+bool lapic_irq_pending(void)
+{
+	u64 base = rdmsr(MSR_IA32_APICBASE);
+	if (!(base & APICBASE_EN))
+		return false;
+	bool x2 = base & APICBASE_EXTD;
+	/* vectors 0-15 are never accepted and 16-31 are reserved (11.8.3): IRR0 is left out */
+	for (u32 w = 7; w >= 1; w--) {
+		u32 reg = APIC_IRR0 + 0x10 * w;
+		u32 irr = x2 ? (u32)rdmsr(X2APIC_MSR(reg)) : *lapic_mmio(reg);
+		if (irr)
+			return lapic_irr_above_ppr(w, irr, x2 ? (u32)rdmsr(X2APIC_MSR(APIC_PPR)) : *lapic_mmio(APIC_PPR));
+	}
+	return false;
+}
+
 /* xAPIC: waits (bounded) for the previous IPI to leave, SDM 11.6.1 */
 static void icr_wait_idle(void)
 {

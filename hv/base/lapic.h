@@ -18,4 +18,19 @@ void lapic_send_nmi(u32 apic_id);
 void lapic_mmio_write(u32 reg, u32 val);
 /* The APIC is in x2APIC mode (its MMIO page is not decoded). */
 bool lapic_x2apic_mode(void);
+/* Whether the local APIC would now present an interrupt to the processor, were its
+ * interrupts enabled: a vector requested in the IRR whose priority class is above the
+ * processor-priority class in the PPR (SDM Vol. 3 11.8.3.1, 11.8.4). False with the APIC disabled. What it cannot see: an NMI, and an ExtINT
+ * from the 8259 through LINT0 (neither is in the IRR). Root mode; reads IRR7 down to the
+ * first word with a bit set, then the PPR. */
+bool lapic_irq_pending(void);
+/* Its decision: `irr`, the IRR's word `word` (vectors 32 * word ... + 31), the highest one
+ * with a bit set; `ppr`, the PPR. Pure (tests/unit/test_icr.c). */
+static inline bool lapic_irr_above_ppr(u32 word, u32 irr, u32 ppr)
+{
+	if (!irr)
+		return false;
+	u32 vector = 32 * word + 31 - (u32)__builtin_clz(irr);
+	return (vector >> 4) > ((ppr >> 4) & 0xf);
+}
 #endif

@@ -186,11 +186,7 @@ void cpuid_ident_read(struct cpuid_ident *id)
 
 bool cpuid_vendor_amd(const struct cpuid_ident *id)
 {
-	const struct cpuid_regs *r = &id->l0;
-	return (r->ebx == CPUID_VENDOR_AMD_EBX && r->edx == CPUID_VENDOR_AMD_EDX &&
-		r->ecx == CPUID_VENDOR_AMD_ECX) ||
-	       (r->ebx == CPUID_VENDOR_HYGON_EBX && r->edx == CPUID_VENDOR_HYGON_EDX &&
-		r->ecx == CPUID_VENDOR_HYGON_ECX);
+	return cpuid_l0_amd(&id->l0);
 }
 
 /*

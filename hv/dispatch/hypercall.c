@@ -77,6 +77,7 @@ static void hc_vcpu_status(u64 gpa, u64 len, u32 index)
 	st.interp_insns = w->trace->interp.insns;
 	st.interp_branches = w->trace->interp.branches;
 	st.interp_left = w->trace->interp.left;
+	st.interp_irq_ends = w->trace->interp.irq_ends;
 	interp_top(&w->trace->interp, st.interp_top);
 	if (len < sizeof(st))
 		st.size = HVTRACE_VCPU_STATUS_SIZE_1_5;

@@ -10,16 +10,20 @@
  * (arch/x86/pgwalk.c: every check, accessed/dirty bits never set here:
  * an access that would set one is left) and only in guest RAM. Root mode,
  * interrupts off; physical interrupts and NMIs that come meanwhile stay
- * pending and exit right after the entry, so the budget bounds their
- * latency.
+ * pending and exit right after the entry. The burst looks at the local
+ * APIC every 64 instructions and ends when it has an interrupt for the
+ * processor; what the APIC does not show (an NMI, an ExtINT from the
+ * 8259) waits at most the budget.
  */
 #include "hvtrace/abi.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/cpuid.h"
 #include "arch/x86/interp/interp.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "arch/x86/pgwalk.h"
 #include "base/gmem.h"
+#include "base/lapic.h"
 #include "base/lib.h"
 #include "base/log.h"
 #include "base/memmap.h"
@@ -29,12 +33,13 @@
 #include "base/vecset.h"
 #include "trace/engine.h"
 
-/* A burst's limits: instructions, and TSC ticks (checked every INTERP_TSC_EVERY instructions)
- * so that timers, other vCPUs and the host's requests see this one come back soon
- * (docs/benchmarks.md: the figures these were chosen by). */
-#define INTERP_BUDGET_INSNS	4096
-#define INTERP_BUDGET_US	500
-#define INTERP_TSC_EVERY	64
+/* A burst's limits: instructions, and TSC ticks, so that other vCPUs and the host's requests
+ * see this one come back; and an interrupt the local APIC has for this processor ends it
+ * sooner (interp_poll, every INTERP_POLL_EVERY instructions). docs/branch-engine.md "Budget":
+ * the figures these were chosen by. */
+#define INTERP_BUDGET_INSNS	16384
+#define INTERP_BUDGET_US	2000
+#define INTERP_POLL_EVERY	64
 
 /* --- memory as the processor sees it ---------------------------------------------------- */
 
@@ -233,6 +238,29 @@ static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, boo
 	return INTERP_MEM_OK;
 }
 
+/* A REP STOS's part (interp_mem_ops.fill): count elements in lin's page, by the processor's
+ * own REP STOS of the same width on the guest's page. Verify mode's shadow holds one write:
+ * left there. */
+static int imem_fill(void *ctx, u64 lin, u64 val, unsigned len, unsigned count)
+{
+	struct imem *m = ctx;
+	if (m->shadow)
+		return INTERP_MEM_LEAVE;
+	u8 *p = imem_page(m, lin, PGWALK_WRITE);
+	if (!p)
+		return INTERP_MEM_LEAVE;
+	p += lin & (PAGE_SIZE - 1);
+	interp_code_written(&m->v->trace->dcache, p, p + (u64)len * count - 1);
+	u64 n = count;
+	switch (len) {
+	case 1: asm volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	case 2: asm volatile("rep stosw" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	case 4: asm volatile("rep stosl" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	default: asm volatile("rep stosq" : "+D"(p), "+c"(n) : "a"(val) : "memory"); break;
+	}
+	return INTERP_MEM_OK;
+}
+
 /* Fresh bytes at every fetch (no decoded copy is kept): self- and cross-modifying code is seen
  * as the processor sees it after a serializing point, or sooner. */
 static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
@@ -331,7 +359,7 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 	return DEC_OK;
 }
 
-static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg };
+static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg, imem_fill };
 
 /* --- coverage ---------------------------------------------------------------------------- */
 
@@ -430,7 +458,7 @@ static void ctl_read(struct vcpu *v, struct pgwalk_ctl *c)
 	c->cr4 = hv.ops->get_cr(v, 4);
 	c->efer = hv.ops->get_efer(v);
 	c->phys_limit = hv.boot.phys_limit;
-	c->pg1g = r.edx & (1u << 26);
+	c->pg1g = r.edx & CPUID_80000001_EDX_PAGE1GB;
 	c->cpl = (u8)hv.ops->get_cpl(v);
 	c->ac = v->rflags & RFLAGS_AC;
 	c->pkru_known = false;	/* read when a walk needs it (imem_walk) */
@@ -457,6 +485,26 @@ static bool irq_due(struct vcpu *v)
 _Static_assert(SEG_ES == 0 && SEG_CS == 1 && SEG_SS == 2 && SEG_DS == 3 && SEG_FS == 4 && SEG_GS == 5,
 	       "interp_cpu.sel[] in the order of ModRM.reg's Sreg encoding (SDM Vol. 2A 3.1.1.3)");
 
+/* Whether this processor (the same on every one) has PREFETCHW, asked once: CPUID.80000001H:
+ * ECX.PREFETCHW[8] (SDM Vol. 2B PREFETCHW); on AMD also with long mode or 3DNow! (APM Vol. 3
+ * PREFETCHW: "supported if" any of the three; every AMD64 processor has it, and Linux uses it
+ * there whatever bit 8 says) */
+static bool cpu_prefetchw(void)
+{
+	static u8 known;	/* bit 0: asked, bit 1: the answer (a race writes the same) */
+	u8 k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (!k) {
+		struct cpuid_regs l0, r;
+		cpuid_count(0, 0, &l0);
+		cpuid_count(0x80000001u, 0, &r);
+		bool has = (r.ecx & CPUID_80000001_ECX_PREFETCHW) ||
+			   (cpuid_l0_amd(&l0) && (r.edx & (CPUID_80000001_EDX_LM | CPUID_80000001_EDX_3DNOW)));
+		k = 1 | (has ? 2 : 0);
+		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
+	}
+	return k & 2;
+}
+
 /* The core's register file from the vCPU's */
 static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp_cpu *c)
 {
@@ -479,6 +527,7 @@ static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp
 	c->cet = false;	/* interp_allowed: CR4.CET is clear */
 	c->la57 = ctl->cr4 & CR4_LA57;	/* IA-32e paging (interp_allowed): 5 levels with LA57 */
 	c->shadow_ok = false;	/* interp_run's loop holds an STI's shadow */
+	c->prefetchw = cpu_prefetchw();
 }
 
 /* The interpreted state becomes the vCPU's (each committed instruction's state is whole); a
@@ -525,6 +574,7 @@ void interp_run(struct vcpu *v)
 	bool tracing = rec_tracing();
 	bool counting = t->interp_counting;
 	c.shadow_ok = !counting;	/* a counted STI is not put back */
+	c.rep_parts = !counting;	/* nor a REP STOS counted in parts */
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
 	u32 n = 0;
 	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };
@@ -537,7 +587,10 @@ void interp_run(struct vcpu *v)
 	 * the STI (which changed IF and RIP alone) is put back and the processor runs both */
 	bool in_shadow = false;
 	u64 sti_at = 0, sti_flags = 0;
-	for (;;) {
+	/* the APIC has an interrupt the guest takes at this boundary (IF set): no burst */
+	if ((c.rflags & RFLAGS_IF) && lapic_irq_pending())
+		t->interp.irq_ends++;
+	else for (;;) {
 		struct interp_result r;
 		u64 at = c.rip;	/* its linear address: 64-bit code, CS's base is 0 */
 		u64 fl0 = c.rflags;
@@ -621,9 +674,20 @@ void interp_run(struct vcpu *v)
 				break;
 			continue;
 		}
-		if (n >= INTERP_BUDGET_INSNS || (!(n % INTERP_TSC_EVERY) && rdtsc() - t0 >= limit)) {
-			t->interp.budget++;
-			break;
+		if (__builtin_expect(!(n % INTERP_POLL_EVERY), 0)) {
+			/* root mode runs with interrupts off: one the APIC would give the processor
+			 * now comes at the entry after this burst (an exit, or the guest's IDT). With
+			 * IF clear it waits in the guest as well: the burst goes on (and ends where
+			 * IF opens). Asked before the budget, which under Bochs ends every burst
+			 * here, so that the count says what ended it */
+			if ((c.rflags & RFLAGS_IF) && lapic_irq_pending()) {
+				t->interp.irq_ends++;
+				break;
+			}
+			if (n >= INTERP_BUDGET_INSNS || rdtsc() - t0 >= limit) {
+				t->interp.budget++;
+				break;
+			}
 		}
 	}
 	ds_burst_end(v);
@@ -653,9 +717,9 @@ void interp_log(struct vcpu *v)
 	const u64 *r = st->reasons, *w = st->refused;
 	u64 top[2];
 	interp_top(st, top);
-	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget), %lu instructions, %lu branches "
-		 "interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget, st->insns,
-		 st->branches, st->left, st->counted);
+	LOG_INFO("interp: vcpu %u: %lu bursts (%lu declined, %lu at the budget, %lu for an interrupt), %lu instructions, "
+		 "%lu branches interpreted, %lu left, %lu counted for the PMU", v->id, st->runs, st->declined, st->budget,
+		 st->irq_ends, st->insns, st->branches, st->left, st->counted);
 	LOG_INFO("interp: vcpu %u declined: mode %lu debug %lu engine %lu event %lu shadow %lu; decode cache %lu hits, "
 		 "%lu decodes; %lu page walks; %lu INVLPGs", v->id, st->declines[INTERP_DECLINE_MODE],
 		 st->declines[INTERP_DECLINE_DEBUG], st->declines[INTERP_DECLINE_ENGINE], st->declines[INTERP_DECLINE_EVENT],

@@ -237,6 +237,7 @@ enum interp_decline {
 };
 struct interp_stats {
 	u64 runs, declined, insns, branches, left, budget;
+	u64 irq_ends;		/* bursts ended for an interrupt the local APIC had (interp_run) */
 	u64 counted;		/* instructions counted for the virtual PMU (interp_counting) */
 	u64 decodes, walks;	/* decode cache misses (hits: struct interp_dcache), TLB misses */
 	u64 invlpgs;		/* INVLPGs executed (interp_invlpg) */

@@ -151,7 +151,8 @@ struct hvtrace_vcpu_status {
 	uint64_t sipis;		/* SIPIs that started it (ABI 1.3) */
 	uint64_t irqs;		/* external interrupts injected while tracing (ABI 1.4) */
 	uint64_t irqs_paced;	/* ... of them held first by trace.pace (ABI 1.4) */
-	uint64_t reserved[1];
+	uint64_t interp_irq_ends; /* engine = interp's bursts ended because the local APIC had an
+				   * interrupt for the processor (ABI 1.12; 0 before) */
 	/* ABI 1.6: where this vCPU's time went since it started, in TSC ticks
 	 * counted by the hypervisor (docs/benchmarks.md "Where an exit's time
 	 * goes"); tsc[] is indexed by enum hvtrace_prof, and each tick is in

@@ -129,6 +129,20 @@ extern volatile uint64_t pmi_count __attribute__((visibility("hidden")));
 /* The local APIC: in x2APIC mode (IA32_APIC_BASE.EXTD); an xAPIC register
  * at the base IA32_APIC_BASE names now */
 bool x2apic_mode(void);
+/* An interrupt handler's EOI, in asm (t_fidel, t_bts): to the xAPIC register whose address the
+ * 64-bit variable `addr` holds, or when that is 0 to the x2APIC's EOI MSR. Clobbers RAX, RCX
+ * and RDX (the handler saves them) and the local labels 1 and 2. */
+#define ASM_EOI(addr)                                   \
+	"	movq " addr "(%rip), %rax\n"              \
+	"	testq %rax, %rax\n"                       \
+	"	jz 1f\n"                                  \
+	"	movl $0, (%rax)\n"                        \
+	"	jmp 2f\n"                                 \
+	"1:	movl $0x80b, %ecx\n" /* x2APIC EOI */    \
+	"	xorl %eax, %eax\n"                        \
+	"	xorl %edx, %edx\n"                        \
+	"	wrmsr\n"                                  \
+	"2:\n"
 volatile uint32_t *xapic_reg(uint32_t off);
 uint32_t lvtpc_read(void);
 void lvtpc_write(uint32_t lvt);

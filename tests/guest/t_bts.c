@@ -1237,6 +1237,163 @@ static void test_pkeys(void)
 }
 
 /*
+ * REP STOS while tracing (issue #24: the interpreting engine runs it a page at a time, RIP
+ * staying at the instruction between the parts): a REP STOSQ of 0x402 quadwords from 8 bytes
+ * before a page boundary (three pages touched), then a REP STOSB of 0x805 bytes from 3 bytes
+ * before the next boundary, over a page-aligned buffer of 0x5a. Every byte, RCX and RDI must
+ * be what the processor's REP STOS leaves; the INFO line gives the interpreter's counts (under
+ * engine = interp: the parts interpreted, none left).
+ */
+static uint8_t rs_buf[4 * 4096] __attribute__((aligned(4096)));
+
+static void test_rep_stos(void)
+{
+	struct hvtrace_vcpu_status before, after;
+	const uint64_t q = 0x1122334455667788ull;
+	SetMem(rs_buf, sizeof(rs_buf), 0x5a);
+	uint64_t rdi = A(rs_buf) + 0x7f8, rcx = 0x402, rdi2 = A(rs_buf) + 0x2ffd, rcx2 = 0x805;
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	vcpu_status(&before);
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	asm volatile("cld; rep stosq" : "+D"(rdi), "+c"(rcx) : "a"(q) : "memory");
+	asm volatile("rep stosb" : "+D"(rdi2), "+c"(rcx2) : "a"(0xa5ull) : "memory");
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	vcpu_status(&after);
+	irq_restore(f);
+	unsigned bad = 0, first = ~0u;
+	for (unsigned i = 0; i < sizeof(rs_buf); i++) {
+		uint8_t want = 0x5a;
+		if (i >= 0x7f8 && i < 0x7f8 + 0x402 * 8)
+			want = (uint8_t)(q >> (8 * ((i - 0x7f8) & 7)));
+		else if (i >= 0x2ffd && i < 0x2ffd + 0x805)
+			want = 0xa5;
+		if (rs_buf[i] != want) {
+			bad++;
+			if (first == ~0u)
+				first = i;
+		}
+	}
+	report_info("rep stos: %lu instructions interpreted, %lu left", after.interp_insns - before.interp_insns,
+		    after.interp_left - before.interp_left);
+	report(!bad && rcx == 0 && rcx2 == 0 && rdi == A(rs_buf) + 0x7f8 + 0x402 * 8 && rdi2 == A(rs_buf) + 0x2ffd + 0x805,
+	       "bts_rep_stos", "%u bytes differ (first at %x), RCX %lx %lx, RDI at %lx %lx", bad, first, rcx, rcx2,
+	       rdi - A(rs_buf), rdi2 - A(rs_buf));
+}
+
+/*
+ * An interrupt that comes while the interpreting engine runs the guest (issue #24). Root mode
+ * runs with interrupts off, so one that arrives during a burst waits for the burst's end; the
+ * burst looks at the local APIC every 64 instructions and ends when it has an interrupt for
+ * the processor, instead of running on to its budget (2 ms or 16384 instructions). The APIC's
+ * timer, one-shot, expires in a traced loop with IF set; its handler takes the loop's count
+ * (RCX) and stops it. Under engine = interp the hypervisor's count of bursts ended for an
+ * interrupt (vcpu_status interp_irq_ends, ABI 1.12) must grow (without the look it stays 0:
+ * the interrupt came at the budget's end); under the other engines, and in the exit between
+ * two bursts, the interrupt comes at once. Up to eight tries: an interrupt that expires in
+ * that exit is taken there (under Bochs, whose TSC runs at its 2 M instructions a second, every
+ * burst ends at its first look, so a fair share of the interrupts come between bursts). TPR 0xc keeps the firmware's interrupts out; the firmware's timer
+ * (the same APIC timer) is stopped meanwhile and restarted after.
+ */
+#define MB_VECTOR 0xd3
+#define MB_COUNT 1000000u	/* timer ticks: 1 ms at QEMU's 1 GHz */
+#define MB_LIMIT 2000000u
+volatile uint64_t mb_fired __attribute__((visibility("hidden")));
+volatile uint64_t mb_at __attribute__((visibility("hidden")));
+volatile uint64_t mb_eoi __attribute__((visibility("hidden")));	/* xAPIC EOI register, 0: x2APIC */
+SYM(mb_handler);
+uint64_t mb_loop(uint64_t limit) __attribute__((visibility("hidden")));
+asm(".pushsection .text\n"
+    "mb_handler:\n"
+    "	movq %rcx, mb_at(%rip)\n"
+    "	movq $1, mb_fired(%rip)\n"
+    "	pushq %rax\n"
+    "	pushq %rcx\n"
+    "	pushq %rdx\n"
+    ASM_EOI("mb_eoi")
+    "	popq %rdx\n"
+    "	popq %rcx\n"
+    "	popq %rax\n"
+    "	iretq\n"
+    /* mb_loop(limit): iterations until mb_fired, at most limit */
+    "mb_loop:\n"
+    "	xorl %ecx, %ecx\n"
+    "1:	incq %rcx\n"
+    "	cmpq $0, mb_fired(%rip)\n"
+    "	jne 2f\n"
+    "	cmpq %rdi, %rcx\n"
+    "	jb 1b\n"
+    "2:	movq %rcx, %rax\n"
+    "	ret\n"
+    ".popsection\n");
+
+static uint32_t apic_r(bool x2, uint32_t reg)
+{
+	return x2 ? (uint32_t)rdmsr(X2APIC_MSR(reg)) : *xapic_reg(reg);
+}
+
+static void apic_w(bool x2, uint32_t reg, uint32_t v)
+{
+	if (x2)
+		wrmsr(X2APIC_MSR(reg), v);
+	else
+		*xapic_reg(reg) = v;
+}
+
+static void test_irq_in_burst(void)
+{
+	bool x2 = x2apic_mode();
+	struct hvtrace_vcpu_status before, during, after;
+	uint64_t f = irq_save();
+	uint32_t lvtt = apic_r(x2, APIC_LVTT), tdcr = apic_r(x2, APIC_TDCR), tmict = apic_r(x2, APIC_TMICT);
+	uint64_t cr8;
+	asm volatile("mov %%cr8, %0; mov %1, %%cr8" : "=&r"(cr8) : "r"(0xcull));
+	struct gate saved = handle_exception(MB_VECTOR, mb_handler);
+	mb_eoi = x2 ? 0 : A(xapic_reg(APIC_EOI));
+	apic_w(x2, APIC_TMICT, 0);
+	apic_w(x2, APIC_TDCR, 0xb);		/* divide by 1 */
+	apic_w(x2, APIC_LVTT, MB_VECTOR);	/* one-shot */
+	ds_setup(64, 64);
+	vcpu_status(&before);
+	unsigned tries = 0, fired = 0;
+	uint64_t iters[8] = { 0 }, at[8] = { 0 };
+	bool interp = false;
+	for (; tries < 8; tries++) {
+		mb_fired = 0;
+		mb_at = 0;
+		wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+		vcpu_status(&during);
+		apic_w(x2, APIC_TMICT, MB_COUNT);
+		asm volatile("sti" ::: "memory");
+		iters[tries] = mb_loop(MB_LIMIT);
+		asm volatile("cli" ::: "memory");
+		wrmsr(MSR_IA32_DEBUGCTL, 0);
+		at[tries] = mb_at;
+		fired += mb_fired != 0;
+		interp |= during.engine == HVTRACE_ENGINE_INTERP;
+		vcpu_status(&after);
+		if (after.interp_irq_ends > before.interp_irq_ends || during.engine != HVTRACE_ENGINE_INTERP)
+			break;
+	}
+	if (tries == 8)
+		tries--;
+	apic_w(x2, APIC_TMICT, 0);
+	apic_w(x2, APIC_LVTT, lvtt);
+	apic_w(x2, APIC_TDCR, tdcr);
+	apic_w(x2, APIC_TMICT, tmict);
+	gate_restore(MB_VECTOR, saved);
+	asm volatile("mov %0, %%cr8" ::"r"(cr8));
+	irq_restore(f);
+	uint64_t ends = after.interp_irq_ends - before.interp_irq_ends;
+	report_info("irq in burst (%s, engine %u): %u tries, the last's loop %lu iterations, handler at %lu; "
+		    "%lu bursts ended for an interrupt", x2 ? "x2APIC" : "xAPIC", during.engine, tries + 1,
+		    iters[tries], at[tries], ends);
+	report(fired == tries + 1 && iters[tries] < MB_LIMIT && (!interp || ends > 0), "bts_irq_in_burst",
+	       "%u of %u timer interrupts taken, %lu bursts ended for one (engine interp: %d)", fired, tries + 1,
+	       ends, interp);
+}
+
+/*
  * The flag and system instructions the interpreter runs (issue #24): STI
  * (IF 0 -> 1, with its one-instruction interrupt shadow), CLI, PUSHFQ,
  * POPFQ (arithmetic flags, IF kept clear), MOV r, SS, PREFETCHT0, and
@@ -1514,6 +1671,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_code_cross_page();
 	test_pkeys();
 	test_flag_insns();
+	test_irq_in_burst();
+	test_rep_stos();
 	test_chain();
 	test_jcc_skip();
 	test_chain_interrupt();

@@ -523,7 +523,8 @@ static void test_apic_page_writes(void)
  * the hypervisor), a read of the local APIC's version register (MMIO), a
  * non-canonical read (#GP, skipped by the handler), locked read-modify-writes of the
  * reserve and at non-canonical addresses (one by a bit-string offset from a canonical
- * base), INVLPG of the reserve and of a non-canonical address, and 6,000 instructions without a branch (its budget ends, the guest goes
+ * base), INVLPG of the reserve and of a non-canonical address, REP STOSQ onto the reserve and
+ * REP STOSB at a non-canonical address, and 6,000 instructions without a branch (its budget ends, the guest goes
  * on). The results must be the same both ways and the hypervisor intact. */
 struct interp_probe {
 	uint64_t reserve_read, apic_version, straight;
@@ -536,6 +537,10 @@ struct interp_probe {
 	/* INVLPG (interpreted at CPL 0) of the reserve's page and of a non-canonical address
 	 * (a NOP), then the reserve read again */
 	uint64_t after_invlpg;
+	/* REP STOSQ of 4 quadwords at the reserve (its value back, the sink's), the reserve read
+	 * after it, and REP STOSB at a non-canonical address (#GP) */
+	uint64_t after_stos;
+	int gp_stos;
 };
 
 /* An indirect JMP to the next instruction: the fast engine stops at it (a direct one it
@@ -591,6 +596,12 @@ static void interp_probe(uint64_t debugctl, struct interp_probe *p)
 	asm volatile("invlpg (%0)" ::"r"(res) : "memory");
 	asm volatile("invlpg (%0)" ::"r"(bad) : "memory");
 	p->after_invlpg = *res;
+	STOP();
+	uint64_t rdi = (uint64_t)(uintptr_t)res, rcx = 4;
+	asm volatile("cld; rep stosq" : "+D"(rdi), "+c"(rcx) : "a"(p->reserve_read) : "memory");
+	p->after_stos = *res;
+	STOP();
+	p->gp_stos = TRY(2, "rep stosb" ::"D"(bad), "c"(8ull), "a"(0ull) : "memory");
 	asm volatile("lea 1f(%%rip), %%r11\njmp *%%r11\n1:\n.rept 6000\naddq $1, %0\n.endr" : "+r"(n)::"r11");
 	p->straight = n;
 	wrmsr(MSR_IA32_DEBUGCTL, 0);
@@ -622,6 +633,10 @@ static void test_interp_memory(void)
 	report(a.after_invlpg == a.reserve_read && b.after_invlpg == b.reserve_read, "interp_hostile_invlpg",
 	       "the reserve read after INVLPG of its page and of a non-canonical address: %lx/%lx (before %lx/%lx)",
 	       a.after_invlpg, b.after_invlpg, a.reserve_read, b.reserve_read);
+	report(a.after_stos == a.reserve_read && b.after_stos == b.reserve_read && a.gp_stos == X86_GP &&
+		       b.gp_stos == X86_GP, "interp_hostile_rep_stos",
+	       "vectors %d/%d (REP STOSB, non-canonical); reserve after REP STOSQ %lx/%lx", a.gp_stos, b.gp_stos,
+	       a.after_stos, b.after_stos);
 	report_intact("interp_hostile_memory_intact");
 }
 

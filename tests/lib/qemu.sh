@@ -151,15 +151,17 @@ PY
 # HVTRACE_PIN_VCPUS=1 (the nested-KVM tier sets it): each vCPU thread on
 # its own CPU of the outer guest, for as long as QEMU runs (the outer
 # QEMU's TCG keeps hvtrace's breakpoints per emulated CPU; the file says
-# why). Its lines go to stderr.
+# why). Its lines go to stderr. HVTRACE_PIN_VCPUS=shuffle instead moves each
+# vCPU thread to the next CPU every 50 ms (pin-vcpus.sh --shuffle).
 pin=${HVTRACE_PIN_VCPUS:-0}
-[ "$pin" = 1 ] && set -- "$@" -name hvtrace,debug-threads=on
+case "$pin" in 1|shuffle) set -- "$@" -name hvtrace,debug-threads=on ;; esac
 start_qemu() {
 	# the kill at the bound is the loop's, after the evidence; this one
 	# only if the loop could not
 	timeout -s KILL "$((timeout + 30))" qemu-system-x86_64 "$@" </dev/null &
 	qpid=$! qstart=$SECONDS
 	[ "$pin" = 1 ] && "$(dirname "$0")/../nested/pin-vcpus.sh" "$qpid" &
+	[ "$pin" = shuffle ] && "$(dirname "$0")/../nested/pin-vcpus.sh" "$qpid" --shuffle &
 }
 start_qemu "$@"
 while :; do
@@ -212,6 +214,9 @@ while :; do
 done
 wait "$qpid"
 rc=$?
+# (the nested tier) how the boot ended: with -no-reboot a guest's reset or
+# triple fault before hvtrace is loaded ends QEMU as a poweroff does
+[ "$fwwait" -gt 0 ] && echo "qemu.sh: QEMU exited (status $rc) after $((SECONDS - qstart)) s" >&2
 if [ "$tee" = 1 ]; then sleep 0.2; kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; fi
 [ $rc = 137 ] && rc=124
 exit $rc

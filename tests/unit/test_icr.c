@@ -4,9 +4,30 @@
 #include "unit.h"
 #include "arch/x86/apic.h"
 #include "dispatch/icr.h"
+#include "base/lapic.h"
+
+/* The interpreting engine's look at the local APIC (base/lapic.h lapic_irr_above_ppr): an
+ * interrupt goes to the processor when its priority class (vector 7:4) is above the PPR's
+ * (SDM Vol. 3 11.8.3.1) */
+static void test_irr_above_ppr(void)
+{
+	CHECK(!lapic_irr_above_ppr(7, 0, 0), "an empty word");
+	CHECK(lapic_irr_above_ppr(7, 1u << 12, 0), "vector 0xec, PPR 0");	/* Linux's timer */
+	CHECK(lapic_irr_above_ppr(7, 1u << 12, 0xdf), "0xec over class 0xd");
+	CHECK(!lapic_irr_above_ppr(7, 1u << 12, 0xe0), "0xec not over class 0xe (the same class)");
+	CHECK(!lapic_irr_above_ppr(7, 1u << 12, 0xef), "0xec not over class 0xe, subclass f");
+	CHECK(lapic_irr_above_ppr(7, 0x80001000u, 0xef), "0xff over class 0xe: the highest bit counts");
+	CHECK(!lapic_irr_above_ppr(1, 1u, 0x20), "0x20 not over class 2");
+	CHECK(lapic_irr_above_ppr(1, 1u << 16, 0x20), "0x30 over class 2");
+	CHECK(!lapic_irr_above_ppr(6, 0xffffffffu, 0xd0), "0xc0-0xdf not over class 0xd");
+	CHECK(lapic_irr_above_ppr(6, 0xffffffffu, 0xc0), "0xdf over class 0xc");
+	CHECK(!lapic_irr_above_ppr(7, 0xffffffffu, 0xf0), "nothing over class 0xf");
+	CHECK(lapic_irr_above_ppr(7, 1u, 0x10f), "0xe0 over class 0: the PPR's bits above 7 are not its class");
+}
 
 int main(void)
 {
+	test_irr_above_ppr();
 	const u32 ids[4] = { 0, 1, 2, 6 };
 	u64 m;
 	const u32 init = ICR_DM_INIT | ICR_LEVEL_ASSERT, sipi = ICR_DM_STARTUP | 0x9f;

@@ -9,11 +9,13 @@
 #define APIC_ID		0x020
 #define APIC_ID_XAPIC_MASK 0xff000000u	/* the xAPIC ID, as ICR_HI's destination wants it */
 #define APIC_TPR	0x080
+#define APIC_PPR	0x0a0	/* processor priority (11.8.3.1), read-only */
 #define APIC_EOI	0x0b0
 #define APIC_LDR	0x0d0	/* x2APIC: read-only */
 #define APIC_DFR	0x0e0	/* xAPIC only */
 #define APIC_SVR	0x0f0
 #define APIC_ISR0	0x100	/* ISR bits 0-31; ISR1-7 at 0x110 ... 0x170 */
+#define APIC_IRR0	0x200	/* IRR bits 0-31; IRR1-7 at 0x210 ... 0x270 */
 #define APIC_ESR	0x280
 #define APIC_ICR_LO	0x300
 #define APIC_ICR_HI	0x310

@@ -4,6 +4,7 @@
 #define HV_X86_CPU_H
 
 #include "arch/x86/types.h"
+#include "arch/x86/cpuid.h"
 #include "arch/x86/dr.h"
 
 /* The hypercall instructions: 0F 01 and this ModRM byte (SDM Vol. 2B
@@ -14,6 +15,15 @@
 struct cpuid_regs {
 	u32 eax, ebx, ecx, edx;
 };
+
+/* Leaf 0 (`l0`) names AMD or Hygon (arch/x86/cpuid.h's vendor words) */
+static inline bool cpuid_l0_amd(const struct cpuid_regs *l0)
+{
+	return (l0->ebx == CPUID_VENDOR_AMD_EBX && l0->edx == CPUID_VENDOR_AMD_EDX &&
+		l0->ecx == CPUID_VENDOR_AMD_ECX) ||
+	       (l0->ebx == CPUID_VENDOR_HYGON_EBX && l0->edx == CPUID_VENDOR_HYGON_EDX &&
+		l0->ecx == CPUID_VENDOR_HYGON_ECX);
+}
 
 static inline void cpuid_count(u32 leaf, u32 sub, struct cpuid_regs *r)
 {

@@ -72,10 +72,13 @@
 #define CPUID_1C_ECX_BRANCH_TYPE	(1u << 2)	/* LBR_INFO's branch type */
 
 #define CPUID_80000001_ECX_SVM		(1u << 2)
+#define CPUID_80000001_ECX_PREFETCHW	(1u << 8)	/* PREFETCH/PREFETCHW (AMD: 3DNowPrefetch) */
 #define CPUID_80000001_EDX_NX		(1u << 20)
 #define CPUID_80000001_EDX_RDTSCP	(1u << 27)
 #define CPUID_80000001_EDX_FFXSR	(1u << 25)
 #define CPUID_80000001_EDX_PAGE1GB	(1u << 26)
+#define CPUID_80000001_EDX_LM		(1u << 29)
+#define CPUID_80000001_EDX_3DNOW	(1u << 31)
 #define CPUID_80000001_ECX_TCE		(1u << 17)
 
 /* AMD APM Vol. 3 E.4.9: leaf 0x8000000A, SVM features in EDX */

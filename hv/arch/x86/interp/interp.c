@@ -483,6 +483,11 @@ static inline __attribute__((always_inline)) bool exec_0f(struct step *s)
 			return false;
 		reg_set(s, s->pre->reg, w, sext(b, op == 0xbe ? 1 : 2));
 		return true;
+	case 0x0d:	/* PREFETCHW m (/1): a hint, no access and no fault (Vol. 2B PREFETCHW), where the
+			 * processor has it (interp_cpu.prefetchw); the other members are left */
+		if (s->pre->mod != 3 && s->pre->grp == 1 && s->n->prefetchw)
+			return true;
+		return leave(s, INTERP_LEAVE_OPCODE);
 	case 0x18:	/* PREFETCHh m (/0-/3): a hint, no access and no fault (Vol. 2B PREFETCHh) */
 		if (s->pre->mod != 3 && s->pre->grp < 4)
 			return true;
@@ -565,6 +570,56 @@ static bool cli_sti(struct step *s, bool sti)
 	}
 	s->n->rflags |= RFLAGS_IF;
 	return true;
+}
+
+/* STOS m8/m16/m32/m64 (AA, AB; Vol. 2B STOS), and with REP (F3) the string of them (Vol. 2B
+ * REP): 64-bit addresses only (67h left), ES's base ignored in 64-bit mode. One STOS is the
+ * instruction's one write. A REP STOS goes a page at a time: the elements that lie wholly in
+ * RDI's page are written by mem_ops.fill, then RCX and RDI move on; while RCX is not 0, RIP
+ * stays at the instruction, as after an interrupt between iterations (Vol. 1 7.3.9.1: the
+ * processor may take one there), and the caller runs it again (interp_cpu.rep_parts; without
+ * it a REP STOS that does not end in the page is left). An element across the page boundary
+ * goes alone, as one write. DF set, or no fill callback: left. */
+static bool stos(struct step *s, unsigned w)
+{
+	if (s->in->addrsize != 8)
+		return leave(s, INTERP_LEAVE_PREFIX);
+	u64 rdi = s->n->gpr[RDI], val = s->n->gpr[RAX] & mask_of(w);
+	bool down = s->n->rflags & RFLAGS_DF;
+	if (!s->in->rep) {
+		if (!mem_write(s, rdi, w, val))
+			return false;
+		gpr_set(s, RDI, down ? rdi - w : rdi + w);
+		return !s->leave;
+	}
+	if (s->in->rep != 0xf3 || down || !s->mem->fill)
+		return leave(s, INTERP_LEAVE_PREFIX);
+	u64 rcx = s->n->gpr[RCX];
+	if (!rcx)
+		return true;	/* no iteration: the next instruction */
+	u64 room = (PAGE_SIZE - (rdi & (PAGE_SIZE - 1))) / w, n = rcx < room ? rcx : room;
+	if (n < rcx && !s->n->rep_parts)
+		return leave(s, INTERP_LEAVE_PREFIX);
+	if (!n) {
+		/* the element across the page boundary, alone */
+		if (!mem_write(s, rdi, w, val))
+			return false;
+		n = 1;
+	} else {
+		/* the page is within one canonical half if its first byte is (the boundaries are
+		 * page aligned); #AC for a misaligned RDI as for any element */
+		if (!mem_check(s, rdi, w))
+			return false;
+		if (s->mem->fill(s->ctx, rdi, val, w, (unsigned)n) != INTERP_MEM_OK)
+			return leave(s, INTERP_LEAVE_MEMORY);
+	}
+	gpr_set(s, RCX, rcx - n);
+	gpr_set(s, RDI, rdi + n * w);
+	if (rcx - n) {
+		s->n->rip = s->rip0;	/* again, from the next element */
+		s->branched = true;
+	}
+	return !s->leave;
 }
 
 static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
@@ -657,8 +712,13 @@ static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
 		reg_set(s, s->pre->reg, s->in->opsize, s->ea);
 		return true;
 	case 0x90:		/* NOP (REX.B: XCHG r8, rAX above would be 0x90 with B; F3: PAUSE) */
-		if ((s->pre->pfx & INTERP_PFX_F3))
-			return leave(s, INTERP_LEAVE_OPCODE);
+		if ((s->pre->pfx & INTERP_PFX_F3)) {
+			/* PAUSE, a hint: no architectural effect but RIP's (Vol. 2B PAUSE); with
+			 * REX.B left (the manuals do not say which of PAUSE and XCHG that is) */
+			if (s->in->rex & 1)
+				return leave(s, INTERP_LEAVE_OPCODE);
+			return true;
+		}
 		if (s->in->rex & 1) {
 			w = s->in->opsize;
 			a = reg_get(s, RAX, w);
@@ -667,6 +727,8 @@ static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
 			reg_set(s, 8, w, a);
 		}
 		return true;
+	case 0xaa: case 0xab:	/* STOS, REP STOS */
+		return stos(s, w);
 	case 0x98:		/* CBW/CWDE/CDQE */
 		w = s->in->opsize;
 		reg_set(s, RAX, w, sext(reg_get(s, RAX, w / 2), w / 2));
@@ -821,12 +883,12 @@ static void derive(const struct dec_insn *in, const u8 *bytes, struct interp_pre
 		}
 	}
 	p->leave = INTERP_LEAVE_NONE;
-	if (in->encoding != DEC_ENC_LEGACY || in->rep ||
+	if (in->encoding != DEC_ENC_LEGACY || (in->rep && !(in->map == 0 && (in->opcode | 1) == 0xab)) ||
 	    (p->pfx & INTERP_PFX_F2) ||
 	    ((p->pfx & INTERP_PFX_F3) && !(in->map == 1 && (in->opcode == 0x1e || in->opcode == 0xbc || in->opcode == 0xbd)) &&
-	     !(in->map == 0 && (in->opcode == 0xc3 || in->opcode == 0x90))))
+	     !(in->map == 0 && (in->opcode == 0xc3 || in->opcode == 0x90 || (in->opcode | 1) == 0xab))))
 		/* F2/F3 select other instructions (POPCNT, string forms...) or are hints we do not
-		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE (left below) and "rep ret" */
+		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE, "rep ret" and REP STOS */
 		p->leave = INTERP_LEAVE_PREFIX;
 	p->imm = imm_of(in, bytes);
 	p->valid = true;

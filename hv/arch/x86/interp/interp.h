@@ -33,6 +33,14 @@ struct interp_cpu {
 	 * instruction before any interrupt could come, or puts the STI back (interp_result.shadow);
 	 * clear: an STI that would set IF is left */
 	bool shadow_ok;
+	/* CPUID.80000001H:ECX.PREFETCHW[bit 8] of the processor under the guest: 0F 0D /1 is
+	 * PREFETCHW, a hint; clear, it is left */
+	bool prefetchw;
+	/* the caller takes a REP string instruction in parts (interp_mem_ops.fill): RIP stays at
+	 * it while RCX is not 0, and the caller runs it again as the next instruction; each part
+	 * then counts as an instruction of the caller's. Clear (the virtual PMU counts retired
+	 * instructions): one that does not end in its first part is left */
+	bool rep_parts;
 };
 _Static_assert(__builtin_offsetof(struct interp_cpu, gpr) == 0 && sizeof(((struct interp_cpu *)0)->gpr) == 128,
 	       "gpr[] first, 16 registers");
@@ -76,6 +84,12 @@ struct interp_mem_ops {
 	 * *done is clear (another processor wrote meanwhile: the core runs the instruction again).
 	 * The checks are a write's, the comparison failing or not. INTERP_MEM_OK, or LEAVE. */
 	int (*cmpxchg)(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, bool *done);
+	/* Optional (NULL: REP STOS is left): a REP STOS's part, count elements of len (1, 2, 4, 8)
+	 * bytes, each `val`, from lin up; all in lin's page (the core makes sure), lin canonical.
+	 * All or nothing, with a write's checks; each aligned element one store (a store of
+	 * several elements at once is as good: the processor's fast strings make no promise of
+	 * order or atomicity between them, Vol. 1 7.3.9.3). INTERP_MEM_OK, or LEAVE. */
+	int (*fill)(void *ctx, u64 lin, u64 val, unsigned len, unsigned count);
 };
 
 /* Why an instruction was left to the processor (counted per reason and opcode). */
