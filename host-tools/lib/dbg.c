@@ -274,8 +274,8 @@ int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsign
 		hvt_seterr(err, "no vCPU %u", v);
 		return -1;
 	}
-	if (minor < (pwatch ? 12 : page ? 11 : 10)) {
-		hvt_seterr(err, pwatch ? "the hypervisor (ABI %u.%u) has four watchpoints only (page watchpoints are ABI 1.12)"
+	if (minor < (pwatch ? 13 : page ? 11 : 10)) {
+		hvt_seterr(err, pwatch ? "the hypervisor (ABI %u.%u) has four watchpoints only (page watchpoints are ABI 1.13)"
 			   : page ? "the hypervisor (ABI %u.%u) has four breakpoints only (page breakpoints are ABI 1.11)"
 				  : "the hypervisor (ABI %u.%u) has one breakpoint only (SET_HW is ABI 1.10)",
 			   d->ch->hdr->abi_version >> 16, minor);

@@ -1138,7 +1138,7 @@ static void handle_vcont(struct hvt_gdb *g, const char *p)
  * (SDM Vol. 3 18.2.5): a longer or misaligned range takes one slot per
  * aligned piece, largest first (as GDB's own x86 code splits it), all
  * or none. A write watchpoint the free debug registers cannot hold takes
- * page slots instead (ABI 1.12: the hypervisor takes write from the page
+ * page slots instead (ABI 1.13: the hypervisor takes write from the page
  * in the nested tables), one per page it spans, any length; a read or
  * access watchpoint cannot (the tables do not refuse reads alone). GDB's
  * breakpoints and watchpoints of one kind on one piece share its slot

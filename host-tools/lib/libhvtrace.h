@@ -352,7 +352,7 @@ int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, st
  * as DR7's LEN; on every untraced vCPU) at linear addr (on), or cleared
  * (ABI 1.10); a
  * page slot (HVTRACE_DBG_SLOTS..HVTRACE_DBG_SLOTS_MAX-1, ABI 1.11) an
- * instruction breakpoint (rw 0, len 0), or (ABI 1.12) a write watchpoint
+ * instruction breakpoint (rw 0, len 0), or (ABI 1.13) a write watchpoint
  * of len bytes (rw 1, len 1-4096 within one page), addr translated
  * through stopped vCPU v's page tables. */
 int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr,

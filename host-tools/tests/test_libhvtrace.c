@@ -1180,7 +1180,7 @@ static void test_dbg(void)
 	CHECK(hvt_dbg_set_hw(&d, 9, 1, 0, 0, 0x1000, 0, &res, &err) == 0 && peer->hw_arg0 == (9 | 1u << 8) &&
 		      peer->hw_arg1 == 0x1000,
 	      "SET_HW: page slot 9: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0, err.msg);
-	/* a page slot's write watchpoint (ABI 1.12): its length less one in bits 59:48 */
+	/* a page slot's write watchpoint (ABI 1.13): its length less one in bits 59:48 */
 	CHECK(hvt_dbg_set_hw(&d, 9, 1, 1, 8, 0x2ff8, 0, &res, &err) == 0 &&
 		      peer->hw_arg0 == (9 | 1u << 8 | 1u << 16 | 7ull << 48) && peer->hw_arg1 == 0x2ff8,
 	      "SET_HW: page slot 9, a write watchpoint of 8 bytes: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0,
@@ -1214,9 +1214,9 @@ static void test_dbg(void)
 	h->abi_version = (1u << 16) | 10;
 	CHECK(hvt_dbg_set_hw(&d, 5, 1, 0, 0, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.11"),
 	      "a page slot of an ABI 1.10 hypervisor: %s", err.msg);
-	h->abi_version = (1u << 16) | 11;
-	CHECK(hvt_dbg_set_hw(&d, 5, 1, 1, 8, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.12"),
-	      "a page watchpoint of an ABI 1.11 hypervisor: %s", err.msg);
+	h->abi_version = (1u << 16) | 12;
+	CHECK(hvt_dbg_set_hw(&d, 5, 1, 1, 8, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.13"),
+	      "a page watchpoint of an ABI 1.12 hypervisor: %s", err.msg);
 	h->abi_version = HVTRACE_ABI_VERSION;
 	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
 	      "resume: %s", err.msg);

@@ -889,7 +889,7 @@ static s64 set_regs(struct vcpu *w)
 
 /* SET_HW of a page slot (4-31; record.h), under dbg.lock: the
  * breakpoint's page made not executable for every vCPU, or a write
- * watchpoint's page not writable (ABI 1.12: RW 1, the length in arg0
+ * watchpoint's page not writable (ABI 1.13: RW 1, the length in arg0
  * bits 59:48 less one, within one page), or given back its permission
  * with its last one. The address is translated through the named
  * stopped vCPU's page tables, and its page must be the guest's RAM (or,

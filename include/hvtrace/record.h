@@ -272,7 +272,7 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     mapped to when set. ENOSYS where the backend has no such control,
  *     ENOMEM when it could not (the tables not split for want of memory;
  *     VMX without INVEPT).
- *     Page watchpoints (ABI 1.12): a page slot with RW 1 (write) and arg0
+ *     Page watchpoints (ABI 1.13): a page slot with RW 1 (write) and arg0
  *     bits 59:48 = its length less one (1-4096 bytes, arg1 to arg1 + length
  *     within one page: else EINVAL), the page guest RAM: kept by removing
  *     write from that page in the nested tables (reads and fetches stay
@@ -300,7 +300,7 @@ enum hvtrace_dbg_op {
 	HVTRACE_DBG_TRANSLATE = 24,
 };
 #define HVTRACE_DBG_SLOTS	4u	/* SET_HW's slots in debug registers: as many as there are */
-#define HVTRACE_DBG_SLOTS_MAX	32u	/* and page slots up to this (ABI 1.11; watchpoints 1.12): `hits` has a bit for each */
+#define HVTRACE_DBG_SLOTS_MAX	32u	/* and page slots up to this (ABI 1.11; watchpoints 1.13): `hits` has a bit for each */
 #define HVTRACE_DBG_READ_PHYS	(1ull << 48)	/* READ: arg1 is guest-physical */
 #define HVTRACE_EAGAIN		11	/* the vCPU is not stopped yet: ask again */
 #define HVTRACE_DBG_MAGIC	0x3147424454565648ull	/* "HVTVDBG1" */

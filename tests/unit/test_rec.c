@@ -829,7 +829,7 @@ static void test_dbg_traced(void)
 	hv.ops = &ops;
 }
 
-/* The debugger's page watchpoints (ABI 1.12: SET_HW page slots with RW 1 and a length):
+/* The debugger's page watchpoints (ABI 1.13: SET_HW page slots with RW 1 and a length):
  * the page's write taken in the nested tables, refusals, a write fault on it stepped with the
  * page open, a hit when the watched bytes changed (held after it, the slot published), none
  * when they did not, a vCPU that traces passing, the page's write given back with the last. */
