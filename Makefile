@@ -123,8 +123,8 @@ test-nested: deps
 
 # GDB on a running guest alone (tests/integration-rec.sh svm-gdb-live,
 # svm-gdb-live-traced, svm-gdb-live-traced-bp-interp and -fast,
-# linux-gdb-live, linux-gdb-live-pagebp, linux-gdb-live-traced; all in make
-# test too)
+# svm-gdb-live-pair and -traced, linux-gdb-live, linux-gdb-live-pagebp,
+# linux-gdb-live-traced; all in make test too)
 test-gdb-live: deps
 	@$(MAKE) --no-print-directory all $(GUEST_IMAGES) $(BOOT_IMAGES) $(KERNEL_DIR)/modules/order
 	@tests/integration-rec.sh gdb-live

@@ -1223,6 +1223,7 @@ t_gdb_boot() {
 gdb_server() {
 	local srv=$1
 	shift
+	: >"$srv"
 	"$HVTRACE" gdb "$@" --listen 127.0.0.1:0 >"$srv" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 50); do
@@ -1314,6 +1315,7 @@ t_svm_gdb_live() {
 		local sysc=$1 sysi=$2 sysh=$3
 		local six=$(sed -nE 's/.*GDB-TARGET6: six=([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) .*/\1 \2 \3 \4 \5 \6/p' "$raw")
 		local decoy=$(sed -nE 's/.*GDB-TARGET6: .* decoy=([0-9a-f]+).*/\1/p' "$raw")
+		local wsix=$(sed -nE 's/.*GDB-TARGET8: wsix=([0-9a-f]+) .*/\1/p' "$raw")
 		local off=$(t_gdb_offset $loop)
 		gdb_server "$srv" --shm "$shm"
 		# stepi until RIP is in the loop (it may have stopped in the
@@ -1454,6 +1456,15 @@ t_svm_gdb_live() {
 		go_on SIX-5
 		go_on SIX-6
 		delete
+		$(for i in 0 1 2 3 4 5; do printf 'watch *(unsigned long *)0x%x\n' $((0x${wsix:-0} + 8 * i)); done)
+		go_on WSIX-1
+		go_on WSIX-2
+		go_on WSIX-3
+		go_on WSIX-4
+		go_on WSIX-5
+		go_on WSIX-6
+		go_on WSIX-7
+		delete
 		detach
 		GDB
 		# --foreground: gdb's interrupt must reach it once (gdb_sigint)
@@ -1588,6 +1599,21 @@ t_svm_gdb_live() {
 		done
 		grep -qE "hit Hardware watchpoint [0-9]+: \*\(unsigned long \*\)0x$npw" "$out" &&
 			REASONS="$REASONS; gdb reported the watchpoint whose store faulted ($out)"
+		# six watchpoints at once: four in the debug registers, two page
+		# watchpoints (write taken from their page), each store stopping at
+		# its own in order (the first run: old value 0, new 1), then the
+		# first word's second store; the other word's store on the page
+		# stopped nothing
+		local n wa
+		for n in 1 2 3 4 5 6 7; do
+			wa=$(printf '%x' $((0x${wsix:-0} + 8 * ((n - 1) % 6))))
+			awk -v tag="WSIX-$n pc=" -v w="0x$wa" -v old=$(( n == 7 ? 1 : 0 )) -v new=$(( n == 7 ? 2 : 1 )) '
+				/hit Hardware watchpoint [0-9]+: / { hit = ($0 ~ ("\\)" w "$")); o = ""; v = "" }
+				/^Old value = / { o = $4 } /^New value = / { v = $4 }
+				index($0, tag) == 1 { ok = hit && o == old && v == new; exit }
+				END { exit !ok }' "$out" ||
+				REASONS="$REASONS; stop $n of the six watchpoints is not the store into 0x$wa, old value $(( n == 7 ? 1 : 0 )) ($out)"
+		done
 	fi
 	wait $qpid
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
@@ -1612,10 +1638,12 @@ t_svm_gdb_live() {
 	expect 'GUEST-TEST: PASS: syscall_r11_tf_unmasked_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
 	expect 'GUEST-TEST: PASS: six_breakpoints_as_without_debugger'
-	# the six were page breakpoints (slots 4-31: bit 10 and up)
-	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 6 ] ||
-		REASONS="$REASONS; not six stops at page breakpoints ($LOG)"
-	expect 'SUMMARY: t_gdb: 19 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: six_watchpoints_as_without_debugger'
+	# the six were page breakpoints and two of the watchpoints page
+	# watchpoints (slots 4-31: bit 10 and up)
+	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 8 ] ||
+		REASONS="$REASONS; not six stops at page breakpoints and two at page watchpoints ($LOG)"
+	expect 'SUMMARY: t_gdb: 20 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
@@ -1815,6 +1843,91 @@ svm_gdb_live_traced_bp() {
 }
 t_svm_gdb_live_traced_bp_interp() { svm_gdb_live_traced_bp interp; }
 t_svm_gdb_live_traced_bp_fast() { svm_gdb_live_traced_bp fast; }
+
+# Two vCPUs stopping at once (svm-gdb-live-pair: watchpoints; -traced:
+# a breakpoint): t_gdb's pair phase (asked for by the word
+# gdb_pair_want), where the boot processor and an application processor
+# each store into a word of their own once a round, both at once (a
+# handshake, gdb_seq.S gdb_pair_a/_b); a `watch` on each word, twenty
+# `continue`s. When the first vCPU's watchpoint holds the guest the other
+# may reach its own too (the hypervisor's log says so: "reached a
+# breakpoint or watchpoint too"); gdb must hear of every one, the second
+# at its next resume, the guest still held: the threads gdb reports, in
+# order, are the vCPUs the hypervisor's log names, in order (but for a
+# last one still pending at the detach), and both are among them.
+# Traced (`hvtrace ctl start` once both are in gdb_pair_spin, engine =
+# interp), both reach one breakpoint (gdb_pair_store) every 200
+# instructions or so, inside the hypervisor's bursts, which no kick
+# interrupts: at least one stop must be a second at once (9 or 10 of 20
+# here; with the server's pending stops disabled, of the 26 stops the
+# hypervisor logged gdb heard of 20).
+# Untraced, a second at once depends on QEMU's threads running together
+# (a run may have none: the count is noted in gdb.out). Then the word
+# that ends the phase, detach.
+svm_gdb_live_pair() {
+	local name=svm-gdb-live-pair$1 shm raw qpid
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out script=$RUNS/$name/gdb.cmd
+	SECONDS=0
+	if ! t_gdb_boot $name hypercall; then
+		REASONS="$REASONS; the guest never reached its loop"
+	else
+		local poke=$(sed -nE 's/.*GDB-TARGET: .* poke=([0-9a-f]+) .*/\1/p' "$raw")
+		local c7=$(sed -nE 's/.*GDB-TARGET7: pair_want=([0-9a-f]+) pair_bsp=([0-9a-f]+) pair_ap=([0-9a-f]+) pair_done=([0-9a-f]+) pair_spin=([0-9a-f]+) pair_store=([0-9a-f]+).*/\1 \2 \3 \4 \5 \6/p' "$raw")
+		local traced=$1 what
+		set -- $c7
+		local want_w=$1 bsp=$2 ap=$3 done_w=$4 spin=$5 store=$6 gport= pid i
+		gdb_server "$srv" --shm "$shm"
+		cat >"$script" <<-GDB
+		set pagination off
+		set confirm off
+		target remote 127.0.0.1:$gport
+		set {unsigned long}0x$want_w = $([ -n "$traced" ] && echo 2 || echo 1)
+		set {unsigned long}0x$poke = 0x6764626d61676963
+		$(if [ -n "$traced" ]; then
+			printf '%s\n' "break *0x$spin" continue "shell \"$HVTRACE\" ctl --shm \"$shm\" start" delete \
+				"break *0x$store"
+		else
+			printf '%s\n' "watch *(unsigned long *)0x$bsp" "watch *(unsigned long *)0x$ap"
+		fi)
+		$(for i in $(seq 1 20); do printf 'continue\nprintf "PAIR-%d thread=%%d\\n", $_thread\n' $i; done)
+		delete
+		set {unsigned long}0x$done_w = 1
+		detach
+		GDB
+		gdb_run
+		[ -n "$traced" ] && what="Breakpoint 2, 0x0*$store in " || what="Hardware watchpoint [12]: "
+		local got=$(sed -nE 's/^Thread ([12]) "vCPU [01]" hit '"$what"'.*/\1/p' "$out" | tr '\n' ' ')
+		[ -n "$traced" ] && what="rip $store\)" || what=""
+		local hv=$(sed -nE 's/.*debugger: vcpu ([01]) reached a breakpoint or watchpoint .*'"$what"'.*/\1/p' "$raw" |
+			awk '{ printf "%d ", $1 + 1 }')
+		local too=$(grep -caE 'debugger: vcpu [01] reached a breakpoint or watchpoint too' "$raw")
+		[ "$(echo $got | wc -w)" = 20 ] || REASONS="$REASONS; gdb did not report 20 watchpoint stops: $got ($out)"
+		[ "$got" = "$hv" ] || [ "$got" = "$(echo $hv | awk '{ NF--; print }') " ] ||
+			REASONS="$REASONS; gdb's stops on threads $got are not the hypervisor's: $hv ($out)"
+		# traced, every run has them (9-10 of 20 stops here); untraced, the
+		# second must be in the middle of a block of QEMU's when the first's
+		# kick comes, which the host's scheduling decides: a run may have none
+		if [ -n "$traced" ]; then
+			[ "$too" -ge 1 ] && [ "$(echo $hv | wc -w)" -ge 21 ] || [ "$too" -ge 2 ] ||
+				REASONS="$REASONS; no two vCPUs reached their breakpoint at once before the last stop ($too times)"
+		else
+			echo "svm-gdb-live-pair: $too of the stops were a second vCPU's at once" >>"$out"
+		fi
+		case " $got" in *" 1 "*) ;; *) REASONS="$REASONS; no stop on thread 1 ($out)" ;; esac
+		case " $got" in *" 2 "*) ;; *) REASONS="$REASONS; no stop on thread 2 ($out)" ;; esac
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'GUEST-TEST: PASS: pair_watchpoints_ran'
+	expect 'GUEST-TEST: PASS: traced_chain'
+	expect 'GUEST-TEST: PASS: six_breakpoints_as_without_debugger'
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+t_svm_gdb_live_pair() { svm_gdb_live_pair ""; }
+t_svm_gdb_live_pair_traced() { svm_gdb_live_pair -traced; }
 
 # linux_idle_boot NAME: Debian's kernel on two vCPUs for a live gdb session
 # (hvtrace.idle: /init idles 30 s), the channel on ivshmem, QEMU in the
@@ -2102,6 +2215,6 @@ t_linux_gdb_live_traced() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced t_svm_gdb_live_traced_bp_interp t_svm_gdb_live_traced_bp_fast
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced t_svm_gdb_live_traced_bp_interp t_svm_gdb_live_traced_bp_fast t_svm_gdb_live_pair t_svm_gdb_live_pair_traced
 t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live t_linux_gdb_live_pagebp t_linux_gdb_live_traced"
 runner_main integration-rec "$ALL" "$@"

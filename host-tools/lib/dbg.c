@@ -262,9 +262,11 @@ int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, st
 int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr,
 		   uint32_t v, int64_t *result, struct hvt_err *err)
 {
-	int page = slot >= HVTRACE_DBG_SLOTS;
+	int page = slot >= HVTRACE_DBG_SLOTS, pwatch = page && rw == 1;
+	unsigned minor = d->ch->hdr->abi_version & 0xffff;
 
-	if (slot >= HVTRACE_DBG_SLOTS_MAX || rw > 3 || len > 3 || (page && (rw || len))) {
+	if (slot >= HVTRACE_DBG_SLOTS_MAX || rw > 3 || (!pwatch && len > 3) ||
+	    (page && !pwatch && (rw || len)) || (pwatch && (!len || len > 4096 || (addr & 4095) + len > 4096))) {
 		hvt_seterr(err, "slot %u, rw %u, len %u: out of range", slot, rw, len);
 		return -1;
 	}
@@ -272,16 +274,17 @@ int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsign
 		hvt_seterr(err, "no vCPU %u", v);
 		return -1;
 	}
-	if ((d->ch->hdr->abi_version & 0xffff) < (page ? 11 : 10)) {
-		hvt_seterr(err, page ? "the hypervisor (ABI %u.%u) has four breakpoints only (page breakpoints are ABI 1.11)"
-				     : "the hypervisor (ABI %u.%u) has one breakpoint only (SET_HW is ABI 1.10)",
-			   d->ch->hdr->abi_version >> 16, d->ch->hdr->abi_version & 0xffff);
+	if (minor < (pwatch ? 13 : page ? 11 : 10)) {
+		hvt_seterr(err, pwatch ? "the hypervisor (ABI %u.%u) has four watchpoints only (page watchpoints are ABI 1.13)"
+			   : page ? "the hypervisor (ABI %u.%u) has four breakpoints only (page breakpoints are ABI 1.11)"
+				  : "the hypervisor (ABI %u.%u) has one breakpoint only (SET_HW is ABI 1.10)",
+			   d->ch->hdr->abi_version >> 16, minor);
 		return -1;
 	}
 	return req_ok(d, on ? "set a breakpoint or watchpoint" : "clear a breakpoint or watchpoint",
 		      HVTRACE_DBG_SET_HW,
-		      on ? (uint64_t)slot | 1u << 8 | (uint64_t)rw << 16 | (uint64_t)len << 24 |
-				   (page ? (uint64_t)v << 32 : 0)
+		      on ? (uint64_t)slot | 1u << 8 | (uint64_t)rw << 16 | (pwatch ? 0 : (uint64_t)len << 24) |
+				   (page ? (uint64_t)v << 32 : 0) | (pwatch ? (uint64_t)(len - 1) << 48 : 0)
 			 : slot,
 		      on ? addr : 0, result, err);
 }

@@ -45,6 +45,16 @@ struct hvt_gdb {
 		uint64_t addr, kind;	/* kind: its bytes */
 	} slot[HVT_GDB_ALL_SLOTS];	/* debug registers, then page slots (instruction only) */
 	int swbreak, hwbreak;		/* the client takes these stop reasons */
+	/* live: per thread, whether gdb heard of (or need not hear of) the
+	 * slots that fired at its stop, and a stop of its own, found at
+	 * another thread's, that gdb hears of at its next resume (pending) */
+	struct pend {
+		int heard, valid;
+		const char *why;	/* its stop reason (stop_why) */
+		uint64_t at;		/* a watchpoint's address; 0: a breakpoint */
+		uint64_t addr;		/* the slot's address and GDB's Zn in it then */
+		unsigned types;
+	} *pend;
 	int failed;			/* send failed */
 	size_t list_pos;		/* qsThreadInfo's position */
 	uint64_t packets, malformed;
@@ -945,56 +955,149 @@ static void handle_write_regs(struct hvt_gdb *g, const char *p)
 	reply(g, "OK");
 }
 
-/* The stop reply for the selected thread (SIGTRAP after a step or an
- * attach, SIGINT after GDB's interrupt). */
-static void stop_reply(struct hvt_gdb *g, unsigned sig)
+/* Why a thread stopped, from the slots that fired (`hits`): the reason GDB
+ * can use, a watchpoint's address first (it reads the value and says
+ * Old/New), else the breakpoint's kind; `slot`: the slot it names, -1 for
+ * none GDB has now. */
+struct stop_why {
+	const char *why;
+	uint64_t at;
+	int slot;
+};
+
+static struct stop_why stop_why(const struct hvt_gdb *g, uint32_t hits)
 {
-	const struct hvt_gdb_live *l = g->t->live;
-	uint32_t hits = sig == 5 && l && l->hits ? l->hits(l->ctx, g->sel) : 0;
-	const char *why = "";
-	uint64_t at = 0;
+	struct stop_why w = { "", 0, -1 };
 	unsigned i;
 
-	/* the reason GDB can use: a watchpoint's address first (it reads the
-	 * value and says Old/New), else the breakpoint's kind */
 	for (i = 0; i < HVT_GDB_ALL_SLOTS; i++) {
 		unsigned t = slot_types(g, i);
 
 		if (!(hits & (1u << i)) || !t)
 			continue;
 		if (t & (1u << 2 | 1u << 3 | 1u << 4)) {
-			why = t & (1u << 2) ? "watch" : t & (1u << 4) ? "awatch" : "rwatch";
-			at = g->slot[i].addr;
+			w.why = t & (1u << 2) ? "watch" : t & (1u << 4) ? "awatch" : "rwatch";
+			w.at = g->slot[i].addr;
+			w.slot = (int)i;
 			break;
 		}
-		if ((t & 1u) && g->swbreak && !why[0])
-			why = "swbreak";
-		else if ((t & 2u) && g->hwbreak && !why[0])
-			why = "hwbreak";
+		if (w.slot < 0)
+			w.slot = (int)i;
+		if ((t & 1u) && g->swbreak && !w.why[0])
+			w.why = "swbreak";
+		else if ((t & 2u) && g->hwbreak && !w.why[0])
+			w.why = "hwbreak";
 	}
-	if (at)
-		reply(g, "T%02xthread:%zx;%s:%llx;", sig, g->sel + 1, why, (unsigned long long)at);
-	else if (why[0])
-		reply(g, "T%02xthread:%zx;%s:;", sig, g->sel + 1, why);
+	return w;
+}
+
+static void stop_reply_why(struct hvt_gdb *g, unsigned sig, const struct stop_why *w)
+{
+	if (w->at)
+		reply(g, "T%02xthread:%zx;%s:%llx;", sig, g->sel + 1, w->why, (unsigned long long)w->at);
+	else if (w->why[0])
+		reply(g, "T%02xthread:%zx;%s:;", sig, g->sel + 1, w->why);
 	else
 		reply(g, "T%02xthread:%zx;", sig, g->sel + 1);
 }
 
+/*
+ * Live: the other vCPUs that reached a breakpoint or watchpoint of GDB's
+ * at this stop too (two at once: the first holds the guest, the second,
+ * a watchpoint's trap already past its access, is held with its slots in
+ * its `hits`): each kept pending, with its reason as the slots say now
+ * (GDB removes its breakpoints once it has the stop reply, and may put
+ * them back in other slots), to be reported at GDB's next resume as an
+ * immediate stop, the guest still held (gdbserver's pending events in
+ * all-stop mode). `skip`: the thread whose stop is being reported.
+ */
+static void pend_scan(struct hvt_gdb *g, size_t skip)
+{
+	const struct hvt_gdb_live *l = g->t->live;
+	size_t i;
+
+	if (!g->pend || !l->hits)
+		return;
+	for (i = 0; i < g->t->nth; i++) {
+		struct pend *p = &g->pend[i];
+		struct stop_why w;
+		uint32_t hits;
+
+		if (i == skip || p->heard || p->valid || !(hits = l->hits(l->ctx, i)))
+			continue;
+		p->heard = 1;
+		w = stop_why(g, hits);
+		if (w.slot < 0)
+			continue;	/* none of GDB's */
+		*p = (struct pend){ .heard = 1, .valid = 1, .why = w.why, .at = w.at, .addr = g->slot[w.slot].addr,
+				    .types = slot_types(g, w.slot) };
+	}
+}
+
+/* The stop reply for the selected thread (SIGTRAP after a step or an
+ * attach, SIGINT after GDB's interrupt); the other threads' stops at
+ * this one kept pending (pend_scan). */
+static void stop_reply(struct hvt_gdb *g, unsigned sig)
+{
+	const struct hvt_gdb_live *l = g->t->live;
+	uint32_t hits = sig == 5 && l && l->hits ? l->hits(l->ctx, g->sel) : 0;
+	struct stop_why w = stop_why(g, hits);
+
+	if (g->pend && sig == 5)
+		g->pend[g->sel].heard = 1;
+	if (l)
+		pend_scan(g, sig == 5 ? g->sel : SIZE_MAX);
+	stop_reply_why(g, sig, &w);
+}
+
+/* A pending stop of thread th reported, the guest still held: 1; 0 when
+ * it has none, or one whose breakpoint or watchpoint GDB no longer has
+ * (dropped, as gdbserver drops a removed breakpoint's) */
+static int pend_report(struct hvt_gdb *g, size_t th)
+{
+	struct pend *p = g->pend ? &g->pend[th] : NULL;
+	unsigned i;
+
+	if (!p || !p->valid)
+		return 0;
+	p->valid = 0;
+	for (i = 0; i < HVT_GDB_ALL_SLOTS; i++)
+		if ((slot_types(g, i) & p->types) && g->slot[i].addr == p->addr)
+			break;
+	if (i == HVT_GDB_ALL_SLOTS)
+		return 0;
+	g->sel = th;
+	stop_reply_why(g, 5, &(struct stop_why){ p->why, p->at, (int)i });
+	return 1;
+}
+
 /* c/s/vCont (live): continue every vCPU, or step the selected one. A
- * continue has no reply until GDB interrupts (hvt_gdb_input). */
+ * continue has no reply until GDB interrupts (hvt_gdb_input). A thread
+ * with a pending stop is reported at once instead: the one to step, or
+ * for a continue any (the lowest first). */
 static void live_resume(struct hvt_gdb *g, int step, size_t th)
 {
 	const struct hvt_gdb_live *l = g->t->live;
+	size_t i;
 
 	btrace_forget(g);	/* the guest runs: its history goes on */
 	if (step) {
+		if (pend_report(g, th))
+			return;
+		if (g->pend)
+			g->pend[th].heard = 0;	/* it runs: its slots fire anew */
 		if (l->step(l->ctx, th))
 			return reply_err(g, 0x01, "the step failed (the vCPU did not stop again)");
 		g->sel = th;
 		return stop_reply(g, 5);
 	}
+	for (i = 0; g->pend && i < g->t->nth; i++)
+		if (pend_report(g, i))
+			return;
 	if (l->resume(l->ctx))
 		return reply_err(g, 0x01, "the hypervisor did not resume the guest");
+	if (g->pend)
+		memset(g->pend, 0, g->t->nth * sizeof(*g->pend));
 	g->running = 1;
 	g->noreply = 1;
 }
@@ -1034,16 +1137,21 @@ static void handle_vcont(struct hvt_gdb *g, const char *p)
  * A debug register watches 1, 2, 4 or 8 bytes aligned to their length
  * (SDM Vol. 3 18.2.5): a longer or misaligned range takes one slot per
  * aligned piece, largest first (as GDB's own x86 code splits it), all
- * or none. GDB's breakpoints and watchpoints of one kind on one piece
- * share its slot (counted). GDB inserts before each resume and removes
- * at each stop; what does not fit gets an error ("Couldn't write debug
- * register", "Could not insert hardware watchpoint").
+ * or none. A write watchpoint the free debug registers cannot hold takes
+ * page slots instead (ABI 1.13: the hypervisor takes write from the page
+ * in the nested tables), one per page it spans, any length; a read or
+ * access watchpoint cannot (the tables do not refuse reads alone). GDB's
+ * breakpoints and watchpoints of one kind on one piece share its slot
+ * (counted). GDB inserts before each resume and removes at each stop;
+ * what does not fit gets an error ("Couldn't write debug register",
+ * "Could not insert hardware watchpoint").
  */
 struct z_piece {
 	uint64_t addr, kind;
-	unsigned len;		/* DR7's LEN of kind */
+	unsigned len;		/* DR7's LEN of kind; in a page slot, kind (bytes) */
 	unsigned slot;		/* its slot (insert: HVT_GDB_ALL_SLOTS until given one) */
 };
+#define Z_PAGE_PIECES 4	/* a page watchpoint of up to 3 pages and a bit */
 
 /* The aligned pieces of [addr, addr + kind): how many (at most `max`), 0 when more. */
 static unsigned z_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsigned max)
@@ -1067,22 +1175,59 @@ static unsigned z_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsign
 	return n;
 }
 
-static unsigned z_find(const struct hvt_gdb *g, uint64_t addr, unsigned rw, unsigned len)
+/* The pieces of [addr, addr + kind) within one page each, for page slots:
+ * how many (at most `max`), 0 when more. */
+static unsigned z_page_pieces(uint64_t addr, uint64_t kind, struct z_piece *p, unsigned max)
 {
-	unsigned i;
+	unsigned n = 0;
 
-	for (i = 0; i < HVT_GDB_ALL_SLOTS; i++)
+	while (kind) {
+		uint64_t size = 4096 - (addr & 4095);
+
+		if (size > kind)
+			size = kind;
+		if (n == max)
+			return 0;
+		p[n] = (struct z_piece){ .addr = addr, .kind = size, .len = (unsigned)size };
+		n++;
+		addr += size;
+		kind -= size;
+	}
+	return n;
+}
+
+/* The slot of a piece (a watchpoint's: among the debug registers, or,
+ * `pages`, the page slots; a breakpoint's: any) */
+static unsigned z_find(const struct hvt_gdb *g, uint64_t addr, unsigned rw, unsigned len, int pages)
+{
+	unsigned i, from = pages ? HVT_GDB_SLOTS : 0, to = pages || !rw ? HVT_GDB_ALL_SLOTS : HVT_GDB_SLOTS;
+
+	for (i = from; i < to; i++)
 		if (slot_types(g, i) && g->slot[i].addr == addr && g->slot[i].rw == rw && g->slot[i].len == len)
 			return i;
 	return HVT_GDB_ALL_SLOTS;
 }
 
+/* The pieces' slots (z_find): whether each has one holding GDB's Zn of `type` */
+static int z_all_found(const struct hvt_gdb *g, struct z_piece *pc, unsigned n, unsigned rw, unsigned type,
+		       int pages)
+{
+	unsigned k;
+
+	for (k = 0; k < n; k++) {
+		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len, pages);
+		if (pc[k].slot == HVT_GDB_ALL_SLOTS || !g->slot[pc[k].slot].refs[type])
+			return 0;
+	}
+	return 1;
+}
+
 static void handle_z(struct hvt_gdb *g, const char *p)
 {
 	const struct hvt_gdb_live *l = g->t->live;
-	int on = p[0] == 'Z';
-	unsigned type = (unsigned)(p[1] - '0'), rw, n, k, i, fresh = 0;
-	struct z_piece pc[HVT_GDB_SLOTS];
+	int on = p[0] == 'Z', pages = 0;
+	unsigned type = (unsigned)(p[1] - '0'), rw, n = 0, k, i, fresh = 0, free_drs = 0;
+	struct z_piece pc[Z_PAGE_PIECES > HVT_GDB_SLOTS ? Z_PAGE_PIECES : HVT_GDB_SLOTS];
 	uint64_t addr, kind;
 
 	if (p[1] < '0' || p[1] > '4' || p[2] != ',' || parse_addr_len(p + 3, &addr, &kind, 0))
@@ -1094,20 +1239,36 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 		n = 1;
 		pc[0] = (struct z_piece){ .addr = addr, .kind = 1, .len = 0 };
 	} else {
+		int wrap = !kind || addr + kind - 1 < addr;
+
 		rw = type == 2 ? 1 : 3;
-		n = kind && addr + kind - 1 >= addr ? z_pieces(addr, kind, pc, HVT_GDB_SLOTS) : 0;
+		n = wrap ? 0 : z_pieces(addr, kind, pc, HVT_GDB_SLOTS);
+		for (i = 0; i < HVT_GDB_SLOTS; i++)
+			free_drs += !slot_types(g, i);
+		/* a write watchpoint: in page slots where it is there already (z, or Z of
+		 * one there), or the debug registers cannot hold it whole */
+		if (type == 2 && !wrap) {
+			struct z_piece pp[Z_PAGE_PIECES];
+			unsigned np = z_page_pieces(addr, kind, pp, Z_PAGE_PIECES);
+
+			if (np && (z_all_found(g, pp, np, rw, type, 1) ||
+				   (on && (!n || (!z_all_found(g, pc, n, rw, type, 0) && n > free_drs))))) {
+				memcpy(pc, pp, sizeof(pp));
+				n = np;
+				pages = 1;
+			}
+		}
 		if (!n)
-			return reply_err(g, 0x16, "a watchpoint the 4 debug registers cannot cover "
-						  "(each watches 1, 2, 4 or 8 aligned bytes)");
+			return reply_err(g, 0x16, type == 2 ? "a write watchpoint over more than 3 pages"
+							    : "a watchpoint the 4 debug registers cannot cover "
+							      "(each watches 1, 2, 4 or 8 aligned bytes; a read or "
+							      "access watchpoint needs them)");
 	}
 	for (k = 0; k < n; k++)
-		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len);
+		pc[k].slot = z_find(g, pc[k].addr, rw, pc[k].len, pages);
 	if (!on) {
 		/* all its pieces must be there with this type, else it was not inserted */
-		for (k = 0; k < n; k++)
-			if (pc[k].slot == HVT_GDB_ALL_SLOTS || !g->slot[pc[k].slot].refs[type])
-				break;
-		if (k < n) {
+		if (!z_all_found(g, pc, n, rw, type, pages)) {
 			reply(g, "OK");	/* not inserted: nothing to remove */
 			return;
 		}
@@ -1123,20 +1284,22 @@ static void handle_z(struct hvt_gdb *g, const char *p)
 	}
 	/* the free slots for the pieces that have none, then all set or none:
 	 * a debug register while one is free, else, for a breakpoint, a page
-	 * slot (the hypervisor takes execute from its page) */
-	for (k = 0, i = 0; k < n; k++) {
+	 * slot (the hypervisor takes execute from its page); a write
+	 * watchpoint's page pieces, page slots (write taken from the page) */
+	for (k = 0, i = pages ? HVT_GDB_SLOTS : 0; k < n; k++) {
 		if (pc[k].slot != HVT_GDB_ALL_SLOTS)
 			continue;
 		while (i < HVT_GDB_SLOTS && slot_types(g, i))
 			i++;
-		if (i == HVT_GDB_SLOTS && type < 2)
+		if (i >= HVT_GDB_SLOTS && (type < 2 || pages))
 			while (i < HVT_GDB_ALL_SLOTS && slot_types(g, i))
 				i++;
-		if (i >= (type < 2 ? HVT_GDB_ALL_SLOTS : HVT_GDB_SLOTS))
-			return reply_err(g, 0x1c, type < 2 ? "the debugger's 32 breakpoint slots are all in use"
-							   : "the debug registers are all in use (4 watchpoints and "
-							     "breakpoints: a breakpoint beyond them takes a page slot, "
-							     "a watchpoint cannot)");
+		if (i >= (type < 2 || pages ? HVT_GDB_ALL_SLOTS : HVT_GDB_SLOTS))
+			return reply_err(g, 0x1c, type < 2 || pages ? "the debugger's 32 slots are all in use"
+								    : "the debug registers are all in use (a read or "
+								      "access watchpoint needs one: the nested tables "
+								      "cannot watch reads; a write watchpoint or a "
+								      "breakpoint beyond them takes a page slot)");
 		pc[k].slot = i++;
 		fresh |= 1u << k;
 	}
@@ -1464,6 +1627,10 @@ struct hvt_gdb *hvt_gdb_new(struct hvt_gdb_target *t, hvt_gdb_send_fn send, void
 	g->send = send;
 	g->ctx = ctx;
 	g->sel = t->first < t->nth ? t->first : 0;
+	if (t->live && t->nth && !(g->pend = calloc(t->nth, sizeof(*g->pend)))) {
+		free(g);
+		return NULL;
+	}
 	return g;
 }
 
@@ -1505,5 +1672,6 @@ void hvt_gdb_free(struct hvt_gdb *g)
 		free(g->t->th[i].btrace);
 		g->t->th[i].btrace = NULL;
 	}
+	free(g->pend);
 	free(g);
 }

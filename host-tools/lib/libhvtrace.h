@@ -261,8 +261,9 @@ struct hvt_gdb_live {
 	int (*set_regs)(void *ctx, size_t th, const struct hvt_vcpu_regs *r);
 	/* the hypervisor's slot (0..HVT_GDB_SLOTS-1, a debug register): rw 0 execute,
 	 * 1 write, 3 read or write; len as DR7's LEN (0: 1 byte, 1: 2, 3: 4, 2: 8);
-	 * or a page slot (HVT_GDB_SLOTS..HVT_GDB_ALL_SLOTS-1): rw 0 and len 0 only,
-	 * addr translated through thread th's page tables; on 0 clears it */
+	 * or a page slot (HVT_GDB_SLOTS..HVT_GDB_ALL_SLOTS-1): rw 0 and len 0, or
+	 * rw 1 and len the bytes written there (within a page) to watch, addr
+	 * translated through thread th's page tables; on 0 clears it */
 	int (*set_hw)(void *ctx, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr, size_t th);
 	uint32_t (*hits)(void *ctx, size_t th);		/* slots that fired at th's stop */
 	/* guest-physical memory through thread th's request (monitor phys) */
@@ -351,8 +352,9 @@ int hvt_dbg_set_bp(struct hvt_dbg *d, uint64_t addr, int on, int64_t *result, st
  * as DR7's LEN; on every untraced vCPU) at linear addr (on), or cleared
  * (ABI 1.10); a
  * page slot (HVTRACE_DBG_SLOTS..HVTRACE_DBG_SLOTS_MAX-1, ABI 1.11) an
- * instruction breakpoint alone, addr translated through stopped vCPU
- * v's page tables. */
+ * instruction breakpoint (rw 0, len 0), or (ABI 1.13) a write watchpoint
+ * of len bytes (rw 1, len 1-4096 within one page), addr translated
+ * through stopped vCPU v's page tables. */
 int hvt_dbg_set_hw(struct hvt_dbg *d, unsigned slot, int on, unsigned rw, unsigned len, uint64_t addr,
 		   uint32_t v, int64_t *result, struct hvt_err *err);
 /* The slots (bit n: slot n) that fired at stopped vCPU v's stop; 0 when none or not stopped. */

@@ -1180,11 +1180,19 @@ static void test_dbg(void)
 	CHECK(hvt_dbg_set_hw(&d, 9, 1, 0, 0, 0x1000, 0, &res, &err) == 0 && peer->hw_arg0 == (9 | 1u << 8) &&
 		      peer->hw_arg1 == 0x1000,
 	      "SET_HW: page slot 9: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0, err.msg);
+	/* a page slot's write watchpoint (ABI 1.13): its length less one in bits 59:48 */
+	CHECK(hvt_dbg_set_hw(&d, 9, 1, 1, 8, 0x2ff8, 0, &res, &err) == 0 &&
+		      peer->hw_arg0 == (9 | 1u << 8 | 1u << 16 | 7ull << 48) && peer->hw_arg1 == 0x2ff8,
+	      "SET_HW: page slot 9, a write watchpoint of 8 bytes: arg0 %llx (%s)", (unsigned long long)peer->hw_arg0,
+	      err.msg);
 	CHECK(hvt_dbg_set_hw(&d, 32, 1, 0, 0, 0x1000, 0, &res, &err) < 0 &&
-		      hvt_dbg_set_hw(&d, 4, 1, 1, 2, 0x1000, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 3, 2, 0x1000, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 1, 8, 0x1ffc, 0, &res, &err) < 0 &&
+		      hvt_dbg_set_hw(&d, 4, 1, 1, 0, 0x1000, 0, &res, &err) < 0 &&
 		      hvt_dbg_set_hw(&d, 4, 1, 0, 0, 0x1000, 7, &res, &err) < 0 &&
 		      hvt_dbg_set_hw(&d, 0, 1, 4, 0, 1, 0, &res, &err) < 0,
-	      "no slot 32, no watchpoint in a page slot, no vCPU 7, no RW 4: %s", err.msg);
+	      "no slot 32, no read watchpoint in a page slot, nor one past its page or of no bytes, no vCPU 7, "
+	      "no RW 4: %s", err.msg);
 	a->vcpu[0].hits = 0x100000f0;
 	CHECK(hvt_dbg_hits(&d, 0) == 0x100000f0 && hvt_dbg_hits(&d, 1) == 0,
 	      "hits: the 32 slots of a stopped vCPU only");
@@ -1206,6 +1214,9 @@ static void test_dbg(void)
 	h->abi_version = (1u << 16) | 10;
 	CHECK(hvt_dbg_set_hw(&d, 5, 1, 0, 0, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.11"),
 	      "a page slot of an ABI 1.10 hypervisor: %s", err.msg);
+	h->abi_version = (1u << 16) | 12;
+	CHECK(hvt_dbg_set_hw(&d, 5, 1, 1, 8, 0x1000, 0, &res, &err) < 0 && strstr(err.msg, "ABI 1.13"),
+	      "a page watchpoint of an ABI 1.12 hypervisor: %s", err.msg);
 	h->abi_version = HVTRACE_ABI_VERSION;
 	CHECK(hvt_dbg_resume(&d, &err) == 0 && hvt_dbg_regs(&d, 0, &r, &err) < 0 && strstr(err.msg, "not stopped"),
 	      "resume: %s", err.msg);
@@ -1261,7 +1272,7 @@ static int lv_write(void *c, size_t t, uint64_t la, const void *buf, uint64_t le
 static int lv_set_regs(void *c, size_t t, const struct hvt_vcpu_regs *r) { (void)c; live_regs[t] = *r; return 0; }
 static struct { int on; unsigned rw, len; uint64_t addr; size_t th; } live_hw[HVT_GDB_ALL_SLOTS];
 static int live_hw_calls;
-static uint32_t live_hits;
+static uint32_t live_hits, live_hits2;	/* the slots that fired at thread 1's stop, thread 2's */
 static uint64_t live_hw_refuse;	/* an address the hypervisor refuses */
 static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, uint64_t a, size_t th)
 {
@@ -1270,8 +1281,9 @@ static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, 
 	if (on && a == live_hw_refuse)
 		return -1;
 	if (slot >= HVT_GDB_ALL_SLOTS || (on && live_hw[slot].on) || (!on && !live_hw[slot].on) ||
-	    (slot >= HVT_GDB_SLOTS && (rw || len)))
-		return -1;	/* the server must never set a set slot or clear a clear one */
+	    (on && slot >= HVT_GDB_SLOTS && (rw ? rw != 1 || !len || len > 4096 : len != 0)))
+		return -1;	/* the server must never set a set slot or clear a clear one; a page slot
+				 * holds a breakpoint or a write watchpoint of its bytes */
 	live_hw[slot].th = th;
 	live_hw[slot].on = on;
 	live_hw[slot].rw = rw;
@@ -1279,7 +1291,7 @@ static int lv_set_hw(void *c, unsigned slot, int on, unsigned rw, unsigned len, 
 	live_hw[slot].addr = a;
 	return 0;
 }
-static uint32_t lv_hits(void *c, size_t t) { (void)c, (void)t; return live_hits; }
+static uint32_t lv_hits(void *c, size_t t) { (void)c; return t ? live_hits2 : live_hits; }
 static int lv_translate(void *c, size_t t, uint64_t la, uint64_t *pa)
 {
 	(void)c, (void)t;
@@ -1380,11 +1392,25 @@ static void test_gdb_live(void)
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;swbreak:;"), "a page slot's stop reply");
 	live_hits = 0;
 	CHECK(!strcmp(live_pkt(g, "z0,1030,1"), "OK") && !live_hw[4].on && live_hw_calls == 6, "z0 clears the page slot");
-	CHECK(live_pkt(g, "Z2,1050,2")[0] == 'E' && live_hw_calls == 6, "a fifth watchpoint refused: debug registers only");
-	CHECK(live_pkt(g, "Z2,1041,8")[0] == 'E' && live_pkt(g, "Z2,1040,3")[0] == 'E' &&
+	CHECK(live_pkt(g, "Z4,1050,2")[0] == 'E' && live_pkt(g, "Z3,1050,2")[0] == 'E' && live_hw_calls == 6,
+	      "a fifth read or access watchpoint refused: debug registers only");
+	CHECK(!strcmp(live_pkt(g, "Z2,1050,2"), "OK") && live_hw[4].on && live_hw[4].rw == 1 && live_hw[4].len == 2 &&
+		      live_hw[4].addr == 0x1050 && live_hw_calls == 7,
+	      "a fifth write watchpoint: page slot 4, its 2 bytes");
+	live_hits = 1u << 4;
+	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1050;"), "a page watchpoint's stop reply");
+	live_hits = 0;
+	CHECK(!strcmp(live_pkt(g, "Z2,1ffc,8"), "OK") && live_hw[5].addr == 0x1ffc && live_hw[5].len == 4 &&
+		      live_hw[6].addr == 0x2000 && live_hw[6].len == 4 && live_hw_calls == 9,
+	      "8 bytes across a page boundary: a page slot per page, 4 bytes each");
+	CHECK(!strcmp(live_pkt(g, "Z2,1ffc,8"), "OK") && live_hw_calls == 9, "the same again: its slots shared");
+	CHECK(!strcmp(live_pkt(g, "z2,1ffc,8"), "OK") && live_hw[5].on && !strcmp(live_pkt(g, "z2,1ffc,8"), "OK") &&
+		      !live_hw[5].on && !live_hw[6].on && !strcmp(live_pkt(g, "z2,1050,2"), "OK") && !live_hw[4].on &&
+		      live_hw_calls == 12, "removed: the shared pieces at the second z2");
+	CHECK(live_pkt(g, "Z4,1041,8")[0] == 'E' && live_pkt(g, "Z4,1040,3")[0] == 'E' &&
 		      live_pkt(g, "Z0,1010,2")[0] == 'E' && live_pkt(g, "Z1,zz")[0] == 'E' &&
 		      live_pkt(g, "Z5,1000,1")[0] == 'E' && live_pkt(g, "Z0,1000")[0] == 'E',
-	      "all slots taken: a watchpoint of pieces refused; a breakpoint of 2 bytes, malformed, Z5, no kind");
+	      "all slots taken: an access watchpoint of pieces refused; a breakpoint of 2 bytes, malformed, Z5, no kind");
 	live_hits = 1u << 2;
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;watch:1040;"), "a write watchpoint's stop reply");
 	live_hits = 1u << 3;
@@ -1396,7 +1422,7 @@ static void test_gdb_live(void)
 	live_hits = 0;
 	CHECK(!strcmp(live_pkt(g, "z3,1048,4"), "OK") && live_hw[3].on, "z3: Z4 keeps the slot");
 	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !live_hw[3].on, "z4: the slot cleared");
-	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !strcmp(live_pkt(g, "z0,2000,1"), "OK") && live_hw_calls == 7,
+	CHECK(!strcmp(live_pkt(g, "z4,1048,4"), "OK") && !strcmp(live_pkt(g, "z0,2000,1"), "OK") && live_hw_calls == 13,
 	      "z of what is not inserted: nothing");
 	live_hits = 1u << 3;
 	CHECK(!strcmp(live_pkt(g, "?"), "T05thread:1;"), "a cleared slot's hit: no reason");
@@ -1445,10 +1471,11 @@ static void test_gdb_live(void)
 		      live_hw[1].addr == 0x1048 && live_hw[1].len == 2 && live_hw[0].rw == 3 && !live_hw[2].on,
 	      "Z4 of 16 aligned bytes: two slots of 8");
 	int calls = live_hw_calls;
-	CHECK(live_pkt(g, "Z2,1041,10")[0] == 'E' && live_pkt(g, "Z2,fffffffffffffff8,10")[0] == 'E' &&
+	CHECK(live_pkt(g, "Z4,1041,10")[0] == 'E' && live_pkt(g, "Z2,fffffffffffffff8,10")[0] == 'E' &&
 		      live_pkt(g, "Z2,1000,0")[0] == 'E' && live_pkt(g, "Z2,1000,ffffffffffffffff")[0] == 'E' &&
-		      live_hw_calls == calls,
-	      "five pieces, a range past 2^64, no bytes, all of memory: refused, nothing set");
+		      live_pkt(g, "Z2,1000,4001")[0] == 'E' && live_hw_calls == calls,
+	      "an access watchpoint of five pieces, a range past 2^64, no bytes, all of memory, a write watchpoint "
+	      "over five pages: refused, nothing set");
 	live_hw_refuse = 0x1058;
 	CHECK(live_pkt(g, "Z2,1050,10")[0] == 'E' && !live_hw[2].on && !live_hw[3].on,
 	      "the hypervisor refuses the second piece: the first cleared again");
@@ -1504,6 +1531,49 @@ static void test_gdb_live(void)
 	CHECK(hvt_gdb_stopped(g, 0) == 0 && !live_running && strstr(live_out, "$T05thread:1;#"),
 	      "stopped by itself (a breakpoint on thread 1): %s", live_out);
 	CHECK(hvt_gdb_stopped(g, 1) == 0 && !strstr(live_out + 1, "$T05"), "not again when not running");
+	/* two vCPUs at two watchpoints at once: the second's stop pending until the next resume */
+	CHECK(!strcmp(live_pkt(g, "Z2,1040,8"), "OK") && !strcmp(live_pkt(g, "Z2,1050,8"), "OK") && live_hw[0].on &&
+		      live_hw[1].on, "two watchpoints in slots 0 and 1");
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "continued");
+	live_hits = 1u;
+	live_hits2 = 1u << 1;
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && strstr(live_out, "$T05thread:1;watch:1040;#"),
+	      "thread 1's watchpoint reported: %s", live_out);
+	/* gdb takes its watchpoints out and puts them back in the other order */
+	CHECK(!strcmp(live_pkt(g, "z2,1040,8"), "OK") && !strcmp(live_pkt(g, "z2,1050,8"), "OK") &&
+		      !strcmp(live_pkt(g, "Z2,1050,8"), "OK") && !strcmp(live_pkt(g, "Z2,1040,8"), "OK") &&
+		      live_hw[0].addr == 0x1050, "removed, inserted again in other slots");
+	int stops = live_stops;
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "T05thread:2;watch:1050;") && !live_running && live_stops == stops,
+	      "the next continue: thread 2's watchpoint at once, the guest still held");
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "reported once: the next continue resumes");
+	live_hits2 = 0;
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && strstr(live_out, "$T05thread:1;watch:1050;#"), "a stop of thread 1 alone");
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "nothing pending: resumed");
+	/* pending at a Ctrl-C stop; a step of that thread reports it instead of stepping */
+	live_hits = 0;
+	live_hits2 = 1u << 1;
+	live_nout = 0;
+	hvt_gdb_input(g, "\x03", 1);
+	CHECK(!live_running && strstr(live_out, "$T02thread:1;#"), "interrupted: %s", live_out);
+	int steps = live_steps;
+	CHECK(!strcmp(live_pkt(g, "vCont;s:2"), "T05thread:2;watch:1040;") && live_steps == steps,
+	      "vCont;s:2: thread 2's pending watchpoint, not a step");
+	CHECK(!strcmp(live_pkt(g, "vCont;s:2"), "T05thread:2;watch:1040;") && live_steps == steps + 1,
+	      "then a step (its slots fired anew, as the fake says)");
+	live_hits2 = 0;
+	CHECK(!strcmp(live_pkt(g, "vCont;c"), "") && live_running, "resumed");
+	/* a pending stop whose watchpoint gdb removed meanwhile: dropped */
+	live_hits2 = 1u << 1;
+	live_hits = 1u;
+	live_nout = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && strstr(live_out, "$T05thread:1;watch:1050;#"), "thread 1's stop: %s", live_out);
+	CHECK(!strcmp(live_pkt(g, "z2,1040,8"), "OK") && !strcmp(live_pkt(g, "vCont;c"), "") && live_running,
+	      "thread 2's watchpoint removed: its pending stop dropped, resumed");
+	live_hits = live_hits2 = 0;
+	CHECK(hvt_gdb_stopped(g, 0) == 0 && !strcmp(live_pkt(g, "z2,1050,8"), "OK"), "stopped, removed");
 	hvt_gdb_stats(g, &packets, &malformed);
 	CHECK(malformed >= 12, "malformed packets counted: %llu", (unsigned long long)malformed);
 	CHECK(!strcmp(live_pkt(g, "D"), "OK"), "detach");

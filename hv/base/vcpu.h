@@ -251,6 +251,10 @@ struct hv_arch_ops {
 	 * not (a large page not split for want of memory; VMX without
 	 * INVEPT). NULL where a backend has none. */
 	bool (*npt_set_exec)(u64 gpa, bool exec, bool *was);
+	/* The same for writing (the debugger's page watchpoints): the page
+	 * writable or not, reads and execute as they were; *was: it was
+	 * writable. */
+	bool (*npt_set_write)(u64 gpa, bool write, bool *was);
 };
 
 /* Global hypervisor state (one instance). */

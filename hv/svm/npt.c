@@ -3,7 +3,8 @@
  * the hypervisor's own ranges are replaced by a sink page, so a guest that
  * reads them sees nothing of ours and its writes change nothing of ours.
  * Afterwards, the debugger's page breakpoints take execute from single
- * pages (svm_npt_set_exec). Root mode. */
+ * pages (svm_npt_set_exec) and write from the debugger's page watchpoints'
+ * (svm_npt_set_write). Root mode. */
 #include "arch/x86/cpu.h"
 #include "arch/x86/cpuid.h"
 #include "arch/x86/msr.h"
@@ -63,6 +64,18 @@ bool svm_npt_set_exec(u64 gpa, bool exec, bool *was)
 		return false;
 	if (was)
 		*was = !nx;
+	__atomic_fetch_add(&svm_npt_gen, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+/* The 4 KiB page at gpa writable or not for every vCPU (the debugger's
+ * page watchpoints): the leaf's RW (APM Vol. 2 15.25.5: a write the
+ * nested tables refuse is a nested page fault, EXITINFO1 bits 0 and 1
+ * set), split and seen as for svm_npt_set_exec. *was: it was writable. */
+bool svm_npt_set_write(u64 gpa, bool write, bool *was)
+{
+	if (!pg_leaf_flag(&npt, gpa & ~(PAGE_SIZE - 1), PTE_RW, write, was))
+		return false;
 	__atomic_fetch_add(&svm_npt_gen, 1, __ATOMIC_SEQ_CST);
 	return true;
 }

@@ -679,4 +679,5 @@ const struct hv_arch_ops svm_ops = {
 	.reset_to_init = svm_reset_to_init,
 	.start_at_sipi = svm_start_at_sipi,
 	.npt_set_exec = svm_npt_set_exec,
+	.npt_set_write = svm_npt_set_write,
 };

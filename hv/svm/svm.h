@@ -39,6 +39,7 @@ int svm_npt_build(u64 *ncr3);
 /* hv_arch_ops.npt_set_exec (npt.c); svm_npt_gen counts its changes: each
  * vCPU flushes its guest TLB at the entry after one */
 bool svm_npt_set_exec(u64 gpa, bool exec, bool *was);
+bool svm_npt_set_write(u64 gpa, bool write, bool *was);
 extern volatile u32 svm_npt_gen;
 int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa);
 void svm_intercept_msr_read(u32 msr);

@@ -87,7 +87,8 @@ static struct {
 	volatile u32 bp_gen;		/* bumped by every SET_HW of an instruction breakpoint (bps_sync) */
 	u64 stops[HV_MAX_CPUS];		/* each vCPU's publications (the channel's copy is not read) */
 	struct pagebp pbp;		/* SET_HW's page slots (4-31) */
-	bool pbp_used;			/* the nested tables were ever changed for them */
+	bool pbp_used;			/* the nested tables were ever changed for them: execute */
+	bool pbw_used;			/* ... write (page watchpoints) */
 	u8 buf[HVTRACE_DBG_BUF_SIZE];	/* READ and WRITE (one request at a time: rec_ctl_poll) */
 } dbg;
 
@@ -174,8 +175,14 @@ void dbg_step_cancel(struct vcpu *v)
  * Under dbg.lock. */
 static void hold_all(struct vcpu *v, u32 stop_vcpu)
 {
-	if (dbg.held)
+	if (dbg.held) {
+		/* another vCPU's stop came first: this one's slots wait in its `hits` for the
+		 * host, which reports them at gdb's next resume (its pending stop) */
+		if (stop_vcpu)
+			LOG_INFO("debugger: vcpu %u reached a breakpoint or watchpoint too (slots %x, rip %lx), "
+				 "every vCPU held already", v->id, v->trace->dbg_dr.hits, v->rip);
 		return;
+	}
 	dbg.area->stop_tsc = rdtsc();
 	dbg.area->stop_vcpu = stop_vcpu;
 	dbg.held = 1;
@@ -472,22 +479,72 @@ static void hold(struct vcpu *v);
  * large page to split and no memory: SET_HW's, while every vCPU is held;
  * opening and closing find the page split).
  */
+/* One permission of a page (execute or write: `set`, the backend's) as its slots want it:
+ * taken (`take`), or given back exactly as it was before the first took it (*orig, noted
+ * then: *known). False: the backend could not. */
+static bool perm_sync(bool (*set)(u64 gpa, bool allow, bool *was), u64 gpa, bool take, bool *taken, bool *known,
+		      bool *orig, bool *used)
+{
+	bool was = true;
+	if (take == *taken)
+		return true;
+	if (!set(gpa, take ? false : *orig, &was))
+		return false;
+	if (take && !*known) {
+		*known = true;
+		*orig = was;
+	}
+	*taken = take;
+	*used = true;
+	return true;
+}
+
 static s64 page_sync(int i)
 {
 	struct pagebp_page *pg = &dbg.pbp.page[i];
-	bool want = pagebp_want_nx(pg), was = true;
-	if (want != pg->nx) {
-		if (!hv.ops->npt_set_exec(pg->gpa, want ? false : pg->orig_exec, &was))
-			return -HVTRACE_ENOMEM;
-		if (want && !pg->orig_known) {
-			pg->orig_known = true;
-			pg->orig_exec = was;
-		}
-		pg->nx = want;
-		dbg.pbp_used = true;
-	}
+	if (!perm_sync(hv.ops->npt_set_exec, pg->gpa, pagebp_want_nx(pg), &pg->nx, &pg->orig_known, &pg->orig_exec,
+		       &dbg.pbp_used) ||
+	    !perm_sync(hv.ops->npt_set_write, pg->gpa, pagebp_want_ro(pg), &pg->ro, &pg->worig_known, &pg->orig_write,
+		       &dbg.pbw_used))
+		return -HVTRACE_ENOMEM;
 	pagebp_release(&dbg.pbp, i);
 	return 0;
+}
+
+/* A page watchpoint's bytes (slot s, guest RAM: set_page), summed (FNV-1a): compared
+ * before and after an instruction that may write them */
+static u64 watch_sum(u32 s)
+{
+	u64 h = 0xcbf29ce484222325ull, gpa = dbg.pbp.slot[s].gpa;
+	u8 buf[64];
+	for (u32 done = 0, len = dbg.pbp.slot[s].len; done < len;) {
+		u32 n = MIN(len - done, (u32)sizeof(buf));
+		if (!gmem_read_phys(gpa + done, buf, n))
+			return 0;
+		for (u32 k = 0; k < n; k++)
+			h = (h ^ buf[k]) * 0x100000001b3ull;
+		done += n;
+	}
+	return h;
+}
+
+/* The page watchpoints v summed before its write (dbg_npf) that its instruction changed: a
+ * hit, the guest held as at a debug register's watchpoint (after the access). A write that
+ * leaves the bytes as they were is none (gdb's `watch` stops on a change only). Under
+ * dbg.lock. */
+static void watch_check(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	u32 hits = 0;
+	for (u32 s = 0; s < (u32)PAGEBP_SLOTS; s++)
+		if ((d->wslots & (1u << s)) && dbg.pbp.slot[s].on && dbg.pbp.slot[s].len &&
+		    watch_sum(s) != d->wsum[s])
+			hits |= 1u << s;
+	d->wslots = 0;
+	if (hits) {
+		d->hits |= hits << HVTRACE_DBG_SLOTS;
+		hold_all(v, v->id + 1);
+	}
 }
 
 /* The pages v opened (dbg_npf) closed again: its instruction ran (or its
@@ -496,6 +553,8 @@ static void np_close(struct vcpu *v)
 {
 	struct dbg_dr *d = &v->trace->dbg_dr;
 	spin_lock(&dbg.lock);
+	if (d->wslots)
+		watch_check(v);	/* before the pages close: nobody writes them meanwhile but v */
 	for (u32 k = 0; k < d->np_n; k++) {
 		struct pagebp_page *pg = &dbg.pbp.page[d->np_page[k]];
 		if (pg->open)
@@ -533,19 +592,28 @@ bool dbg_npf(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
 	struct dbg_dr *d = &t->dbg_dr;
-	/* a fetch the tables' permission refused (not a page they lack) */
-	if (!dbg.area || (ev->error_code & (HV_NPF_FETCH | HV_NPF_PRESENT)) != (HV_NPF_FETCH | HV_NPF_PRESENT))
+	/* a fetch or a write the tables' permission refused (not a page they lack) */
+	bool fetch = (ev->error_code & (HV_NPF_FETCH | HV_NPF_PRESENT)) == (HV_NPF_FETCH | HV_NPF_PRESENT);
+	bool write = !fetch && (ev->error_code & (HV_NPF_WRITE | HV_NPF_PRESENT)) == (HV_NPF_WRITE | HV_NPF_PRESENT);
+	if (!dbg.area || (!fetch && !write))
 		return false;
 	spin_lock(&dbg.lock);
 	int i = pagebp_find(&dbg.pbp, ev->gpa);
-	if (i < 0 || !dbg.pbp.page[i].nx) {
-		bool ours = dbg.pbp_used;
+	if (i < 0 || !(fetch ? dbg.pbp.page[i].nx : dbg.pbp.page[i].ro)) {
+		bool ours = fetch ? dbg.pbp_used : dbg.pbw_used;
 		spin_unlock(&dbg.lock);
 		return ours;
 	}
 	bool traced = t->engine != HVTRACE_ENGINE_OFF || t->bp.armed;
 	bool stepped = t->dbg_step.on && v->rip == t->dbg_step.rip;
-	u32 hits = traced || stepped ? 0 : pagebp_hits(&dbg.pbp, gmem_linear_rip(v), ev->gpa);
+	u32 hits = traced || stepped || write ? 0 : pagebp_hits(&dbg.pbp, gmem_linear_rip(v), ev->gpa);
+	/* a write on a page watchpoints keep (not while v traces: none is armed on it then): the
+	 * watched bytes summed before it, compared when its step ends (watch_check) */
+	u32 ws = write && !traced ? pagebp_watches(&dbg.pbp, ev->gpa) & ~d->wslots : 0;
+	for (u32 s = 0; s < (u32)PAGEBP_SLOTS; s++)
+		if (ws & (1u << s))
+			d->wsum[s] = watch_sum(s);
+	d->wslots |= ws;
 	if (hits) {
 		d->hits |= hits << HVTRACE_DBG_SLOTS;
 		hold_all(v, v->id + 1);
@@ -560,9 +628,15 @@ bool dbg_npf(struct vcpu *v, const struct hv_event *ev)
 		dbg.pbp.page[i].open++;
 		page_sync(i);
 	}
-	if (traced)
+	/* a write of an event's delivery (its frame on a watched stack): the event goes in again
+	 * at the entry, and a hidden TF would be in the RFLAGS it pushes: the delivery runs on to
+	 * its handler instead, as a faulting step's does (step_to), or, with no register for
+	 * that, the page stays open until the vCPU's next exit */
+	bool delivery = write && ev->vectoring &&
+			(ev->vec_type == HV_VEC_EXT_INT || ev->vec_type == HV_VEC_NMI || ev->vec_type == HV_VEC_EXCEPTION);
+	if (traced || (delivery && !d->to_on && !step_to_handler(v, ev->vec_vector)))
 		d->np_at_exit = 1;
-	else if (!t->dbg_step.on && !d->to_on && !step_soft_int(v))
+	else if (!delivery && !t->dbg_step.on && !d->to_on && !step_soft_int(v))
 		hstep_arm(v, &t->dbg_step, false);
 	spin_unlock(&dbg.lock);
 	return true;
@@ -581,7 +655,7 @@ static void bps_sync(struct vcpu *v)
 	b->filter = 0;
 	for (u32 s = 0; s < HVTRACE_DBG_SLOTS_MAX; s++) {
 		bool on = s < HVTRACE_DBG_SLOTS ? dbg.hw[s].on && !dbg.hw[s].rwlen
-						: dbg.pbp.slot[s - HVTRACE_DBG_SLOTS].on;
+						: dbg.pbp.slot[s - HVTRACE_DBG_SLOTS].on && !dbg.pbp.slot[s - HVTRACE_DBG_SLOTS].len;
 		if (!on)
 			continue;
 		b->slot[b->n] = (u8)s;
@@ -814,22 +888,31 @@ static s64 set_regs(struct vcpu *w)
 }
 
 /* SET_HW of a page slot (4-31; record.h), under dbg.lock: the
- * breakpoint's page made not executable for every vCPU, or given back
- * its permission with its last breakpoint. The address is translated
- * through the named stopped vCPU's page tables, and its page must be
- * the guest's RAM or code, never the hypervisor's. */
+ * breakpoint's page made not executable for every vCPU, or a write
+ * watchpoint's page not writable (ABI 1.13: RW 1, the length in arg0
+ * bits 59:48 less one, within one page), or given back its permission
+ * with its last one. The address is translated through the named
+ * stopped vCPU's page tables, and its page must be the guest's RAM (or,
+ * for a breakpoint, code), never the hypervisor's. A read watchpoint
+ * cannot be kept this way (the nested tables cannot refuse reads and
+ * allow fetches): ENOSYS. */
 static s64 set_page(u64 arg0, u64 arg1)
 {
 	u32 s = (u32)(arg0 & 0x1f) - HVTRACE_DBG_SLOTS;
 	bool on = arg0 & (1u << 8);
+	u32 rw = (arg0 >> 16) & 3, len = rw ? (u32)((arg0 >> 48) & 0xfff) + 1 : 0;
 	struct vcpu *w;
 	u64 gpa;
 	s64 e;
-	if (arg0 & ~(u64)(0x1f | 1u << 8 | 0xffffull << 32))
-		return -HVTRACE_EINVAL;	/* RW and LEN 0: an instruction breakpoint */
-	if (on ? !arg1 || !ADDR_CANONICAL(arg1, 57) : arg1 || arg0 >> 32)
+	if (arg0 & ~(u64)(0x1f | 1u << 8 | 3u << 16 | 0xffffull << 32 | 0xfffull << 48) || rw == 2 ||
+	    (!rw && arg0 >> 48))
+		return -HVTRACE_EINVAL;	/* LEN 0; RW 0 an instruction breakpoint, 1 a write watchpoint */
+	if (on ? !arg1 || !ADDR_CANONICAL(arg1, 57) || (arg1 & (PAGE_SIZE - 1)) + len > PAGE_SIZE
+	       : arg1 || arg0 >> 16)
 		return -HVTRACE_EINVAL;
-	if (!hv.ops->npt_set_exec)
+	if (rw == 3)
+		return -HVTRACE_ENOSYS;
+	if (rw ? !hv.ops->npt_set_write : !hv.ops->npt_set_exec)
 		return -HVTRACE_ENOSYS;
 	if (!dbg.held)
 		return -HVTRACE_EPERM;
@@ -845,10 +928,10 @@ static s64 set_page(u64 arg0, u64 arg1)
 		return -HVTRACE_EPERM;	/* as for the other slots */
 	if ((e = pick((arg0 >> 32) & 0xffff, &w)))
 		return e;
-	if (!gmem_translate(w, arg1, &gpa) || !memmap_contains(&hv.guest_code, gpa, 1) ||
-	    memmap_contains(&hv.hidden, gpa, 1))
+	if (!gmem_translate(w, arg1, &gpa) || memmap_contains(&hv.hidden, gpa, len ? len : 1) ||
+	    !memmap_contains(rw ? &hv.guest_ram : &hv.guest_code, gpa, len ? len : 1))
 		return -HVTRACE_EFAULT;
-	int i = pagebp_set(&dbg.pbp, s, arg1, gpa);
+	int i = rw ? pagebp_set_watch(&dbg.pbp, s, arg1, gpa, len) : pagebp_set(&dbg.pbp, s, arg1, gpa);
 	if (i < 0)
 		return -HVTRACE_EINVAL;
 	if ((e = page_sync(i))) {

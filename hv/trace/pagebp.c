@@ -1,5 +1,5 @@
-/* The debugger's page breakpoints' bookkeeping (pagebp.h): pure logic,
- * host-tested (tests/unit/test_pagebp.c). */
+/* The debugger's page breakpoints' and watchpoints' bookkeeping
+ * (pagebp.h): pure logic, host-tested (tests/unit/test_pagebp.c). */
 #include "arch/x86/paging.h"
 #include "trace/pagebp.h"
 
@@ -13,7 +13,8 @@ int pagebp_find(const struct pagebp *p, u64 gpa)
 	return -1;
 }
 
-int pagebp_set(struct pagebp *p, u32 s, u64 addr, u64 gpa)
+/* Slot s at (addr, gpa): len 0 a breakpoint, else a watchpoint of len bytes */
+static int slot_set(struct pagebp *p, u32 s, u64 addr, u64 gpa, u32 len)
 {
 	if (s >= (u32)PAGEBP_SLOTS || p->slot[s].on)
 		return -1;
@@ -24,13 +25,30 @@ int pagebp_set(struct pagebp *p, u32 s, u64 addr, u64 gpa)
 			;
 		if (i == PAGEBP_SLOTS)
 			return -1;
-		p->page[i] = (struct pagebp_page){ .used = true, .orig_exec = true, .gpa = PAGE_OF(gpa) };
+		p->page[i] = (struct pagebp_page){ .used = true, .orig_exec = true, .orig_write = true,
+						   .gpa = PAGE_OF(gpa) };
 	}
-	p->page[i].bps++;
+	if (len)
+		p->page[i].wps++;
+	else
+		p->page[i].bps++;
 	p->slot[s].on = true;
+	p->slot[s].len = len;
 	p->slot[s].addr = addr;
 	p->slot[s].gpa = gpa;
 	return i;
+}
+
+int pagebp_set(struct pagebp *p, u32 s, u64 addr, u64 gpa)
+{
+	return slot_set(p, s, addr, gpa, 0);
+}
+
+int pagebp_set_watch(struct pagebp *p, u32 s, u64 addr, u64 gpa, u32 len)
+{
+	if (!len || len > PAGE_SIZE || (gpa & (PAGE_SIZE - 1)) + len > PAGE_SIZE)
+		return -1;
+	return slot_set(p, s, addr, gpa, len);
 }
 
 int pagebp_clear(struct pagebp *p, u32 s)
@@ -38,9 +56,10 @@ int pagebp_clear(struct pagebp *p, u32 s)
 	if (s >= (u32)PAGEBP_SLOTS || !p->slot[s].on)
 		return -1;
 	int i = pagebp_find(p, p->slot[s].gpa);
+	u32 *n = i < 0 ? NULL : p->slot[s].len ? &p->page[i].wps : &p->page[i].bps;
 	p->slot[s].on = false;
-	if (i >= 0 && p->page[i].bps)
-		p->page[i].bps--;
+	if (n && *n)
+		(*n)--;
 	return i;
 }
 
@@ -48,14 +67,23 @@ u32 pagebp_hits(const struct pagebp *p, u64 lin, u64 gpa)
 {
 	u32 hits = 0;
 	for (u32 s = 0; s < (u32)PAGEBP_SLOTS; s++)
-		if (p->slot[s].on && p->slot[s].addr == lin && PAGE_OF(p->slot[s].gpa) == PAGE_OF(gpa))
+		if (p->slot[s].on && !p->slot[s].len && p->slot[s].addr == lin && PAGE_OF(p->slot[s].gpa) == PAGE_OF(gpa))
 			hits |= 1u << s;
 	return hits;
+}
+
+u32 pagebp_watches(const struct pagebp *p, u64 gpa)
+{
+	u32 w = 0;
+	for (u32 s = 0; s < (u32)PAGEBP_SLOTS; s++)
+		if (p->slot[s].on && p->slot[s].len && PAGE_OF(p->slot[s].gpa) == PAGE_OF(gpa))
+			w |= 1u << s;
+	return w;
 }
 
 void pagebp_release(struct pagebp *p, int i)
 {
 	struct pagebp_page *pg = &p->page[i];
-	if (pg->used && !pg->bps && !pg->open && !pg->nx)
+	if (pg->used && !pg->bps && !pg->wps && !pg->open && !pg->nx && !pg->ro)
 		pg->used = false;
 }

@@ -82,6 +82,11 @@ struct dbg_dr {
 	 * held at by a breakpoint there, passed when it goes on from it, until it is elsewhere */
 	bool pass_on;
 	u64 pass;
+	/* The debugger's page watchpoints on the pages this vCPU opened for a write (dbg.c
+	 * dbg_npf): the page slots (bit s) whose watched bytes were summed (wsum[s]) before the
+	 * instruction ran, compared when its step ends */
+	u32 wslots;
+	u64 wsum[HVTRACE_DBG_SLOTS_MAX - HVTRACE_DBG_SLOTS];
 };
 enum { DBG_TSTEP_NONE, DBG_TSTEP_WANT, DBG_TSTEP_RUN };
 

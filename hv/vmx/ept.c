@@ -5,7 +5,7 @@
  * MTRR type's replacement); the hypervisor's own ranges replaced by a sink
  * page exactly as hv/svm/npt.c does. Built once at start-up, root mode;
  * afterwards the debugger's page breakpoints take execute from single
- * pages (vmx_ept_set_exec). */
+ * pages (vmx_ept_set_exec), its page watchpoints write (vmx_ept_set_write). */
 #include "arch/x86/paging.h"
 #include "base/lib.h"
 #include "base/log.h"
@@ -72,11 +72,26 @@ int vmx_ept_build(u64 *eptp)
  * invalidates its guest-physical mappings at its next entry (INVEPT,
  * 29.4.3.1: vmx_ept_gen): false where the processor has no INVEPT.
  */
-bool vmx_ept_set_exec(u64 gpa, bool exec, bool *was)
+/* One permission bit of the 4 KiB leaf at gpa, seen by every vCPU at its next entry */
+static bool ept_leaf_bit(u64 gpa, u64 bit, bool on, bool *was)
 {
 	if (!(vmx_caps.ept_cap & (EPT_CAP_INVEPT_ALL_CONTEXTS | EPT_CAP_INVEPT_SINGLE_CONTEXT)) ||
-	    !pg_leaf_flag(&ept, gpa & ~(PAGE_SIZE - 1), EPT_EXECUTE, exec, was))
+	    !pg_leaf_flag(&ept, gpa & ~(PAGE_SIZE - 1), bit, on, was))
 		return false;
 	__atomic_fetch_add(&vmx_ept_gen, 1, __ATOMIC_SEQ_CST);
 	return true;
+}
+
+bool vmx_ept_set_exec(u64 gpa, bool exec, bool *was)
+{
+	return ept_leaf_bit(gpa, EPT_EXECUTE, exec, was);
+}
+
+/* The same for writing (the debugger's page watchpoints): the leaf's write
+ * bit (29.3.2; read without write is a valid entry, 29.3.3.1: a write is
+ * then an EPT violation whose qualification says write and readable,
+ * 28.2.1). *was: it was writable. */
+bool vmx_ept_set_write(u64 gpa, bool write, bool *was)
+{
+	return ept_leaf_bit(gpa, EPT_WRITE, write, was);
 }

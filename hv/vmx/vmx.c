@@ -1014,4 +1014,5 @@ const struct hv_arch_ops vmx_ops = {
 	.set_single_step_trap = vmx_set_single_step_trap,
 	.end_interrupt_shadow = vmx_end_interrupt_shadow,
 	.npt_set_exec = vmx_ept_set_exec,
+	.npt_set_write = vmx_ept_set_write,
 };

@@ -53,6 +53,7 @@ int vmx_ept_build(u64 *eptp);
 /* hv_arch_ops.npt_set_exec (ept.c); vmx_ept_gen counts its changes: each
  * vCPU invalidates its EPT mappings at the entry after one */
 bool vmx_ept_set_exec(u64 gpa, bool exec, bool *was);
+bool vmx_ept_set_write(u64 gpa, bool write, bool *was);
 extern volatile u32 vmx_ept_gen;
 int vmx_msr_bitmap_build(u64 *bitmap_pa);
 void vmx_intercept_msr_read(u32 msr);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define HVTRACE_ABI_MAJOR 1
-#define HVTRACE_ABI_MINOR 12
+#define HVTRACE_ABI_MINOR 13
 #define HVTRACE_ABI_VERSION ((HVTRACE_ABI_MAJOR << 16) | HVTRACE_ABI_MINOR)
 
 /*

@@ -234,8 +234,9 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *   STEP: that vCPU runs one instruction (a hidden TF), the others held;
  *     its state goes RUNNING, then STOPPED again with its new registers
  *     (at the guest's handler, not yet run, when the instruction faulted
- *     or was an INT n, INT3, INTO or INT1).
- *     EPERM while it or the recorder traces.
+ *     or was an INT n, INT3, INTO or INT1). A vCPU that traces is stepped
+ *     by its branch engine (the engine's own step; an event's delivery
+ *     runs on to its handler's first instruction).
  *   READ: arg0 bits 47:32 = length (1..HVTRACE_DBG_BUF_SIZE), arg1 = a
  *     linear address of that vCPU's: the bytes into buf, all or none
  *     (EFAULT: a page not present, or not guest RAM).
@@ -253,7 +254,8 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     has it (0: 1 byte, 1: 2, 3: 4, 2: 8; 0 for execute), every other
  *     bit 0; arg1 = a canonical linear address aligned to the length, 0
  *     to clear): a breakpoint or watchpoint of the debugger's, on every
- *     untraced vCPU, in a debug register the guest's DR7 does not enable
+ *     vCPU (a watchpoint: every untraced vCPU; a vCPU that traces looks
+ *     for the breakpoints itself), in a debug register the guest's DR7 does not enable
  *     (docs/channel.md "The debugger": the guest's DR0-DR3 and DR7 read
  *     and write as they would without it). EPERM while trace.start waits
  *     for an address. A vCPU that reaches one holds the guest as STOP
@@ -270,6 +272,14 @@ _Static_assert(sizeof(struct hvtrace_ctl_req) == 120, "hvtrace_ctl_req is 120 by
  *     mapped to when set. ENOSYS where the backend has no such control,
  *     ENOMEM when it could not (the tables not split for want of memory;
  *     VMX without INVEPT).
+ *     Page watchpoints (ABI 1.13): a page slot with RW 1 (write) and arg0
+ *     bits 59:48 = its length less one (1-4096 bytes, arg1 to arg1 + length
+ *     within one page: else EINVAL), the page guest RAM: kept by removing
+ *     write from that page in the nested tables (reads and fetches stay
+ *     allowed); a vCPU's write to the page is stepped with the page open,
+ *     and fires when it changed the watched bytes (a trap: held after the
+ *     instruction). RW 3 (read or write) is ENOSYS: the nested tables do
+ *     not refuse reads alone.
  *   TRANSLATE (ABI 1.10; arg0 = the vCPU, arg1 = a linear address): its
  *     guest-physical address through that vCPU's page tables, 8 bytes
  *     into buf (EFAULT: not mapped).
@@ -290,7 +300,7 @@ enum hvtrace_dbg_op {
 	HVTRACE_DBG_TRANSLATE = 24,
 };
 #define HVTRACE_DBG_SLOTS	4u	/* SET_HW's slots in debug registers: as many as there are */
-#define HVTRACE_DBG_SLOTS_MAX	32u	/* and page slots up to this (ABI 1.11): `hits` has a bit for each */
+#define HVTRACE_DBG_SLOTS_MAX	32u	/* and page slots up to this (ABI 1.11; watchpoints 1.13): `hits` has a bit for each */
 #define HVTRACE_DBG_READ_PHYS	(1ull << 48)	/* READ: arg1 is guest-physical */
 #define HVTRACE_EAGAIN		11	/* the vCPU is not stopped yet: ask again */
 #define HVTRACE_DBG_MAGIC	0x3147424454565648ull	/* "HVTVDBG1" */

@@ -284,8 +284,121 @@ gdb_six_6:
 	ret
 	.balign 4096
 
+/* t_gdb's pair phase (svm-gdb-live-pair): two processors reach their
+ * watchpoints (or breakpoints) at once, round after round. A round: the
+ * boot processor (gdb_pair_a) asks for it (gdb_pair_flag = its number) and
+ * waits until the other (gdb_pair_b) acknowledges it (gdb_pair_ack); each
+ * then stores the round's number into its own word once, by
+ * gdb_pair_store (a function: a breakpoint there is reached by both).
+ * The other's turns are each one block of QEMU's TCG (no branch but the
+ * last): the acknowledgement at its start, 384 additions, the store at its
+ * end (into its word in a round's first turn, else into gdb_pair_dummy):
+ * the boot processor stores once it saw the acknowledgement, so when its
+ * watchpoint holds the guest the other is in the middle of that turn, and
+ * a debugger's kick (an NMI, taken between blocks) comes after its store:
+ * it reaches its watchpoint too, running or preempted by the host. Each
+ * returns its stores when gdb_pair_done is set (or the TSC passes the
+ * deadline, gdb_pair_a then sets it). */
+	.globl gdb_pair_a, gdb_pair_b, gdb_pair_store
+	.balign 4096
+/* uint64_t gdb_pair_a(volatile uint64_t *word, uint64_t deadline_tsc) */
+gdb_pair_a:
+	push	%rbx
+	mov	%rsi, %r9
+	xor	%ebx, %ebx
+1:	inc	%rbx
+	mov	%rbx, gdb_pair_flag(%rip)
+2:	mov	gdb_pair_ack(%rip), %rax
+	cmp	%rbx, %rax
+	jne	2b
+	mov	%rbx, %rcx
+	call	gdb_pair_store
+	cmpq	$0, gdb_pair_done(%rip)
+	jne	3f
+	rdtsc
+	shl	$32, %rdx
+	or	%rdx, %rax
+	cmp	%r9, %rax
+	jb	1b
+	movq	$2, gdb_pair_done(%rip)
+3:	mov	%rbx, %rax
+	pop	%rbx
+	ret
+/* uint64_t gdb_pair_b(volatile uint64_t *word) */
+gdb_pair_b:
+	xor	%r11d, %r11d
+	xor	%r9d, %r9d
+1:	mov	gdb_pair_flag(%rip), %rcx
+	mov	%rcx, gdb_pair_ack(%rip)
+	lea	gdb_pair_dummy(%rip), %rdx
+	cmp	%rcx, %r11
+	cmovne	%rdi, %rdx
+	cmovne	%rcx, %r11
+	.rept 384
+	add	$1, %r8
+	.endr
+	mov	%rcx, (%rdx)
+	cmpq	$0, gdb_pair_done(%rip)
+	je	1b
+	mov	%r11, %rax
+	ret
+/* the boot processor's store (rdi: its word, rcx: the round) */
+gdb_pair_store:
+	mov	%rcx, (%rdi)
+	ret
+/* uint64_t gdb_pair_spin(void): the pair phase traced (gdb_pair_want 2):
+ * on each processor, a count to 64, then a call of gdb_pair_store (the
+ * breakpoint both reach, every 200 instructions or so, which the
+ * interpreting engine runs in the hypervisor: a processor held there
+ * finds the other inside a burst that does not stop for the kick and
+ * reaches the breakpoint too), until gdb_pair_done */
+	.globl gdb_pair_spin
+gdb_pair_spin:
+	xor	%ecx, %ecx
+1:	inc	%rcx
+	test	$0x3f, %cl
+	jnz	1b
+	lea	gdb_pair_dummy(%rip), %rdi
+	call	gdb_pair_store
+	cmpq	$0, gdb_pair_done(%rip)
+	je	1b
+	mov	%rcx, %rax
+	ret
+	.balign 4096
+
+/* void gdb_wsix(void): six words the debugger watches in a batch
+ * (svm-gdb-live: more watchpoints than the four debug registers), each
+ * stored once a run with a new value, in this order, a word beside them
+ * on their page (gdb_wsix_other) stored between the third and the fourth:
+ * gdb puts its watchpoints in by address, so the first four take the
+ * debug registers and the last two page slots, which take write from
+ * their page; the other word's store is stepped, no stop. */
+	.globl gdb_wsix
+gdb_wsix:
+	incq	gdb_wsix_w(%rip)
+	nop
+	incq	gdb_wsix_w+8(%rip)
+	nop
+	incq	gdb_wsix_w+16(%rip)
+	incq	gdb_wsix_other(%rip)
+	incq	gdb_wsix_w+24(%rip)
+	nop
+	incq	gdb_wsix_w+32(%rip)
+	nop
+	incq	gdb_wsix_w+40(%rip)
+	ret
+
 	.data
+	.balign 4096
+	.globl gdb_wsix_w, gdb_wsix_other
+gdb_wsix_w:	.quad 0, 0, 0, 0, 0, 0
+gdb_wsix_other:	.quad 0
+	.balign 4096
 	.balign 8
+	.globl gdb_pair_flag, gdb_pair_ack, gdb_pair_dummy
+gdb_pair_flag:	.quad 0
+gdb_pair_ack:	.quad 0
+gdb_pair_dummy:	.quad 0
 	.globl gdb_six_n, gdb_six_orig, gdb_six_bad
 gdb_six_n:	.quad 0, 0, 0, 0, 0, 0
 gdb_six_orig:	.quad 0

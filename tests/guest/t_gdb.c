@@ -33,9 +33,15 @@
  * (four on code never run take its debug registers: the six are page
  * breakpoints, on two pages, one of which reads its own code): each
  * instruction ran three times, the code read as data the original bytes.
+ * Then gdb_wsix, run three times: six words stored in order, the
+ * debugger's six watchpoints on them (four debug registers, two page
+ * watchpoints), each word stored three times.
+ * Last, when the debugger asks for it, the pair phase (pair_phase): two
+ * vCPUs at two watchpoints at once.
  */
 #include "guest.h"
 #include "hvtrace/abi.h"
+#include "mpsvc.h"
 
 #define GDB_MAGIC 0x6764626d61676963ull	/* "cigamBDg" */
 #define GDB_R15 0x1234567887654321ull
@@ -59,6 +65,8 @@ extern const char gdb_syscall_insn[], gdb_sys_handler[];
 void gdb_six(void);
 extern const char gdb_six_1[], gdb_six_2[], gdb_six_3[], gdb_six_4[], gdb_six_5[], gdb_six_6[], gdb_six_decoy[];
 extern volatile uint64_t gdb_six_n[6], gdb_six_orig, gdb_six_bad;
+void gdb_wsix(void);
+extern volatile uint64_t gdb_wsix_w[6], gdb_wsix_other;
 /* what gdb_pf_handler saw: count, error code, CR2, RIP, CS, RFLAGS */
 struct gdb_pf { uint64_t count, err, cr2, rip, cs, rflags; };
 extern volatile struct gdb_pf gdb_pf;
@@ -168,6 +176,69 @@ static void fault_report(const char *name, const struct gdb_pf *ref, const struc
 	       ref->cs, ref->rflags);
 }
 
+/*
+ * The pair phase, run only when the debugger asked for it (gdb_pair_want,
+ * written while the loop waits: svm-gdb-live-pair): the boot processor and
+ * an application processor each store into a word of their own once a
+ * round, both at once (gdb_seq.S gdb_pair_a, gdb_pair_b: gdb_pair_bsp,
+ * gdb_pair_ap), until the debugger writes gdb_pair_done or 60 s pass; with
+ * a watchpoint on each word, both vCPUs reach theirs at once, round after
+ * round. With gdb_pair_want = 2 both run gdb_pair_spin instead (traced:
+ * a breakpoint both reach at once). The check: both ran and the debugger
+ * ended them.
+ */
+volatile uint64_t gdb_pair_want, gdb_pair_bsp, gdb_pair_ap, gdb_pair_done;
+static volatile uint64_t pair_go, pair_ap_turns;
+static volatile uint64_t pair_deadline;
+static HV_MP_SERVICES *pair_mp;
+
+uint64_t gdb_pair_a(volatile uint64_t *word, uint64_t deadline_tsc);
+uint64_t gdb_pair_b(volatile uint64_t *word);
+uint64_t gdb_pair_spin(void);
+extern const char gdb_pair_store[];
+
+static void __attribute__((ms_abi)) pair_ap_proc(void *arg)
+{
+	(void)arg;
+	while (!pair_go)
+		asm volatile("pause");
+	pair_ap_turns = gdb_pair_want == 2 ? gdb_pair_spin() : gdb_pair_b(&gdb_pair_ap);
+}
+
+static void pair_phase(uint64_t hz)
+{
+	static EFI_GUID mp_guid = HV_MP_SERVICES_GUID;
+	UINTN n = 0, en = 0, bsp = 0, ap = 0;
+	EFI_EVENT ev;
+	if (EFI_ERROR(uefi_call_wrapper(BS->LocateProtocol, 3, &mp_guid, NULL, (void **)&pair_mp)) ||
+	    EFI_ERROR(uefi_call_wrapper(pair_mp->GetNumberOfProcessors, 3, pair_mp, &n, &en)) || en < 2 ||
+	    EFI_ERROR(uefi_call_wrapper(BS->CreateEvent, 5, 0, 0, NULL, NULL, &ev))) {
+		report_skip("pair_watchpoints_ran", "no MP services, one processor or no event");
+		return;
+	}
+	uefi_call_wrapper(pair_mp->WhoAmI, 2, pair_mp, &bsp);
+	ap = bsp ? 0 : 1;
+	pair_deadline = rdtsc() + 60 * hz;
+	EFI_STATUS st = uefi_call_wrapper(pair_mp->StartupThisAP, 7, pair_mp, (HV_AP_PROCEDURE)pair_ap_proc, ap, ev,
+					  (UINTN)90000000, NULL, NULL);
+	if (EFI_ERROR(st)) {
+		report(false, "pair_watchpoints_ran", "StartupThisAP: status %lx", (uint64_t)st);
+		return;
+	}
+	report_info("GDB-PAIR: running");
+	/* interrupts off: at each resume both go straight on storing (the firmware's timer
+	 * handler, pending after a stop, would keep this one away from its word) */
+	uint64_t f = irq_save();
+	pair_go = 1;
+	uint64_t bsp_turns = gdb_pair_want == 2 ? gdb_pair_spin() : gdb_pair_a(&gdb_pair_bsp, pair_deadline);
+	irq_restore(f);
+	UINTN idx;
+	uefi_call_wrapper(BS->WaitForEvent, 3, 1, &ev, &idx);
+	uefi_call_wrapper(BS->CloseEvent, 1, ev);
+	report(bsp_turns && pair_ap_turns && gdb_pair_done == 1, "pair_watchpoints_ran",
+	       "%lu and %lu rounds, ended by the debugger: %lu", bsp_turns, pair_ap_turns, gdb_pair_done);
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	guest_init(image, systab, "t_gdb");
@@ -197,6 +268,10 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		    A(gdb_syscall_insn), A(gdb_sys_handler));
 	report_info("GDB-TARGET6: six=%lx %lx %lx %lx %lx %lx decoy=%lx", A(gdb_six_1), A(gdb_six_2), A(gdb_six_3),
 		    A(gdb_six_4), A(gdb_six_5), A(gdb_six_6), A(gdb_six_decoy));
+	report_info("GDB-TARGET8: wsix=%lx other=%lx", A(gdb_wsix_w), A(&gdb_wsix_other));
+	report_info("GDB-TARGET7: pair_want=%lx pair_bsp=%lx pair_ap=%lx pair_done=%lx pair_spin=%lx pair_store=%lx",
+		    A(&gdb_pair_want), A(&gdb_pair_bsp), A(&gdb_pair_ap), A(&gdb_pair_done), A(gdb_pair_spin),
+		    A(gdb_pair_store));
 	gdb_six_orig = *(const volatile uint64_t *)gdb_six_5;
 	/* the code as it is before the debugger, and the guest's own breakpoint */
 	gdb_top_orig = *(const volatile uint64_t *)gdb_loop_top;
@@ -233,12 +308,15 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		report_skip("syscall_r11_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("syscall_r11_tf_unmasked_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("six_breakpoints_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
+		report_skip("six_watchpoints_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_done();
 	}
 	uint64_t pushf_ref = pushf_seen, r11_ref[2] = { sys_r11[0], sys_r11[1] };
 	fault_phase(seen, nx);
 	for (int i = 0; i < 3; i++)
 		gdb_six();
+	for (int i = 0; i < 3; i++)
+		gdb_wsix();
 	/* a fetch from a page not present: P clear, W clear (SDM Vol. 3 4.7) */
 	fault_report("fault_fetch_as_without_debugger", &ref[0], &seen[0],
 		     !(ref[0].err & 3) && ref[0].cr2 == GDB_NP && ref[0].rip == GDB_NP);
@@ -264,6 +342,12 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		       gdb_six_n[5] == 3 && gdb_six_bad == 0,
 	       "six_breakpoints_as_without_debugger", "runs %lu %lu %lu %lu %lu %lu of 3, %lu code reads not the original",
 	       gdb_six_n[0], gdb_six_n[1], gdb_six_n[2], gdb_six_n[3], gdb_six_n[4], gdb_six_n[5], gdb_six_bad);
+	report(gdb_wsix_w[0] == 3 && gdb_wsix_w[1] == 3 && gdb_wsix_w[2] == 3 && gdb_wsix_w[3] == 3 && gdb_wsix_w[4] == 3 &&
+		       gdb_wsix_w[5] == 3 && gdb_wsix_other == 3,
+	       "six_watchpoints_as_without_debugger", "words %lu %lu %lu %lu %lu %lu, the other %lu, of 3", gdb_wsix_w[0],
+	       gdb_wsix_w[1], gdb_wsix_w[2], gdb_wsix_w[3], gdb_wsix_w[4], gdb_wsix_w[5], gdb_wsix_other);
 	report(gdb_fault_done_n == 2, "fault_phase_ended", "gdb_fault_done reached %lu times", gdb_fault_done_n);
+	if (gdb_pair_want)
+		pair_phase(hz);
 	report_done();
 }

@@ -137,6 +137,28 @@ int main(void)
 		check_tables(fake_ptr(NULL, b.root_pa), 3);
 	}
 
+	/* the debugger's page watchpoints (vmx_ept_set_write's pg_leaf_flag): write taken
+	 * from a page (read and execute kept: a valid entry, SDM Vol. 3 29.3.3.1, where
+	 * write without read would not be), with execute taken too: read alone; then
+	 * each given back; the neighbour whole */
+	{
+		bool was = false;
+		CHECK(pg_leaf_flag(&b, 0x1236000, EPT_WRITE, false, &was) && was &&
+			      pg_translate(&b, 0x1236abc, &pa, &fl, &ls) && pa == 0x1236abc && ls == PAGE_SIZE &&
+			      (fl & EPT_RWX) == (EPT_READ | EPT_EXECUTE) && ((fl >> 3) & 7) == VMX_MEMTYPE_WB,
+		      "EPT: a page readable and executable, not writable, still write-back (flags %llx)",
+		      (unsigned long long)fl);
+		CHECK(pg_leaf_flag(&b, 0x1236000, EPT_EXECUTE, false, &was) && was &&
+			      pg_translate(&b, 0x1236000, &pa, &fl, &ls) && (fl & EPT_RWX) == EPT_READ,
+		      "EPT: a breakpoint and a watchpoint on one page: read alone (flags %llx)", (unsigned long long)fl);
+		CHECK(pg_leaf_flag(&b, 0x1236000, EPT_WRITE, true, &was) && !was &&
+			      pg_leaf_flag(&b, 0x1236000, EPT_EXECUTE, true, &was) && !was &&
+			      pg_translate(&b, 0x1236000, &pa, &fl, &ls) && (fl & EPT_RWX) == EPT_RWX,
+		      "EPT: writable and executable again");
+		CHECK(pg_translate(&b, 0x1237000, &pa, &fl, &ls) && (fl & EPT_RWX) == EPT_RWX, "the neighbour whole");
+		check_tables(fake_ptr(NULL, b.root_pa), 3);
+	}
+
 	/* without 1 GiB pages: 2 MiB leaves where 1 GiB ones were */
 	used = 0;
 	CHECK(vmx_ept_build_tables(&b, &fake, 1ull << 36, PAGE_2M, &ram, &hidden, sink) == HV_OK, "2M build");

@@ -14,10 +14,45 @@ static void sync(struct pagebp *p, int i)
 	pagebp_release(p, i);
 }
 
+/* page watchpoints: their ranges, pages that carry breakpoints and watchpoints both */
+static void test_watch(void)
+{
+	static struct pagebp p;
+	memset(&p, 0, sizeof(p));
+	CHECK(pagebp_set_watch(&p, 1, 0x7000, 0x507000, 0) < 0 && pagebp_set_watch(&p, 1, 0x7ff9, 0x507ff9, 8) < 0 &&
+		      pagebp_set_watch(&p, 1, 0x7000, 0x507000, 4097) < 0 && !p.slot[1].on,
+	      "a watchpoint of no bytes, one past its page, one longer than a page: refused");
+	int a = pagebp_set_watch(&p, 1, 0x7040, 0x507040, 8);
+	int b = pagebp_set(&p, 2, 0x7100, 0x507100);
+	int c = pagebp_set_watch(&p, 3, 0x7ff8, 0x507ff8, 8);
+	CHECK(a >= 0 && a == b && a == c && p.page[a].wps == 2 && p.page[a].bps == 1 && p.slot[1].len == 8,
+	      "two watchpoints and a breakpoint on one page: counted apart");
+	CHECK(pagebp_watches(&p, 0x507abc) == (1u << 1 | 1u << 3) && pagebp_watches(&p, 0x508000) == 0,
+	      "the page's watchpoints (slots 1 and 3), none on another page");
+	CHECK(pagebp_hits(&p, 0x7040, 0x507040) == 0 && pagebp_hits(&p, 0x7100, 0x507100) == 1u << 2,
+	      "a watchpoint's address is no breakpoint's hit");
+	CHECK(pagebp_want_nx(&p.page[a]) && pagebp_want_ro(&p.page[a]), "not executable, not writable");
+	p.page[a].ro = p.page[a].nx = true;
+	p.page[a].open++;
+	CHECK(!pagebp_want_nx(&p.page[a]) && !pagebp_want_ro(&p.page[a]), "open for a step: both given back");
+	p.page[a].open--;
+	CHECK(pagebp_clear(&p, 2) == a && !pagebp_want_nx(&p.page[a]) && pagebp_want_ro(&p.page[a]),
+	      "the breakpoint cleared: executable, still not writable");
+	p.page[a].nx = false;
+	CHECK(pagebp_clear(&p, 1) == a && pagebp_clear(&p, 3) == a && !p.page[a].wps && !pagebp_want_ro(&p.page[a]),
+	      "both watchpoints cleared: writable");
+	pagebp_release(&p, a);
+	CHECK(p.page[a].used, "kept while the tables still say not writable");
+	p.page[a].ro = false;
+	pagebp_release(&p, a);
+	CHECK(!p.page[a].used, "freed once writable again");
+}
+
 int main(void)
 {
 	static struct pagebp p;
 	memset(&p, 0, sizeof(p));
+	test_watch();
 
 	/* two breakpoints on one page, one on another */
 	int a = pagebp_set(&p, 0, 0xffff800000401010ull, 0x401010);

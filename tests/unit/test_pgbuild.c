@@ -118,6 +118,11 @@ int main(void)
 		CHECK(pg_leaf_flag(&lb, 0x40123000, PTE_NX, true, &was) && !was && (*e & PTE_NX) &&
 			      pg_leaf_flag(&lb, 0x40123000, PTE_NX, true, &was) && was,
 		      "set, and set again: it was");
+		/* the page watchpoints' write: RW the same way, NX and the rest untouched */
+		CHECK(pg_leaf_flag(&lb, 0x40123000, PTE_RW, false, &was) && was && !(*e & PTE_RW) && (*e & PTE_NX) &&
+			      (*e & PTE_ADDR_MASK) == 0x40123000 && (*e & PTE_P),
+		      "pg_leaf_flag: RW cleared (not writable), it was set, NX and the rest kept");
+		CHECK(pg_leaf_flag(&lb, 0x40123000, PTE_RW, true, &was) && !was && (*e & PTE_RW), "RW set again");
 		unsigned split = used;
 		CHECK(pg_leaf_flag(&lb, 0x80000000, PTE_NX, true, NULL) && used == split + 2 &&
 			      pg_translate(&lb, 0x80000000, &pa, &fl, &leaf) && (fl & PTE_NX) && leaf == PAGE_SIZE &&

@@ -88,27 +88,39 @@ static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr, .g
 					.set_dr = set_dr, .set_exception_intercepts = set_exception_intercepts };
 /* the nested tables' execute permission of the pages page breakpoints
  * touch (trace/dbg.c page slots): a page not executable while its bit is set */
-static u64 fake_nx_pages[8], fake_nx_calls;
-static bool fake_npt_set_exec(u64 gpa, bool exec, bool *was)
+static u64 fake_nx_pages[8], fake_nx_calls, fake_ro_pages[8];
+/* page gpa's bit in `pages` (a page listed with bit 0 set lacks the permission): given
+ * (allow) or taken; *was: it was given */
+static bool fake_perm(u64 *pages, u64 gpa, bool allow, bool *was)
 {
 	u32 i = 0;
-	while (i < 8 && fake_nx_pages[i] && fake_nx_pages[i] != (gpa | 1))
+	while (i < 8 && pages[i] && pages[i] != (gpa | 1))
 		i++;
-	bool nx = i < 8 && fake_nx_pages[i] == (gpa | 1);
 	if (i == 8)
 		return false;
-	*was = !nx;
-	fake_nx_pages[i] = exec ? 0 : gpa | 1;
-	fake_nx_calls++;
+	*was = pages[i] != (gpa | 1);
+	pages[i] = allow ? 0 : gpa | 1;
 	return true;
 }
-static bool fake_nx(u64 gpa)
+static bool fake_npt_set_exec(u64 gpa, bool exec, bool *was)
+{
+	fake_nx_calls++;
+	return fake_perm(fake_nx_pages, gpa, exec, was);
+}
+/* ... and their write permission (page watchpoints) */
+static bool fake_npt_set_write(u64 gpa, bool write, bool *was)
+{
+	return fake_perm(fake_ro_pages, gpa, write, was);
+}
+static bool fake_listed(const u64 *pages, u64 gpa)
 {
 	for (u32 i = 0; i < 8; i++)
-		if (fake_nx_pages[i] == ((gpa & ~0xfffull) | 1))
+		if (pages[i] == ((gpa & ~0xfffull) | 1))
 			return true;
 	return false;
 }
+static bool fake_nx(u64 gpa) { return fake_listed(fake_nx_pages, gpa); }
+static bool fake_ro(u64 gpa) { return fake_listed(fake_ro_pages, gpa); }
 static struct hv_arch_ops ops_npt;
 /* The backend with the nested tables' execute control, every page executable, guest code
  * at guest-physical 0x101000 (gmem_translate maps linear 0x1000 there) */
@@ -116,10 +128,14 @@ static void fake_npt_on(void)
 {
 	ops_npt = ops;
 	ops_npt.npt_set_exec = fake_npt_set_exec;
+	ops_npt.npt_set_write = fake_npt_set_write;
 	hv.ops = &ops_npt;
 	memset(&hv.guest_code, 0, sizeof(hv.guest_code));
 	memmap_add(&hv.guest_code, 0x101000, 0x1000);
+	memset(&hv.guest_ram, 0, sizeof(hv.guest_ram));
+	memmap_add(&hv.guest_ram, 0x101000, 0x1000);
 	memset(fake_nx_pages, 0, sizeof(fake_nx_pages));
+	memset(fake_ro_pages, 0, sizeof(fake_ro_pages));
 	fake_nx_calls = 0;
 }
 size_t gmem_read_linear(struct vcpu *v, u64 gva, void *buf, size_t len)
@@ -140,6 +156,8 @@ bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
 }
 bool gmem_read_phys(u64 gpa, void *buf, size_t len)
 {
+	if (gpa >= 0x101000 && gpa < 0x101100)	/* where gmem_translate maps fake_ram too */
+		gpa -= 0x100000;
 	if (gpa < 0x1000 || gpa >= 0x1100 || len > 0x1100 - gpa)
 		return false;
 	memcpy(buf, fake_ram + (gpa - 0x1000), len);
@@ -587,12 +605,12 @@ static void test_dbg(void)
 	 * 0x1010 maps to guest-physical 0x101010 (gmem_translate here) */
 	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x1010, true) == -HVTRACE_ENOSYS, "page slot: ENOSYS without NPT");
 	fake_npt_on();
-	u64 bad_pg[][2] = { { 5 | 1u << 8 | 1u << 16, 0x1010 }, { 5 | 1u << 8 | 1u << 24, 0x1010 },
+	u64 bad_pg[][2] = { { 5 | 1u << 8 | 2u << 16, 0x1010 }, { 5 | 1u << 8 | 1u << 24, 0x1010 },
 			    { 5 | 1u << 8, 0 }, { 5, 0x1010 }, { 5 | 1ull << 32, 0 }, { 5 | 1u << 8 | 1ull << 32, 0x1010 },
 			    { 5 | 1u << 8 | 1ull << 48, 0x1010 }, { 5 | 1u << 8, 0x0100000000000000ull } };
 	for (u32 i = 0; i < ARRAY_SIZE(bad_pg); i++)
 		CHECK(dbg_req(HVTRACE_DBG_SET_HW, bad_pg[i][0], bad_pg[i][1], true) == -HVTRACE_EINVAL,
-		      "page slot %u refused: a watchpoint, a length, no address, an address to clear, a vCPU to clear, "
+		      "page slot %u refused: an I/O watchpoint, a length, no address, an address to clear, a vCPU to clear, "
 		      "no vCPU 1, a stray bit, non-canonical", i);
 	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x2000, true) == -HVTRACE_EFAULT &&
 	      dbg_req(HVTRACE_DBG_SET_HW, 5 | 1u << 8, 0x10f0 + 0x100, true) == -HVTRACE_EFAULT && !fake_nx_calls,
@@ -780,7 +798,24 @@ static void test_dbg_traced(void)
 	CHECK(dd->tstep == DBG_TSTEP_NONE && t->dbg_step.on && (vcpu0.rflags & RFLAGS_TF),
 	      "the engine stopped at the entry: the hidden step instead");
 	hstep_end(&vcpu0, &t->dbg_step, false);
+	/* a breakpoint reached while the guest is held already (another vCPU's stop came first,
+	 * here the host's STOP): its slot kept in its hits for the host, the stop's vCPU as it was */
+	t->engine = HVTRACE_ENGINE_FAST;
+	dd->pass_on = false;
+	vcpu0.rip = 0x1050;
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, false) == 0 && dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0 &&
+	      a->held && !a->stop_vcpu, "held by the host");
+	kicks = 0;
+	pthread_create(&th, NULL, dbg_trace_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(!a->stop_vcpu && a->vcpu[0].hits == 1u << 2 && !kicks,
+	      "reached while held: slot 2 in its hits, stop_vcpu still the host's, nobody kicked again");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	t->engine = HVTRACE_ENGINE_OFF;
 	/* clear every slot: an empty list */
+	CHECK(dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0, "STOP");
 	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
 	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
 		;
@@ -791,6 +826,115 @@ static void test_dbg_traced(void)
 	CHECK(ok && dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "cleared, RESUME");
 	pthread_join(th, NULL);
 	CHECK(!b->n && !b->filter && !fake_nx(0x101000), "no breakpoint: an empty list, the page executable again");
+	hv.ops = &ops;
+}
+
+/* The debugger's page watchpoints (ABI 1.13: SET_HW page slots with RW 1 and a length):
+ * the page's write taken in the nested tables, refusals, a write fault on it stepped with the
+ * page open, a hit when the watched bytes changed (held after it, the slot published), none
+ * when they did not, a vCPU that traces passing, the page's write given back with the last. */
+static void test_dbg_watch(void)
+{
+	static u8 bar2[16384] __attribute__((aligned(4096)));
+	dbg_setup(bar2, sizeof(bar2));
+	struct hvtrace_dbg *a = (struct hvtrace_dbg *)(bar2 + dbg_chan->dbg_offset);
+	struct trace_vcpu *t = vcpu0.trace;
+	struct dbg_dr *dd = &t->dbg_dr;
+	fake_npt_on();
+	fake_dr7 = 0x400;
+	vcpu0.rip = 0x1000;
+	vcpu0.rflags = RFLAGS_FIXED1;
+	memset(fake_ram, 0, sizeof(fake_ram));
+	pthread_t th;
+	CHECK(dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0, "STOP");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	/* slot 9: 8 bytes at 0x1040 (guest-physical 0x101040) */
+	const u64 w9 = 9 | 1u << 8 | 1u << 16 | 7ull << 48;
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 9 | 1u << 8 | 3u << 16 | 7ull << 48, 0x1040, true) == -HVTRACE_ENOSYS,
+	      "a read-or-write page watchpoint: ENOSYS (the tables cannot refuse reads alone)");
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 9 | 1u << 8 | 1u << 16 | 0xfffull << 48, 0x1040, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 9 | 1u << 8 | 1u << 16 | 1u << 24, 0x1040, true) == -HVTRACE_EINVAL &&
+	      dbg_req(HVTRACE_DBG_SET_HW, 9 | 1u << 8 | 1u << 16 | 7ull << 48, 0x3040, true) == -HVTRACE_EFAULT &&
+	      !fake_ro(0x101000), "past its page, a DR LEN, an address not mapped: refused, nothing changed");
+	ops_npt.npt_set_write = NULL;
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, w9, 0x1040, true) == -HVTRACE_ENOSYS, "a backend without the control: ENOSYS");
+	ops_npt.npt_set_write = fake_npt_set_write;
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, w9, 0x1040, true) == 0 && fake_ro(0x101000) && !fake_nx(0x101000),
+	      "set: the page not writable, still executable");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	CHECK(!t->dbg_bps.n, "a watchpoint is no breakpoint for the engines");
+	/* a write on the page that leaves the watched bytes alone: stepped, no hit */
+	struct hv_event wf = { .kind = HV_EV_NPF, .gpa = 0x101080, .error_code = HV_NPF_WRITE | HV_NPF_PRESENT };
+	vcpu0.rip = 0x1010;
+	CHECK(dbg_npf(&vcpu0, &wf) && !a->held && !fake_ro(0x101000) && t->dbg_step.on && dd->wslots == 1u << 5,
+	      "a write fault: the page open for one step, the watched bytes summed (slot 9: page slot 5)");
+	fake_ram[0x80] = 1;
+	vcpu0.rip = 0x1014;
+	dbg_before_entry(&vcpu0);
+	CHECK(!a->held && fake_ro(0x101000) && !t->dbg_step.on && !dd->wslots,
+	      "the step done, the watched bytes as they were: no hit, the page protected again");
+	/* a write into them: held after it, slot 9 published */
+	wf.gpa = 0x101044;
+	kicks = 0;
+	CHECK(dbg_npf(&vcpu0, &wf) && !fake_ro(0x101000) && t->dbg_step.on, "a write fault in the watched bytes: stepped");
+	fake_ram[0x44] = 0x77;
+	vcpu0.rip = 0x1018;
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(a->held && a->stop_vcpu == 1 && a->vcpu[0].hits == 1u << 9 && a->vcpu[0].regs.rip == 0x1018 &&
+	      fake_ro(0x101000) && kicks == 1, "changed: a hit, held after the write, slot 9 (hits %x)", a->vcpu[0].hits);
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	/* a vCPU that traces: no watchpoint on it, the page open until the exit after */
+	t->engine = HVTRACE_ENGINE_FAST;
+	fake_ram[0x44] = 0x78;
+	CHECK(dbg_npf(&vcpu0, &wf) && !a->held && !fake_ro(0x101000) && !t->dbg_step.on && !dd->wslots,
+	      "tracing: the page open, nothing summed, no step of ours");
+	dbg_before_entry(&vcpu0);
+	dbg_before_entry(&vcpu0);
+	CHECK(!a->held && fake_ro(0x101000) && !dd->np_n, "tracing: no hit, closed at the exit after");
+	t->engine = HVTRACE_ENGINE_OFF;
+	/* the write of an event's delivery (a #PF's frame on the watched page): no hidden TF to
+	 * push, the delivery runs on to the handler (0x402000 here), held there as changed */
+	struct hv_event wd = { .kind = HV_EV_NPF, .gpa = 0x101040, .error_code = HV_NPF_WRITE | HV_NPF_PRESENT,
+			       .vectoring = true, .vec_type = HV_VEC_EXCEPTION, .vec_vector = X86_PF };
+	vcpu0.rip = 0x1020;
+	vcpu0.rflags = RFLAGS_FIXED1;
+	CHECK(dbg_npf(&vcpu0, &wd) && !t->dbg_step.on && !(vcpu0.rflags & RFLAGS_TF) && dd->to_on &&
+	      dd->to == 0x402000 && !fake_ro(0x101000) && dd->wslots == 1u << 5,
+	      "a delivery's write: on to the handler, no hidden TF, the page open, the bytes summed");
+	dbg_after_trace_sync(&vcpu0);
+	fake_ram[0x40] = 0x99;
+	vcpu0.rip = 0x402000;
+	struct hv_event db = { .kind = HV_EV_EXCEPTION, .vector = X86_DB };
+	fake_dr6 = 0xffff0ff0 | (u64)dd->held;
+	CHECK(dbg_bp_hit(&vcpu0, &db) && !dd->to_on, "the handler reached");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(a->vcpu[0].hits == 1u << 9 && a->vcpu[0].regs.rip == 0x402000 && fake_ro(0x101000),
+	      "the frame changed the watched bytes: held at the handler, slot 9 (hits %x)", a->vcpu[0].hits);
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	fake_dr6 = 0xffff0ff0;
+	/* a breakpoint on the same page: both kept; the watchpoint cleared: write given back */
+	CHECK(dbg_req(HVTRACE_DBG_STOP, 0, 0, false) == 0, "STOP");
+	pthread_create(&th, NULL, dbg_vcpu_thread, NULL);
+	while (*dbg_state(a) != HVTRACE_DBG_STOPPED)
+		;
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 6 | 1u << 8, 0x1010, true) == 0 && fake_nx(0x101000) && fake_ro(0x101000),
+	      "a breakpoint on the page too: not executable, not writable");
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 9, 0, true) == 0 && !fake_ro(0x101000) && fake_nx(0x101000),
+	      "the watchpoint cleared: writable again, the breakpoint's execute still taken");
+	CHECK(dbg_req(HVTRACE_DBG_SET_HW, 6, 0, true) == 0 && !fake_nx(0x101000), "the breakpoint cleared");
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
+	pthread_join(th, NULL);
+	struct hv_event wf2 = { .kind = HV_EV_NPF, .gpa = 0x101044, .error_code = HV_NPF_WRITE | HV_NPF_PRESENT };
+	CHECK(dbg_npf(&vcpu0, &wf2) && !t->dbg_step.on, "a write refused on a page no longer protected: taken again");
 	hv.ops = &ops;
 }
 
@@ -1240,6 +1384,7 @@ int main(void)
 	}
 	test_dbg();
 	test_dbg_traced();
+	test_dbg_watch();
 	test_hstep();
 	return unit_done("test_rec");
 }
