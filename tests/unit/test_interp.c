@@ -991,6 +991,19 @@ static void gen_unit(struct seq *q, int u)
 		b->pf3 = rep;
 		break;
 	}
+	case 39:					/* SHLD/SHRD Ev, Gv, Ib / CL */
+		o = (uint8_t[]){ 0xa4, 0xa5, 0xac, 0xad }[rnd(4)];
+		op2(b, o);
+		w = set_vsize(b, true);
+		set_reg_field(b, pick_reg(b, w, false));
+		/* a memory destination with CL: the count could be 0, which the core leaves */
+		set_rm(b, w, true, (o & 1) ? 0 : 1);
+		if (!(o & 1)) {
+			set_imm(b, 1);
+			if (b->modrm >> 6 != 3 && (b->imm[0] & (w == 8 ? 0x3f : 0x1f)) == 0)
+				b->imm[0] |= 1;
+		}
+		break;
 	case 33:					/* LEAVE, once a sequence (RBP is then garbage) */
 		if (q->leave_used) {
 			op1(b, 0x90);

@@ -300,6 +300,20 @@ static bool group2(struct step *s, unsigned w, enum interp_shift form, u8 count)
 	return rm_write(s, w, interp_native_shift(form, s->pre->mod != 3, s->pre->grp, w, a, count, &s->n->rflags));
 }
 
+/* SHLD/SHRD, run in the guest's own form (native.c) as group 2: a memory destination whose
+ * masked count is 0 is left. With a count above 16 the 16-bit forms' result and flags are
+ * undefined: the processor's own. */
+static bool double_shift(struct step *s, unsigned w, bool right, enum interp_shift form, u8 count)
+{
+	u64 a;
+	if (s->pre->mod != 3 && (count & (w == 8 ? 0x3f : 0x1f)) == 0)
+		return leave(s, INTERP_LEAVE_OPCODE);
+	u64 src = reg_get(s, s->pre->reg, w);
+	if (!rm_read(s, w, &a))
+		return false;
+	return rm_write(s, w, interp_native_shd(right, form, s->pre->mod != 3, w, a, src, count, &s->n->rflags));
+}
+
 /* MUL/IMUL/DIV/IDIV's results: AX for byte operands, else rAX and rDX */
 static void set_ax_dx(struct step *s, unsigned w, u64 ax, u64 dx)
 {
@@ -503,6 +517,9 @@ static inline __attribute__((always_inline)) bool exec_0f(struct step *s)
 			s->lin += (u64)((s64)sext(b, w) >> (w == 8 ? 6 : w == 4 ? 5 : 4)) * w;
 		}
 		return bit_op(s, bt_op[(op >> 3) & 3], w, b);
+	case 0xa4: case 0xa5: case 0xac: case 0xad:	/* SHLD/SHRD Ev, Gv, Ib/CL (Vol. 2B SHLD, SHRD) */
+		return double_shift(s, w, op >= 0xac, (op & 1) ? INTERP_SHIFT_CL : INTERP_SHIFT_IMM,
+				    (op & 1) ? (u8)s->n->gpr[RCX] : (u8)imm(s));
 	case 0xba:		/* group 8: BT/BTS/BTR/BTC Ev, Ib */
 		if (s->pre->grp < 4)
 			return leave(s, INTERP_LEAVE_OPCODE);

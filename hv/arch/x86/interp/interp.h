@@ -207,6 +207,10 @@ u64 interp_native_alu(enum interp_op op, unsigned w, u64 a, u64 b, u64 *flags);
  * same operation by 1, by an imm8 and by CL do not make the same undefined flags (native.c). */
 enum interp_shift { INTERP_SHIFT_1, INTERP_SHIFT_IMM, INTERP_SHIFT_CL };
 u64 interp_native_shift(enum interp_shift form, bool mem, unsigned grp, unsigned w, u64 a, u8 count, u64 *flags);
+/* SHLD (right false) / SHRD (true) of a by src, w 2, 4 or 8, by imm8 (INTERP_SHIFT_IMM) or CL
+ * (INTERP_SHIFT_CL), in the guest's form as interp_native_shift (mem: the destination is
+ * memory): a's new value, the flags as the processor left them */
+u64 interp_native_shd(bool right, enum interp_shift form, bool mem, unsigned w, u64 a, u64 src, u8 count, u64 *flags);
 /* Whether the stub table is laid out as its index assumes */
 bool interp_native_selftest(void);
 /* MUL/IMUL with one operand (F6/F7 /4 /5): *ax (and *dx) in and out as the SDM's tables. */

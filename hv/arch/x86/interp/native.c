@@ -204,6 +204,41 @@ __asm__(".pushsection .text\n"
 extern const u8 interp_stubs_imm_reg[], interp_stubs_imm_mem[], interp_stubs_one_reg[], interp_stubs_one_mem[],
 	interp_stubs_end[];
 
+/* SHLD/SHRD Ev, Gv, imm8 (0F A4, 0F AC) the same way: [66|48] 0F A4/AC ModRM imm8 RET, the
+ * destination RAX or [RDX], the source RSI; indexed by (SHRD, register or memory, width 2/4/8,
+ * count masked to 6 bits). The CL forms are inline. */
+__asm__(".pushsection .text\n"
+	".macro interp_shd_stub w, m, op\n"
+	"  .set interp_len, 5\n"
+	"  .if \\w == 0\n"
+	"    .byte 0x66\n"
+	"  .elseif \\w == 2\n"
+	"    .byte 0x48\n"
+	"  .else\n"
+	"    .set interp_len, 4\n"
+	"  .endif\n"
+	"  .byte 0x0f, \\op, \\m + (6 << 3), interp_ii, 0xc3\n"
+	"  .fill 6 - interp_len - 1, 1, 0xcc\n"
+	".endm\n"
+	".macro interp_shd_stubs op\n"
+	"  .irp m, 0xc0, 0x02\n"
+	"    .irp w, 0, 1, 2\n"
+	"      .set interp_ii, 0\n"
+	"      .rept 64\n"
+	"        interp_shd_stub \\w, \\m, \\op\n"
+	"        .set interp_ii, interp_ii + 1\n"
+	"      .endr\n"
+	"    .endr\n"
+	"  .endr\n"
+	".endm\n"
+	"interp_stubs_shld: interp_shd_stubs 0xa4\n"
+	"interp_stubs_shrd: interp_shd_stubs 0xac\n"
+	"interp_stubs_shd_end:\n"
+	".purgem interp_shd_stub\n"
+	".purgem interp_shd_stubs\n"
+	".popsection\n");
+extern const u8 interp_stubs_shld[], interp_stubs_shrd[], interp_stubs_shd_end[];
+
 static unsigned width_index(unsigned w)
 {
 	return w == 1 ? 0 : w == 2 ? 1 : w == 4 ? 2 : 3;
@@ -258,11 +293,52 @@ u64 interp_native_shift(enum interp_shift form, bool mem, unsigned grp, unsigned
 	return (mem ? cell : a) & width_mask(w);
 }
 
+u64 interp_native_shd(bool right, enum interp_shift form, bool mem, unsigned w, u64 a, u64 src, u8 count, u64 *flags)
+{
+	u64 fi = *flags & INTERP_ARITH_FLAGS, fo = fi;
+	u64 cell = a;		/* the memory operand, at [RDX] */
+
+	if (form == INTERP_SHIFT_CL) {
+		u64 c = count;
+#define SHD_CL(insn, sfx, mod)							\
+	do {									\
+		if (mem)							\
+			__asm__ volatile(FLAGS_IN insn sfx " %%cl, %" mod "[b], %[m]" FLAGS_OUT \
+					 : [m] "+m"(cell), [fout] "=&r"(fo)	\
+					 : [b] "r"(src), "c"(c), [fin] "r"(fi), [keep] "i"(KEEP_HOST) \
+					 : "cc", "memory");			\
+		else								\
+			__asm__ volatile(FLAGS_IN insn sfx " %%cl, %" mod "[b], %" mod "[a]" FLAGS_OUT \
+					 : [a] "+r"(a), [fout] "=&r"(fo)		\
+					 : [b] "r"(src), "c"(c), [fin] "r"(fi), [keep] "i"(KEEP_HOST) \
+					 : "cc", "memory");			\
+	} while (0)
+		if (right) {
+			WIDE_WIDTHS(SHD_CL, "shrd");
+		} else {
+			WIDE_WIDTHS(SHD_CL, "shld");
+		}
+#undef SHD_CL
+	} else {
+		unsigned row = (mem ? 3 : 0) + (w == 2 ? 0 : w == 4 ? 1 : 2);
+		const u8 *stub = (right ? interp_stubs_shrd : interp_stubs_shld) +
+				 (row * STUB_COUNTS + (count & (STUB_COUNTS - 1))) * STUB_SIZE;
+		__asm__ volatile(FLAGS_IN "call *%[stub]" FLAGS_OUT
+				 : "+a"(a), [fout] "=&r"(fo)
+				 : [stub] "r"(stub), "d"(&cell), "S"(src), [fin] "r"(fi), [keep] "i"(KEEP_HOST)
+				 : "cc", "memory");
+	}
+	*flags = (*flags & ~INTERP_ARITH_FLAGS) | (fo & INTERP_ARITH_FLAGS);
+	return (mem ? cell : a) & width_mask(w);
+}
+
 /* The table's layout, checked once (the unit test calls it): each part where its size says */
 bool interp_native_selftest(void)
 {
 	return interp_stubs_imm_mem - interp_stubs_imm_reg == 8 * 4 * STUB_COUNTS * STUB_SIZE &&
 	       interp_stubs_one_reg - interp_stubs_imm_mem == 8 * 4 * STUB_COUNTS * STUB_SIZE &&
 	       interp_stubs_one_mem - interp_stubs_one_reg == 8 * 4 * STUB_SIZE &&
-	       interp_stubs_end - interp_stubs_one_mem == 8 * 4 * STUB_SIZE;
+	       interp_stubs_end - interp_stubs_one_mem == 8 * 4 * STUB_SIZE &&
+	       interp_stubs_shrd - interp_stubs_shld == 2 * 3 * STUB_COUNTS * STUB_SIZE &&
+	       interp_stubs_shd_end - interp_stubs_shrd == 2 * 3 * STUB_COUNTS * STUB_SIZE;
 }
