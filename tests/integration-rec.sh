@@ -1903,6 +1903,14 @@ awatch *(unsigned long *)0x$wa"
 		GDB
 		gdb_run
 		want "^TW-0 pc=$tw\$" "continue did not stop at gdb_twatch"
+		# each stop right after its access (a trap), in the order of the accesses
+		local off=$(t_gdb_offset $loop) k=1 acc
+		for acc in w $([ "$name" = svm-gdb-live-traced-watch-interp ] && echo r) a p; do
+			want "^TW-$k pc=$(printf '%x' $((0x$off + 0x$(nm "$BUILD/tests/guest/t_gdb.so" |
+				awk -v s=gdb_tw_${acc}_done '$3 == s { print $1 }'))))\$" \
+				"stop $k was not right after gdb_twatch's access to gdb_tw_$acc"
+			k=$((k + 1))
+		done
 		local hw='^(Thread 1 "vCPU 0" hit )?Hardware'
 		want "${hw} watchpoint [0-9]+: \*\(unsigned long \*\)0x0*$ww" "gdb did not report the watch of gdb_tw_w"
 		want '^New value = 17$' "gdb did not print gdb_tw_w's new value 17"

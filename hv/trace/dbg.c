@@ -931,6 +931,8 @@ void dbg_after_trace_sync(struct vcpu *v)
 	if (!dbg.area)
 		return;
 	struct trace_vcpu *t = v->trace;
+	if (t->dbg_dr.tw_held)
+		tw_release(v);	/* composed anew below (dbg_trace_dr_arm) when the engine still runs */
 	if (t->dbg_dr.tstep == DBG_TSTEP_WANT) {
 		if (t->engine != HVTRACE_ENGINE_OFF) {
 			t->dbg_dr.tstep = DBG_TSTEP_RUN;	/* trace_before_entry armed the engine's step */

@@ -153,7 +153,7 @@ gdb_chain_bp:
  * planned blocks: engine = interp interprets from there, the access in its burst), tracing
  * off (gdb_trace(2)). */
 #define TW_SPIN mov $3, %ecx; 1: dec %ecx; jnz 1b
-	.globl gdb_twatch
+	.globl gdb_twatch, gdb_tw_w_done, gdb_tw_r_done, gdb_tw_a_done, gdb_tw_p_done
 gdb_twatch:
 	push	%rbx
 	mov	$1, %edi
@@ -161,12 +161,16 @@ gdb_twatch:
 	mov	%rax, gdb_tw_start_rc(%rip)
 	TW_SPIN
 	movq	$0x11, gdb_tw_w(%rip)
+gdb_tw_w_done:
 	TW_SPIN
 	mov	gdb_tw_r(%rip), %rax
+gdb_tw_r_done:
 	TW_SPIN
 	mov	gdb_tw_a(%rip), %rax
+gdb_tw_a_done:
 	TW_SPIN
 	incq	gdb_tw_p(%rip)
+gdb_tw_p_done:
 	TW_SPIN
 	mov	$2, %edi
 	call	gdb_trace
