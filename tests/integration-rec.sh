@@ -1643,7 +1643,7 @@ t_svm_gdb_live() {
 	# watchpoints (slots 4-31: bit 10 and up)
 	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 8 ] ||
 		REASONS="$REASONS; not six stops at page breakpoints and two at page watchpoints ($LOG)"
-	expect 'SUMMARY: t_gdb: 20 passed, 0 failed, 0 skipped'
+	expect 'SUMMARY: t_gdb: 21 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
