@@ -123,6 +123,7 @@ test-nested: deps
 
 # GDB on a running guest alone (tests/integration-rec.sh svm-gdb-live,
 # svm-gdb-live-traced, svm-gdb-live-traced-bp-interp and -fast,
+# svm-gdb-live-traced-watch-interp and -fast,
 # svm-gdb-live-pair and -traced, linux-gdb-live, linux-gdb-live-pagebp,
 # linux-gdb-live-traced; all in make test too)
 test-gdb-live: deps

@@ -1643,7 +1643,7 @@ t_svm_gdb_live() {
 	# watchpoints (slots 4-31: bit 10 and up)
 	[ "$(grep -caE 'debugger: vcpu 0 reached a breakpoint or watchpoint \(slots [1-9a-f][0-9a-f]+, ' "$LOG")" = 8 ] ||
 		REASONS="$REASONS; not six stops at page breakpoints and two at page watchpoints ($LOG)"
-	expect 'SUMMARY: t_gdb: 20 passed, 0 failed, 0 skipped'
+	expect 'SUMMARY: t_gdb: 21 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	rm -f "$shm"
 	finish $name
@@ -1843,6 +1843,100 @@ svm_gdb_live_traced_bp() {
 }
 t_svm_gdb_live_traced_bp_interp() { svm_gdb_live_traced_bp interp; }
 t_svm_gdb_live_traced_bp_fast() { svm_gdb_live_traced_bp fast; }
+
+# Watchpoints on a vCPU that traces, by engine ENGINE: t_gdb's gdb_twatch (tracing started by
+# its own trace_ctl) stores gdb_tw_w, reads gdb_tw_r and gdb_tw_a and increments gdb_tw_p, each
+# after a short loop. gdb stops it at gdb_twatch (untraced, a debug register's breakpoint),
+# then puts in breakpoints on code that does not run again (gdb_loop's first bytes: gdb puts
+# them in first, into debug-register slots) and watchpoints: interp: `rwatch` gdb_tw_r,
+# `awatch` gdb_tw_a, `watch` gdb_tw_w (the three other debug-register slots: the interpreter
+# checks its own accesses against them) and `watch` gdb_tw_p (a page slot: the interpreter's
+# store does not go through the nested tables); fast: two breakpoints, `awatch` gdb_tw_a and
+# `watch` gdb_tw_w (DR0/DR1, the registers the engines leave) and `watch` gdb_tw_p (the page
+# write-protected, the store stepped). Each continue stops right after its access, gdb
+# printing the values; t_gdb's own check (traced_watch) sees every word as without the
+# debugger.
+svm_gdb_live_traced_watch() {
+	local name=svm-gdb-live-traced-watch-$1 shm raw qpid
+	local srv=$RUNS/$name/server.txt out=$RUNS/$name/gdb.out script=$RUNS/$name/gdb.cmd
+	SECONDS=0
+	if ! t_gdb_boot $name hypercall "engine = $1"; then
+		REASONS="$REASONS; the guest never reached its loop"
+	else
+		local loop=$(sed -nE 's/.*GDB-TARGET: loop=([0-9a-f]+) .*/\1/p' "$raw")
+		local poke=$(sed -nE 's/.*GDB-TARGET: .* poke=([0-9a-f]+) .*/\1/p' "$raw")
+		local t9=$(sed -nE 's/.*GDB-TARGET9: twatch=([0-9a-f]+) r=([0-9a-f]+) a=([0-9a-f]+) w=([0-9a-f]+) p=([0-9a-f]+).*/\1 \2 \3 \4 \5/p' "$raw")
+		set -- $t9
+		local tw=$1 wr=$2 wa=$3 ww=$4 wp=$5 slots
+		if [ "$name" = svm-gdb-live-traced-watch-interp ]; then
+			slots="break *0x$loop
+rwatch *(unsigned long *)0x$wr
+awatch *(unsigned long *)0x$wa"
+		else
+			slots="break *0x$loop
+break *0x$(printf '%x' $((0x$loop + 1)))
+awatch *(unsigned long *)0x$wa"
+		fi
+		gdb_server "$srv" --shm "$shm"
+		cat >"$script" <<-GDB
+		set pagination off
+		set confirm off
+		target remote 127.0.0.1:$gport
+		hbreak *0x$tw
+		set {unsigned long}0x$poke = 0x6764626d61676963
+		continue
+		printf "TW-0 pc=%lx\n", \$pc
+		delete
+		$slots
+		watch *(unsigned long *)0x$ww
+		watch *(unsigned long *)0x$wp
+		monitor slots
+		continue
+		printf "TW-1 pc=%lx\n", \$pc
+		continue
+		printf "TW-2 pc=%lx\n", \$pc
+		continue
+		printf "TW-3 pc=%lx\n", \$pc
+		$([ "$name" = svm-gdb-live-traced-watch-interp ] && printf 'continue\nprintf "TW-4 pc=%%lx\\n", $pc\n')
+		delete
+		detach
+		GDB
+		gdb_run
+		want "^TW-0 pc=$tw\$" "continue did not stop at gdb_twatch"
+		# each stop right after its access (a trap), in the order of the accesses
+		local off=$(t_gdb_offset $loop) k=1 acc
+		for acc in w $([ "$name" = svm-gdb-live-traced-watch-interp ] && echo r) a p; do
+			want "^TW-$k pc=$(printf '%x' $((0x$off + 0x$(nm "$BUILD/tests/guest/t_gdb.so" |
+				awk -v s=gdb_tw_${acc}_done '$3 == s { print $1 }'))))\$" \
+				"stop $k was not right after gdb_twatch's access to gdb_tw_$acc"
+			k=$((k + 1))
+		done
+		local hw='^(Thread 1 "vCPU 0" hit )?Hardware'
+		want "${hw} watchpoint [0-9]+: \*\(unsigned long \*\)0x0*$ww" "gdb did not report the watch of gdb_tw_w"
+		want '^New value = 17$' "gdb did not print gdb_tw_w's new value 17"
+		want "${hw} watchpoint [0-9]+: \*\(unsigned long \*\)0x0*$wp" "gdb did not report the page watchpoint of gdb_tw_p"
+		want '^New value = 1$' "gdb did not print gdb_tw_p's new value 1"
+		want "${hw} access \(read/write\) watchpoint [0-9]+: \*\(unsigned long \*\)0x0*$wa" "gdb did not report the awatch of gdb_tw_a"
+		want '^Value = 51$' "gdb did not print gdb_tw_a's value 51"
+		if [ "$name" = svm-gdb-live-traced-watch-interp ]; then
+			want "${hw} read watchpoint [0-9]+: \*\(unsigned long \*\)0x0*$wr" "gdb did not report the rwatch of gdb_tw_r"
+			want '^Value = 34$' "gdb did not print gdb_tw_r's value 34"
+		fi
+		grep -q 'hvtrace gdb: the guest runs on' "$srv" || REASONS="$REASONS; the server did not resume the guest ($srv)"
+	fi
+	wait $qpid
+	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
+	expect 'GUEST-TEST: PASS: traced_watch'
+	expect 'GUEST-TEST: PASS: traced_chain'
+	expect 'SUMMARY: t_gdb: '
+	local bad=$(grep -aE 'GUEST-TEST: FAIL' "$LOG" | grep -vE 'FAIL: (debugger_set_r15|loop_ran) ')
+	[ -z "$bad" ] || REASONS="$REASONS; unexpected: $bad"
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+t_svm_gdb_live_traced_watch_interp() { svm_gdb_live_traced_watch interp; }
+t_svm_gdb_live_traced_watch_fast() { svm_gdb_live_traced_watch fast; }
 
 # Two vCPUs stopping at once (svm-gdb-live-pair: watchpoints; -traced:
 # a breakpoint): t_gdb's pair phase (asked for by the word
@@ -2215,6 +2309,6 @@ t_linux_gdb_live_traced() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced t_svm_gdb_live_traced_bp_interp t_svm_gdb_live_traced_bp_fast t_svm_gdb_live_pair t_svm_gdb_live_pair_traced
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced t_svm_gdb_live_traced_bp_interp t_svm_gdb_live_traced_bp_fast t_svm_gdb_live_traced_watch_interp t_svm_gdb_live_traced_watch_fast t_svm_gdb_live_pair t_svm_gdb_live_pair_traced
 t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live t_linux_gdb_live_pagebp t_linux_gdb_live_traced"
 runner_main integration-rec "$ALL" "$@"

@@ -609,7 +609,7 @@ bool dbg_npf(struct vcpu *v, const struct hv_event *ev)
 	u32 hits = traced || stepped || write ? 0 : pagebp_hits(&dbg.pbp, gmem_linear_rip(v), ev->gpa);
 	/* a write on a page watchpoints keep (not while v traces: none is armed on it then): the
 	 * watched bytes summed before it, compared when its step ends (watch_check) */
-	u32 ws = write && !traced ? pagebp_watches(&dbg.pbp, ev->gpa) & ~d->wslots : 0;
+	u32 ws = write ? pagebp_watches(&dbg.pbp, ev->gpa) & ~d->wslots : 0;
 	for (u32 s = 0; s < (u32)PAGEBP_SLOTS; s++)
 		if (ws & (1u << s))
 			d->wsum[s] = watch_sum(s);
@@ -642,6 +642,27 @@ bool dbg_npf(struct vcpu *v, const struct hv_event *ev)
 	return true;
 }
 
+/* The watchpoints of the debugger's slots into an engine's list (struct dbg_bps: w, wn),
+ * under dbg.lock: a debug register's RW 01 (writes) or 11 (reads too) and LEN (SDM Vol. 3
+ * 18.2.4: 00, 01, 11, 10 for 1, 2, 4, 8 bytes), a page slot's bytes */
+static void watch_list(struct dbg_bps *b)
+{
+	b->wn = 0;
+	for (u32 s = 0; s < HVTRACE_DBG_SLOTS; s++) {
+		u8 rw = dbg.hw[s].rwlen & 3, len = dbg.hw[s].rwlen >> 2;
+		if (dbg.hw[s].on && rw)
+			b->w[b->wn++] = (struct pagebp_watch){ .slot = (u8)s, .reads = rw == 3,
+							       .len = len == 2 ? 8u : len == 3 ? 4u : len + 1u,
+							       .addr = dbg.hw[s].addr };
+	}
+	for (u32 s = 0; s < (u32)PAGEBP_SLOTS; s++)
+		if (dbg.pbp.slot[s].on && dbg.pbp.slot[s].len)
+			b->w[b->wn++] = (struct pagebp_watch){ .slot = (u8)(HVTRACE_DBG_SLOTS + s),
+							       .len = dbg.pbp.slot[s].len,
+							       .addr = dbg.pbp.slot[s].addr,
+							       .gpa = dbg.pbp.slot[s].gpa };
+}
+
 /* The instruction breakpoints of the debugger's slots into v's list for the engines
  * (struct dbg_bps), when they changed since v last looked */
 static void bps_sync(struct vcpu *v)
@@ -664,6 +685,7 @@ static void bps_sync(struct vcpu *v)
 		b->filter |= dbg_bp_hash(b->addr[b->n]);
 		b->n++;
 	}
+	watch_list(b);
 	spin_unlock(&dbg.lock);
 }
 
@@ -727,6 +749,121 @@ void dbg_trace_bp(struct vcpu *v)
 		if (d->tstep)
 			return;	/* stepped from here: trace_before_entry arms the step */
 	}
+}
+
+void dbg_trace_watch(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	d->hits |= d->whits;
+	d->whits = 0;
+	spin_lock(&dbg.lock);
+	hold_all(v, v->id + 1);
+	spin_unlock(&dbg.lock);
+	hold(v);
+	bps_sync(v);
+}
+
+bool dbg_trace_wstep(const struct vcpu *v)
+{
+	const struct dbg_dr *d = &v->trace->dbg_dr;
+	return d->np_n && d->np_at_exit && d->wslots;
+}
+
+/* The debugger's DR0/DR1 back to the guest's values, the VMCB's DR7 fields as they were */
+static void tw_release(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	u64 fields = 0;
+	for (int n = 0; n < 2; n++)
+		if (d->tw_held & (1u << n)) {
+			dr_hw_write(n, d->tw_saved[n]);
+			fields |= DR7_L(n) | DR7_G(n) | DR7_RWLEN(n);
+		}
+	hv.ops->set_dr(v, 7, (hv.ops->get_dr(v, 7) & ~fields) | d->tw_dr7_was);
+	d->tw_held = 0;
+	d->tw_dr7 = d->tw_dr7_was = 0;
+}
+
+/*
+ * The debugger's watchpoints on a vCPU that traces, for the instructions the processor runs
+ * (the fast and reference engines'; engine = interp's bursts check their own accesses:
+ * interp_engine.c imem_watch): in DR1 and DR0, the registers the engines never take, where
+ * the guest's own DR7 does not enable them, one debug-register watchpoint each, in slot
+ * order (more than two, or a guest that uses DR0/DR1: the rest wait unarmed while the
+ * processor runs). For this entry only: dbg_trace_dr_exit takes them down first at the exit,
+ * so that everything between (the engine's breakpoint, the guest's MOV DR) sees the guest's
+ * registers alone.
+ */
+void dbg_trace_dr_arm(struct vcpu *v)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	const struct dbg_bps *b = &v->trace->dbg_bps;
+	if (d->tw_held)
+		tw_release(v);	/* an exit that did not pass trace_exit_begin */
+	if (!b->wn || v->trace->engine == HVTRACE_ENGINE_OFF)
+		return;
+	u64 guest7 = guest_dr_read(v, 7), fields = 0, bits = 0;
+	int n = 1;
+	for (u32 i = 0; i < b->wn && n >= 0; i++) {
+		const struct pagebp_watch *w = &b->w[i];
+		if (w->slot >= HVTRACE_DBG_SLOTS)
+			continue;
+		while (n >= 0 && (guest7 & (DR7_L(n) | DR7_G(n))))
+			n--;
+		if (n < 0)
+			break;
+		u64 len = w->len == 8 ? 2 : w->len == 4 ? 3 : w->len - 1;
+		d->tw_saved[n] = dr_hw_read(n);
+		dr_hw_write(n, w->addr);
+		d->tw_slot[n] = w->slot;
+		d->tw_held |= 1u << n;
+		fields |= DR7_L(n) | DR7_G(n) | DR7_RWLEN(n);
+		bits |= DR7_L(n) | ((w->reads ? 3ull : 1ull) | len << 2) << DR7_RW_SHIFT(n);
+		n--;
+	}
+	if (!d->tw_held)
+		return;
+	u64 dr7 = hv.ops->get_dr(v, 7);
+	d->tw_dr7_was = dr7 & fields;
+	d->tw_dr7 = bits;
+	hv.ops->set_dr(v, 7, (dr7 & ~fields) | bits);
+}
+
+void dbg_trace_dr_exit(struct vcpu *v, const struct hv_event *ev)
+{
+	struct dbg_dr *d = &v->trace->dbg_dr;
+	d->tw_fired = false;
+	if (!d->tw_held)
+		return;
+	u32 hits = 0;
+	if (ev->kind == HV_EV_EXCEPTION && ev->vector == X86_DB) {
+		/* a data breakpoint is a trap after the access (SDM Vol. 3 18.3.1.2): B0/B1 of the
+		 * registers held are the debugger's, never shown to the guest */
+		u64 dr6 = hv.ops->get_dr(v, 6), mine = dr6 & d->tw_held;
+		for (int n = 0; n < 2; n++)
+			if (mine & (1u << n))
+				hits |= 1u << d->tw_slot[n];
+		if (mine)
+			hv.ops->set_dr(v, 6, dr6 & ~mine);
+	}
+	tw_release(v);
+	if (!hits)
+		return;
+	d->tw_fired = true;
+	d->hits |= hits;
+	spin_lock(&dbg.lock);
+	hold_all(v, v->id + 1);
+	spin_unlock(&dbg.lock);
+}
+
+u64 dbg_trace_dr7(const struct vcpu *v, u64 guest7)
+{
+	const struct dbg_dr *d = &v->trace->dbg_dr;
+	u64 fields = 0;
+	for (int n = 0; n < 2; n++)
+		if (d->tw_held & (1u << n))
+			fields |= DR7_L(n) | DR7_G(n) | DR7_RWLEN(n);
+	return (guest7 & ~fields) | d->tw_dr7;
 }
 
 /* The debugger's step of a vCPU that traces (tstep) has ended at this exit: its instruction
@@ -794,6 +931,8 @@ void dbg_after_trace_sync(struct vcpu *v)
 	if (!dbg.area)
 		return;
 	struct trace_vcpu *t = v->trace;
+	if (t->dbg_dr.tw_held)
+		tw_release(v);	/* composed anew below (dbg_trace_dr_arm) when the engine still runs */
 	if (t->dbg_dr.tstep == DBG_TSTEP_WANT) {
 		if (t->engine != HVTRACE_ENGINE_OFF) {
 			t->dbg_dr.tstep = DBG_TSTEP_RUN;	/* trace_before_entry armed the engine's step */
@@ -808,6 +947,7 @@ void dbg_after_trace_sync(struct vcpu *v)
 	/* last: dr_sync and hstep set the intercepts the engine wants idle */
 	if (t->engine != HVTRACE_ENGINE_OFF) {
 		t->dbg_dr.wide = false;	/* the engine's own intercepts */
+		dbg_trace_dr_arm(v);
 		return;
 	}
 	bool wide = t->dbg_step.on || t->dbg_dr.to_on;

@@ -30,6 +30,21 @@ void dbg_step_cancel(struct vcpu *v);
 /* A vCPU that traces is about to run the instruction at its RIP (trace_before_entry): held
  * there when it is one of the debugger's breakpoints (its list, v->trace->dbg_bps) */
 void dbg_trace_bp(struct vcpu *v);
+/* engine = interp's burst hit the debugger's watchpoints (v->trace->dbg_dr.whits) with its
+ * own accesses: v held after that instruction, as at a debug register's */
+void dbg_trace_watch(struct vcpu *v);
+/* Whether the engine steps the instruction at RIP for a page watchpoint (the page open for
+ * its write, summed: dbg_npf) */
+bool dbg_trace_wstep(const struct vcpu *v);
+/* Last before an entry of a vCPU that traces: the debugger's watchpoints in DR0/DR1 where the
+ * guest's DR7 leaves them free (the engines hold DR2/DR3) */
+void dbg_trace_dr_arm(struct vcpu *v);
+/* First at every exit: those taken down again; on a #DB, their causes taken from DR6 (a hit:
+ * every vCPU held; tw_fired when it was one) */
+void dbg_trace_dr_exit(struct vcpu *v, const struct hv_event *ev);
+/* The guest's DR7 (`guest7`) with the debugger's DR0/DR1 watchpoints of this entry: what the
+ * host's DR7 arms (trace_host_dr7) */
+u64 dbg_trace_dr7(const struct vcpu *v, u64 guest7);
 /* A #DB with the engine off: true when it was the debugger's breakpoint
  * or watchpoint alone (no cause of the guest's own came with it); the
  * guest is held when one of them fired. */

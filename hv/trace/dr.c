@@ -319,7 +319,7 @@ u64 trace_host_dr7(struct vcpu *v)
 	/* the registers that hold the guest's own values now */
 	int free = !bp->armed ? 3 : bp->addr2 ? 1 : 2;
 	const u64 addr[4] = { read_dr0(), read_dr1(), read_dr2(), read_dr3() };
-	u64 data = data_bps(guest, free, addr);
+	u64 data = data_bps(dbg_trace_dr7(v, guest), free, addr);	/* the debugger's DR0/DR1 too */
 	u64 dr7 = DR7_FIXED1 | exec_bps(guest, 0, t->engine != HVTRACE_ENGINE_OFF ? 1 : free) | data;
 	if (bp->armed)
 		dr7 |= DR7_L(3) | (bp->addr2 ? DR7_L(2) : 0);

@@ -310,6 +310,7 @@ static void chain_settle(struct vcpu *v)
 void trace_exit_begin(struct vcpu *v, const struct hv_event *ev)
 {
 	struct trace_vcpu *t = v->trace;
+	dbg_trace_dr_exit(v, ev);	/* first: the debugger's DR0/DR1 of this entry, and their DR6 bits */
 	t->exit_rip = v->rip;	/* an emulated instruction's eventing IP (trace_insn_emulated) */
 	/* engine = interp runs only after the engines' own #DB exits (interp_run) */
 	t->interp_db_exit = ev->kind == HV_EV_EXCEPTION && ev->vector == X86_DB;
@@ -855,11 +856,14 @@ void trace_before_entry(struct vcpu *v)
 	if (t->engine == HVTRACE_ENGINE_INTERP && t->interp_db_exit && !verify && !t->dbg_dr.tstep)
 		interp_run(v);
 	t->interp_db_exit = false;
+	/* the host debugger's watchpoint the burst's access hit: held after that instruction */
+	if (t->dbg_dr.whits)
+		dbg_trace_watch(v);
 	/* the host debugger's breakpoint at the instruction about to run: held there (trace/dbg.c);
 	 * its step (tstep) is this one instruction, stepped below */
 	if ((t->dbg_bps.filter || t->dbg_dr.pass_on) && !t->dbg_dr.tstep)
 		dbg_trace_bp(v);
-	bool dbg_step = t->dbg_dr.tstep != DBG_TSTEP_NONE;
+	bool dbg_step = t->dbg_dr.tstep != DBG_TSTEP_NONE || dbg_trace_wstep(v);
 
 	s->rip = v->rip;
 	s->mode = gmem_code_mode(v, &base);

@@ -63,6 +63,12 @@ bool trace_on_exception(struct vcpu *v, const struct hv_event *ev)
 		 * each handled on its own (one #DB may carry several). None:
 		 * INT1, whose #DB sets no DR6 bit. */
 		causes = hv.ops->get_dr(v, 6) & DR6_CAUSES;
+		if (!causes && t->dbg_dr.tw_fired) {
+			/* the debugger's watchpoint alone (dbg_trace_dr_exit took its cause): the
+			 * instruction completed, the engine goes on from here as after an interrupt */
+			hv.ops->set_dr(v, 6, DR6_CLEAN);
+			return true;
+		}
 		u64 at = gmem_linear_rip(v);
 		bool ours = t->bp.armed && (((causes & DR6_B3) && at == t->bp.addr) ||
 					    ((causes & DR6_B2) && t->bp.addr2 && at == t->bp.addr2));

@@ -64,6 +64,11 @@ struct imem {
 	u64 ram_base, ram_size;	/* the guest RAM range found last (imem_ram), size 0: none */
 	bool pkru_tried;	/* ctl.pkru asked of the backend (imem_walk) */
 	struct interp_verify *shadow;	/* verify mode: the write is buffered there, not made */
+	/* the host debugger's watchpoints (struct dbg_bps, trace/dbg.c) are checked (interp_run's
+	 * burst only); `whits`: those the instruction now running hit (kept only when it
+	 * completes: an access that faults, or an instruction left, fires none) */
+	bool watch;
+	u32 whits;
 };
 
 /* The entry a page's translation for `acc` would be kept in */
@@ -153,6 +158,28 @@ static bool imem_pages(struct imem *m, u64 lin, unsigned len, enum pgwalk_access
 	return *p && *q;
 }
 
+/* The guest-physical address of a byte of a kept translation's page (guest RAM is mapped at
+ * its own address: base/mm.h guest_pa_ptr) */
+static inline u64 imem_gpa(const u8 *host)
+{
+	return (u64)(uintptr_t)host;
+}
+
+/* The debugger's watchpoints that an access of len bytes at lin hits: `at` its first byte,
+ * `q` the start of the second page where it crosses one; a read (`new` NULL: reads
+ * compared with the debug registers' read-or-write watchpoints alone) or a write of `new`
+ * over what is there now. Each page's part apart (its own guest-physical address). */
+static __attribute__((noinline)) void imem_watch(struct imem *m, u64 lin, const u8 *at, const u8 *q, unsigned len,
+						 const u8 *new)
+{
+	const struct dbg_bps *b = &m->v->trace->dbg_bps;
+	unsigned first = MIN(len, (unsigned)(PAGE_SIZE - (lin & (PAGE_SIZE - 1))));
+	m->whits |= pagebp_watch_hits(b->w, b->wn, lin, imem_gpa(at), first, new ? at : NULL, new);
+	if (first < len)
+		m->whits |= pagebp_watch_hits(b->w, b->wn, lin + first, imem_gpa(q), len - first, new ? q : NULL,
+					      new ? new + first : NULL);
+}
+
 static int imem_read(void *ctx, u64 lin, void *buf, unsigned len)
 {
 	struct imem *m = ctx;
@@ -161,6 +188,8 @@ static int imem_read(void *ctx, u64 lin, void *buf, unsigned len)
 	if (!imem_pages(m, lin, len, PGWALK_READ, &p, &q))
 		return INTERP_MEM_LEAVE;
 	p += off;
+	if (__builtin_expect(m->watch, 0))
+		imem_watch(m, lin, p, q, len, NULL);
 	if (!(lin & (len - 1))) {
 		switch (len) {
 		case 1: *(u8 *)buf = __atomic_load_n(p, __ATOMIC_RELAXED); return INTERP_MEM_OK;
@@ -192,6 +221,8 @@ static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
 	interp_code_written(&m->v->trace->dcache, p + off,
 			    off + len <= PAGE_SIZE ? p + off + len - 1 : q + (off + len - 1 - PAGE_SIZE));
 	p += off;
+	if (__builtin_expect(m->watch, 0))
+		imem_watch(m, lin, p, q, len, buf);	/* before the bytes change */
 	if (!(lin & (len - 1))) {
 		switch (len) {
 		case 1: __atomic_store_n(p, *(const u8 *)buf, __ATOMIC_RELAXED); return INTERP_MEM_OK;
@@ -235,6 +266,13 @@ static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, boo
 	default: IMEM_CAS(u64); break;
 	}
 #undef IMEM_CAS
+	if (__builtin_expect(m->watch, 0)) {
+		/* a read and a write, the old value written back where it did not compare equal
+		 * (SDM Vol. 2A CMPXCHG: the destination is written either way) */
+		u64 was = *old, now = *done ? new : *old;
+		const struct dbg_bps *b = &m->v->trace->dbg_bps;
+		m->whits |= pagebp_watch_hits(b->w, b->wn, lin, imem_gpa(p), len, (const u8 *)&was, (const u8 *)&now);
+	}
 	return INTERP_MEM_OK;
 }
 
@@ -250,6 +288,11 @@ static int imem_fill(void *ctx, u64 lin, u64 val, unsigned len, unsigned count)
 	if (!p)
 		return INTERP_MEM_LEAVE;
 	p += lin & (PAGE_SIZE - 1);
+	/* a part that writes a watched byte: the processor runs the rest of the REP STOS (its
+	 * watchpoint traps after the element that hit, SDM Vol. 3 18.3.1.2) */
+	if (__builtin_expect(m->watch, 0) &&
+	    pagebp_watch_near(m->v->trace->dbg_bps.w, m->v->trace->dbg_bps.wn, lin, imem_gpa(p), (u64)len * count))
+		return INTERP_MEM_LEAVE;
 	interp_code_written(&m->v->trace->dcache, p, p + (u64)len * count - 1);
 	u64 n = count;
 	switch (len) {
@@ -560,7 +603,7 @@ static void interp_invlpg(struct vcpu *v, struct imem *m)
 void interp_run(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
-	struct imem m = { .v = v, .refused = 0 };	/* every TLB entry invalid */
+	struct imem m = { .v = v, .refused = 0, .watch = t->dbg_bps.wn != 0 };	/* every TLB entry invalid */
 	ctl_read(v, &m.ctl);
 	enum interp_decline why = interp_declines(v, &m.ctl);
 	if (why != INTERP_DECLINE_NONE) {
@@ -603,6 +646,7 @@ void interp_run(struct vcpu *v)
 			break;
 		}
 		struct interp_dcache_entry *e = dcache_hit(&m, c.rip);
+		m.whits = 0;
 		/* a hit was fetched at a canonical RIP; interp_allowed saw 64-bit code and TF clear,
 		 * which no interpreted instruction changes */
 		if (e ? interp_exec_next(&c, &imem_ops, &m, e->bytes, &e->in, &e->pre, &r) : interp_step(&c, &imem_ops, &m, &r)) {
@@ -669,6 +713,13 @@ void interp_run(struct vcpu *v)
 		}
 		if (wrapped)
 			break;
+		/* the host debugger's watchpoint: a trap after the instruction (SDM Vol. 3 18.2.5),
+		 * the vCPU held there (trace_before_entry, dbg_trace_watch) */
+		if (__builtin_expect(m.whits != 0, 0)) {
+			t->dbg_dr.whits |= m.whits;
+			if (!in_shadow)
+				break;
+		}
 		if (__builtin_expect(opened | in_shadow, 0)) {
 			if (opened)
 				break;

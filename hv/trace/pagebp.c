@@ -87,3 +87,41 @@ void pagebp_release(struct pagebp *p, int i)
 	if (pg->used && !pg->bps && !pg->wps && !pg->open && !pg->nx && !pg->ro)
 		pg->used = false;
 }
+
+/* Whether [a, a + alen) and [b, b + blen) share a byte (no wrap: lengths up to a page) */
+static bool overlap(u64 a, u64 alen, u64 b, u64 blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+u32 pagebp_watch_hits(const struct pagebp_watch *w, u32 n, u64 lin, u64 gpa, u32 len, const u8 *old,
+		      const u8 *new)
+{
+	u32 hits = 0;
+	for (u32 i = 0; i < n; i++) {
+		if (w[i].slot < HVTRACE_DBG_SLOTS) {
+			if ((old || w[i].reads) && overlap(lin, len, w[i].addr, w[i].len))
+				hits |= 1u << w[i].slot;
+			continue;
+		}
+		if (!old || !overlap(gpa, len, w[i].gpa, w[i].len))
+			continue;
+		/* the watched bytes within the access, compared */
+		u64 from = MAX(gpa, w[i].gpa), to = MIN(gpa + len, w[i].gpa + w[i].len);
+		for (u64 a = from; a < to; a++)
+			if (old[a - gpa] != new[a - gpa]) {
+				hits |= 1u << w[i].slot;
+				break;
+			}
+	}
+	return hits;
+}
+
+bool pagebp_watch_near(const struct pagebp_watch *w, u32 n, u64 lin, u64 gpa, u64 len)
+{
+	for (u32 i = 0; i < n; i++)
+		if (w[i].slot < HVTRACE_DBG_SLOTS ? overlap(lin, len, w[i].addr, w[i].len)
+						  : overlap(gpa, len, w[i].gpa, w[i].len))
+			return true;
+	return false;
+}

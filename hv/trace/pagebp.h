@@ -64,6 +64,27 @@ static inline bool pagebp_want_ro(const struct pagebp_page *pg)
 {
 	return pg->used && pg->wps && !pg->open;
 }
+/* One of the debugger's watchpoints as engine = interp checks its own accesses against it
+ * (trace/dbg.c builds the list, trace/interp_engine.c asks): a debug register's (`slot` 0-3,
+ * `len` 1, 2, 4 or 8 bytes at `addr`, a linear address aligned to it, SDM Vol. 3 18.2.5;
+ * `reads`: RW 11, reads too), or a page slot's (`slot` 4-31: `len` bytes at guest-physical
+ * `gpa`, writes that change them only, as dbg_npf decides) */
+struct pagebp_watch {
+	u8 slot;
+	bool reads;
+	u32 len;
+	u64 addr, gpa;
+};
+/* The watchpoints among w[0..n) that an access of len bytes hits (bit per slot, as in
+ * hvtrace_dbg_vcpu.hits): at linear `lin`, which is guest-physical `gpa` (the access within
+ * one page); a read (`old` NULL) or a write of `new` over `old` (len bytes each). A debug
+ * register's fires on any access it watches that overlaps its bytes, a page slot's on a write
+ * that changes one of its bytes. */
+u32 pagebp_watch_hits(const struct pagebp_watch *w, u32 n, u64 lin, u64 gpa, u32 len, const u8 *old,
+		      const u8 *new);
+/* Whether a write of len bytes at linear `lin`, guest-physical `gpa` (within one page), may
+ * hit one of them (its bytes overlap one's) */
+bool pagebp_watch_near(const struct pagebp_watch *w, u32 n, u64 lin, u64 gpa, u64 len);
 /* The entry is done with (no breakpoint or watchpoint, nobody stepping,
  * execute and write as they were): freed. */
 void pagebp_release(struct pagebp *p, int i);

@@ -14,6 +14,7 @@
 #include "trace/pace.h"
 #include "trace/pmu.h"
 #include "trace/lbr.h"
+#include "trace/pagebp.h"
 
 struct vcpu;
 struct hv_event;
@@ -87,6 +88,19 @@ struct dbg_dr {
 	 * instruction ran, compared when its step ends */
 	u32 wslots;
 	u64 wsum[HVTRACE_DBG_SLOTS_MAX - HVTRACE_DBG_SLOTS];
+	/* The debugger's watchpoints in DR0/DR1 while the vCPU traces (the engines hold DR2/DR3;
+	 * dbg.c dbg_trace_dr_arm): armed for one entry, taken down first at the exit that ends
+	 * it. tw_held: bit n, the debugger holds DRn (the guest's value in tw_saved[n]);
+	 * tw_dr7: the enable, RW and LEN bits it added to the VMCB's DR7, tw_dr7_was: those
+	 * fields as they were */
+	u8 tw_held;
+	u8 tw_slot[2];
+	u64 tw_saved[2];
+	u64 tw_dr7, tw_dr7_was;
+	/* a #DB of this exit was the debugger's watchpoint in DR0/DR1 alone (the engine drops it) */
+	bool tw_fired;
+	/* slots whose watchpoint engine = interp's burst hit (its own accesses): held after it */
+	u32 whits;
 };
 enum { DBG_TSTEP_NONE, DBG_TSTEP_WANT, DBG_TSTEP_RUN };
 
@@ -104,6 +118,9 @@ struct dbg_bps {
 	u8 slot[HVTRACE_DBG_SLOTS_MAX];
 	u64 addr[HVTRACE_DBG_SLOTS_MAX];
 	u64 gpa[HVTRACE_DBG_SLOTS_MAX];	/* a page slot's guest-physical address */
+	/* the watchpoints (debug registers' and page slots'), for engine = interp's accesses */
+	u8 wn;
+	struct pagebp_watch w[HVTRACE_DBG_SLOTS_MAX];
 };
 
 static inline u64 dbg_bp_hash(u64 lin)

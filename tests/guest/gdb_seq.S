@@ -147,6 +147,37 @@ gdb_chain_bp:
 	pop	%rbx
 	ret
 
+/* void gdb_twatch(void): watched accesses on a vCPU that traces (svm-gdb-live-traced-watch):
+ * tracing on (gdb_trace(1)), then a store to gdb_tw_w, a read of gdb_tw_r, a read of gdb_tw_a
+ * and an increment of gdb_tw_p, each after a short loop (its branches end the engines'
+ * planned blocks: engine = interp interprets from there, the access in its burst), tracing
+ * off (gdb_trace(2)). */
+#define TW_SPIN mov $3, %ecx; 1: dec %ecx; jnz 1b
+	.globl gdb_twatch, gdb_tw_w_done, gdb_tw_r_done, gdb_tw_a_done, gdb_tw_p_done
+gdb_twatch:
+	push	%rbx
+	mov	$1, %edi
+	call	gdb_trace
+	mov	%rax, gdb_tw_start_rc(%rip)
+	TW_SPIN
+	movq	$0x11, gdb_tw_w(%rip)
+gdb_tw_w_done:
+	TW_SPIN
+	mov	gdb_tw_r(%rip), %rax
+gdb_tw_r_done:
+	TW_SPIN
+	mov	gdb_tw_a(%rip), %rax
+gdb_tw_a_done:
+	TW_SPIN
+	incq	gdb_tw_p(%rip)
+gdb_tw_p_done:
+	TW_SPIN
+	mov	$2, %edi
+	call	gdb_trace
+	mov	%rax, gdb_tw_stop_rc(%rip)
+	pop	%rbx
+	ret
+
 /* The fault phase (t_gdb's fault_phase, run once before the debugger
  * comes and once while it holds a breakpoint and a watchpoint at the
  * addresses): gdb_fault_fetch(addr) jumps to addr, a page that is not
@@ -429,5 +460,17 @@ gdb_poke:	.quad 0
 gdb_bad:	.quad 0
 gdb_dr3:	.quad 0
 gdb_dr7:	.quad 0
+	/* gdb_twatch's words: the page slot's alone on its page, after the others (gdb puts
+	 * its watchpoints in by address: the debug registers' first) */
+	.balign 64
+	.globl gdb_tw_start_rc, gdb_tw_stop_rc, gdb_tw_r, gdb_tw_a, gdb_tw_w, gdb_tw_p
+gdb_tw_start_rc:	.quad -1
+gdb_tw_stop_rc:	.quad -1
+gdb_tw_r:	.quad 0x22
+gdb_tw_a:	.quad 0x33
+gdb_tw_w:	.quad 0
+	.balign 4096
+gdb_tw_p:	.quad 0
+	.balign 4096
 
 	.section .note.GNU-stack,"",@progbits

@@ -54,6 +54,9 @@ void gdb_chain(void);
 extern const char gdb_chain_a[], gdb_chain_b[], gdb_chain_c[], gdb_chain_bp[];
 extern volatile int64_t gdb_chain_start_rc, gdb_chain_stop_rc;
 extern volatile uint64_t gdb_chain_done;
+void gdb_twatch(void);
+extern volatile int64_t gdb_tw_start_rc, gdb_tw_stop_rc;
+extern volatile uint64_t gdb_tw_r, gdb_tw_a, gdb_tw_w, gdb_tw_p;
 void gdb_fault_fetch(uint64_t addr);
 void gdb_fault_store(uint64_t addr, uint64_t val);
 void gdb_fault_done(void);
@@ -269,6 +272,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report_info("GDB-TARGET6: six=%lx %lx %lx %lx %lx %lx decoy=%lx", A(gdb_six_1), A(gdb_six_2), A(gdb_six_3),
 		    A(gdb_six_4), A(gdb_six_5), A(gdb_six_6), A(gdb_six_decoy));
 	report_info("GDB-TARGET8: wsix=%lx other=%lx", A(gdb_wsix_w), A(&gdb_wsix_other));
+	report_info("GDB-TARGET9: twatch=%lx r=%lx a=%lx w=%lx p=%lx", A(gdb_twatch), A(&gdb_tw_r), A(&gdb_tw_a),
+		    A(&gdb_tw_w), A(&gdb_tw_p));
 	report_info("GDB-TARGET7: pair_want=%lx pair_bsp=%lx pair_ap=%lx pair_done=%lx pair_spin=%lx pair_store=%lx",
 		    A(&gdb_pair_want), A(&gdb_pair_bsp), A(&gdb_pair_ap), A(&gdb_pair_done), A(gdb_pair_spin),
 		    A(gdb_pair_store));
@@ -299,6 +304,11 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	report(gdb_chain_start_rc == 0 && gdb_chain_stop_rc == 0 && gdb_chain_done == 1, "traced_chain",
 	       "trace_ctl start %ld, stop %ld, reached its end %lu times", gdb_chain_start_rc, gdb_chain_stop_rc,
 	       gdb_chain_done);
+	gdb_twatch();
+	report(gdb_tw_start_rc == 0 && gdb_tw_stop_rc == 0 && gdb_tw_w == 0x11 && gdb_tw_r == 0x22 && gdb_tw_a == 0x33 &&
+		       gdb_tw_p == 1,
+	       "traced_watch", "trace_ctl start %ld, stop %ld; words %lx %lx %lx %lx (want 11 22 33 1)", gdb_tw_start_rc,
+	       gdb_tw_stop_rc, gdb_tw_w, gdb_tw_r, gdb_tw_a, gdb_tw_p);
 	if (!np) {
 		report_skip("fault_fetch_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");
 		report_skip("fault_store_as_without_debugger", "PML4 slot 256 is mapped, or 5-level paging");

@@ -48,11 +48,44 @@ static void test_watch(void)
 	CHECK(!p.page[a].used, "freed once writable again");
 }
 
+/* engine = interp's accesses against the debugger's watchpoints (pagebp_watch_hits): a debug
+ * register's by linear overlap (reads only for a read-or-write one), a page slot's by
+ * guest-physical overlap and a change of its own bytes */
+static void test_watch_hits(void)
+{
+	const struct pagebp_watch w[] = {
+		{ .slot = 0, .reads = false, .len = 8, .addr = 0x1000 },
+		{ .slot = 2, .reads = true, .len = 2, .addr = 0x2002 },
+		{ .slot = 5, .len = 4, .addr = 0x7044, .gpa = 0x507044 },
+	};
+	const u8 z[8] = { 0 }, one[8] = { 1 }, hi[8] = { 0, 0, 0, 0, 0, 0, 0, 9 };
+	CHECK(pagebp_watch_hits(w, 3, 0x1000, 0x9000, 8, z, z) == 1u << 0,
+	      "a write of the watched word, its value unchanged: a debug register's fires");
+	CHECK(pagebp_watch_hits(w, 3, 0x1000, 0x9000, 8, NULL, NULL) == 0,
+	      "a read of a write watchpoint's word: none");
+	CHECK(pagebp_watch_hits(w, 3, 0x0ff8, 0x9000, 8, z, one) == 0 && pagebp_watch_hits(w, 3, 0x1007, 0x9000, 1, z, one) == 1u,
+	      "a write just below the word: none; of its last byte: fires");
+	CHECK(pagebp_watch_hits(w, 3, 0x2000, 0x9000, 4, NULL, NULL) == 1u << 2 &&
+		      pagebp_watch_hits(w, 3, 0x2004, 0x9000, 4, NULL, NULL) == 0,
+	      "a read overlapping a read-or-write watchpoint: fires; past it: none");
+	CHECK(pagebp_watch_hits(w, 3, 0x7040, 0x507040, 8, z, one) == 0,
+	      "a write to the page slot's page changing bytes outside its own: none");
+	CHECK(pagebp_watch_hits(w, 3, 0x7040, 0x507040, 8, z, hi) == 1u << 5,
+	      "a write changing one of its bytes: the page slot fires");
+	CHECK(pagebp_watch_hits(w, 3, 0x9044, 0x507044, 4, z, z) == 0 &&
+		      pagebp_watch_hits(w, 3, 0x9044, 0x507044, 4, NULL, NULL) == 0,
+	      "a page slot: a write of the same bytes, a read: none (found by its guest-physical address)");
+	CHECK(pagebp_watch_near(w, 3, 0x7000, 0x507000, 0x48) && !pagebp_watch_near(w, 3, 0x7000, 0x507000, 0x44) &&
+		      pagebp_watch_near(w, 3, 0xff0, 0x9000, 0x11),
+	      "a fill up to a page slot's first byte or a debug register's: near; one short of it: not");
+}
+
 int main(void)
 {
 	static struct pagebp p;
 	memset(&p, 0, sizeof(p));
 	test_watch();
+	test_watch_hits();
 
 	/* two breakpoints on one page, one on another */
 	int a = pagebp_set(&p, 0, 0xffff800000401010ull, 0x401010);

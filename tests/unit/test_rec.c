@@ -82,6 +82,8 @@ static void set_dr(struct vcpu *v, int n, u64 val)
 /* the processor's DR0-DR3 (trace/dr.c) */
 u64 dr_hw_read(int n) { return fake_drs[n & 3]; }
 void dr_hw_write(int n, u64 val) { fake_drs[n & 3] = val; }
+/* the guest's own debug registers while the engine runs (trace/dr.c): the VMCB's here */
+u64 guest_dr_read(struct vcpu *v, int n) { return n < 4 ? fake_drs[n] : get_dr(v, n); }
 static void set_exception_intercepts(struct vcpu *v, u32 mask) { (void)v; fake_intercepts = mask; }
 static const struct hv_arch_ops ops = { .get_cpl = get_cpl, .get_cr = get_cr, .get_efer = get_efer,
 					.get_seg = get_seg, .get_msr = get_msr, .get_dr = get_dr,
@@ -547,8 +549,21 @@ static void test_dbg(void)
 	 * slots come back before that exit's entry, not at a later exit */
 	vcpu0.trace->engine = HVTRACE_ENGINE_FAST;
 	dbg_after_trace_sync(&vcpu0);
-	CHECK(!dd->on && !dd->held && fake_drs[3] == 0x3333 && fake_drs[2] == 0x2020 && fake_dr7 == 0x400,
-	      "the engine on: the guest's registers and DR7 back");
+	CHECK(!dd->on && !dd->held && fake_drs[3] == 0x3333 && fake_drs[2] == 0x2020 && dd->tw_held == 2 &&
+		      fake_drs[1] == 0x1040 && fake_drs[0] == 0x1111 &&
+		      fake_dr7 == (0x400 | DR7_L(1) | (0x9ull << DR7_RW_SHIFT(1))),
+	      "the engine on: the guest's registers back, the watchpoint alone in DR1 for this entry: dr7 %llx",
+	      (unsigned long long)fake_dr7);
+	struct hv_event ev_db = { .kind = HV_EV_EXCEPTION, .vector = X86_DB };
+	fake_dr6 = DR6_CLEAN | 2;
+	dbg_trace_dr_exit(&vcpu0, &ev_db);
+	CHECK(!dd->tw_held && dd->tw_fired && fake_drs[1] == 0x2222 && fake_dr7 == 0x400 && fake_dr6 == DR6_CLEAN &&
+		      dd->hits == 1u << 2,
+	      "its #DB at the exit: slot 2's hit, B1 taken from DR6, DR1 and DR7 the guest's again");
+	dd->hits = 0;
+	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, false) == 0, "the hit held every vCPU: RESUME");
+	dbg_after_trace_sync(&vcpu0);
+	CHECK(dd->tw_held == 2, "armed again at the next entry");
 	vcpu0.trace->engine = HVTRACE_ENGINE_OFF;
 	dbg_after_trace_sync(&vcpu0);
 	CHECK(dd->on && dd->held == 0xe && fake_drs[3] == 0x401020 && fake_drs[1] == 0x1040,
@@ -889,12 +904,14 @@ static void test_dbg_watch(void)
 	      fake_ro(0x101000) && kicks == 1, "changed: a hit, held after the write, slot 9 (hits %x)", a->vcpu[0].hits);
 	CHECK(dbg_req(HVTRACE_DBG_RESUME, 0, 0, true) == 0, "RESUME");
 	pthread_join(th, NULL);
-	/* a vCPU that traces: no watchpoint on it, the page open until the exit after */
+	/* a vCPU that traces: the page open until the exit after, the engine stepping the write
+	 * (dbg_trace_wstep), the watched bytes compared then */
 	t->engine = HVTRACE_ENGINE_FAST;
 	fake_ram[0x44] = 0x78;
-	CHECK(dbg_npf(&vcpu0, &wf) && !a->held && !fake_ro(0x101000) && !t->dbg_step.on && !dd->wslots,
-	      "tracing: the page open, nothing summed, no step of ours");
+	CHECK(dbg_npf(&vcpu0, &wf) && !a->held && !fake_ro(0x101000) && !t->dbg_step.on && dd->wslots,
+	      "tracing: the page open, the watched bytes summed, no hidden step (the engine's own)");
 	dbg_before_entry(&vcpu0);
+	CHECK(dbg_trace_wstep(&vcpu0), "tracing: the engine steps the write");
 	dbg_before_entry(&vcpu0);
 	CHECK(!a->held && fake_ro(0x101000) && !dd->np_n, "tracing: no hit, closed at the exit after");
 	t->engine = HVTRACE_ENGINE_OFF;
