@@ -763,8 +763,10 @@ void rec_ctl_poll(struct vcpu *v)
 			if (res && rec.ctl_rejected <= REC_CTL_LOG_REJECTS)
 				LOG_WARN("recorder: host request %lu (op %u) refused: %ld%s", seq, r.op, -res,
 					 rec.ctl_rejected == REC_CTL_LOG_REJECTS ? "; no more are logged" : "");
-			else if (!res && r.op < HVTRACE_DBG_READ)	/* not the debugger's many reads */
+			else if (!res && r.op < HVTRACE_DBG_STOP)	/* the debugger's many: its own lines say */
 				LOG_INFO("recorder: host request %lu (op %u) applied by vcpu %u", seq, r.op, v->id);
+			else if (!res)
+				LOG_DEBUG("recorder: host request %lu (op %u) applied by vcpu %u", seq, r.op, v->id);
 		}
 	}
 	spin_unlock(&rec.ctl_lock);
