@@ -276,6 +276,36 @@ static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, boo
 	return INTERP_MEM_OK;
 }
 
+/* CMPXCHG16B's access (interp_mem_ops.cmpxchg16): the processor's own LOCK CMPXCHG16B on the
+ * guest's page (aligned to 16: the core checked, so within one page). Verify mode's shadow
+ * holds one write of at most 8 bytes: left there. */
+static int imem_cmpxchg16(void *ctx, u64 lin, u64 old[2], const u64 new[2], bool *done)
+{
+	struct imem *m = ctx;
+	if ((lin & 15) || m->shadow)
+		return INTERP_MEM_LEAVE;
+	u8 *p = imem_page(m, lin, PGWALK_WRITE);
+	if (!p)
+		return INTERP_MEM_LEAVE;
+	p += lin & (PAGE_SIZE - 1);
+	interp_code_written(&m->v->trace->dcache, p, p + 15);
+	u64 was[2] = { old[0], old[1] };	/* what was there, if it compared equal */
+	struct { u64 lo, hi; } __attribute__((aligned(16))) *q = (void *)p;
+	asm volatile("lock cmpxchg16b %[m]"
+		     : [m] "+m"(*q), "+a"(old[0]), "+d"(old[1]), "=@ccz"(*done)
+		     : "b"(new[0]), "c"(new[1])
+		     : "memory");
+	if (__builtin_expect(m->watch, 0)) {
+		/* a read and a write, what was there written back where it did not compare equal */
+		const u64 *now = *done ? new : old;
+		if (!*done)
+			was[0] = old[0], was[1] = old[1];
+		const struct dbg_bps *b = &m->v->trace->dbg_bps;
+		m->whits |= pagebp_watch_hits(b->w, b->wn, lin, imem_gpa(p), 16, (const u8 *)was, (const u8 *)now);
+	}
+	return INTERP_MEM_OK;
+}
+
 /* A REP STOS's part (interp_mem_ops.fill): count elements in lin's page, by the processor's
  * own REP STOS of the same width on the guest's page. Verify mode's shadow holds one write:
  * left there. */
@@ -402,7 +432,8 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 	return DEC_OK;
 }
 
-static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg, imem_fill };
+static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg, imem_fill,
+						 imem_cmpxchg16 };
 
 /* --- coverage ---------------------------------------------------------------------------- */
 

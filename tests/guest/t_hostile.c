@@ -524,7 +524,8 @@ static void test_apic_page_writes(void)
  * non-canonical read (#GP, skipped by the handler), locked read-modify-writes of the
  * reserve and at non-canonical addresses (one by a bit-string offset from a canonical
  * base), INVLPG of the reserve and of a non-canonical address, REP STOSQ onto the reserve and
- * REP STOSB at a non-canonical address, and 6,000 instructions without a branch (its budget ends, the guest goes
+ * REP STOSB at a non-canonical address, LOCK CMPXCHG16B of the reserve and at a non-canonical
+ * and a misaligned address, and 6,000 instructions without a branch (its budget ends, the guest goes
  * on). The results must be the same both ways and the hypervisor intact. */
 struct interp_probe {
 	uint64_t reserve_read, apic_version, straight;
@@ -541,6 +542,10 @@ struct interp_probe {
 	 * after it, and REP STOSB at a non-canonical address (#GP) */
 	uint64_t after_stos;
 	int gp_stos;
+	/* LOCK CMPXCHG16B at the reserve writing back the 16 bytes it finds (ZF), and CMPXCHG16B
+	 * at a non-canonical address and at one not aligned to 16 (#GP each) */
+	uint8_t zf16;
+	int gp_cx16, gp_cx16_align;
 };
 
 /* An indirect JMP to the next instruction: the fast engine stops at it (a direct one it
@@ -602,6 +607,17 @@ static void interp_probe(uint64_t debugctl, struct interp_probe *p)
 	p->after_stos = *res;
 	STOP();
 	p->gp_stos = TRY(2, "rep stosb" ::"D"(bad), "c"(8ull), "a"(0ull) : "memory");
+	STOP();
+	{
+		uint64_t lo = res[0], hi = res[1];
+		asm volatile("lock cmpxchg16b %1; setz %0" : "=q"(p->zf16), "+m"(*(volatile uint64_t(*)[2])res), "+a"(lo), "+d"(hi)
+			     : "b"(lo), "c"(hi) : "cc", "memory");
+	}
+	STOP();
+	p->gp_cx16 = TRY(5, "lock cmpxchg16b (%%rdx)" ::"d"(bad), "a"(0ull), "b"(0ull), "c"(0ull) : "cc", "memory");
+	STOP();
+	p->gp_cx16_align = TRY(5, "lock cmpxchg16b (%%rdx)" ::"d"((uint64_t)(uintptr_t)res + 8), "a"(0ull), "b"(0ull),
+			       "c"(0ull) : "cc", "memory");
 	asm volatile("lea 1f(%%rip), %%r11\njmp *%%r11\n1:\n.rept 6000\naddq $1, %0\n.endr" : "+r"(n)::"r11");
 	p->straight = n;
 	wrmsr(MSR_IA32_DEBUGCTL, 0);
@@ -637,6 +653,10 @@ static void test_interp_memory(void)
 		       b.gp_stos == X86_GP, "interp_hostile_rep_stos",
 	       "vectors %d/%d (REP STOSB, non-canonical); reserve after REP STOSQ %lx/%lx", a.gp_stos, b.gp_stos,
 	       a.after_stos, b.after_stos);
+	report(a.zf16 == b.zf16 && a.gp_cx16 == X86_GP && b.gp_cx16 == X86_GP && a.gp_cx16_align == X86_GP &&
+		       b.gp_cx16_align == X86_GP, "interp_hostile_cmpxchg16b",
+	       "ZF %u/%u at the reserve; vectors %d/%d (non-canonical), %d/%d (misaligned)", a.zf16, b.zf16, a.gp_cx16,
+	       b.gp_cx16, a.gp_cx16_align, b.gp_cx16_align);
 	report_intact("interp_hostile_memory_intact");
 }
 

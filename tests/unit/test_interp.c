@@ -148,6 +148,23 @@ static int mem_cmpxchg(void *ctx, uint64_t lin, uint64_t *old, uint64_t new, uns
 		*old = now;
 	return INTERP_MEM_OK;
 }
+/* CMPXCHG16B: the same, 16 bytes aligned to 16 */
+static int mem_cmpxchg16(void *ctx, uint64_t lin, uint64_t old[2], const uint64_t new[2], bool *done)
+{
+	uint64_t now[2];
+	(void)ctx;
+	if (lin < SANDBOX || lin > SANDBOX + SANDBOX_SIZE - 16 || (lin & 15)) {
+		fprintf(stderr, "FAIL cmpxchg16 at %#llx: outside the sandbox or misaligned\n", (unsigned long long)lin);
+		exit(1);
+	}
+	memcpy(now, (void *)lin, 16);
+	*done = now[0] == old[0] && now[1] == old[1];
+	if (*done)
+		memcpy((void *)lin, new, 16);
+	else
+		old[0] = now[0], old[1] = now[1];
+	return INTERP_MEM_OK;
+}
 /* a REP STOS's part: count elements in one page of the sandbox */
 static int mem_fill(void *ctx, uint64_t lin, uint64_t val, unsigned len, unsigned count)
 {
@@ -163,7 +180,7 @@ static int mem_fill(void *ctx, uint64_t lin, uint64_t val, unsigned len, unsigne
 	return INTERP_MEM_OK;
 }
 static const struct interp_mem_ops ops = { .read = mem_read, .write = mem_write, .fetch = mem_fetch,
-					   .cmpxchg = mem_cmpxchg, .fill = mem_fill };
+					   .cmpxchg = mem_cmpxchg, .fill = mem_fill, .cmpxchg16 = mem_cmpxchg16 };
 
 /* A decode cache as the engine keeps one (trace/interp_engine.c): an entry answers when the
  * bytes at its address are still the ones it was decoded from, and keeps the core's derived
@@ -201,7 +218,8 @@ static int mem_decode(void *ctx, uint64_t lin, const uint8_t **bytes, const stru
 	return DEC_OK;
 }
 static const struct interp_mem_ops ops_cached = { .read = mem_read, .write = mem_write, .fetch = mem_fetch,
-						  .decode = mem_decode, .cmpxchg = mem_cmpxchg, .fill = mem_fill };
+						  .decode = mem_decode, .cmpxchg = mem_cmpxchg, .fill = mem_fill,
+						  .cmpxchg16 = mem_cmpxchg16 };
 static bool use_cache;	/* one random case in four runs through ops_cached */
 
 /* --- random instruction sequences ------------------------------------------------------------- */
@@ -451,6 +469,18 @@ static int lea_target(struct seq *q, int u, struct ib *b)
 	b->rip_kind = 2;
 	b->rip_unit = fwd(q, u);
 	return r;
+}
+
+/* LEA RDI, [RBX + disp] (RBX: DATA_MID, the sandbox's page boundary at + 0x800) */
+static void lea_rdi_rbx(struct ib *b, int32_t disp)
+{
+	op1(b, 0x8d);
+	b->rex = 0x48;
+	set_reg_field(b, 7);
+	b->has_modrm = true;
+	b->modrm = (uint8_t)((b->modrm & 0x38) | 0x80 | 3);
+	b->disp_size = 4;
+	b->disp = disp;
 }
 
 /* One unit: an instruction or a short idiom (the indirect transfers need an address) */
@@ -963,13 +993,7 @@ static void gen_unit(struct seq *q, int u)
 	}
 	case 47: {					/* STOS, REP STOS into the sandbox */
 		/* LEA RDI, [RBX + 0x700..0x8ff]: across the sandbox's page boundary at RBX + 0x800 */
-		op1(b, 0x8d);
-		b->rex = 0x48;
-		set_reg_field(b, 7);
-		b->has_modrm = true;
-		b->modrm = (uint8_t)((b->modrm & 0x38) | 0x80 | 3);
-		b->disp_size = 4;
-		b->disp = 0x700 + (int32_t)rnd(0x200);
+		lea_rdi_rbx(b, 0x700 + (int32_t)rnd(0x200));
 		b = add(q, u);				/* MOV ECX, 0..63 */
 		op1(b, 0xb9);
 		b->nimm = 4;
@@ -989,6 +1013,33 @@ static void gen_unit(struct seq *q, int u)
 			set_vsize(b, true);
 		}
 		b->pf3 = rep;
+		break;
+	}
+	case 40: {					/* [LOCK] CMPXCHG8B/16B [RDI] */
+		/* LEA RDI, [RBX + 0x700..0x8f0]: 16-aligned (CMPXCHG16B's #GP otherwise), near
+		 * the sandbox's page boundary at RBX + 0x800 */
+		bool x16 = rnd(2), eq = rnd(2);
+		lea_rdi_rbx(b, 0x700 + 16 * (int32_t)rnd(0x20));
+		if (eq) {				/* rAX, rDX loaded from the operand: equal */
+			b = add(q, u);			/* MOV rAX, [RDI] */
+			op1(b, 0x8b);
+			b->rex = x16 ? 0x48 : 0;
+			b->has_modrm = true;
+			b->modrm = 0x07;
+			b = add(q, u);			/* MOV rDX, [RDI + 8 or 4] */
+			op1(b, 0x8b);
+			b->rex = x16 ? 0x48 : 0;
+			b->has_modrm = true;
+			b->modrm = 0x57;
+			b->disp_size = 1;
+			b->disp = x16 ? 8 : 4;
+		}
+		b = add(q, u);
+		op2(b, 0xc7);
+		b->lock = rnd(2);
+		b->rex = x16 ? 0x48 : 0;
+		b->has_modrm = true;
+		b->modrm = 0x0f;			/* /1, [RDI] */
 		break;
 	}
 	case 39:					/* SHLD/SHRD Ev, Gv, Ib / CL */

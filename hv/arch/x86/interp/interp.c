@@ -300,6 +300,45 @@ static bool group2(struct step *s, unsigned w, enum interp_shift form, u8 count)
 	return rm_write(s, w, interp_native_shift(form, s->pre->mod != 3, s->pre->grp, w, a, count, &s->n->rflags));
 }
 
+/* CMPXCHG8B m64 (SDM Vol. 2A CMPXCHG8B/CMPXCHG16B): EDX:EAX compared with the operand; equal:
+ * ZF set and ECX:EBX written; else ZF clear, EDX:EAX loaded (each zero-extended: 32-bit
+ * destinations) and the operand written back as it was. Only ZF changes. Its LOCK form is
+ * the core's locked read-modify-write (exec: the write made only where the read still is). */
+static bool cmpxchg8b(struct step *s)
+{
+	u64 dst, cmp = (s->n->gpr[RDX] & 0xffffffffull) << 32 | (s->n->gpr[RAX] & 0xffffffffull);
+	if (!mem_read(s, s->lin, 8, &dst))
+		return false;
+	bool eq = dst == cmp;
+	s->n->rflags = (s->n->rflags & ~RFLAGS_ZF) | (eq ? RFLAGS_ZF : 0);
+	if (eq)
+		return mem_write(s, s->lin, 8, (s->n->gpr[RCX] & 0xffffffffull) << 32 | (s->n->gpr[RBX] & 0xffffffffull));
+	reg_set(s, RAX, 4, dst);
+	reg_set(s, RDX, 4, dst >> 32);
+	return mem_write(s, s->lin, 8, dst);
+}
+
+/* CMPXCHG16B m128: the same with RDX:RAX and RCX:RBX, the operand aligned to 16 (else #GP:
+ * the processor's), made by one locked access (interp_mem_ops.cmpxchg16), the LOCK form's and
+ * the plain one's alike; the registers change after it, when nothing can fail any more. */
+static bool cmpxchg16b(struct step *s)
+{
+	u64 old[2] = { s->n->gpr[RAX], s->n->gpr[RDX] }, new[2] = { s->n->gpr[RBX], s->n->gpr[RCX] };
+	bool done = false;
+	if ((s->lin & 15) || !s->mem->cmpxchg16)
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (!mem_check(s, s->lin, 16))
+		return false;
+	if (s->mem->cmpxchg16(s->ctx, s->lin, old, new, &done) != INTERP_MEM_OK)
+		return leave(s, INTERP_LEAVE_MEMORY);
+	s->n->rflags = (s->n->rflags & ~RFLAGS_ZF) | (done ? RFLAGS_ZF : 0);
+	if (!done) {
+		gpr_set(s, RAX, old[0]);
+		gpr_set(s, RDX, old[1]);
+	}
+	return true;
+}
+
 /* SHLD/SHRD, run in the guest's own form (native.c) as group 2: a memory destination whose
  * masked count is 0 is left. With a count above 16 the 16-bit forms' result and flags are
  * undefined: the processor's own. */
@@ -517,6 +556,10 @@ static inline __attribute__((always_inline)) bool exec_0f(struct step *s)
 			s->lin += (u64)((s64)sext(b, w) >> (w == 8 ? 6 : w == 4 ? 5 : 4)) * w;
 		}
 		return bit_op(s, bt_op[(op >> 3) & 3], w, b);
+	case 0xc7:	/* group 9 /1, memory: CMPXCHG8B / CMPXCHG16B (REX.W); the rest is left */
+		if (s->pre->mod == 3 || s->pre->grp != 1 || s->pre->pfx)
+			return leave(s, INTERP_LEAVE_OPCODE);
+		return s->in->rex & 8 ? cmpxchg16b(s) : cmpxchg8b(s);
 	case 0xa4: case 0xa5: case 0xac: case 0xad:	/* SHLD/SHRD Ev, Gv, Ib/CL (Vol. 2B SHLD, SHRD) */
 		return double_shift(s, w, op >= 0xac, (op & 1) ? INTERP_SHIFT_CL : INTERP_SHIFT_IMM,
 				    (op & 1) ? (u8)s->n->gpr[RCX] : (u8)imm(s));

@@ -90,6 +90,13 @@ struct interp_mem_ops {
 	 * several elements at once is as good: the processor's fast strings make no promise of
 	 * order or atomicity between them, Vol. 1 7.3.9.3). INTERP_MEM_OK, or LEAVE. */
 	int (*fill)(void *ctx, u64 lin, u64 val, unsigned len, unsigned count);
+	/* Optional (NULL: CMPXCHG16B is left): CMPXCHG16B's access (SDM Vol. 2A CMPXCHG8B/
+	 * CMPXCHG16B), as one locked access whether the guest's had LOCK or not: if the 16 bytes
+	 * at lin (aligned to 16: the core makes sure) hold old[0] (low) and old[1], they become
+	 * new[0], new[1] and *done is set; else *done is clear, old gets what is there, and it is
+	 * written back unchanged, as the processor's access writes it either way. A write's
+	 * checks. INTERP_MEM_OK, or LEAVE. */
+	int (*cmpxchg16)(void *ctx, u64 lin, u64 old[2], const u64 new[2], bool *done);
 };
 
 /* Why an instruction was left to the processor (counted per reason and opcode). */
