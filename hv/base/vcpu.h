@@ -195,6 +195,10 @@ struct hv_arch_ops {
 	/* IRET exits as HV_EV_IRET before it runs (true) or not; NULL where
 	 * the processor keeps the guest's NMI blocking itself (VMX) */
 	void (*set_iret_intercept)(struct vcpu *v, bool on);
+	/* Whether the processor itself blocks the guest's NMIs now (VMX's interruptibility
+	 * state, blocking by NMI: an NMI it delivered, or one injected without virtual NMIs).
+	 * NULL: never, every NMI the guest sees is the hypervisor's (trace/nmi.c). */
+	bool (*guest_nmi_blocked)(struct vcpu *v);
 	/* An event goes in at the next entry already: one injected, or one
 	 * whose delivery this exit cut short and the backend injects again
 	 * after core. NULL: never asked (set_iret_intercept NULL). */

@@ -602,6 +602,12 @@ static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp
 	c->la57 = ctl->cr4 & CR4_LA57;	/* IA-32e paging (interp_allowed): 5 levels with LA57 */
 	c->shadow_ok = false;	/* interp_run's loop holds an STI's shadow */
 	c->prefetchw = cpu_prefetchw();
+	/* an NMI the hypervisor delivered (every one under SVM, while tracing under VMX:
+	 * trace/nmi.c) and the processor's own blocking (VMX's interruptibility state): the
+	 * IRET that ends either is the processor's. Verify mode's reference step of an IRET
+	 * pops the engine's TF: left there too */
+	c->iret_ok = !v->trace->nmi_blocked && !v->trace->nmi_pending && !hv.boot.interp_verify &&
+		     !(hv.ops->guest_nmi_blocked && hv.ops->guest_nmi_blocked(v));
 }
 
 /* The interpreted state becomes the vCPU's (each committed instruction's state is whole); a
@@ -651,8 +657,8 @@ void interp_run(struct vcpu *v)
 	c.rep_parts = !counting;	/* nor a REP STOS counted in parts */
 	u64 t0 = rdtsc(), limit = hv.boot.tsc_hz ? hv.boot.tsc_hz / 1000000 * INTERP_BUDGET_US : 200000;
 	u32 n = 0;
-	struct { bool known; u8 kind; u32 type; } kinds[8] = { { false, 0, 0 } };
-	_Static_assert(DEC_BR_RET < 8, "the near transfers the core executes");
+	struct { bool known; u8 kind; u32 type; } kinds[16] = { { false, 0, 0 } };
+	_Static_assert(DEC_BR_RET < 16 && DEC_BR_IRET < 16, "the transfers the core executes");
 	t->interp.runs++;
 	interp_dcache_epoch(&t->dcache);	/* every entry checked again once in this burst */
 	ds_burst_begin(v);
@@ -711,7 +717,7 @@ void interp_run(struct vcpu *v)
 		if (r.branch != DEC_BR_NONE) {
 			/* as the reference engine's step_complete_one: near transfers only here
 			 * (DEC_BR_JCC ... DEC_BR_RET), their kinds asked once a burst */
-			u32 b = (u32)r.branch < 8 ? (u32)r.branch : 0;
+			u32 b = (u32)r.branch < 16 ? (u32)r.branch : 0;
 			if (!kinds[b].known) {
 				struct dec_insn in = { .branch = r.branch };
 				kinds[b].kind = rec_kind_of(&in, &kinds[b].type);
@@ -738,6 +744,14 @@ void interp_run(struct vcpu *v)
 			v->rip = c.rip;
 			v->rflags = c.rflags;
 			t->interp.branches++;
+			if (__builtin_expect(r.branch == DEC_BR_IRET, 0)) {
+				/* as the reference engine's step of one (step_complete_one): the end of
+				 * an NMI's blocking (none here: interp_cpu.iret_ok) and the pacing's
+				 * handler return, which looks at the stack it returned to */
+				sync_back(v, &c);
+				nmi_iret_done(v);
+				trace_irq_iret(v, c.rip);
+			}
 			trace_emit(v, r.from, r.to, m.ctl.cpl, kind, type);	/* its time: the record bucket */
 			if (irq_due(v) || rec_tracing() != tracing)
 				break;

@@ -853,6 +853,11 @@ static bool vmx_irq_blocked(struct vcpu *v)
 	       (vmcs_read32(VMCS_VM_ENTRY_INTERRUPTION_INFORMATION) & VMX_INTR_INFO_VALID);
 }
 
+static bool vmx_guest_nmi_blocked(struct vcpu *v)
+{
+	return vmcs_read32(VMCS_GUEST_INTERRUPTIBILITY_STATE) & VMX_INTR_BLOCKING_BY_NMI;
+}
+
 static void vmx_set_proc_ctl(u32 bit, bool on)
 {
 	u32 proc = vmcs_read32(VMCS_PRIMARY_PROCESSOR_BASED_VM_EXECUTION_CONTROLS);
@@ -1004,6 +1009,7 @@ const struct hv_arch_ops vmx_ops = {
 	.set_intr_intercept = vmx_set_intr_intercept,
 	.inject_interrupt = vmx_inject_interrupt,
 	.irq_blocked = vmx_irq_blocked,
+	.guest_nmi_blocked = vmx_guest_nmi_blocked,
 	.set_irq_window = vmx_set_irq_window,
 	.set_hlt_intercept = vmx_set_hlt_intercept,
 	.inject_nmi = vmx_inject_nmi,

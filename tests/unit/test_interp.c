@@ -249,7 +249,7 @@ struct ib {
 	int rel_size, rel_unit;	/* a relative branch to the start of unit rel_unit */
 };
 
-#define MAX_INSNS 48
+#define MAX_INSNS 128	/* 12 units of at most 10 (IRETQ to itself) */
 struct seq {
 	struct ib in[MAX_INSNS];
 	int unit_of[MAX_INSNS];
@@ -1042,6 +1042,56 @@ static void gen_unit(struct seq *q, int u)
 		b->modrm = 0x0f;			/* /1, [RDI] */
 		break;
 	}
+	case 41: {		/* IRETQ to itself (Linux's sync_core()): the frame pushed, its RFLAGS
+				 * image's arithmetic flags, DF and IF changed at random (IF is kept at
+				 * CPL 3 with IOPL 0) */
+		int r = lea_target(q, u, b), t = r == RCX ? RDX : RCX;
+		b = add(q, u);				/* MOV e(t), SS */
+		op1(b, 0x8c);
+		b->has_modrm = true;
+		b->modrm = (uint8_t)(0xc0 | 2 << 3 | t);
+		b = add(q, u);				/* PUSH t */
+		op1(b, (uint8_t)(0x50 + t));
+		b = add(q, u);				/* LEA t, [RSP + 8] */
+		op1(b, 0x8d);
+		b->rex = 0x48;
+		b->has_modrm = true;
+		b->modrm = (uint8_t)(0x40 | t << 3 | 4);
+		b->has_sib = true;
+		b->sib = 0x24;
+		b->disp_size = 1;
+		b->disp = 8;
+		b = add(q, u);				/* PUSH t */
+		op1(b, (uint8_t)(0x50 + t));
+		b = add(q, u);				/* PUSHFQ */
+		op1(b, 0x9c);
+		if (rnd(2)) {				/* XOR QWORD [RSP], flags */
+			b = add(q, u);
+			op1(b, 0x81);
+			b->rex = 0x48;
+			b->has_modrm = true;
+			b->modrm = 6 << 3 | 4;
+			b->has_sib = true;
+			b->sib = 0x24;
+			uint32_t x = (uint32_t)(unit_rand() & (INTERP_ARITH_FLAGS | RFLAGS_DF | RFLAGS_IF));
+			b->nimm = 4;
+			memcpy(b->imm, &x, 4);
+		}
+		b = add(q, u);				/* MOV e(t), CS */
+		op1(b, 0x8c);
+		b->has_modrm = true;
+		b->modrm = (uint8_t)(0xc0 | 1 << 3 | t);
+		b = add(q, u);				/* PUSH t */
+		op1(b, (uint8_t)(0x50 + t));
+		b = add(q, u);				/* PUSH r: the return address */
+		op1(b, (uint8_t)(0x50 + (r & 7)));
+		if (r & 8)
+			b->rex = 0x41;
+		b = add(q, u);				/* IRETQ */
+		op1(b, 0xcf);
+		b->rex = 0x48;
+		break;
+	}
 	case 39:					/* SHLD/SHRD Ev, Gv, Ib / CL */
 		o = (uint8_t[]){ 0xa4, 0xa5, 0xac, 0xad }[rnd(4)];
 		op2(b, o);
@@ -1276,6 +1326,7 @@ static void init_cpu(struct interp_cpu *c)
 	c->rip = CODE;
 	c->prefetchw = host_prefetchw;
 	c->rep_parts = true;	/* clear: a REP STOS across a page is left (directed) */
+	c->iret_ok = true;	/* no NMI blocking in a host process */
 	/* the host runs the native side at CPL 3 with IOPL 0 (CLI, STI are then left; POPF keeps
 	 * IF), with its own segment selectors (MOV r/m, Sreg) */
 	c->cpl = 3;
@@ -1564,6 +1615,49 @@ static void directed(void)
 		CHECK(st == INTERP_LEAVE_MEMORY && c.gpr[RCX] == 3 && c.rip == 0x400000,
 		      "LOCK XADD losing every race: left (%d), ECX %llu", st, (unsigned long long)c.gpr[RCX]);
 		d_races = 0;
+	}
+	{	/* IRETQ: the same CS and SS, NMIs not blocked; the frame at RSP = 0x1000 */
+		struct interp_cpu k;
+		const uint64_t cf = RFLAGS_CF, df = RFLAGS_DF, fif = RFLAGS_IF;
+		uint64_t fr[5] = { 0x400100, 0x10, 0x2 | cf | df, 0x2000, 0x18 };
+#define IRET_CASE(flags_now, img, cpl_, ok_)						\
+		(memset(&k, 0, sizeof(k)), k.rflags = (flags_now), k.cpl = (cpl_), k.sel[1] = 0x10,	\
+		 k.sel[2] = 0x18, k.iret_ok = (ok_), k.gpr[RSP] = 0x1000, fr[2] = (img),	\
+		 memcpy(dmem, fr, sizeof(fr)), DSTEP(&k, &r, 0x48, 0xcf))
+		CHECK(IRET_CASE(0x2 | fif, 0x2 | cf | df, 0, true) == 0 && k.rip == 0x400100 && k.gpr[RSP] == 0x2000 &&
+		      k.rflags == (0x2 | cf | df) && r.branch == DEC_BR_IRET && r.taken && r.from == 0x400000 &&
+		      r.to == 0x400100, "IRETQ at CPL 0: RIP %llx RSP %llx RFLAGS %llx (IF cleared)",
+		      (unsigned long long)k.rip, (unsigned long long)k.gpr[RSP], (unsigned long long)k.rflags);
+		CHECK(IRET_CASE(0x2, 0x2 | fif, 0, true) == 0 && k.rflags == (0x2 | fif), "IRETQ at CPL 0 sets IF");
+		CHECK(IRET_CASE(0x2 | fif, 0x2, 3, true) == 0 && k.rflags == (0x2 | fif),
+		      "IRETQ at CPL 3, IOPL 0: IF kept (%llx)", (unsigned long long)k.rflags);
+		CHECK(IRET_CASE(0x2, 0x2 | fif, 3, true) == 0 && k.rflags == 0x2,
+		      "IRETQ at CPL 3, IOPL 0: IF kept clear (%llx)", (unsigned long long)k.rflags);
+		static const struct { uint64_t now, img; const char *what; } left[] = {
+			{ 0x2, 0x2 | (3ull << 12), "an IOPL change" }, { 0x2, 0x2 | RFLAGS_TF, "TF" },
+			{ 0x2, 0x2 | RFLAGS_RF, "RF popped" }, { 0x2, 0x2 | RFLAGS_AC, "an AC change" },
+			{ 0x2, 0x2 | RFLAGS_NT, "NT popped" }, { 0x2 | RFLAGS_NT, 0x2 | RFLAGS_NT, "NT now (#GP)" },
+			{ 0x2, 0x2 | RFLAGS_VIF, "a VIF change" },
+		};
+		for (unsigned i = 0; i < sizeof(left) / sizeof(left[0]); i++)
+			CHECK(IRET_CASE(left[i].now, left[i].img, 0, true) == INTERP_LEAVE_OPCODE && k.rip == 0x400000 &&
+			      k.gpr[RSP] == 0x1000 && k.rflags == left[i].now, "IRETQ with %s: left, nothing changed",
+			      left[i].what);
+		CHECK(IRET_CASE(0x2, 0x2, 0, false) == INTERP_LEAVE_OPCODE, "IRETQ while NMIs are blocked: left");
+		fr[1] = 0x33;
+		CHECK(IRET_CASE(0x2, 0x2, 0, true) == INTERP_LEAVE_OPCODE, "IRETQ to another CS: left");
+		fr[1] = 0x10;
+		fr[4] = 0x2b;
+		CHECK(IRET_CASE(0x2, 0x2, 0, true) == INTERP_LEAVE_OPCODE, "IRETQ to another SS: left");
+		fr[4] = 0x18;
+		fr[0] = 0x8000000000000000ull;
+		CHECK(IRET_CASE(0x2, 0x2, 0, true) == INTERP_LEAVE_TARGET && k.gpr[RSP] == 0x1000,
+		      "IRETQ to a non-canonical RIP: left (#GP)");
+		fr[0] = 0x400100;
+		k.iret_ok = true;
+		k.gpr[RSP] = 0x1000;
+		CHECK(DSTEP(&k, &r, 0xcf) == INTERP_LEAVE_OPCODE, "IRETD (no REX.W): left");
+#undef IRET_CASE
 	}
 	CHECK(DSTEP(&c, &r, 0x0f, 0x31) == INTERP_LEAVE_OPCODE && r.map == 1 && r.opcode == 0x31, "RDTSC: left");
 	/* 0F 01: RDTSCP and INVLPG left, counted as two instructions (the register form's key is

@@ -7,6 +7,7 @@
 #include "arch/x86/paging.h"
 
 enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI };
+enum { SREG_ES, SREG_CS, SREG_SS };	/* interp_cpu.sel[]: ModRM.reg's Sreg order */
 
 /* One step's working state. The instruction changes the caller's register file in place (n);
  * every register it changes is first noted in the undo log, so that a leave after a change (a
@@ -612,6 +613,45 @@ static bool popf(struct step *s, u64 img)
 	return true;
 }
 
+/* IRETQ (Vol. 2A IRET, IA-32e mode): RIP, CS, RFLAGS, RSP and SS popped, in that order.
+ * Interpreted only where it returns to the same privilege level with the CS and SS selectors
+ * the vCPU already has (an interrupt or exception that came in kernel code; Linux's
+ * sync_core(), IRET to itself): their descriptors are then taken as the ones loaded (a guest
+ * that rewrote its GDT's entry under a loaded selector and counts on IRET to reload it is
+ * outside this), and only when NMIs are not blocked (interp_cpu.iret_ok). RFLAGS as POPF
+ * takes them, IF at CPL <= IOPL, IOPL at CPL 0, plus RF, VIF and VIP; a change of TF, NT, AC,
+ * ID, IOPL, VIF or VIP, a popped RF, and RFLAGS.NT now (a task return: #GP in IA-32e mode)
+ * are left. A non-canonical RIP is left (#GP). */
+static bool iretq(struct step *s)
+{
+	u64 sp = s->n->gpr[RSP], rip, cs, img, rsp, ss;
+	if (!(s->in->rex & 8) || (s->pre->pfx & INTERP_PFX_66))
+		return leave(s, INTERP_LEAVE_OPCODE);	/* IRETD, IRET: other frames */
+	if (!s->n->iret_ok || (s->n->rflags & RFLAGS_NT) || s->n->cet)
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (!mem_read(s, sp, 8, &rip) || !mem_read(s, sp + 8, 8, &cs) || !mem_read(s, sp + 16, 8, &img) ||
+	    !mem_read(s, sp + 24, 8, &rsp) || !mem_read(s, sp + 32, 8, &ss))
+		return false;
+	if ((u16)cs != s->n->sel[SREG_CS] || (u16)ss != s->n->sel[SREG_SS])
+		return leave(s, INTERP_LEAVE_OPCODE);
+	u64 old = s->n->rflags;
+	u64 chg = INTERP_ARITH_FLAGS | RFLAGS_TF | RFLAGS_DF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | RFLAGS_RF |
+		  RFLAGS_VIF | RFLAGS_VIP;
+	if (s->n->cpl == 0)
+		chg |= RFLAGS_IOPL;
+	if (if_allowed(s))
+		chg |= RFLAGS_IF;
+	u64 now = (old & ~chg) | (img & chg);
+	if (((now ^ old) & (RFLAGS_TF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | RFLAGS_IOPL | RFLAGS_VIF | RFLAGS_VIP)) ||
+	    (now & RFLAGS_RF))
+		return leave(s, INTERP_LEAVE_OPCODE);
+	if (!jump(s, rip))
+		return false;
+	s->n->rflags = now;
+	gpr_set(s, RSP, rsp);
+	return true;
+}
+
 /* CLI / STI (Vol. 2A CLI, Vol. 2B STI): at CPL <= IOPL they clear or set IF; otherwise #GP, or
  * VIF with CR4.PVI at CPL 3: left. An STI that sets IF blocks interrupts until the next
  * instruction completes: only when the caller can hold that shadow (interp_cpu.shadow_ok). */
@@ -859,6 +899,8 @@ static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
 		/* a 32- or 64-bit register gets the selector zero-extended, a 16-bit one merges */
 		reg_set(s, s->pre->rm, s->in->opsize, s->n->sel[s->pre->grp]);
 		return true;
+	case 0xcf:		/* IRETQ */
+		return iretq(s);
 	case 0x9c:		/* PUSHFQ: RF and VM are cleared in the image (Vol. 2B PUSHF) */
 		if ((s->pre->pfx & INTERP_PFX_66))
 			return leave(s, INTERP_LEAVE_PREFIX);

@@ -41,6 +41,9 @@ struct interp_cpu {
 	 * then counts as an instruction of the caller's. Clear (the virtual PMU counts retired
 	 * instructions): one that does not end in its first part is left */
 	bool rep_parts;
+	/* NMIs are not blocked now (SDM Vol. 3 6.7.1): an IRET would end that blocking, which only
+	 * the processor's own IRET (or the caller, who knows) can do. Clear: IRETQ is left */
+	bool iret_ok;
 };
 _Static_assert(__builtin_offsetof(struct interp_cpu, gpr) == 0 && sizeof(((struct interp_cpu *)0)->gpr) == 128,
 	       "gpr[] first, 16 registers");
