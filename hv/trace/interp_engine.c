@@ -238,6 +238,28 @@ static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
 	return INTERP_MEM_OK;
 }
 
+/* A locked read-modify-write's operand of len bytes at lin (aligned to len: a split lock, perhaps
+ * across pages, goes to the processor): the host's pointer to it, walked for writing, or NULL.
+ * Verify mode's shadow buffers no locked access: NULL there. */
+static u8 *imem_locked(struct imem *m, u64 lin, unsigned len)
+{
+	if ((lin & (len - 1)) || m->shadow)
+		return NULL;
+	u8 *p = imem_page(m, lin, PGWALK_WRITE);
+	if (!p)
+		return NULL;
+	p += lin & (PAGE_SIZE - 1);
+	interp_code_written(&m->v->trace->dcache, p, p + len - 1);
+	return p;
+}
+
+/* A locked read-modify-write at p seen by the debugger's watchpoints: was read, now written */
+static void imem_watch_rmw(struct imem *m, u64 lin, const u8 *p, unsigned len, const void *was, const void *now)
+{
+	const struct dbg_bps *b = &m->v->trace->dbg_bps;
+	m->whits |= pagebp_watch_hits(b->w, b->wn, lin, imem_gpa(p), len, was, now);
+}
+
 /* A locked read-modify-write's write (interp_mem_ops.cmpxchg): one LOCK CMPXCHG of the
  * guest's bytes, so that another vCPU's write between the instruction's read and this one is
  * seen, not overwritten. Aligned only: a split lock (misaligned, perhaps across pages) goes to
@@ -245,13 +267,9 @@ static int imem_write(void *ctx, u64 lin, const void *buf, unsigned len)
 static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, bool *done)
 {
 	struct imem *m = ctx;
-	if ((lin & (len - 1)) || m->shadow)
-		return INTERP_MEM_LEAVE;
-	u8 *p = imem_page(m, lin, PGWALK_WRITE);
+	u8 *p = imem_locked(m, lin, len);
 	if (!p)
 		return INTERP_MEM_LEAVE;
-	p += lin & (PAGE_SIZE - 1);
-	interp_code_written(&m->v->trace->dcache, p, p + len - 1);
 	/* one width's LOCK CMPXCHG: what it found goes back in *old */
 #define IMEM_CAS(T)                                                                                        \
 	do {                                                                                               \
@@ -270,8 +288,7 @@ static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, boo
 		/* a read and a write, the old value written back where it did not compare equal
 		 * (SDM Vol. 2A CMPXCHG: the destination is written either way) */
 		u64 was = *old, now = *done ? new : *old;
-		const struct dbg_bps *b = &m->v->trace->dbg_bps;
-		m->whits |= pagebp_watch_hits(b->w, b->wn, lin, imem_gpa(p), len, (const u8 *)&was, (const u8 *)&now);
+		imem_watch_rmw(m, lin, p, len, &was, &now);
 	}
 	return INTERP_MEM_OK;
 }
@@ -282,13 +299,9 @@ static int imem_cmpxchg(void *ctx, u64 lin, u64 *old, u64 new, unsigned len, boo
 static int imem_cmpxchg16(void *ctx, u64 lin, u64 old[2], const u64 new[2], bool *done)
 {
 	struct imem *m = ctx;
-	if ((lin & 15) || m->shadow)
-		return INTERP_MEM_LEAVE;
-	u8 *p = imem_page(m, lin, PGWALK_WRITE);
+	u8 *p = imem_locked(m, lin, 16);
 	if (!p)
 		return INTERP_MEM_LEAVE;
-	p += lin & (PAGE_SIZE - 1);
-	interp_code_written(&m->v->trace->dcache, p, p + 15);
 	u64 was[2] = { old[0], old[1] };	/* what was there, if it compared equal */
 	struct { u64 lo, hi; } __attribute__((aligned(16))) *q = (void *)p;
 	asm volatile("lock cmpxchg16b %[m]"
@@ -300,8 +313,7 @@ static int imem_cmpxchg16(void *ctx, u64 lin, u64 old[2], const u64 new[2], bool
 		const u64 *now = *done ? new : old;
 		if (!*done)
 			was[0] = old[0], was[1] = old[1];
-		const struct dbg_bps *b = &m->v->trace->dbg_bps;
-		m->whits |= pagebp_watch_hits(b->w, b->wn, lin, imem_gpa(p), 16, (const u8 *)was, (const u8 *)now);
+		imem_watch_rmw(m, lin, p, 16, was, now);
 	}
 	return INTERP_MEM_OK;
 }

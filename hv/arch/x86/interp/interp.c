@@ -592,6 +592,21 @@ static bool if_allowed(const struct step *s)
 	return s->n->cpl <= (s->n->rflags & RFLAGS_IOPL) >> RFLAGS_IOPL_SHIFT;
 }
 
+/* RFLAGS loaded from an image as POPF and IRET load them: the arithmetic flags, TF, DF, NT, AC, ID
+ * and `more`, IF at CPL <= IOPL, IOPL at CPL 0, the rest kept. False (left) where TF, NT, AC,
+ * ID, IOPL or one of `more` but RF would change. */
+static bool flags_image(struct step *s, u64 img, u64 more, u64 *now)
+{
+	u64 old = s->n->rflags;
+	u64 chg = INTERP_ARITH_FLAGS | RFLAGS_TF | RFLAGS_DF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | more;
+	if (s->n->cpl == 0)
+		chg |= RFLAGS_IOPL;
+	if (if_allowed(s))
+		chg |= RFLAGS_IF;
+	*now = (old & ~chg) | (img & chg);
+	return !((*now ^ old) & (RFLAGS_TF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | RFLAGS_IOPL | (more & ~RFLAGS_RF)));
+}
+
 /* POPF in 64-bit mode (Vol. 2B POPF, protected mode): the arithmetic flags, TF, DF, NT, AC and
  * ID from the image; IF only at CPL <= IOPL, IOPL only at CPL 0 (else silently kept); VIP, VIF
  * and VM unaffected, RF cleared. Interpreted when only the arithmetic flags, DF and IF change:
@@ -600,16 +615,10 @@ static bool if_allowed(const struct step *s)
  * STI's); the engine looks for a held interrupt after it. */
 static bool popf(struct step *s, u64 img)
 {
-	u64 old = s->n->rflags;
-	u64 chg = INTERP_ARITH_FLAGS | RFLAGS_TF | RFLAGS_DF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID;
-	if (s->n->cpl == 0)
-		chg |= RFLAGS_IOPL;
-	if (if_allowed(s))
-		chg |= RFLAGS_IF;
-	u64 now = ((old & ~chg) | (img & chg)) & ~RFLAGS_RF;
-	if ((now ^ old) & (RFLAGS_TF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | RFLAGS_IOPL))
+	u64 now;
+	if (!flags_image(s, img, 0, &now))
 		return leave(s, INTERP_LEAVE_OPCODE);
-	s->n->rflags = now;
+	s->n->rflags = now & ~RFLAGS_RF;
 	return true;
 }
 
@@ -634,16 +643,8 @@ static bool iretq(struct step *s)
 		return false;
 	if ((u16)cs != s->n->sel[SREG_CS] || (u16)ss != s->n->sel[SREG_SS])
 		return leave(s, INTERP_LEAVE_OPCODE);
-	u64 old = s->n->rflags;
-	u64 chg = INTERP_ARITH_FLAGS | RFLAGS_TF | RFLAGS_DF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | RFLAGS_RF |
-		  RFLAGS_VIF | RFLAGS_VIP;
-	if (s->n->cpl == 0)
-		chg |= RFLAGS_IOPL;
-	if (if_allowed(s))
-		chg |= RFLAGS_IF;
-	u64 now = (old & ~chg) | (img & chg);
-	if (((now ^ old) & (RFLAGS_TF | RFLAGS_NT | RFLAGS_AC | RFLAGS_ID | RFLAGS_IOPL | RFLAGS_VIF | RFLAGS_VIP)) ||
-	    (now & RFLAGS_RF))
+	u64 now;
+	if (!flags_image(s, img, RFLAGS_RF | RFLAGS_VIF | RFLAGS_VIP, &now) || (now & RFLAGS_RF))
 		return leave(s, INTERP_LEAVE_OPCODE);
 	if (!jump(s, rip))
 		return false;
