@@ -612,7 +612,8 @@ t_svm_irq_once() {
 	expect 'GUEST-TEST: PASS: irq_8259_delivered'
 	expect 'GUEST-TEST: PASS: injected_interrupt_delivered_once'
 	expect 'GUEST-TEST: PASS: irq_8259_lower_level_not_starved'
-	expect 'SUMMARY: t_irq: 3 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: irq_isr_balanced'
+	expect 'SUMMARY: t_irq: 4 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	finish svm-irq-once
 }
@@ -629,7 +630,8 @@ t_svm_irq_8259_traced() {
 	expect 'recorder: .*tracing from boot'
 	expect 'hvtrace: vcpu 0: interrupts from the 8259 held for pacing end in service there at once'
 	expect 'GUEST-TEST: PASS: irq_8259_lower_level_not_starved'
-	expect 'SUMMARY: t_irq: 3 passed, 0 failed, 0 skipped'
+	expect 'GUEST-TEST: PASS: irq_isr_balanced'
+	expect 'SUMMARY: t_irq: 4 passed, 0 failed, 0 skipped'
 	reject 'hvtrace: error'
 	finish svm-irq-8259-traced
 }

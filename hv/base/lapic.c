@@ -65,6 +65,20 @@ bool lapic_irq_pending(void)
 	return false;
 }
 
+int lapic_isr_highest(void)
+{
+	u64 base = rdmsr(MSR_IA32_APICBASE);
+	if (!(base & APICBASE_EN))
+		return -1;
+	bool x2 = base & APICBASE_EXTD;
+	for (int w = 7; w >= 0; w--) {
+		u32 isr = lapic_read_in(x2, APIC_ISR0 + 0x10 * (u32)w);
+		if (isr)
+			return 32 * w + 31 - __builtin_clz(isr);
+	}
+	return -1;
+}
+
 /* xAPIC: waits (bounded) for the previous IPI to leave, SDM 11.6.1 */
 static void icr_wait_idle(void)
 {

@@ -24,6 +24,9 @@ bool lapic_x2apic_mode(void);
  * from the 8259 through LINT0 (neither is in the IRR). Root mode; reads IRR7 down to the
  * first word with a bit set, then the PPR. */
 bool lapic_irq_pending(void);
+/* The highest vector in service (ISR7 down to ISR0, SDM Vol. 3 11.8.4); -1: none, or the
+ * APIC disabled. Root mode. */
+int lapic_isr_highest(void);
 /* Its decision: `irr`, the IRR's word `word` (vectors 32 * word ... + 31), the highest one
  * with a bit set; `ppr`, the PPR. Pure (tests/unit/test_icr.c). */
 static inline bool lapic_irr_above_ppr(u32 word, u32 irr, u32 ppr)

@@ -108,10 +108,44 @@ static void release_8259(struct vcpu *v, u8 vector)
 			 "there (a rotated priority?): left in service (said once)", v->id, (u32)vector);
 }
 
+/*
+ * The vector came again while one is held. The hypervisor's acknowledgement
+ * set its in-service bit at the local APIC, where on hardware the second
+ * would have waited in the IRR behind the first and merged with it (SDM
+ * Vol. 3 11.8.4: the IRR holds one request per vector): the guest will take
+ * one and EOI one, so that bit is ended here. The guest's EOI is not
+ * specific: it ends the highest vector in service, and the hypervisor holds
+ * some in service that the guest has not yet been given. A lower vector the
+ * pacing lets go first (trace/pace.c pace_pick) is ended by the guest's EOI
+ * of the higher one's bit; the APIC then delivers the higher one again
+ * while the first is still held, and without this each such pair left one
+ * bit in service for ever, which blocked every vector of its priority class
+ * and below: Debian's traced boot lost its PIT's vector 0x30 that way,
+ * under the local APIC timer's 0xec, and with it the serial port's 0x25 (no
+ * output from /init). One the APIC just delivered is above the processor
+ * priority, so the highest in service: any other is not this
+ * acknowledgement's (an ExtINT from the 8259, whose in-service bit is its
+ * own: release_8259) and stays.
+ */
+static bool merge_held(struct vcpu *v, u8 vector)
+{
+	static bool said;
+	if (!vecset_has(v->irq_held, vector) || lapic_isr_highest() != vector)
+		return false;
+	lapic_write(APIC_EOI, 0);
+	v->irq_merged++;
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		LOG_INFO("vcpu %u: vector %u came again while held: merged with it, as the local APIC's IRR "
+			 "would (said once; dispatch/irq.c merge_held)", v->id, (u32)vector);
+	return true;
+}
+
 void irq_hold(struct vcpu *v, u8 vector)
 {
-	vecset_set(v->irq_held, vector);
-	release_8259(v, vector);
+	if (!merge_held(v, vector)) {
+		vecset_set(v->irq_held, vector);
+		release_8259(v, vector);
+	}
 	trace_irq_arrived(v, vector);
 }
 

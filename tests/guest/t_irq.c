@@ -30,6 +30,19 @@
  * paced interrupt's handler ends, and with its in-service bit held at the
  * 8259 meanwhile the RTC's was never acknowledged (tests/integration.sh
  * svm-irq-8259-traced; hv/dispatch/irq.c release_8259).
+ *
+ * Every in-service bit ends (irq_isr_balanced): the local APIC timer ticks
+ * at the high vector IRQ_H, periodic and faster than its handler (which
+ * waits H_US) returns, while the main loop sends itself the lower vector
+ * IRQ_L again and again and takes each at an STI. Traced, the tick is
+ * paced and held (acknowledged at the APIC, its in-service bit set) while
+ * IRQ_L, unpaced, goes first; IRQ_L's EOI then ends the tick's bit, not
+ * its own, and the tick came again while still held: the hypervisor must
+ * merge the two as the IRR would (hv/dispatch/irq.c merge_held). Before it
+ * one bit stayed in service for ever and every vector of its class and
+ * below was blocked (Debian's traced boot lost its serial port's
+ * interrupt so). After the timer stops: no bit in service, and one more
+ * IRQ_L arrives.
  */
 #include "guest.h"
 
@@ -37,6 +50,10 @@
 #define PIC_BASE 0x40
 #define X_MS 300
 #define PIT_COUNT 1193	/* 1 ms at 1.193182 MHz */
+#define IRQ_H 0xe3
+#define IRQ_L 0x53
+#define H_US 200
+#define L_ROUNDS 20
 
 volatile uint64_t x_count __attribute__((visibility("hidden")));
 volatile uint64_t x_depth __attribute__((visibility("hidden")));
@@ -48,6 +65,12 @@ volatile uint64_t rtc_count __attribute__((visibility("hidden")));
 extern char irq_x_handler[] __attribute__((visibility("hidden")));
 extern char irq_z_handler[] __attribute__((visibility("hidden")));
 extern char irq_rtc_handler[] __attribute__((visibility("hidden")));
+volatile uint64_t h_count __attribute__((visibility("hidden")));
+volatile uint64_t h_ticks __attribute__((visibility("hidden")));	/* the handler's wait, in TSC ticks */
+volatile uint64_t l_count __attribute__((visibility("hidden")));
+volatile uint64_t hl_eoi __attribute__((visibility("hidden")));	/* xAPIC EOI register, 0: x2APIC */
+extern char irq_h_handler[] __attribute__((visibility("hidden")));
+extern char irq_l_handler[] __attribute__((visibility("hidden")));
 
 /* IRQ_X: counted, its nesting depth kept; waits (bounded) for the TSC to
  * reach x_until, then EOI to the local APIC. No PAUSE in the wait: QEMU's
@@ -95,6 +118,45 @@ asm(".pushsection .text\n"
     "	movb $0x20, %al\n"
     "	outb %al, $0xa0\n"
     "	outb %al, $0x20\n"
+    "	popq %rax\n"
+    "	iretq\n"
+    /* IRQ_H: counted, waits h_ticks (bounded), EOI; IRQ_L: counted, EOI */
+    "irq_h_handler:\n"
+    "	pushq %rax\n"
+    "	pushq %rcx\n"
+    "	pushq %rdx\n"
+    "	pushq %rsi\n"
+    "	incq h_count(%rip)\n"
+    "	rdtsc\n"
+    "	shlq $32, %rdx\n"
+    "	orq %rdx, %rax\n"
+    "	movq %rax, %rsi\n"
+    "	addq h_ticks(%rip), %rsi\n"
+    "	movl $100000, %ecx\n"
+    "4:	pushq %rcx\n"
+    "	rdtsc\n"
+    "	popq %rcx\n"
+    "	shlq $32, %rdx\n"
+    "	orq %rdx, %rax\n"
+    "	cmpq %rsi, %rax\n"
+    "	jae 5f\n"
+    "	decl %ecx\n"
+    "	jnz 4b\n"
+    "5:\n"
+    ASM_EOI("hl_eoi")
+    "	popq %rsi\n"
+    "	popq %rdx\n"
+    "	popq %rcx\n"
+    "	popq %rax\n"
+    "	iretq\n"
+    "irq_l_handler:\n"
+    "	pushq %rax\n"
+    "	pushq %rcx\n"
+    "	pushq %rdx\n"
+    "	incq l_count(%rip)\n"
+    ASM_EOI("hl_eoi")
+    "	popq %rdx\n"
+    "	popq %rcx\n"
     "	popq %rax\n"
     "	iretq\n"
     ".popsection\n");
@@ -204,11 +266,63 @@ static void test_injected_once(void)
 	       "vector %x taken %lu times, nested %lu deep", IRQ_X, x_count, x_max);
 }
 
+/* IRQ_L to this processor, and the loop that takes it (IF open at an STI) until its handler ran:
+ * true when it did within the bound */
+static bool self_l(void)
+{
+	uint64_t before = l_count;
+	apic_reg_write(APIC_ICR_LO, IRQ_L | ICR_DM_FIXED | ICR_LEVEL_ASSERT | ICR_DEST_SELF);
+	for (int i = 0; i < 30000 && l_count == before; i++)
+		asm volatile("sti; nop; nop; cli" ::: "memory");
+	return l_count != before;
+}
+
+static void test_isr_balanced(void)
+{
+	uint64_t fl = irq_save();
+	struct gate gh = handle_exception(IRQ_H, irq_h_handler), gl = handle_exception(IRQ_L, irq_l_handler);
+	hl_eoi = x2apic_mode() ? 0 : (uint64_t)(uintptr_t)xapic_reg(APIC_EOI);
+	uint32_t lvtt = apic_reg_read(APIC_LVTT), tdcr = apic_reg_read(APIC_TDCR), tmict = apic_reg_read(APIC_TMICT);
+	uint64_t t0 = rdtsc();
+	uefi_call_wrapper(BS->Stall, 1, 1000);
+	h_ticks = (rdtsc() - t0) * H_US / 1000;
+	h_count = l_count = 0;
+	/* the timer's period: H_US / 2 at QEMU's and Bochs's 1 GHz APIC clock (divide by 1) */
+	apic_reg_write(APIC_TMICT, 0);
+	apic_reg_write(APIC_TDCR, 0xb);
+	apic_reg_write(APIC_LVTT, IRQ_H | LVT_TIMER_PERIODIC);
+	apic_reg_write(APIC_TMICT, H_US * 1000 / 2);
+	unsigned missed = 0;
+	for (unsigned r = 0; r < L_ROUNDS; r++)
+		missed += !self_l();
+	apic_reg_write(APIC_LVTT, IRQ_H | LVT_MASKED);
+	apic_reg_write(APIC_TMICT, 0);
+	/* the ticks still held or pending go in */
+	for (int i = 0; i < 20000; i++)
+		asm volatile("sti; nop; nop; cli" ::: "memory");
+	uint32_t isr[8], in_service = 0;
+	for (uint32_t w = 0; w < 8; w++)
+		in_service |= isr[w] = apic_reg_read(APIC_ISR0 + 0x10 * w);
+	bool last = self_l();
+	apic_reg_write(APIC_LVTT, lvtt);
+	apic_reg_write(APIC_TDCR, tdcr);
+	apic_reg_write(APIC_TMICT, tmict);
+	gate_restore(IRQ_H, gh);
+	gate_restore(IRQ_L, gl);
+	irq_restore(fl);
+	report_info("isr balance: IRQ_H taken %lu times, IRQ_L %lu (%u rounds, %u missed), ISR 1 %x 2 %x 7 %x",
+		    h_count, l_count, L_ROUNDS, missed, isr[1], isr[2], isr[7]);
+	report(!in_service && last && !missed && h_count >= 3, "irq_isr_balanced",
+	       "after the timer: %s in service, a last IRQ_L %s; %u of %u rounds' IRQ_L missed, the timer taken %lu times",
+	       in_service ? "vectors still" : "nothing", last ? "taken" : "never taken", missed, L_ROUNDS, h_count);
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	guest_init(image, systab, "t_irq");
 	report_info("running %s hvtrace", under_hvtrace() ? "under" : "without");
 	test_injected_once();
 	test_lower_level_not_starved();
+	test_isr_balanced();
 	report_done();
 }

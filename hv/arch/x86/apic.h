@@ -38,6 +38,7 @@
 #define LVT_DM_NMI	(4u << 8)
 #define LVT_DM_EXTINT	(7u << 8)
 #define LVT_MASKED	(1u << 16)
+#define LVT_TIMER_PERIODIC (1u << 17)	/* LVT timer mode 01 (11.5.4, Figure 11-8) */
 
 /* Interrupt command register (11.6.1, Figure 11-12; x2APIC: 11.12.9) */
 #define ICR_VECTOR_MASK		0xffu
