@@ -10,7 +10,9 @@
 #   vmx-linux       enable = yes, one processor: /init with the CPU's
 #                   hypervisor flag and the guest agent's hypercall answered
 #   vmx-linux-traced  enable = yes, traced from start_kernel for 20,000
-#                   records (the fast engine, the flight recorder)
+#                   records (the fast engine, the flight recorder), which
+#                   the host takes out of Bochs and checks: the recorder's
+#                   exact counts, `hvtrace report --calls` with vmlinux
 #   vmx-linux-smp-bare, vmx-linux-smp
 #                   the same kernel with SMP and ACPI (tests/linux/
 #                   tiny-smp.config, $TINY_SMP_DIR) on two processors,
@@ -95,24 +97,121 @@ t_vmx_linux() {
 
 # traced from start_kernel (nokaslr: its address from the kernel's
 # System.map) for 20,000 records by the default (fast) engine into the
-# flight recorder, in reserved RAM (Bochs has no ivshmem): the recorder
+# flight recorder (1 MiB: 32,768 records, so none is overwritten), in
+# reserved RAM (Bochs has no ivshmem): the recorder
 # says it started there and stopped at the count, and the kernel goes on
-# to /init
+# to /init. The host takes the records out of Bochs: once tracing has
+# stopped, bochs.sh --save-chan writes the channel with Bochs's debugger
+# (chan.raw, a raw image of memory from the channel's address), and
+# vmx_linux_traced_check reads it with hvtrace
 t_vmx_linux_traced() {
+	local name=vmx-linux-traced
 	local map=${TINY_DIR:-$BUILD/cache/tiny-linux}/System.map
 	local sk=$(awk '$3 == "start_kernel" { print $1 }' "$map" 2>/dev/null)
 	if [ -z "$sk" ]; then
 		LOG=/dev/null ELAPSED=0 REASONS="; no start_kernel in $map"
 	else
-		VMX_LINUX_CFG=$(printf 'flight.size = 4M\ntrace.start = 0x%s\ntrace.stop = records:20000' "$sk")
-		vmx_linux vmx-linux-traced yes 900 "$TINY" "" &&
+		VMX_LINUX_CFG=$(printf 'flight.size = 1M\ntrace.start = 0x%s\ntrace.stop = records:%s' "$sk" $TRACED_RECORDS)
+		vmx_linux $name yes 900 "$TINY" "" --save-chan "$RUNS/$name/chan.raw" &&
 			{ expect 'hvtrace: recorder: channel at [0-9a-f]+ \(reserved RAM'
 			  expect "hvtrace: recorder: tracing starts at 0*$sk\$"
-			  expect 'hvtrace: recorder: tracing stopped \(trace.stop records reached\) after 20000 records'
-			  expect 'HVTRACE-GUEST: cpu flag hypervisor: yes'; }
+			  expect "hvtrace: recorder: tracing stopped \(trace.stop records reached\) after $TRACED_RECORDS records"
+			  expect 'HVTRACE-GUEST: cpu flag hypervisor: yes'
+			  vmx_linux_traced_check $name "$sk"; }
 		VMX_LINUX_CFG=
 	fi
-	finish vmx-linux-traced
+	finish $name
+}
+
+# vmx_linux_traced_check NAME SK: the records of the channel bochs.sh saved,
+# with the recorder's exact counts: the flight ring holds every record the
+# hypervisor wrote (fill == head: none overwritten, none lost), those are the
+# START marker at start_kernel, the $TRACED_RECORDS records the hypervisor
+# logged it made, any CR3 records and the STOP marker, in TSC order; and
+# `hvtrace report --calls` with the kernel's symbols (vmlinux) starts in
+# start_kernel and reaches, in order, functions it calls at known depths
+vmx_linux_traced_check() {
+	local name=$1 sk=$2 d=$RUNS/$1
+	local addr=$(sed -nE 's/^hvtrace: recorder: channel at ([0-9a-f]+) .*/\1/p' "$LOG" | head -n 1)
+	local made=$(sed -nE 's/^hvtrace: recorder: tracing stopped .* after ([0-9]+) records.*/\1/p' "$LOG" | head -n 1)
+	if [ -z "$addr" ] || [ -z "$made" ]; then
+		REASONS="$REASONS; no channel address or record count in the log"
+		return
+	fi
+	if ! "$HVTRACE" status --dump "$d/chan.raw" --base "$addr" --json >"$d/status.json" 2>"$d/status.err"; then
+		REASONS="$REASONS; hvtrace status of the saved channel failed: $(head -c 300 "$d/status.err")"
+		REASONS="$REASONS ($(grep -a 'save-chan' "$d/bochs.out" | head -n 1))"
+		return
+	fi
+	# state, then ring 0 (the only one, one vCPU): consumer, mode, capacity, fill, head, lost
+	local st=$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1])); r = s["rings"]
+print(s["state"], len(r), *(r[0][k] for k in ("consumer", "mode", "capacity", "fill", "head", "lost")))' \
+		"$d/status.json" 2>&1)
+	set -- $st
+	if [ $# != 8 ] || [ "$1 $2 $3 $4" != "stopped 1 flight overwrite" ]; then
+		REASONS="$REASONS; the saved channel is not one stopped flight ring: $st"
+		return
+	fi
+	local cap=$5 fill=$6 head=$7 lost=$8
+	[ "$head" -le "$cap" ] && [ "$fill" = "$head" ] ||
+		REASONS="$REASONS; the flight ring holds $fill of $head records (capacity $cap): some overwritten"
+	[ "$lost" = 0 ] || REASONS="$REASONS; the ring counts $lost lost"
+	if ! "$HVTRACE" snapshot --dump "$d/chan.raw" --base "$addr" -o "$d/snap.trace" >"$d/snapshot.out" 2>&1; then
+		REASONS="$REASONS; hvtrace snapshot failed: $(head -c 300 "$d/snapshot.out")"
+		return
+	fi
+	grep -qx "hvtrace snapshot: $head records from 1 rings (state stopped) -> $d/snap.trace" "$d/snapshot.out" ||
+		REASONS="$REASONS; the snapshot is not the ring's $head records: $(head -n 1 "$d/snapshot.out")"
+	# the records by kind: those the recorder counts, markers, CR3 records, LOST records
+	"$HVTRACE" dump --json "$d/snap.trace" >"$d/dump.json" 2>"$d/dump.err"
+	local k=$(python3 -c 'import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [r["kind"] for r in recs]
+marks = [(r["marker"], r.get("value")) for r in recs if r["kind"] == "marker"]
+tscs = [r["tsc"] for r in recs]
+ends = recs[0].get("marker") == "start" and recs[-1].get("marker") == "stop"
+print(len(recs), sum(k in ("branch", "interrupt", "exception", "far") for k in kinds),
+      kinds.count("cr3"), kinds.count("lost"), sum(b < a for a, b in zip(tscs, tscs[1:])), int(ends),
+      " ".join(m + ":" + str(v) for m, v in marks))' "$d/dump.json" 2>&1)
+	if ! [[ $k =~ ^[0-9]+\ [0-9]+\ [0-9]+\ [0-9]+\ [0-9]+\ [01]\  ]]; then
+		REASONS="$REASONS; the snapshot's records could not be counted: $(head -c 300 <<<"$k") $(head -c 300 "$d/dump.err")"
+		return
+	fi
+	set -- $k
+	local all=$1 counted=$2 cr3=$3 nlost=$4 disorder=$5 ends=$6
+	shift 6
+	[ "$all" = "$head" ] || REASONS="$REASONS; hvtrace dump gives $all records, the ring $head ($k)"
+	[ "$made" = "$TRACED_RECORDS" ] && [ "$counted" = "$made" ] ||
+		REASONS="$REASONS; $counted branch and event records, the hypervisor made $made (trace.stop $TRACED_RECORDS)"
+	[ "$nlost" = 0 ] || REASONS="$REASONS; $nlost LOST records"
+	[ "$disorder" = 0 ] || REASONS="$REASONS; $disorder records out of TSC order"
+	[ "$all" = $((counted + cr3 + 2)) ] && [ $# = 2 ] && [ "$1" = "start:0x$sk" ] && [ "${2%%:*}" = stop ] &&
+		[ "$ends" = 1 ] ||
+		REASONS="$REASONS; not one START marker at start_kernel first and one STOP marker last: $k"
+	# the call history with the kernel's symbols: start_kernel at the root,
+	# then (depth:function, in order) its first callees and setup_arch's
+	if "$HVTRACE" report "$d/snap.trace" --calls --symbols "$TINY" >"$d/calls.txt" 2>"$d/report.err"; then
+		head -n 1 "$d/calls.txt" | grep -q 'vcpu 0 function-call history:' ||
+			REASONS="$REASONS; no call-history header"
+		sed -n 2p "$d/calls.txt" | grep -qE '^ +1  start_kernel$' ||
+			REASONS="$REASONS; the history does not start in start_kernel: $(sed -n 2p "$d/calls.txt")"
+		local got=" $(awk 'NR > 1 && match($0, /^ *[0-9]+  /) { rest = substr($0, RLENGTH + 1)
+			n = match(rest, /[^ ]/) - 1; printf "%d:%s ", n / 2, substr(rest, n + 1) }' "$d/calls.txt")"
+		local w rest=$got
+		for w in 0:start_kernel 1:set_task_stack_end_magic 1:boot_cpu_init 1:setup_arch 2:early_cpu_init \
+			2:e820__memory_setup; do
+			case "$rest" in
+			*" $w "*) rest=" ${rest#*" $w "}" ;;
+			*) REASONS="$REASONS; '$w' (depth:function) not in order in the call history ($d/calls.txt)"; break ;;
+			esac
+		done
+		# every call lands in a function of the kernel's symbols
+		! grep -qE '^ +[0-9]+ +0x[0-9a-f]+$' "$d/calls.txt" ||
+			REASONS="$REASONS; calls to addresses no symbol holds: $(grep -cE '^ +[0-9]+ +0x[0-9a-f]+$' "$d/calls.txt")"
+	else
+		REASONS="$REASONS; hvtrace report --calls failed: $(head -c 300 "$d/report.err")"
+	fi
 }
 
 # two processors: both up, the same CPUID flags on each, the agent's
@@ -139,5 +238,7 @@ t_vmx_linux_smp_bare() { vmx_linux_smp vmx-linux-smp-bare no 900; finish vmx-lin
 t_vmx_linux_smp() { vmx_linux_smp vmx-linux-smp yes 1200; finish vmx-linux-smp; }
 
 TINY=${TINY_DIR:-$BUILD/cache/tiny-linux}/vmlinux
+HVTRACE=$BUILD/host-tools/hvtrace
+TRACED_RECORDS=20000
 TINY_SMP=${TINY_SMP_DIR:-$BUILD/cache/tiny-linux-smp}/vmlinux
 runner_main integration-vmx-linux "t_vmx_linux_bare t_vmx_linux t_vmx_linux_traced t_vmx_linux_smp_bare t_vmx_linux_smp" "$@"

@@ -2,7 +2,9 @@
 /*
  * libhvtrace: finds the channel in a guest memory dump and copies it out.
  * Two formats: a raw image (QEMU `pmemsave 0 SIZE FILE`: file offset ==
- * guest-physical address) and an ELF core (QEMU `dump-guest-memory`:
+ * guest-physical address; or, opened with a base address, one range of
+ * memory from that address, as `pmemsave ADDR SIZE` or Bochs's debugger's
+ * `writemem` save it) and an ELF core (QEMU `dump-guest-memory`:
  * PT_LOAD segments, p_paddr -> p_offset, walked with libelf). The header
  * sits at a 4 KiB-aligned guest-physical address (record.h), so only
  * those are scanned for HVTRACE_CHAN_MAGIC.
@@ -193,8 +195,9 @@ static int check_header(const struct hvt_dump *d, uint64_t pa, struct hvtrace_ch
 	if (hvt_chan_validate(&tmp, hdr, hdr->size > sizeof(*hdr) ? hdr->size : sizeof(*hdr), why))
 		return -1;
 	if (!covered(d, pa, hdr->size)) {
-		hvt_seterr(why, "channel at 0x%llx: size %llu runs past the dump", (unsigned long long)pa,
-			   (unsigned long long)hdr->size);
+		hvt_seterr(why, "channel at 0x%llx: size %llu runs past the dump, whose memory there ends at 0x%llx",
+			   (unsigned long long)pa, (unsigned long long)hdr->size,
+			   (unsigned long long)find_region(d, pa)->run_end);
 		return -1;
 	}
 	*c = (struct hvt_dump_cand){
@@ -251,7 +254,11 @@ static int scan(struct hvt_dump *d, struct hvt_err *none, struct hvt_err *err)
 	free(hdr);
 	if (d->nr_cand)
 		return 0;
-	if (!rejected)
+	if (!rejected && d->nr_region == 1)
+		hvt_seterr(none, "dump: no channel (no 4 KiB-aligned page in 0x%llx..0x%llx starts with HVTRCHN1)",
+			   (unsigned long long)d->region[0].paddr,
+			   (unsigned long long)(d->region[0].paddr + d->region[0].len));
+	else if (!rejected)
 		hvt_seterr(none, "dump: no channel (no 4 KiB-aligned page starts with HVTRCHN1)");
 	else
 		hvt_seterr(none, "dump: %zu candidate page%s rejected, the last: %s", rejected,
@@ -259,7 +266,10 @@ static int scan(struct hvt_dump *d, struct hvt_err *none, struct hvt_err *err)
 	return 0;
 }
 
-static int dump_open(struct hvt_dump *d, const void *buf, size_t len, int need_chan, struct hvt_err *err)
+/* raw_base: NULL, the format found by content (a raw image from address
+ * 0 unless it is an ELF core); else a raw image of memory from *raw_base. */
+static int dump_open(struct hvt_dump *d, const void *buf, size_t len, int need_chan,
+		     const uint64_t *raw_base, struct hvt_err *err)
 {
 	memset(d, 0, sizeof(*d));
 	d->buf = buf;
@@ -270,17 +280,30 @@ static int dump_open(struct hvt_dump *d, const void *buf, size_t len, int need_c
 		return -1;
 	}
 	if (len >= 4 && !memcmp(buf, ELFMAG, SELFMAG)) {
+		if (raw_base) {
+			hvt_seterr(err, "dump: an ELF core, not a raw image: its PT_LOAD segments say "
+					"where its memory is (no base address goes with it)");
+			return -1;
+		}
 		d->format = "elf";
 		if (elf_regions(d, buf, len, err) || sort_regions(d, err))
 			goto bad;
 	} else {
+		uint64_t base = raw_base ? *raw_base : 0;
+
+		if (len && base + len - 1 < base) {
+			hvt_seterr(err, "dump: a raw image of %zu bytes from 0x%llx runs past the "
+					"64-bit address space", len, (unsigned long long)base);
+			return -1;
+		}
 		d->format = "raw";
 		d->region = malloc(sizeof(*d->region));
 		if (!d->region) {
 			hvt_seterr(err, "dump: out of memory");
 			return -1;
 		}
-		d->region[0] = (struct hvt_dump_region){ .paddr = 0, .len = len, .run_end = len, .data = buf };
+		d->region[0] = (struct hvt_dump_region){ .paddr = base, .len = len, .run_end = base + len,
+							 .data = buf };
 		d->nr_region = 1;
 	}
 	if (!scan(d, &d->no_chan, err) && (d->nr_cand || !need_chan))
@@ -294,22 +317,28 @@ bad:
 
 int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err)
 {
-	return dump_open(d, buf, len, 1, err);
+	return dump_open(d, buf, len, 1, NULL, err);
 }
 
 int hvt_dump_open_any_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err)
 {
-	return dump_open(d, buf, len, 0, err);
+	return dump_open(d, buf, len, 0, NULL, err);
 }
 
-static int open_file(struct hvt_dump *d, const char *path, int need_chan, struct hvt_err *err)
+int hvt_dump_open_raw_mem(struct hvt_dump *d, const void *buf, size_t len, uint64_t base, struct hvt_err *err)
+{
+	return dump_open(d, buf, len, 1, &base, err);
+}
+
+static int open_file(struct hvt_dump *d, const char *path, int need_chan, const uint64_t *raw_base,
+		     struct hvt_err *err)
 {
 	size_t len;
 	void *map = hvt_map_file(path, 0, 1, &len, err);
 
 	if (!map)
 		return -1;
-	if (dump_open(d, map, len, need_chan, err)) {
+	if (dump_open(d, map, len, need_chan, raw_base, err)) {
 		munmap(map, len);
 		return -1;
 	}
@@ -320,12 +349,17 @@ static int open_file(struct hvt_dump *d, const char *path, int need_chan, struct
 
 int hvt_dump_open(struct hvt_dump *d, const char *path, struct hvt_err *err)
 {
-	return open_file(d, path, 1, err);
+	return open_file(d, path, 1, NULL, err);
 }
 
 int hvt_dump_open_any(struct hvt_dump *d, const char *path, struct hvt_err *err)
 {
-	return open_file(d, path, 0, err);
+	return open_file(d, path, 0, NULL, err);
+}
+
+int hvt_dump_open_raw(struct hvt_dump *d, const char *path, uint64_t base, struct hvt_err *err)
+{
+	return open_file(d, path, 1, &base, err);
 }
 
 int hvt_dump_read_phys(const struct hvt_dump *d, uint64_t pa, void *out, uint64_t len)

@@ -131,6 +131,13 @@ int hvt_dump_open_mem(struct hvt_dump *d, const void *buf, size_t len, struct hv
  * 0, the reason in no_chan): its memory and CPUs are still worth reading. */
 int hvt_dump_open_any(struct hvt_dump *d, const char *path, struct hvt_err *err);
 int hvt_dump_open_any_mem(struct hvt_dump *d, const void *buf, size_t len, struct hvt_err *err);
+/* A raw image of one range of guest-physical memory from base (QEMU's
+ * `pmemsave ADDR SIZE FILE`, Bochs's debugger's `writemem FILE ADDR SIZE`
+ * where the linear address is the physical one): file offset + base ==
+ * guest-physical address. An ELF core is refused (its segments say where
+ * its memory is); a range that wraps past 2^64 too. Else as hvt_dump_open. */
+int hvt_dump_open_raw(struct hvt_dump *d, const char *path, uint64_t base, struct hvt_err *err);
+int hvt_dump_open_raw_mem(struct hvt_dump *d, const void *buf, size_t len, uint64_t base, struct hvt_err *err);
 /* Copies [pa, pa + len) of guest-physical memory; -1 when the dump does
  * not hold all of it. */
 int hvt_dump_read_phys(const struct hvt_dump *d, uint64_t pa, void *out, uint64_t len);

@@ -29,9 +29,10 @@ int parse_point(const char *s, uint64_t *v, int *is_time);
 /* The index of name in names[0..n) (NULL entries skipped), or -1. */
 int parse_name(const char *s, const char *(*name)(unsigned), unsigned n);
 
-/* --shm PATH or --dump FILE (exactly one); at: --at ADDR (dumps), or NULL. */
+/* --shm PATH or --dump FILE (exactly one); at: --at ADDR (dumps), or NULL;
+ * base: --base ADDR (the dump a raw image of memory from ADDR), or NULL. */
 int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump,
-		 const char *at);
+		 const char *at, const char *base);
 /* The valid channel headers of a dump, "--at ADDR: ..." on stderr (at most 32). */
 void list_dump_headers(const struct hvt_dump *d);
 /* A trace file with every record checked; warns about an unfinished one. */

@@ -58,12 +58,14 @@ static int guarded(int (*fn)(int, char **), int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char status_help[] =
-	"usage: hvtrace status (--shm PATH | --dump FILE [--at ADDR]) [--json]\n"
+	"usage: hvtrace status (--shm PATH | --dump FILE [--base ADDR] [--at ADDR]) [--json]\n"
 	"Shows the channel: where it is, its state and freeze reason, tsc_hz, and per\n"
 	"ring: vcpu, consumer, mode, capacity, fill (records held), head, lost,\n"
 	"filtered, waits, and whether a reader is attached.\n"
 	"  --shm PATH    an ivshmem backing file (memory-backend-file mem-path)\n"
 	"  --dump FILE   a guest memory dump: raw pmemsave image or dump-guest-memory ELF\n"
+	"  --base ADDR   the dump is a raw image of guest-physical memory from ADDR (hex),\n"
+	"                not from 0: a range saved by pmemsave ADDR SIZE or Bochs's writemem\n"
 	"  --at ADDR     the channel header at guest-physical ADDR, when the dump holds\n"
 	"                more than one (a guest can forge one in its RAM: all are listed)\n"
 	"  --json        one JSON object\n";
@@ -175,9 +177,10 @@ static int status_main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "shm", required_argument, NULL, 's' }, { "dump", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },	 { "help", no_argument, NULL, OPT_HELP },
-		{ "at", required_argument, NULL, 'a' },	 { 0 },
+		{ "at", required_argument, NULL, 'a' },	 { "base", required_argument, NULL, 'b' },
+		{ 0 },
 	};
-	const char *shm = NULL, *dump = NULL, *at = NULL;
+	const char *shm = NULL, *dump = NULL, *at = NULL, *base = NULL;
 	struct hvt_ring_counters c[HVTRACE_CHAN_MAX_RINGS];
 	struct hvt_chan ch;
 	struct hvt_err err;
@@ -190,6 +193,7 @@ static int status_main(int argc, char **argv)
 		case 's': shm = optarg; break;
 		case 'd': dump = optarg; break;
 		case 'a': at = optarg; break;
+		case 'b': base = optarg; break;
 		case 'j': json = 1; break;
 		case OPT_HELP: fputs(status_help, stdout); return 0;
 		default: return rc ? rc : usage_error("status", "unexpected option");
@@ -198,7 +202,7 @@ static int status_main(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("status", "unexpected argument '%s'", argv[optind]);
 	bus_what = shm ? shm : dump;
-	if ((rc = open_channel(&ch, "status", shm, dump, at)))
+	if ((rc = open_channel(&ch, "status", shm, dump, at, base)))
 		return rc;
 	for (i = 0; i < ch.nr_rings; i++)
 		if (hvt_ring_counters(&ch, i, &c[i], &err)) {
@@ -737,11 +741,12 @@ static int record_main(int argc, char **argv)
 /* ---------------------------------------------------------------- */
 
 static const char snapshot_help[] =
-	"usage: hvtrace snapshot (--shm PATH | --dump FILE [--at ADDR]) -o FILE\n"
+	"usage: hvtrace snapshot (--shm PATH | --dump FILE [--base ADDR] [--at ADDR]) -o FILE\n"
 	"Copies the flight recorder (every OVERWRITE ring) into a trace file flagged\n"
 	"SNAPSHOT (and FROZEN when the channel was frozen by a guest crash), the\n"
 	"records of all vCPUs merged by TSC (stable). Records a live producer lapped\n"
 	"while they were copied are thrown away.\n"
+	"  --base ADDR the dump is a raw image of guest-physical memory from ADDR (hex)\n"
 	"  --at ADDR   the channel header at guest-physical ADDR, when the dump holds\n"
 	"              more than one (a guest can forge one in its RAM: all are listed)\n";
 
@@ -750,9 +755,10 @@ static int snapshot_main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "shm", required_argument, NULL, 's' },   { "dump", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, OPT_HELP },
-		{ "at", required_argument, NULL, 'a' },	    { 0 },
+		{ "at", required_argument, NULL, 'a' },	    { "base", required_argument, NULL, 'b' },
+		{ 0 },
 	};
-	const char *shm = NULL, *dump = NULL, *out = NULL, *at = NULL;
+	const char *shm = NULL, *dump = NULL, *out = NULL, *at = NULL, *base = NULL;
 	struct hvtrace_rec *all;
 	uint64_t total_cap = 0, n = 0, torn = 0, bad = 0, lost = 0;
 	struct hvt_fwriter w;
@@ -768,6 +774,7 @@ static int snapshot_main(int argc, char **argv)
 		case 's': shm = optarg; break;
 		case 'd': dump = optarg; break;
 		case 'a': at = optarg; break;
+		case 'b': base = optarg; break;
 		case 'o': out = optarg; break;
 		case OPT_HELP: fputs(snapshot_help, stdout); return 0;
 		default: return rc ? rc : usage_error("snapshot", "unexpected option");
@@ -778,7 +785,7 @@ static int snapshot_main(int argc, char **argv)
 	if (!out)
 		return usage_error("snapshot", "-o FILE is required");
 	bus_what = shm ? shm : dump;
-	if ((rc = open_channel(&ch, "snapshot", shm, dump, at)))
+	if ((rc = open_channel(&ch, "snapshot", shm, dump, at, base)))
 		return rc;
 	state = hvt_chan_state(&ch);
 	live = ch.source == HVT_SRC_SHM &&

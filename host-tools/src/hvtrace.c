@@ -18,14 +18,14 @@ static const char usage[] =
 	"usage: hvtrace COMMAND [OPTIONS]\n"
 	"\n"
 	"Commands:\n"
-	"  status   (--shm PATH | --dump FILE [--at ADDR]) [--json]\n"
+	"  status   (--shm PATH | --dump FILE [--base ADDR] [--at ADDR]) [--json]\n"
 	"                                                 the channel and its rings\n"
 	"  record   --shm PATH -o FILE [--wait SEC] [--rate N] [--idle-exit SEC]\n"
 	"           [--keep-tracing] [--quiet]            drain the lossless rings into FILE\n"
 	"  ctl      --shm PATH [--timeout SEC] REQUEST    ask the hypervisor: start, stop,\n"
 	"                                                 freeze, mark, freeze-at, filter,\n"
 	"                                                 watchdog\n"
-	"  snapshot (--shm PATH | --dump FILE [--at ADDR]) -o FILE\n"
+	"  snapshot (--shm PATH | --dump FILE [--base ADDR] [--at ADDR]) -o FILE\n"
 	"                                                 the flight recorder into FILE\n"
 	"  dump     FILE [--json] [--symbols SYMFILE]     one line per record, every vCPU\n"
 	"                                                 in one timeline by TSC\n"
@@ -163,17 +163,21 @@ static int parse_addr(const char *s, uint64_t *v)
 
 /* A dump's channel: its only valid header, or the one at `at`. More than
  * one and no `at` is an error listing them all: the guest may have forged
- * any of them, and only the user can know which is the hypervisor's. */
-static int open_dump(struct hvt_chan *ch, const char *cmd, const char *path, const char *at)
+ * any of them, and only the user can know which is the hypervisor's.
+ * base: the raw image's first guest-physical address, or NULL. */
+static int open_dump(struct hvt_chan *ch, const char *cmd, const char *path, const char *at,
+		     const char *base)
 {
 	struct hvt_dump d;
 	struct hvt_err err;
-	uint64_t pa = 0;
+	uint64_t pa = 0, from = 0;
 	int rc = 0;
 
 	if (at && parse_addr(at, &pa))
 		return usage_error(cmd, "--at takes a guest-physical address in hex, not '%s'", at);
-	if (hvt_dump_open(&d, path, &err))
+	if (base && parse_addr(base, &from))
+		return usage_error(cmd, "--base takes a guest-physical address in hex, not '%s'", base);
+	if (base ? hvt_dump_open_raw(&d, path, from, &err) : hvt_dump_open(&d, path, &err))
 		return fail(path, "%s", err.msg);
 	if (!at && d.nr_cand > 1) {
 		rc = fail(path, "dump: %zu pages hold a valid channel header, and a guest can forge one "
@@ -188,16 +192,19 @@ static int open_dump(struct hvt_chan *ch, const char *cmd, const char *path, con
 	return rc;
 }
 
-int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump, const char *at)
+int open_channel(struct hvt_chan *ch, const char *cmd, const char *shm, const char *dump, const char *at,
+		 const char *base)
 {
 	struct hvt_err err;
 
 	if (!shm == !dump)
 		return usage_error(cmd, "give exactly one of --shm PATH and --dump FILE");
 	if (dump)
-		return open_dump(ch, cmd, dump, at);
+		return open_dump(ch, cmd, dump, at, base);
 	if (at)
 		return usage_error(cmd, "--at goes with --dump");
+	if (base)
+		return usage_error(cmd, "--base goes with --dump");
 	if (hvt_chan_open_shm(ch, shm, &err))
 		return fail(shm, "%s", err.msg);
 	return 0;

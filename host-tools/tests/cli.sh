@@ -139,6 +139,25 @@ run 2 "status --at not hex" "$H" status --dump "$T/forged.raw" --at 0xzz
 "$H" synth chan -o "$T/one.raw" --dump raw --at 0x20000 --ring 0:overwrite:64:10
 run 0 "status --at on a dump with one header" "$H" status --dump "$T/one.raw" --at 0x20000
 check "--at, one header: no note" has "$T/out" "header at guest-physical 0x20000$"
+# a raw image of one range of memory, from the channel's page on (Bochs's
+# debugger's writemem, pmemsave ADDR SIZE): --base says where it starts
+tail -c +$((0x20000 + 1)) "$T/mem.raw" >"$T/range.raw"
+run 0 "status --dump --base" "$H" status --dump "$T/range.raw" --base 0x20000
+check "--base: header at its address" has "$T/out" "raw dump\), header at guest-physical 0x20000$"
+run 0 "snapshot --dump --base" "$H" snapshot --dump "$T/range.raw" --base 20000 -o "$T/snapr.hvt"
+"$H" dump "$T/snapr.hvt" >"$T/snapr.txt" 2>/dev/null
+check "snapshot --base == from shm" cmp -s "$T/snap.txt" "$T/snapr.txt"
+csize=$("$H" status --dump "$T/range.raw" --base 0x20000 --json | sed -nE 's/.*"size":([0-9]+).*/\1/p')
+head -c $((csize - 32)) "$T/range.raw" >"$T/range-cut.raw"
+run 1 "status --dump --base, the range a record short" "$H" status --dump "$T/range-cut.raw" --base 0x20000
+check "range cut short: message" has "$T/err" \
+	"^hvtrace: $T/range-cut.raw: dump: 1 candidate page rejected, the last: channel at 0x20000: size $csize runs past the dump, whose memory there ends at 0x$(printf %x $((0x20000 + csize - 32)))$"
+run 1 "status --dump --base off by half a page" "$H" status --dump "$T/range.raw" --base 0x20800
+check "wrong base: message" has "$T/err" "dump: no channel \(no 4 KiB-aligned page in 0x20800\.\."
+run 1 "status --dump --base of an ELF core" "$H" status --dump "$T/mem.elf" --base 0x20000
+check "--base of an ELF core: message" has "$T/err" "an ELF core, not a raw image"
+run 2 "status --base with --shm" "$H" status --shm "$C" --base 0x1000
+run 2 "snapshot --base not hex" "$H" snapshot --dump "$T/range.raw" --base 0xzz -o "$T/x.hvt"
 head -c 1048576 /dev/zero >"$T/zero.img"
 run 1 "snapshot --dump without a channel" "$H" snapshot --dump "$T/zero.img" -o "$T/x.hvt"
 check "no channel: message" has "$T/err" "^hvtrace: $T/zero.img: dump: no channel"

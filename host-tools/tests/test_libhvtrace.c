@@ -594,19 +594,26 @@ static void test_corrupt_channels(void)
 	free(good);
 }
 
-/* The channel of a dump with exactly one valid header, as hvtrace opens it. */
-static int open_dump_mem(struct hvt_chan *ch, const void *buf, size_t len, struct hvt_err *err)
+/* The channel of a dump with exactly one valid header, as hvtrace opens it;
+ * base: a raw image of memory from *base (hvtrace --base), or NULL. */
+static int open_dump_base(struct hvt_chan *ch, const void *buf, size_t len, const uint64_t *base,
+			  struct hvt_err *err)
 {
 	struct hvt_dump d;
 	int rc;
 
-	if (hvt_dump_open_mem(&d, buf, len, err))
+	if (base ? hvt_dump_open_raw_mem(&d, buf, len, *base, err) : hvt_dump_open_mem(&d, buf, len, err))
 		return -1;
 	rc = d.nr_cand == 1 ? hvt_dump_chan(&d, d.cand[0].pa, ch, err) : -1;
 	if (d.nr_cand != 1)
 		hvt_seterr(err, "%zu headers", d.nr_cand);
 	hvt_dump_close(&d);
 	return rc;
+}
+
+static int open_dump_mem(struct hvt_chan *ch, const void *buf, size_t len, struct hvt_err *err)
+{
+	return open_dump_base(ch, buf, len, NULL, err);
 }
 
 struct dump_case {
@@ -779,6 +786,66 @@ static void test_dump_candidates(void)
 	expect_refused("a page without a header", hvt_dump_chan(&d, 0x3000, &ch, &err), &err,
 		       "no valid channel header at guest-physical 0x3000");
 	hvt_dump_close(&d);
+	free(mem);
+	free(chan);
+}
+
+static int open_raw_mem(struct hvt_chan *ch, const void *buf, size_t len, uint64_t base, struct hvt_err *err)
+{
+	return open_dump_base(ch, buf, len, &base, err);
+}
+
+/* A raw image of one range of memory with its base address (Bochs's
+ * writemem, pmemsave ADDR SIZE): found where it is; a range cut short, a
+ * base that puts the header off a page, an ELF core given a base, a range
+ * past 2^64 and a corrupt ring refused, each saying so. */
+static void test_dump_raw_base(void)
+{
+	uint64_t size, pa = 0x41f1000;
+	void *chan = make_two_rings(&size);
+	uint8_t *mem = malloc(size + 0x2000), *elf;
+	struct hvt_chan ch;
+	struct hvt_err err;
+	char want[128];
+	size_t elf_len;
+
+	/* the channel alone, and with a page of other memory on each side */
+	CHECK(open_raw_mem(&ch, chan, size, pa, &err) == 0 && ch.found_at == pa &&
+		      !strcmp(ch.dump_format, "raw") && ch.nr_rings == 2 && !memcmp(ch.base, chan, size),
+	      "the channel alone from its address: %s", err.msg);
+	hvt_chan_close(&ch);
+	d_none(mem, size + 0x2000, chan, size);
+	memcpy(mem + 0x1000, chan, size);
+	CHECK(open_raw_mem(&ch, mem, size + 0x2000, pa - 0x1000, &err) == 0 && ch.found_at == pa,
+	      "a page before and after: %s", err.msg);
+	hvt_chan_close(&ch);
+	/* base 0 is the whole-memory image hvt_dump_open reads */
+	CHECK(open_raw_mem(&ch, mem, size + 0x2000, 0, &err) == 0 && ch.found_at == 0x1000,
+	      "base 0: %s", err.msg);
+	hvt_chan_close(&ch);
+
+	/* cut short: by a record, to the header's page, inside the header */
+	snprintf(want, sizeof(want), "size %llu runs past the dump, whose memory there ends at 0x%llx",
+		 (unsigned long long)size, (unsigned long long)(pa + size - 32));
+	expect_refused("a range a record short", open_raw_mem(&ch, chan, size - 32, pa, &err), &err, want);
+	expect_refused("the header's page only", open_raw_mem(&ch, chan, 4096, pa, &err), &err,
+		       "runs past the dump");
+	expect_refused("half the header", open_raw_mem(&ch, chan, 64, pa, &err), &err,
+		       "channel header at 0x41f1000 runs past the dump");
+	/* a base off by half a page: no page-aligned header */
+	expect_refused("base off by 0x800", open_raw_mem(&ch, chan, size, pa + 0x800, &err), &err,
+		       "no channel (no 4 KiB-aligned page in 0x41f1800..");
+	/* a corrupt ring */
+	memcpy(mem, chan, size);
+	((struct hvtrace_chan *)mem)->rings[1].capacity = 5;
+	expect_refused("a corrupt ring", open_raw_mem(&ch, mem, size, pa, &err), &err, "capacity 5");
+	/* an ELF core has addresses of its own; a range that wraps */
+	elf = hvt_elf_core_image(chan, 0, size, &elf_len);
+	expect_refused("an ELF core with a base", open_raw_mem(&ch, elf, elf_len, pa, &err), &err,
+		       "an ELF core, not a raw image");
+	free(elf);
+	expect_refused("a range past 2^64", open_raw_mem(&ch, chan, size, ~0ull - 0xfff, &err), &err,
+		       "runs past the 64-bit address space");
 	free(mem);
 	free(chan);
 }
@@ -1772,6 +1839,7 @@ int main(void)
 	test_corrupt_channels();
 	test_dumps();
 	test_dump_candidates();
+	test_dump_raw_base();
 	test_corrupt_files();
 	test_gap_marker();
 	test_corrupt_syms();

@@ -5,11 +5,26 @@
 #
 #   tests/lib/bochs.sh --dir ESPDIR --log FILE [--timeout SEC] [--cpu MODEL]
 #                      [--smp N] [--mem MIB] [--tee] [--until REGEX] [--keep DIR]
+#                      [--save-chan FILE [--save-when REGEX]]
 #
 # --cpu: a Bochs CPU model (default tigerlake: it has the monitor trap flag;
 # corei7_skylake_x does not). --until: stop Bochs as soon as the serial log
 # matches REGEX (grep -E), for guests that never power off by themselves.
-# --keep DIR: leave the bochsrc and Bochs's own log (bochs.log) in DIR.
+# --keep DIR: leave the bochsrc and Bochs's own log (bochs.log) in DIR
+# (with --save-chan also its console, the debugger's answers: debugger.out).
+# --save-chan FILE: the host's way to hvtrace's channel in reserved RAM
+# (Bochs has no ivshmem). Once the serial log matches --save-when's REGEX
+# (default: the recorder's "tracing stopped" line), Bochs is stopped into
+# its debugger (SIGINT) and let run to its next VM exit, so that it stands
+# in VMX root mode, in the hypervisor's page tables, which map physical
+# memory one to one below 2^47 (efi-loader/main.c); there the debugger's
+# `writemem` writes the channel, at the address and of the size the
+# hypervisor logged ("recorder: channel at ADDR (reserved RAM, N KiB)"),
+# to FILE, and Bochs runs on. FILE is a raw image of memory from ADDR:
+# `hvtrace status|snapshot --dump FILE --base ADDR`. One processor: the
+# debugger reads through the one it stopped on. What went wrong is said
+# on stderr ("bochs.sh: --save-chan: ..."), and FILE is then left
+# missing or short, which hvtrace refuses.
 #
 # COM1 goes to a local TCP listener (busybox nc) rather than Bochs's
 # `mode=file`, which is block-buffered and loses its tail when Bochs is
@@ -20,6 +35,7 @@
 # killed it.
 set -u
 dir= log= timeout=180 cpu=tigerlake smp=1 mem=512 tee=0 until= keep=
+save_chan= save_when='hvtrace: recorder: tracing stopped'
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--dir) dir=$2; shift 2 ;;
@@ -31,10 +47,21 @@ while [ $# -gt 0 ]; do
 	--tee) tee=1; shift ;;
 	--until) until=$2; shift 2 ;;
 	--keep) keep=$2; shift 2 ;;
+	--save-chan) save_chan=$2; shift 2 ;;
+	--save-when) save_when=$2; shift 2 ;;
 	*) echo "bochs.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
 [ -n "$dir" ] && [ -n "$log" ] || { echo "bochs.sh: --dir and --log are required" >&2; exit 2; }
+if [ -n "$save_chan" ]; then
+	[ "$smp" = 1 ] || { echo "bochs.sh: --save-chan reads through one processor: not with --smp $smp" >&2; exit 2; }
+	case "$save_chan" in
+	*[\"\ ]*) echo "bochs.sh: --save-chan: no quotes or spaces in the path (Bochs's debugger parses it)" >&2; exit 2 ;;
+	/*) ;;
+	*) save_chan=$PWD/$save_chan ;;
+	esac
+	rm -f "$save_chan"
+fi
 
 OVMF_FD=${OVMF_FD:-/usr/share/ovmf/OVMF.fd}
 VGABIOS=${VGABIOS:-/usr/share/vgabios/vgabios.bin}
@@ -50,6 +77,8 @@ cleanup() {
 	wait 2>/dev/null
 	rm -f "$work/esp.img.lock"
 	[ -n "$keep" ] && { mkdir -p "$keep"; cp "$work/bochsrc" "$work/bochs.log" "$keep/" 2>/dev/null; }
+	# what Bochs's debugger said to --save-chan's commands
+	[ -n "$keep" ] && [ -p "$work/dbg" ] && cp "$work/bochs.out" "$keep/debugger.out" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -106,18 +135,70 @@ info: action=ignore
 debug: action=ignore
 EOF
 echo c >"$work/cmds"
+# Bochs's debugger reads its commands from the -rc file, then from its
+# stdin: with --save-chan a FIFO that this script holds open (fd 3), so
+# that the debugger waits there for commands instead of reading an end
+dbg_in=/dev/null
+if [ -n "$save_chan" ]; then
+	mkfifo "$work/dbg" || exit 2
+	exec 3<>"$work/dbg"
+	dbg_in=$work/dbg
+fi
+
+# save_chan_now: the channel to $save_chan through Bochs's debugger (above);
+# 0 once FILE holds it all and Bochs runs on
+save_chan_now() {
+	local line addr kib pid i t0=$(date +%s.%N)
+	line=$(grep -aoE 'hvtrace: recorder: channel at [0-9a-f]+ \(reserved RAM, [0-9]+ KiB\)' "$log" | head -n 1)
+	if [ -z "$line" ]; then
+		echo "bochs.sh: --save-chan: no 'recorder: channel at ADDR (reserved RAM, N KiB)' line in the log" >&2
+		return 1
+	fi
+	addr=$(echo "$line" | sed -E 's/.* at ([0-9a-f]+) .*/\1/')
+	kib=$(echo "$line" | sed -E 's/.* ([0-9]+) KiB\)$/\1/')
+	pid=$(pgrep -P "$bpid" -x bochs-bin)
+	[ -n "$pid" ] || { echo "bochs.sh: --save-chan: Bochs is gone" >&2; return 1; }
+	# Bochs's debugger takes SIGINT as Ctrl-C: it stops and reads fd 3's
+	# lines in turn; "vmexitbp" twice toggles the stop at VM exits on and off
+	kill -INT "$pid"
+	printf 'vmexitbp\nc\nwritemem "%s" 0x%s %d\nvmexitbp\nc\n' "$save_chan" "$addr" $((kib * 1024)) >&3
+	# the second toggle's answer comes after writemem has closed the file
+	for i in $(seq 600); do
+		[ "$(grep -ac 'vmexit switch break' "$work/bochs.out")" -ge 2 ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	# read in root mode: the stop at a VM exit came before writemem
+	if ! sed -n '/Caught VMEXIT breakpoint/,$p' "$work/bochs.out" | grep -q '> writemem '; then
+		echo "bochs.sh: --save-chan: Bochs did not stop at a VM exit before writemem" \
+			"($(grep -aE 'vmexit|VMEXIT|writemem|rror' "$work/bochs.out" | tail -n 3 | tr '\n' ' '))" >&2
+		rm -f "$save_chan"
+		return 1
+	fi
+	if [ "$(stat -c %s "$save_chan" 2>/dev/null || echo 0)" != $((kib * 1024)) ]; then
+		echo "bochs.sh: --save-chan: $save_chan does not hold the channel's $kib KiB at 0x$addr" \
+			"($(grep -aE 'vmexit|writemem|rror' "$work/bochs.out" | tail -n 3 | tr '\n' ' '))" >&2
+		return 1
+	fi
+	echo "bochs.sh: --save-chan: the channel's $kib KiB at 0x$addr -> $save_chan" \
+		"(Bochs stopped for $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)" >&2
+}
 
 if [ "$tee" = 1 ]; then
 	tail -f "$log" & tpid=$!
 fi
 # The debugger build stops before the first instruction unless told `c`.
 TERM=${TERM:-xterm} timeout -s KILL "$timeout" bochs-bin -q -f "$work/bochsrc" -rc "$work/cmds" \
-	</dev/null >"$work/bochs.out" 2>&1 &
+	<"$dbg_in" >"$work/bochs.out" 2>&1 &
 bpid=$!
 rc=
-if [ -n "$until" ]; then
+if [ -n "$until" ] || [ -n "$save_chan" ]; then
 	while kill -0 "$bpid" 2>/dev/null; do
-		if grep -qaE "$until" "$log" 2>/dev/null; then
+		if [ -n "$save_chan" ] && grep -qaE "$save_when" "$log" 2>/dev/null; then
+			save_chan_now
+			save_chan=
+		fi
+		if [ -n "$until" ] && grep -qaE "$until" "$log" 2>/dev/null; then
 			sleep 0.5 # let the lines after the match arrive
 			pkill -KILL -P "$bpid" 2>/dev/null
 			kill -KILL "$bpid" 2>/dev/null
