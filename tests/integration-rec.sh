@@ -1720,6 +1720,18 @@ t_svm_gdb_live_traced() {
 	finish $name
 }
 
+# t_gdb_done: how a traced t_gdb session (the caller's $name, $shm, $LOG) ends: t_gdb's
+# summary, no check failed but debugger_set_r15 (these sessions never set R15) and loop_ran
+# (1000 turns before gdb ends the loop: 2 s are not always enough), no hypervisor error
+t_gdb_done() {
+	expect 'SUMMARY: t_gdb: '
+	local bad=$(grep -aE 'GUEST-TEST: FAIL' "$LOG" | grep -vE 'FAIL: (debugger_set_r15|loop_ran) ')
+	[ -z "$bad" ] || REASONS="$REASONS; unexpected: $bad"
+	reject 'hvtrace: error'
+	rm -f "$shm"
+	finish $name
+}
+
 # gdb_run: Debian's gdb in batch mode on the caller's $script (200 s at
 # most), its output in $out, then the server ($pid, $srv) waited for;
 # want ERE WHY: a line of $out matches ERE, else WHY is a reason
@@ -1833,13 +1845,7 @@ svm_gdb_live_traced_bp() {
 	expect 'GUEST-TEST: PASS: six_breakpoints_as_without_debugger'
 	expect 'GUEST-TEST: PASS: fault_phase_ended'
 	expect 'GUEST-TEST: FAIL: debugger_set_r15'
-	expect 'SUMMARY: t_gdb: '
-	# (loop_ran wants 1000 turns before gdb ends the loop: 2 s are not always enough)
-	local bad=$(grep -aE 'GUEST-TEST: FAIL' "$LOG" | grep -vE 'FAIL: (debugger_set_r15|loop_ran) ')
-	[ -z "$bad" ] || REASONS="$REASONS; unexpected: $bad"
-	reject 'hvtrace: error'
-	rm -f "$shm"
-	finish $name
+	t_gdb_done
 }
 t_svm_gdb_live_traced_bp_interp() { svm_gdb_live_traced_bp interp; }
 t_svm_gdb_live_traced_bp_fast() { svm_gdb_live_traced_bp fast; }
@@ -1928,12 +1934,7 @@ awatch *(unsigned long *)0x$wa"
 	LOG=$RUNS/$name/serial.log ELAPSED=$SECONDS
 	expect 'GUEST-TEST: PASS: traced_watch'
 	expect 'GUEST-TEST: PASS: traced_chain'
-	expect 'SUMMARY: t_gdb: '
-	local bad=$(grep -aE 'GUEST-TEST: FAIL' "$LOG" | grep -vE 'FAIL: (debugger_set_r15|loop_ran) ')
-	[ -z "$bad" ] || REASONS="$REASONS; unexpected: $bad"
-	reject 'hvtrace: error'
-	rm -f "$shm"
-	finish $name
+	t_gdb_done
 }
 t_svm_gdb_live_traced_watch_interp() { svm_gdb_live_traced_watch interp; }
 t_svm_gdb_live_traced_watch_fast() { svm_gdb_live_traced_watch fast; }
