@@ -618,11 +618,7 @@ static void cpu_load(struct vcpu *v, const struct pgwalk_ctl *ctl, struct interp
 	 * trace/nmi.c) and the processor's own blocking (VMX's interruptibility state): the
 	 * IRET that ends either is the processor's. Verify mode's reference step of an IRET
 	 * pops the engine's TF: left there too */
-	/* OFF for now: with IRETQ interpreted, Debian's traced whole boot (bench/boot-interp.sh)
-	 * reached /init but its console output (the 8250's IRQ 4 transmit) never came out; with
-	 * it left to the processor the same boot printed it (2026-11-28). Until that is found,
-	 * the core's IRETQ (tested by test_interp) is not used here. */
-	c->iret_ok = false && !v->trace->nmi_blocked && !v->trace->nmi_pending && !hv.boot.interp_verify &&
+	c->iret_ok = !v->trace->nmi_blocked && !v->trace->nmi_pending && !hv.boot.interp_verify &&
 		     !(hv.ops->guest_nmi_blocked && hv.ops->guest_nmi_blocked(v));
 }
 
