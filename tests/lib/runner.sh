@@ -4,7 +4,7 @@
 # "TIER: N passed, M failed". Sourced, not run.
 #
 # Environment: BUILD (default build), HVTRACE_TIME_SCALE (multiply every
-# time bound).
+# time bound), HVTRACE_SERIAL (the hypervisor's log port: HV_SERIAL below).
 BUILD=${BUILD:-build}
 RUNS=$BUILD/test-runs
 SCALE=${HVTRACE_TIME_SCALE:-1}
@@ -71,8 +71,9 @@ kernel_symbols() {
 # hypervisor hides from the guest (docs/config.md `serial.hide`), so that
 # its lines never tear the guest's. hv_serial_cfg CFG appends it to a
 # config that names no `serial` of its own (a test that sets `serial`,
-# `none` included, means what it says).
-HV_SERIAL=0x2e8
+# `none` included, means what it says). HVTRACE_SERIAL=PORT sets another
+# (0x3f8: the hypervisor's lines on the guest's console, as before).
+HV_SERIAL=${HVTRACE_SERIAL:-0x2e8}
 hv_serial_cfg() {
 	local f=$1
 	[ -f "$f" ] || return 0
