@@ -99,7 +99,7 @@ static void test_ports(void)
 	static const char leak[] = "UART-LEAK-OUTB\n";
 	for (unsigned i = 0; i < sizeof(leak) - 1; i++)
 		outb(PORT + UART_THR, (uint8_t)leak[i]);
-	report(inb(0x3f8 + UART_LSR) != 0xff, "com1_still_a_uart", "COM1's LSR %x", inb(0x3f8 + UART_LSR));
+	report(inb(UART_COM1 + UART_LSR) != 0xff, "com1_still_a_uart", "COM1's LSR %x", inb(UART_COM1 + UART_LSR));
 }
 
 static void test_string(void)

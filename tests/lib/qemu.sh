@@ -85,12 +85,13 @@ fi
 
 work=$(mktemp -d)
 mpid=
-# merger_end: QEMU has ended (its sockets closed): the merger writes what it
-# holds and exits; bounded, then killed
+# merger_end: QEMU has ended: the merger reads the ports' files to their
+# end, writes what it holds and exits (SIGTERM; bounded, then killed)
 merger_end() {
 	[ -n "$mpid" ] || return 0
+	kill -TERM "$mpid" 2>/dev/null
 	for _ in $(seq 50); do kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
-	kill "$mpid" 2>/dev/null
+	kill -KILL "$mpid" 2>/dev/null
 	wait "$mpid" 2>/dev/null
 	mpid=
 }
@@ -110,15 +111,17 @@ set -- -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem" \
 	-drive if=pflash,format=raw,unit=1,file="$work/vars.fd"${HVTRACE_VARS_READONLY:+,readonly=on} \
 	-drive format=raw,file="$work/esp.img" \
 	-nodefaults -vga none -display none -no-reboot \
-	-chardev socket,id=hvtcom1,path="$work/com1.sock" -serial chardev:hvtcom1 \
-	-chardev socket,id=hvtcom4,path="$work/com4.sock" -device isa-serial,iobase=0x2e8,irq=3,chardev=hvtcom4 "$@"
+	-chardev file,id=hvtcom1,path="$work/com1.out" -serial chardev:hvtcom1 \
+	-chardev file,id=hvtcom4,path="$work/com4.out" -device isa-serial,iobase=0x2e8,irq=3,chardev=hvtcom4 "$@"
 
 : >"$log"
-# merger_start: the two sockets QEMU connects to, listening before it starts
+# merger_start: the merger of the two files QEMU writes (files, not sockets:
+# QEMU's UART gives up on a byte after a few writes a socket refused, which
+# a reader held up on a loaded machine made it do), before QEMU starts
 merger_start() {
-	rm -f "$work/merge.ready"
+	rm -f "$work/merge.ready" "$work/com1.out" "$work/com4.out"
 	python3 "$(dirname "$0")/serialmerge.py" --out "$log" --ready "$work/merge.ready" \
-		unix:"$work/com1.sock" unix:"$work/com4.sock" </dev/null &
+		file:"$work/com1.out" file:"$work/com4.out" </dev/null &
 	mpid=$!
 	for _ in $(seq 100); do [ -e "$work/merge.ready" ] && return 0; kill -0 "$mpid" 2>/dev/null || break; sleep 0.05; done
 	echo "qemu.sh: the serial merger (tests/lib/serialmerge.py) did not start" >&2

@@ -4,10 +4,12 @@
     serialmerge.py --out FILE [--idle SEC] [--ready FILE] [--wait SEC] SOURCE...
     serialmerge.py --self-test
 
-Each SOURCE is a listening socket this program owns and the emulator
-connects to as a client, one connection each: `unix:PATH` (QEMU's
-`-chardev socket,path=PATH`) or `tcp:PORT` (127.0.0.1; Bochs's
-`mode=socket-client`). A port's bytes are held until its newline and the
+Each SOURCE is a file the emulator writes, `file:PATH` (QEMU's `-serial
+file:PATH`: QEMU never waits on a file, where a socket that is not read
+at once would make its UART retry and drop bytes), read as it grows, or a
+listening socket this program owns and the emulator connects to as a
+client, `tcp:PORT` (127.0.0.1; Bochs's `mode=socket-client`, whose writes
+block until read). A port's bytes are held until its newline and the
 whole line is then appended to FILE with one write, so lines of two ports
 (the guest's console on COM1, the hypervisor's log on COM2) never tear
 each other. A partial line goes out when its port has been idle for --idle
@@ -17,10 +19,12 @@ that `grep` and `tail -f` see them.
 
 --ready FILE: written (empty) once every socket listens, for the caller
 to wait on before it starts the emulator. The program ends when every
-source has connected and closed, or when no source has connected within
---wait seconds (default 60) of listening: an emulator that never started.
-SIGTERM ends it too, after writing what it holds. It never blocks a
-writer: it reads every socket as soon as it is readable.
+socket source has connected and closed (a file source: never), when no
+socket has connected within --wait seconds (default 60) of listening (an
+emulator that never started), when its parent process ends, or on
+SIGTERM; each time after reading the files to their end and writing what
+it holds. It reads every socket as soon as it is readable and every file
+every 20 ms.
 """
 import os
 import selectors
@@ -73,19 +77,12 @@ class LineMerger:
 
 def listen(spec):
     kind, _, where = spec.partition(":")
-    if kind == "unix":
-        try:
-            os.unlink(where)
-        except FileNotFoundError:
-            pass
-        s = socket.socket(socket.AF_UNIX)
-        s.bind(where)
-    elif kind == "tcp":
+    if kind == "tcp":
         s = socket.socket(socket.AF_INET)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", int(where)))
     else:
-        sys.exit("serialmerge: a source is unix:PATH or tcp:PORT, not " + spec)
+        sys.exit("serialmerge: a source is file:PATH or tcp:PORT, not " + spec)
     s.listen(1)
     s.setblocking(False)
     return s
@@ -100,23 +97,43 @@ def run(out, idle, ready, wait, specs):
 
     m = LineMerger(write, idle)
     sel = selectors.DefaultSelector()
-    listeners = {}
+    files = {}      # source -> [path, open file or None]
     for i, spec in enumerate(specs):
-        s = listen(spec)
-        listeners[s] = i
-        sel.register(s, selectors.EVENT_READ, ("listen", i))
+        if spec.startswith("file:"):
+            files[i] = [spec[5:], None]
+        else:
+            sel.register(listen(spec), selectors.EVENT_READ, ("listen", i))
+    nsock = len(specs) - len(files)
+
+    def read_files(now):
+        for i, f in files.items():
+            if f[1] is None:
+                try:
+                    f[1] = open(f[0], "rb", buffering=0)
+                except FileNotFoundError:
+                    continue
+            while True:
+                data = f[1].read(65536)
+                if not data:
+                    break
+                m.feed(i, data, now)
+
     if ready:
         open(ready, "w").close()
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    parent = os.getppid()
     start = time.monotonic()
     connected = closed = 0
-    while not stop and closed < len(specs):
+    while not stop and (files or closed < nsock) and os.getppid() == parent:
         now = time.monotonic()
+        read_files(now)
         due = m.tick(now)
-        if not connected and now - start > wait:
+        if nsock and not connected and now - start > wait:
             break
         timeout = 0.5 if due is None else min(due, 0.5)
+        if files:
+            timeout = 0.02
         for key, _ in sel.select(timeout):
             what, i = key.data
             now = time.monotonic()
@@ -141,15 +158,10 @@ def run(out, idle, ready, wait, specs):
                 key.fileobj.close()
                 m.close(i)
                 closed += 1
+    read_files(time.monotonic())
     for i in range(len(specs)):
         m.close(i)
     os.close(fd)
-    for spec in specs:
-        if spec.startswith("unix:"):
-            try:
-                os.unlink(spec[5:])
-            except OSError:
-                pass
 
 
 def self_test():
@@ -189,6 +201,34 @@ def self_test():
     m.close(1)
     check(out[-1] == b"Shell> ", "closing twice writes nothing more")
     check(m.tick(100.0) is None, "nothing held at the end")
+    # end to end on two files written byte by byte at once, then SIGTERM
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        f1, f2, out = (os.path.join(d, n) for n in ("com1", "com4", "log"))
+        ready = os.path.join(d, "ready")
+        p = subprocess.Popen([sys.executable, __file__, "--out", out, "--ready", ready,
+                              "file:" + f1, "file:" + f2])
+        while not os.path.exists(ready):
+            time.sleep(0.01)
+        a = b"GUEST-TEST: INFO: REC-SAME-TIME: 00 0123456789abcdef end\r\n" * 20
+        b = b"hvtrace: interp: vcpu 1: 388 bursts (20 declined)\r\n" * 20 + b"Shell> "
+        with open(f1, "wb", buffering=0) as w1, open(f2, "wb", buffering=0) as w2:
+            for i in range(max(len(a), len(b))):
+                w1.write(a[i:i + 1])
+                w2.write(b[i:i + 1])
+                if i % 97 == 0:
+                    time.sleep(0.001)
+        time.sleep(0.1)
+        p.terminate()
+        p.wait(10)
+        got = open(out, "rb").read()
+        lines = got.split(b"\n")
+        check(got.count(b"REC-SAME-TIME") == 20 and lines.count(a[:a.index(b"\n")]) == 20,
+              "files: every guest line whole")
+        check(lines.count(b[:b.index(b"\n")]) == 20 and got.endswith(b"Shell> "),
+              "files: every hypervisor line whole, the partial one written at the end")
+        check(len(got) == len(a) + len(b), "files: no byte lost or added")
     print("serialmerge: %d passed, %d failed" % (passes, fails))
     return 1 if fails else 0
 
