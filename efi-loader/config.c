@@ -7,6 +7,7 @@
 #include "base/boot.h"
 #include "arch/x86/uart.h"
 #include "base/lib.h"
+#include "base/pcicfg.h"
 
 static __printf(3, 4) void cfg_err(struct hv_config *cfg, u32 line, const char *fmt, ...)
 {
@@ -585,6 +586,12 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 		cfg->serial_hide = cfg->serial_port && cfg->serial_port != UART_COM1;
 	else if (!cfg->serial_port)
 		cfg_err(cfg, 0, "'serial.hide' is set but 'serial' is none: there is no port to hide");
+	/* the hidden UART's 8 ports and the PCI configuration ports the
+	 * hypervisor filters (dispatch/pcihide.c) must not overlap */
+	if (cfg->serial_hide && cfg->serial_port + UART_NR_PORTS > PCI_CONFIG_ADDRESS &&
+	    cfg->serial_port < PCI_CONFIG_DATA + 4)
+		cfg_err(cfg, 0, "serial: a hidden UART at %x would cover the PCI configuration ports %x-%x",
+			cfg->serial_port, PCI_CONFIG_ADDRESS, PCI_CONFIG_DATA + 3);
 	/* a consumer's settings without the consumer are a mistake worth naming */
 	static const struct { enum cfg_key k, needs; } deps[] = {
 		{ K_FLIGHT_CPL, K_FLIGHT_SIZE }, { K_FLIGHT_RANGE, K_FLIGHT_SIZE },

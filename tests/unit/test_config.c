@@ -61,6 +61,11 @@ int main(void)
 	CHECK(parse("next = \\a.efi\nserial = none\n") == 0 && !cfg.serial_hide, "none: nothing hidden");
 	bad("next = \\a.efi\nserial = none\nserial.hide = yes\n", 0, "no port to hide");
 	bad("next = \\a.efi\nserial = 0x2f8\nserial.hide = maybe\n", 3, "not yes or no");
+	bad("next = \\a.efi\nserial = 0xcf1\n", 0, "PCI configuration ports");
+	bad("next = \\a.efi\nserial = 0xcfc\n", 0, "PCI configuration ports");
+	CHECK(parse("next = \\a.efi\nserial = 0xcf1\nserial.hide = no\n") == 0, "0xcf1 shown: no overlap check");
+	CHECK(parse("next = \\a.efi\nserial = 0xcf0\n") == 0 && parse("next = \\a.efi\nserial = 0xd00\n") == 0,
+	      "next to the PCI ports");
 
 	/* trace.pace: a number of branches, 0 or off for none; default 10000 */
 	CHECK(parse("next = \\a.efi\n") == 0 && cfg.pace == CFG_DEFAULT_PACE && cfg.pace == 10000,
