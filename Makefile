@@ -163,4 +163,5 @@ clean:
 
 # Unit tests of pure logic, on the host.
 test-unit: $(UNIT_BINS)
-	@fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; exit $$fail
+	@fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; \
+	python3 tests/lib/serialmerge.py --self-test || fail=1; exit $$fail

@@ -5,7 +5,9 @@
 #include "config.h"
 #include "hvtrace/abi.h"
 #include "base/boot.h"
+#include "arch/x86/uart.h"
 #include "base/lib.h"
+#include "base/pcicfg.h"
 
 static __printf(3, 4) void cfg_err(struct hv_config *cfg, u32 line, const char *fmt, ...)
 {
@@ -142,19 +144,19 @@ enum cfg_key { K_NEXT, K_CMDLINE, K_MEMORY, K_SERIAL, K_LOG, K_ENABLE, K_ENGINE,
 	       K_STREAM_SIZE, K_STREAM_CPL, K_STREAM_RANGE, K_STREAM_CR3, K_STREAM_WAIT,
 	       K_FLIGHT_MODE, K_FLIGHT_WAIT, K_STREAM_MODE,
 	       K_TRACE_START, K_TRACE_STOP, K_CHANNEL, K_TRACE_PACE, K_TRACE_FREEZE, K_CHANNEL_CONTROL,
-	       K_TRIPLE_FAULT, K_INTERP_VERIFY, K_COUNT };
+	       K_TRIPLE_FAULT, K_INTERP_VERIFY, K_SERIAL_HIDE, K_COUNT };
 static const char *const key_names[K_COUNT] = {
 	"next", "cmdline", "memory", "serial", "log", "enable", "engine",
 	"flight.size", "flight.cpl", "flight.range", "flight.cr3",
 	"stream.size", "stream.cpl", "stream.range", "stream.cr3", "stream.wait",
 	"flight.mode", "flight.wait", "stream.mode",
 	"trace.start", "trace.stop", "channel", "trace.pace", "trace.freeze", "channel.control",
-	"triple_fault", "interp.verify" };
+	"triple_fault", "interp.verify", "serial.hide" };
 #define KEY_LIST "next, cmdline, memory, serial, log, enable, engine, flight.size, flight.cpl, " \
 	"flight.range, flight.cr3, stream.size, stream.cpl, stream.range, stream.cr3, stream.wait, " \
 	"flight.mode, flight.wait, stream.mode, " \
 	"trace.start, trace.stop, channel, trace.pace, trace.freeze, channel.control, triple_fault, " \
-	"interp.verify"
+	"interp.verify, serial.hide"
 /* keys that may be given more than once */
 static bool key_repeats(enum cfg_key k)
 {
@@ -326,6 +328,9 @@ static void cfg_set(struct hv_config *cfg, u32 line, enum cfg_key k, const char 
 	case K_INTERP_VERIFY:
 		cfg_yes_no(cfg, line, name, num, vlen, &cfg->interp_verify);
 		return;
+	case K_SERIAL_HIDE:
+		cfg_yes_no(cfg, line, name, num, vlen, &cfg->serial_hide);
+		return;
 	case K_TRIPLE_FAULT:
 		if (streq(num, vlen, "reset"))
 			cfg->triple_fault = HV_TRIPLE_FAULT_RESET;
@@ -489,7 +494,7 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->memory = CFG_DEFAULT_MEMORY;
-	cfg->serial_port = 0x3f8;
+	cfg->serial_port = UART_COM1;
 	cfg->log_level = 2; /* info */
 	cfg->enable = true;
 	cfg->engine = HVTRACE_ENGINE_INTERP;	/* docs/config.md: the default since 2026-11-28 */
@@ -575,6 +580,18 @@ u32 cfg_parse(const char *text, size_t len, struct hv_config *cfg)
 	}
 	if (!seen[K_NEXT])
 		cfg_err(cfg, 0, "no 'next' line: nothing to boot after the hypervisor");
+	/* the hypervisor's own log port is hidden from the guest unless it is
+	 * COM1, the firmware's and the guest's console (docs/config.md) */
+	if (!seen[K_SERIAL_HIDE])
+		cfg->serial_hide = cfg->serial_port && cfg->serial_port != UART_COM1;
+	else if (!cfg->serial_port)
+		cfg_err(cfg, 0, "'serial.hide' is set but 'serial' is none: there is no port to hide");
+	/* the hidden UART's 8 ports and the PCI configuration ports the
+	 * hypervisor filters (dispatch/pcihide.c) must not overlap */
+	if (cfg->serial_hide && cfg->serial_port + UART_NR_PORTS > PCI_CONFIG_ADDRESS &&
+	    cfg->serial_port < PCI_CONFIG_DATA + 4)
+		cfg_err(cfg, 0, "serial: a hidden UART at %x would cover the PCI configuration ports %x-%x",
+			cfg->serial_port, PCI_CONFIG_ADDRESS, PCI_CONFIG_DATA + 3);
 	/* a consumer's settings without the consumer are a mistake worth naming */
 	static const struct { enum cfg_key k, needs; } deps[] = {
 		{ K_FLIGHT_CPL, K_FLIGHT_SIZE }, { K_FLIGHT_RANGE, K_FLIGHT_SIZE },

@@ -34,6 +34,7 @@ struct hv_config {
 	char cmdline[CFG_CMDLINE_MAX];	/* the next stage's load options */
 	u64 memory;			/* bytes reserved for the hypervisor */
 	u16 serial_port;		/* 0 = no log */
+	bool serial_hide;		/* serial.hide (default: yes unless serial is COM1's 0x3f8) */
 	u8 log_level;			/* enum log_level */
 	bool enable;			/* false: boot `next` without the hypervisor */
 	u8 engine;			/* enum hvtrace_engine: fast (default), reference, lbr or interp */

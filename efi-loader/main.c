@@ -214,6 +214,7 @@ static int start_hypervisor(const struct hv_config *cfg)
 	bp->version = HV_BOOT_VERSION;
 	bp->log_level = cfg->log_level;
 	bp->serial_port = cfg->serial_port;
+	bp->serial_hide = cfg->serial_hide;
 	bp->reserve_pa = pa;
 	bp->reserve_size = cfg->memory;
 	bp->host_cr3 = pgb.root_pa;

@@ -3,7 +3,7 @@
 # Layers, each using only those below it (scripts/check-layers.sh):
 # backends (svm, vmx) -> dispatch -> trace -> base -> arch/x86.
 hv-dispatch-y := dispatch/entry.o dispatch/mp.o dispatch/icr.o dispatch/irq.o dispatch/event.o dispatch/cpuid.o dispatch/msr.o dispatch/mtrr.o \
-	dispatch/hypercall.o dispatch/hc_check.o dispatch/pcihide.o dispatch/image.o
+	dispatch/hypercall.o dispatch/hc_check.o dispatch/pcihide.o dispatch/uarthide.o dispatch/ioport.o dispatch/image.o
 hv-base-y := base/exc.o base/gmem.o base/mm.o base/memmap.o base/pgbuild.o base/integrity.o \
 	base/log.o base/lib.o base/fmt.o base/status.o base/pcicfg.o base/lapic.o base/i8259.o base/insn.o base/rootexc.o base/hv.o
 # the instruction decoder (docs/decoder.md), also built on its own by tests/unit/decode.mk

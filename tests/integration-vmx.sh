@@ -146,6 +146,37 @@ t_vmx_hostile() {
 	finish vmx-hostile
 }
 
+# The hypervisor's log UART (COM4, the runner's `serial = 0x2e8`) is no
+# device under VMX either (t_uart, tests/integration.sh t_svm_uart): its
+# ports in the I/O bitmaps, the string forms and their faults; untraced,
+# then with the interpreting engine tracing the checks (a million
+# instructions: about 115 s), where the
+# recorder's stop line must still reach the log after the guest
+# reprogrammed "its" UART.
+# vmx_uart NAME BOUND CFG-LINES...
+vmx_uart() {
+	local name=$1 bound=$2 d=$(esp $1)
+	shift 2
+	add_guest "$d" t_uart
+	printf '%s\n' 'next = \EFI\hvtrace\t_uart.efi' "$@" >"$d/EFI/hvtrace/hvtrace.cfg"
+	run $name $bound --until 'SUMMARY: t_uart'
+	expect 'hvtrace: vmx backend ready'
+	expect 'GUEST-TEST: PASS: uart_rep_insb_huge_rcx_pf'
+	expect 'SUMMARY: t_uart: [1-9][0-9]* passed, 0 failed'
+	reject 'GUEST-TEST: FAIL'
+	reject 'UART-LEAK'
+	reject 'hvtrace: (error|warning)'
+}
+t_vmx_uart() {
+	vmx_uart vmx-uart 200
+	finish vmx-uart
+}
+t_vmx_uart_traced() {
+	vmx_uart vmx-uart-traced 300 'cmdline = traced' 'engine = interp' 'flight.size = 64K' 'trace.start = hypercall'
+	expect 'hvtrace: recorder: tracing stopped'
+	finish vmx-uart-traced
+}
+
 # A CPU model without the monitor trap flag: the backend runs all the same
 # and does not claim HV_CAP_MTF.
 t_vmx_no_mtf_cpu() {
@@ -296,7 +327,7 @@ t_vmx_rec_trigger_engine_on() {
 RUNNER_JOBS=${HVTRACE_VMX_JOBS:-2}
 RUNNER_AFTER[t_vmx_bts_engines_agree]="t_vmx_bts_reference t_vmx_bts_fast"
 RUNNER_AFTER[t_vmx_bts_interp_agrees]="t_vmx_bts_reference t_vmx_bts_interp"
-ALL="t_vmx_guest_basic t_vmx_smp t_vmx_fidel t_vmx_hostile t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_bts_engines_agree t_vmx_bts_interp t_vmx_bts_interp_agrees t_vmx_bts_interp_verify t_vmx_pmu t_vmx_rec_basic
+ALL="t_vmx_guest_basic t_vmx_smp t_vmx_fidel t_vmx_hostile t_vmx_uart t_vmx_uart_traced t_vmx_pci_cf8 t_vmx_triple_fault t_vmx_no_mtf_cpu t_vmx_bts_fast t_vmx_bts_reference t_vmx_bts_engines_agree t_vmx_bts_interp t_vmx_bts_interp_agrees t_vmx_bts_interp_verify t_vmx_pmu t_vmx_rec_basic
 t_vmx_rec_boot_paced t_vmx_rec_trigger_engine_on"
 
 runner_main integration-vmx "$ALL" "$@"

@@ -136,7 +136,7 @@ struct hv_boot {
 	u16 serial_port;	/* 0: no log */
 	u16 triple_fault;	/* enum hv_triple_fault: after a guest's triple fault */
 	u16 interp_verify;	/* interp.verify = yes: engine = interp checks every instruction (trace/interp_engine.c) */
-	u16 pad;
+	u16 serial_hide;	/* serial.hide: the guest's I/O to serial_port's 8 ports finds no device (dispatch/uarthide.c) */
 	u64 reserve_pa;		/* the whole reserved range */
 	u64 reserve_size;
 	u64 heap_pa;		/* first byte the hypervisor may allocate */

@@ -4,6 +4,7 @@
  * and dirty bits as the processor would. Only guest RAM is ever touched:
  * page tables or buffers that point at MMIO or at the hypervisor fail the
  * walk. Runs in root mode on exits. */
+#include "arch/x86/cpuid.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/paging.h"
 #include "base/gmem.h"
@@ -151,6 +152,22 @@ static bool translate(struct vcpu *v, u64 gva, bool write, u64 *gpa)
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa)
 {
 	return translate(v, gva, false, gpa);
+}
+
+void gmem_walk_ctl(struct vcpu *v, struct pgwalk_ctl *c)
+{
+	struct cpuid_regs r;
+	cpuid_count(0x80000001u, 0, &r);
+	c->cr0 = hv.ops->get_cr(v, 0);
+	c->cr3 = hv.ops->get_cr(v, 3);
+	c->cr4 = hv.ops->get_cr(v, 4);
+	c->efer = hv.ops->get_efer(v);
+	c->phys_limit = hv.boot.phys_limit;
+	c->pg1g = r.edx & CPUID_80000001_EDX_PAGE1GB;
+	c->cpl = (u8)hv.ops->get_cpl(v);
+	c->ac = v->rflags & RFLAGS_AC;
+	c->pkru_known = false;	/* the caller reads it when a walk needs it */
+	c->ad_set = false;
 }
 
 /*

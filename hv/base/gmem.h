@@ -7,7 +7,12 @@
 #include "arch/x86/types.h"
 #include "arch/x86/decode/decode.h"
 #include "arch/x86/paging.h"
+#include "arch/x86/pgwalk.h"
 struct vcpu;
+/* What the strict walk (arch/x86/pgwalk.h) of this vCPU's accesses now
+ * depends on: its control registers, EFER, CPL, RFLAGS.AC (PKRU not read:
+ * pkru_known false; ad_set false) */
+void gmem_walk_ctl(struct vcpu *v, struct pgwalk_ctl *c);
 bool gmem_translate(struct vcpu *v, u64 gva, u64 *gpa);
 /* Copies all len bytes at guest-physical gpa (guest RAM only), or none. */
 bool gmem_read_phys(u64 gpa, void *buf, size_t len);

@@ -1,14 +1,13 @@
 /* Serial (16550 UART) logger: every line carries the "hvtrace: " prefix so
  * it can be told apart from the firmware's and the guest's output on the
- * same port. Runs in VMX/SVM root with interrupts off. */
+ * same port (serial = 0x3f8), or on a port of its own that the guest never
+ * sees (serial.hide: dispatch/uarthide.c). Runs in VMX/SVM root with
+ * interrupts off. */
 #include <stdarg.h>
 #include "arch/x86/cpu.h"
+#include "arch/x86/uart.h"
 #include "base/lib.h"
 #include "base/log.h"
-
-#define UART_THR 0
-#define UART_LSR 5
-#define UART_LSR_THRE 0x20
 
 static u16 log_port;
 static int log_level = LOG_LEVEL_INFO;
@@ -16,10 +15,22 @@ static int log_level = LOG_LEVEL_INFO;
  * holding it (a panic in the middle of a line) is waited for only so long */
 static struct spinlock log_lock;
 
-void log_init(u16 serial_port, int level)
+void log_init(u16 serial_port, bool own, int level)
 {
 	log_port = serial_port;
 	log_level = level;
+	if (!serial_port || !own)
+		return;
+	/* A port of the hypervisor's own, which no firmware console set up:
+	 * 115200 baud, 8N1, FIFOs on, no interrupts, not in loopback (the
+	 * guest, which cannot reach it, never changes this again) */
+	outb(serial_port + UART_IER, 0);
+	outb(serial_port + UART_LCR, UART_LCR_DLAB);
+	outb(serial_port + UART_DLL, UART_DIV_115200);
+	outb(serial_port + UART_DLM, 0);
+	outb(serial_port + UART_LCR, UART_LCR_8N1);
+	outb(serial_port + UART_FCR, UART_FCR_ENABLE | UART_FCR_CLEAR);
+	outb(serial_port + UART_MCR, UART_MCR_DTR | UART_MCR_RTS);
 }
 
 static void serial_putc(char c)

@@ -7,7 +7,8 @@
 
 enum log_level { LOG_LEVEL_ERR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
-void log_init(u16 serial_port, int level);
+/* own: the port is the hypervisor's alone (serial.hide), set up here */
+void log_init(u16 serial_port, bool own, int level);
 void log_printf(int level, const char *func, const char *fmt, ...) __printf(3, 4);
 void log_raw(const char *s);
 

@@ -35,6 +35,13 @@ void hv_inject_fault(struct vcpu *v, u8 vector, bool has_err, u32 err);
  * flight recorder frozen, the state dumped, then the machine ends as after
  * a triple fault (triple_fault: reset, or halt). */
 void __noreturn hv_guest_refused(struct vcpu *v, const char *why);
+/* The ports whose I/O the guest does not reach (dispatch/ioport.c): each
+ * one's bit set in a bitmap of one bit per port, port p at byte p / 8, bit
+ * p % 8 (8 KiB, zeroed): the layout of SVM's I/O permission map (AMD APM
+ * Vol. 2 15.10.1) and of VMX's I/O bitmaps A and B placed one after the
+ * other (Intel SDM Vol. 3 25.6.4). Their exits (HV_EV_IO) go to io_exit. */
+void io_bitmap_fill(u8 *bm);
+void io_exit(struct vcpu *v, const struct hv_event *ev);
 /* An NMI for the guest (not the hypervisor's kick): recorded while
  * tracing, delivered when the guest can take it. */
 void hv_guest_nmi(struct vcpu *v);

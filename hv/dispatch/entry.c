@@ -66,7 +66,7 @@ static int hv_init(const struct hv_boot *bp)
 	    bp->nr_cpus > HV_MAX_CPUS || hv.ops)
 		return HV_ERR_BAD_BOOT;
 	hv.boot = *bp;
-	log_init(bp->serial_port, (int)bp->log_level);
+	log_init(bp->serial_port, bp->serial_hide, (int)bp->log_level);
 	LOG_INFO("hypervisor at %016lx (%lu MiB), %s", bp->reserve_pa, bp->reserve_size >> 20,
 		 hv_image_hdr.sig);
 

@@ -16,7 +16,6 @@
 #include "base/lapic.h"
 #include "base/log.h"
 #include "dispatch/msr.h"
-#include "dispatch/pcihide.h"
 #include "base/vcpu.h"
 #include "dispatch/dispatch.h"
 #include "trace/dbg.h"
@@ -136,7 +135,7 @@ static void dispatch(struct vcpu *v, const struct hv_event *ev)
 		hv_skip_insn(v, ev, 2);
 		return;
 	case HV_EV_IO:
-		pcihide_io(v, ev);
+		io_exit(v, ev);
 		return;
 	case HV_EV_RDPMC:
 		/* SDM Vol. 2B RDPMC: #GP at CPL > 0 without CR4.PCE, and for a

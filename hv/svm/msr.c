@@ -1,11 +1,12 @@
 /* MSR and I/O permission maps (AMD APM Vol. 2 15.10, 15.11): two bits per
- * MSR (read, write) in three 2 KiB blocks; one bit per port in the I/O map,
- * set only for the ports dispatch/pcihide.c watches (an access exits when any
- * of the ports it covers has its bit set, 15.10.1). */
+ * MSR (read, write) in three 2 KiB blocks; one bit per port in the I/O map
+ * (12 KiB: the bits past port 0xFFFF stay clear), set only for the ports
+ * dispatch/ioport.c names (an access exits when any of the ports it covers
+ * has its bit set, 15.10.1). */
 #include "arch/x86/msr.h"
 #include "base/mm.h"
 #include "dispatch/msr.h"
-#include "dispatch/pcihide.h"
+#include "dispatch/dispatch.h"
 #include "svm/svm.h"
 
 #define MSRPM_READ	1u
@@ -31,9 +32,7 @@ int svm_msrpm_build(u64 *msrpm_pa, u64 *iopm_pa)
 	u8 *pm = shared_pm = mm_alloc_pages(2, msrpm_pa), *io;
 	if (!pm || !(io = mm_alloc_pages(3, iopm_pa)))
 		return HV_ERR_NO_MEMORY;
-	u16 port;
-	for (u32 n = pcihide_io_ports(&port); n; n--, port++)
-		io[port / 8] |= 1u << (port % 8);
+	io_bitmap_fill(io);
 	for (u32 i = 0; i < hv_nr_owned_msrs; i++)
 		for (u32 msr = hv_owned_msrs[i].first; msr <= hv_owned_msrs[i].last; msr++)
 			msrpm_intercept(pm, msr, MSRPM_READ | MSRPM_WRITE);

@@ -535,21 +535,6 @@ static bool interp_allowed(struct vcpu *v, const struct pgwalk_ctl *c)
 	return interp_declines(v, c) == INTERP_DECLINE_NONE;
 }
 
-static void ctl_read(struct vcpu *v, struct pgwalk_ctl *c)
-{
-	struct cpuid_regs r;
-	cpuid_count(0x80000001u, 0, &r);
-	c->cr0 = hv.ops->get_cr(v, 0);
-	c->cr3 = hv.ops->get_cr(v, 3);
-	c->cr4 = hv.ops->get_cr(v, 4);
-	c->efer = hv.ops->get_efer(v);
-	c->phys_limit = hv.boot.phys_limit;
-	c->pg1g = r.edx & CPUID_80000001_EDX_PAGE1GB;
-	c->cpl = (u8)hv.ops->get_cpl(v);
-	c->ac = v->rflags & RFLAGS_AC;
-	c->pkru_known = false;	/* read when a walk needs it (imem_walk) */
-}
-
 /* The host debugger's breakpoint at `lin` (trace/dbg.c, struct dbg_bps): the burst ends
  * before that instruction, where the engine's check holds the vCPU (dbg_trace_bp). A load and
  * a test while the debugger has none. */
@@ -653,7 +638,7 @@ void interp_run(struct vcpu *v)
 {
 	struct trace_vcpu *t = v->trace;
 	struct imem m = { .v = v, .refused = 0, .watch = t->dbg_bps.wn != 0 };	/* every TLB entry invalid */
-	ctl_read(v, &m.ctl);
+	gmem_walk_ctl(v, &m.ctl);
 	enum interp_decline why = interp_declines(v, &m.ctl);
 	if (why != INTERP_DECLINE_NONE) {
 		t->interp.declined++;
@@ -865,7 +850,7 @@ void interp_verify_prepare(struct vcpu *v)
 	struct interp_result r;
 	f->valid = f->wrote = false;
 	interp_dcache_epoch(&v->trace->dcache);	/* the processor ran since the last step */
-	ctl_read(v, &m.ctl);
+	gmem_walk_ctl(v, &m.ctl);
 	if (!interp_allowed(v, &m.ctl))
 		return;
 	cpu_load(v, &m.ctl, &f->before);
@@ -931,7 +916,7 @@ void interp_verify_check(struct vcpu *v)
 	if (f->wrote) {
 		struct imem m = { .v = v };
 		u64 got = 0;
-		ctl_read(v, &m.ctl);
+		gmem_walk_ctl(v, &m.ctl);
 		u64 cmp = f->flags_image ? ~RFLAGS_TF : ~0ull;
 		if (imem_read(&m, f->wlin, &got, f->wlen) != INTERP_MEM_OK || ((got ^ f->wval) & cmp)) {
 			verify_report(v, "memory differs");

@@ -7,7 +7,7 @@
 #include "arch/x86/msr.h"
 #include "base/mm.h"
 #include "dispatch/msr.h"
-#include "dispatch/pcihide.h"
+#include "dispatch/dispatch.h"
 #include "vmx/vmx.h"
 
 #define BITMAP_READ_LOW		0x000
@@ -67,15 +67,14 @@ void vmx_intercept_msr_read(u32 msr)
 }
 
 /* I/O bitmaps A (ports 0-0x7fff) and B (0x8000-0xffff), SDM Vol. 3
- * 25.6.4: one bit per port, set only for the ports dispatch/pcihide.c watches
- * (an access exits when any port it covers has its bit set, 26.1.3). */
+ * 25.6.4, in two consecutive pages: one bit per port, set only for the
+ * ports dispatch/ioport.c names (an access exits when any port it covers
+ * has its bit set, 26.1.3). */
 int vmx_io_bitmap_build(u64 *bitmaps_pa)
 {
 	u8 *bm = mm_alloc_pages(2, bitmaps_pa);
-	u16 port;
 	if (!bm)
 		return HV_ERR_NO_MEMORY;
-	for (u32 n = pcihide_io_ports(&port); n; n--, port++)
-		bm[port / 8] |= (u8)(1u << (port % 8));
+	io_bitmap_fill(bm);
 	return HV_OK;
 }

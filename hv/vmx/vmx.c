@@ -50,7 +50,7 @@ static const char *const entry_names[32] = {
 /*
  * What hvtrace needs and what it uses when offered. No interrupt, NMI or HLT
  * exiting while nothing traces: the guest takes its own interrupts through
- * its own IDT, as on SVM (tracing turns them on, dispatch/irq.c); I/O exits only for the ports dispatch/pcihide.c watches (I/O bitmaps).
+ * its own IDT, as on SVM (tracing turns them on, dispatch/irq.c); I/O exits only for the ports dispatch/ioport.c names (I/O bitmaps).
  * Every MOV to or from a debug register exits: the guest's debug registers
  * are the hypervisor's to load (trace_host_dr7, docs/security.md).
  * EPT and unrestricted guest let the firmware run exactly as it was; the

@@ -1,5 +1,5 @@
 # Guest test programs: EFI applications chain-loaded by hvtrace.efi.
-GUEST_TESTS := t_basic t_triple t_mmio t_bts t_workload t_rec t_chan t_hostile t_smp t_debug t_unusual t_irq t_pmu t_fidel t_gdb bootvmlinux
+GUEST_TESTS := t_basic t_triple t_mmio t_bts t_workload t_rec t_chan t_hostile t_smp t_debug t_unusual t_irq t_pmu t_fidel t_gdb t_uart bootvmlinux
 guest-lib-y := guest.o faults.o
 GUEST_LIB := $(addprefix $(BUILD)/tests/guest/,$(guest-lib-y)) $(BUILD)/efi-loader/shared/base/fmt.o
 GUEST_EFIS := $(addprefix $(BUILD)/tests/guest/,$(addsuffix .efi,$(GUEST_TESTS)))

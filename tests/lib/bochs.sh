@@ -26,7 +26,12 @@
 # on stderr ("bochs.sh: --save-chan: ..."), and FILE is then left
 # missing or short, which hvtrace refuses.
 #
-# COM1 goes to a local TCP listener (busybox nc) rather than Bochs's
+# COM1 (the console) and COM4 (0x2e8: the hypervisor's own log when
+# hvtrace.cfg says `serial = 0x2e8`, as tests/lib/runner.sh's do; not COM2,
+# which OVMF makes a console too) go to
+# local TCP listeners of tests/lib/serialmerge.py, which writes both into
+# the log line by line (a line of one never torn by the other's; a partial
+# line after 2 s idle or when Bochs closes the port), rather than Bochs's
 # `mode=file`, which is block-buffered and loses its tail when Bochs is
 # killed. A guest ends Bochs by writing "Shutdown" to port 0x8900
 # (tests/guest/guest.c does). Bochs ignores SIGTERM: it is bound with
@@ -73,7 +78,9 @@ bpid= npid= tpid=
 cleanup() {
 	# $bpid is timeout's: Bochs is its child
 	[ -n "$bpid" ] && pkill -KILL -P "$bpid" 2>/dev/null
-	for p in $bpid $npid $tpid; do kill -KILL "$p" 2>/dev/null; done
+	for p in $bpid $tpid; do kill -KILL "$p" 2>/dev/null; done
+	# the merger writes what it holds on SIGTERM
+	[ -n "$npid" ] && kill -TERM "$npid" 2>/dev/null
 	wait 2>/dev/null
 	rm -f "$work/esp.img.lock"
 	[ -n "$keep" ] && { mkdir -p "$keep"; cp "$work/bochsrc" "$work/bochs.log" "$keep/" 2>/dev/null; }
@@ -96,20 +103,21 @@ export MTOOLS_SKIP_CHECK=1
 (cd "$dir" && find . -mindepth 1 -type d | sed 's|^\./||' | while read -r d; do mmd -i "$work/esp.img" "::/$d"; done
  find . -type f | sed 's|^\./||' | while read -r f; do mcopy -i "$work/esp.img" "$f" "::/$f"; done) || exit 2
 
-# The serial listener: a free local port, listening before Bochs starts.
-listening() { cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -qE "^ *[0-9]+: [0-9A-F]+:$(printf '%04X' "$1") [0-9A-F]+:0000 0A"; }
+# The serial listeners: two free local ports, listening before Bochs starts
+# (the merger binds both, or fails and another pair is drawn).
 : >"$log"
 for try in 1 2 3 4 5 6 7 8; do
-	port=$((20000 + RANDOM % 40000))
-	listening "$port" && continue
-	busybox nc -l -p "$port" >"$log" 2>/dev/null </dev/null &
+	port=$((20000 + RANDOM % 40000)) port2=$((20000 + RANDOM % 40000))
+	[ "$port" = "$port2" ] && continue
+	rm -f "$work/merge.ready"
+	python3 "$(dirname "$0")/serialmerge.py" --out "$log" --ready "$work/merge.ready" \
+		tcp:"$port" tcp:"$port2" </dev/null 2>/dev/null &
 	npid=$!
-	# its own listener, not another run's that drew the same port
-	for _ in $(seq 50); do kill -0 "$npid" 2>/dev/null || break; listening "$port" && break; sleep 0.05; done
-	listening "$port" && kill -0 "$npid" 2>/dev/null && break
+	for _ in $(seq 100); do [ -e "$work/merge.ready" ] && break; kill -0 "$npid" 2>/dev/null || break; sleep 0.05; done
+	[ -e "$work/merge.ready" ] && kill -0 "$npid" 2>/dev/null && break
 	kill -KILL "$npid" 2>/dev/null; wait "$npid" 2>/dev/null; npid=
 done
-[ -n "$npid" ] || { echo "bochs.sh: cannot open a local port for the serial console" >&2; exit 2; }
+[ -n "$npid" ] || { echo "bochs.sh: cannot open two local ports for the serial ports" >&2; exit 2; }
 
 cat >"$work/bochsrc" <<EOF
 plugin_ctrl: unmapped=1, biosdev=0, speaker=0, extfpuirq=0, parallel=0, gameport=0, iodebug=0, serial=1
@@ -127,6 +135,7 @@ ata1: enabled=0
 boot: disk
 floppy_bootsig_check: disabled=1
 com1: enabled=1, mode=socket-client, dev=localhost:$port
+com4: enabled=1, mode=socket-client, dev=localhost:$port2
 port_e9_hack: enabled=1
 log: $work/bochs.log
 panic: action=fatal
@@ -216,6 +225,6 @@ bpid=
 [ -z "$rc" ] && [ -n "$until" ] && grep -qaE "$until" "$log" && rc=0
 [ -n "$rc" ] || rc=$brc
 [ "$rc" = 137 ] && rc=124
-# the listener ends when Bochs closes the connection
-for _ in $(seq 20); do kill -0 "$npid" 2>/dev/null || break; sleep 0.05; done
+# the merger ends when Bochs closes both connections, with what it held
+for _ in $(seq 40); do kill -0 "$npid" 2>/dev/null || break; sleep 0.05; done
 exit $rc

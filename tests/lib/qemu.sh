@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Runs QEMU with OVMF on a boot volume made from a directory, time-bounded,
-# serial console to a log file (and optionally to stdout).
+# its two serial ports to a log file (and optionally to stdout): COM1 (the
+# firmware's and the guest's console) and COM4 (0x2e8, IRQ 3: the
+# hypervisor's own log when hvtrace.cfg says `serial = 0x2e8`, as
+# tests/lib/runner.sh's do; not COM2, which OVMF makes a console too, and
+# whose output would stall once the hypervisor hides it), merged line by
+# line by tests/lib/serialmerge.py so that a line of one never tears a line
+# of the other (a partial line goes out after 2 s idle or when QEMU exits).
 #
 #   tests/lib/qemu.sh --dir ESPDIR --log FILE [--timeout SEC] [--cpu MODEL]
 #                     [--smp N] [--mem MIB] [--tee] [--until REGEX]
@@ -78,7 +84,18 @@ fi
 [ -n "$cpuflags" ] && cpu="$cpu,$cpuflags"
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+mpid=
+# merger_end: QEMU has ended: the merger reads the ports' files to their
+# end, writes what it holds and exits (SIGTERM; bounded, then killed)
+merger_end() {
+	[ -n "$mpid" ] || return 0
+	kill -TERM "$mpid" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$mpid" 2>/dev/null
+	wait "$mpid" 2>/dev/null
+	mpid=
+}
+trap 'merger_end; rm -rf "$work"' EXIT
 cp "$OVMF_VARS" "$work/vars.fd"
 # FAT image with no partition table: OVMF boots \EFI\BOOT\BOOTX64.EFI from it
 size_kb=$(du -sk --apparent-size "$dir" | cut -f1)	# sparse files (an ELF with holes) count whole
@@ -94,10 +111,23 @@ set -- -machine q35 -accel "$accel" -cpu "$cpu" -smp "$smp" -m "$mem" \
 	-drive if=pflash,format=raw,unit=1,file="$work/vars.fd"${HVTRACE_VARS_READONLY:+,readonly=on} \
 	-drive format=raw,file="$work/esp.img" \
 	-nodefaults -vga none -display none -no-reboot \
-	-serial file:"$log" "$@"
+	-chardev file,id=hvtcom1,path="$work/com1.out" -serial chardev:hvtcom1 \
+	-chardev file,id=hvtcom4,path="$work/com4.out" -device isa-serial,iobase=0x2e8,irq=3,chardev=hvtcom4 "$@"
 
+: >"$log"
+# merger_start: the merger of the two files QEMU writes (files, not sockets:
+# QEMU's UART gives up on a byte after a few writes a socket refused, which
+# a reader held up on a loaded machine made it do), before QEMU starts
+merger_start() {
+	rm -f "$work/merge.ready" "$work/com1.out" "$work/com4.out"
+	python3 "$(dirname "$0")/serialmerge.py" --out "$log" --ready "$work/merge.ready" \
+		file:"$work/com1.out" file:"$work/com4.out" </dev/null &
+	mpid=$!
+	for _ in $(seq 100); do [ -e "$work/merge.ready" ] && return 0; kill -0 "$mpid" 2>/dev/null || break; sleep 0.05; done
+	echo "qemu.sh: the serial merger (tests/lib/serialmerge.py) did not start" >&2
+	exit 2
+}
 if [ "$tee" = 1 ]; then
-	: > "$log"
 	tail -f "$log" & tailpid=$!
 fi
 # HVTRACE_FIRMWARE_WAIT=S (the nested-KVM tier sets it): a boot whose serial
@@ -156,6 +186,8 @@ PY
 pin=${HVTRACE_PIN_VCPUS:-0}
 case "$pin" in 1|shuffle) set -- "$@" -name hvtrace,debug-threads=on ;; esac
 start_qemu() {
+	merger_end
+	merger_start
 	# the kill at the bound is the loop's, after the evidence; this one
 	# only if the loop could not
 	timeout -s KILL "$((timeout + 30))" qemu-system-x86_64 "$@" </dev/null &
@@ -195,6 +227,7 @@ while :; do
 			pkill -KILL -P "$qpid" 2>/dev/null
 			kill -KILL "$qpid" 2>/dev/null
 			wait "$qpid" 2>/dev/null
+			merger_end
 			[ "$tee" = 1 ] && { kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; }
 			exit 0
 		fi
@@ -208,12 +241,14 @@ while :; do
 		pkill -KILL -P "$qpid" 2>/dev/null
 		kill -KILL "$qpid" 2>/dev/null
 		wait "$qpid" 2>/dev/null
+		merger_end
 		[ "$tee" = 1 ] && { kill "$tailpid" 2>/dev/null; wait "$tailpid" 2>/dev/null; }
 		exit 124
 	fi
 done
 wait "$qpid"
 rc=$?
+merger_end
 # (the nested tier) how the boot ended: with -no-reboot a guest's reset or
 # triple fault before hvtrace is loaded ends QEMU as a poweroff does
 [ "$fwwait" -gt 0 ] && echo "qemu.sh: QEMU exited (status $rc) after $((SECONDS - qstart)) s" >&2

@@ -4,7 +4,7 @@
 # "TIER: N passed, M failed". Sourced, not run.
 #
 # Environment: BUILD (default build), HVTRACE_TIME_SCALE (multiply every
-# time bound).
+# time bound), HVTRACE_SERIAL (the hypervisor's log port: HV_SERIAL below).
 BUILD=${BUILD:-build}
 RUNS=$BUILD/test-runs
 SCALE=${HVTRACE_TIME_SCALE:-1}
@@ -63,12 +63,34 @@ kernel_symbols() {
 	[ -s "$map" ]
 }
 
+# HV_SERIAL: the hypervisor's log port in every hvtrace.cfg the tests
+# write: COM4 (not COM2: OVMF writes its console there too, and a console
+# on a port the hypervisor hides stalls the firmware), which the emulator
+# scripts (tests/lib/qemu.sh, bochs.sh) merge with COM1 into the one
+# serial log line by line (tests/lib/serialmerge.py), and which the
+# hypervisor hides from the guest (docs/config.md `serial.hide`), so that
+# its lines never tear the guest's. hv_serial_cfg CFG appends it to a
+# config that names no `serial` of its own (a test that sets `serial`,
+# `none` included, means what it says). HVTRACE_SERIAL=PORT sets another
+# (0x3f8: the hypervisor's lines on the guest's console, as before).
+HV_SERIAL=${HVTRACE_SERIAL:-0x2e8}
+hv_serial_cfg() {
+	local f=$1
+	[ -f "$f" ] || return 0
+	grep -qE '^[[:space:]]*serial[[:space:]]*=' "$f" && return 0
+	# a last line without its newline would join ours
+	[ -s "$f" ] && [ "$(tail -c 1 "$f" | od -An -c | tr -d ' ')" != '\n' ] && echo >>"$f"
+	echo "serial = $HV_SERIAL" >>"$f"
+}
+
 # boot EMULATOR NAME TIMEOUT [options of tests/lib/EMULATOR.sh]: boots the
-# volume esp NAME made, leaves the cleaned serial log in $LOG, the exit
-# status in $RC (124: timed out) and the seconds taken in $ELAPSED
+# volume esp NAME made (its hvtrace.cfg given HV_SERIAL), leaves the cleaned
+# serial log in $LOG, the exit status in $RC (124: timed out) and the
+# seconds taken in $ELAPSED
 boot() {
 	local emu=$1 name=$2 t=$3
 	shift 3
+	hv_serial_cfg "$RUNS/$name/esp/EFI/hvtrace/hvtrace.cfg"
 	# two at a time they share the machine with one another: half as much
 	# again (tests/lib/runner.sh RUNNER_JOBS)
 	[ "$RUNNER_JOBS" = 1 ] || t=$((t * 3 / 2))

@@ -50,6 +50,23 @@ int main(void)
 	CHECK(cfg.serial_port == 0 && !cfg.enable && cfg.memory == 1ull << 30, "none/no/1g values");
 	CHECK(parse("next = \\a.efi\ncmdline =\n") == 0 && cfg.cmdline[0] == 0, "empty cmdline");
 
+	/* serial.hide: the log port is hidden from the guest unless it is
+	 * COM1's (the guest's console); either way when asked */
+	CHECK(parse("next = \\a.efi\n") == 0 && !cfg.serial_hide, "COM1 shared by default");
+	CHECK(parse("next = \\a.efi\nserial = 0x2f8\n") == 0 && cfg.serial_hide, "0x2f8 hidden by default");
+	CHECK(parse("next = \\a.efi\nserial = 0x2f8\nserial.hide = no\n") == 0 && !cfg.serial_hide,
+	      "0x2f8 shown when asked");
+	CHECK(parse("next = \\a.efi\nserial.hide = yes\n") == 0 && cfg.serial_hide && cfg.serial_port == 0x3f8,
+	      "COM1 hidden when asked");
+	CHECK(parse("next = \\a.efi\nserial = none\n") == 0 && !cfg.serial_hide, "none: nothing hidden");
+	bad("next = \\a.efi\nserial = none\nserial.hide = yes\n", 0, "no port to hide");
+	bad("next = \\a.efi\nserial = 0x2f8\nserial.hide = maybe\n", 3, "not yes or no");
+	bad("next = \\a.efi\nserial = 0xcf1\n", 0, "PCI configuration ports");
+	bad("next = \\a.efi\nserial = 0xcfc\n", 0, "PCI configuration ports");
+	CHECK(parse("next = \\a.efi\nserial = 0xcf1\nserial.hide = no\n") == 0, "0xcf1 shown: no overlap check");
+	CHECK(parse("next = \\a.efi\nserial = 0xcf0\n") == 0 && parse("next = \\a.efi\nserial = 0xd00\n") == 0,
+	      "next to the PCI ports");
+
 	/* trace.pace: a number of branches, 0 or off for none; default 10000 */
 	CHECK(parse("next = \\a.efi\n") == 0 && cfg.pace == CFG_DEFAULT_PACE && cfg.pace == 10000,
 	      "default pace %u", cfg.pace);

@@ -28,6 +28,7 @@
 #define PF_ERR_P	(1ull << 0)
 #define PF_ERR_W	(1ull << 1)
 #define PF_ERR_U	(1ull << 2)
+#define PF_ERR_RSVD	(1ull << 3)
 #define PF_ERR_ID	(1ull << 4)
 #define PF_ERR_PK	(1ull << 5)
 

@@ -57,7 +57,7 @@ int pgwalk(const struct pgwalk_ctl *c, pgwalk_entry_fn entry, void *ctx, u64 lin
 		if (e & reserved_bits(c, l, leaf))
 			return PGWALK_RESERVED;
 		/* SDM Vol. 3 4.8: A is set in every entry used, D in the leaf on a write */
-		if (!(e & PTE_A) || (write && leaf && !(e & PTE_D)))
+		if (!c->ad_set && (!(e & PTE_A) || (write && leaf && !(e & PTE_D))))
 			return PGWALK_AD;
 		rw = rw && (e & PTE_RW);
 		us = us && (e & PTE_US);

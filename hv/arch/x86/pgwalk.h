@@ -18,6 +18,8 @@ struct pgwalk_ctl {
 	bool ac;		/* RFLAGS.AC (SMAP, SDM Vol. 3 4.6.1) */
 	bool pkru_known;	/* CR4.PKE: pkru is the guest's PKRU, else user-page data is left */
 	u32 pkru;
+	bool ad_set;		/* the caller sets accessed and dirty bits as the processor would
+				 * (base/gmem.c's copies): a missing one is no refusal */
 };
 
 enum pgwalk_access { PGWALK_READ, PGWALK_WRITE, PGWALK_FETCH };
