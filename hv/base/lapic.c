@@ -50,33 +50,38 @@ void lapic_write(u32 reg, u32 val)
 		*lapic_mmio(reg) = val;
 }
 
-bool lapic_irq_pending(void)
-{
-	u64 base = rdmsr(MSR_IA32_APICBASE);
-	if (!(base & APICBASE_EN))
-		return false;
-	bool x2 = base & APICBASE_EXTD;
-	/* vectors 0-15 are never accepted and 16-31 are reserved (11.8.3): IRR0 is left out */
-	for (u32 w = 7; w >= 1; w--) {
-		u32 irr = lapic_read_in(x2, APIC_IRR0 + 0x10 * w);
-		if (irr)
-			return lapic_irr_above_ppr(w, irr, lapic_read_in(x2, APIC_PPR));
-	}
-	return false;
-}
-
-int lapic_isr_highest(void)
+/* The highest word, from 7 down to `lowest`, of the 256-bit register (ISR, IRR: eight words
+ * 0x10 apart) at reg0 with a bit set: its index, its value in *bits; -1: none, or the APIC
+ * disabled (*x2 then unset). */
+static int highest_word(u32 reg0, u32 lowest, bool *x2, u32 *bits)
 {
 	u64 base = rdmsr(MSR_IA32_APICBASE);
 	if (!(base & APICBASE_EN))
 		return -1;
-	bool x2 = base & APICBASE_EXTD;
-	for (int w = 7; w >= 0; w--) {
-		u32 isr = lapic_read_in(x2, APIC_ISR0 + 0x10 * (u32)w);
-		if (isr)
-			return 32 * w + 31 - __builtin_clz(isr);
+	*x2 = base & APICBASE_EXTD;
+	for (int w = 7; w >= (int)lowest; w--) {
+		*bits = lapic_read_in(*x2, reg0 + 0x10 * (u32)w);
+		if (*bits)
+			return w;
 	}
 	return -1;
+}
+
+bool lapic_irq_pending(void)
+{
+	bool x2;
+	u32 irr;
+	/* vectors 0-15 are never accepted and 16-31 are reserved (11.8.3): IRR0 is left out */
+	int w = highest_word(APIC_IRR0, 1, &x2, &irr);
+	return w >= 0 && lapic_irr_above_ppr((u32)w, irr, lapic_read_in(x2, APIC_PPR));
+}
+
+int lapic_isr_highest(void)
+{
+	bool x2;
+	u32 isr;
+	int w = highest_word(APIC_ISR0, 0, &x2, &isr);
+	return w < 0 ? -1 : 32 * w + 31 - __builtin_clz(isr);
 }
 
 /* xAPIC: waits (bounded) for the previous IPI to leave, SDM 11.6.1 */

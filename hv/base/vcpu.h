@@ -129,7 +129,6 @@ struct vcpu {
 	 * (bit = vector; dispatch/irq.c) */
 	u64 irq_held[4];
 	u64 irq_owed[4];	/* held ones that go without waiting for the pace (trace/pace.c pace_pick) */
-	u64 irq_merged;		/* acknowledged again while held: ended at the APIC (irq_hold) */
 	bool irq_window, irq_hlt;	/* the backend's window exit and HLT intercept are on */
 	bool irq_watch;			/* it watches the host's requests while the guest halts */
 	/* page translations for reads, valid for one exit (base/gmem.c) */

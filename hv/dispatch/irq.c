@@ -133,7 +133,6 @@ static bool merge_held(struct vcpu *v, u8 vector)
 	if (!vecset_has(v->irq_held, vector) || lapic_isr_highest() != vector)
 		return false;
 	lapic_write(APIC_EOI, 0);
-	v->irq_merged++;
 	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		LOG_INFO("vcpu %u: vector %u came again while held: merged with it, as the local APIC's IRR "
 			 "would (said once; dispatch/irq.c merge_held)", v->id, (u32)vector);
