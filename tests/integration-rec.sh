@@ -1873,7 +1873,7 @@ t_svm_gdb_live_traced_bp_fast() { svm_gdb_live_traced_bp fast; }
 # them in first, into debug-register slots) and watchpoints: interp: `rwatch` gdb_tw_r,
 # `awatch` gdb_tw_a, `watch` gdb_tw_w (the three other debug-register slots: the interpreter
 # checks its own accesses against them) and `watch` gdb_tw_p (a page slot: the interpreter's
-# store does not go through the nested tables); fast: two breakpoints, `awatch` gdb_tw_a and
+# store does not go through the nested tables); fast and reference: two breakpoints, `awatch` gdb_tw_a and
 # `watch` gdb_tw_w (DR0/DR1, the registers the engines leave) and `watch` gdb_tw_p (the page
 # write-protected, the store stepped). Each continue stops right after its access, gdb
 # printing the values; t_gdb's own check (traced_watch) sees every word as without the
@@ -1954,6 +1954,7 @@ awatch *(unsigned long *)0x$wa"
 }
 t_svm_gdb_live_traced_watch_interp() { svm_gdb_live_traced_watch interp; }
 t_svm_gdb_live_traced_watch_fast() { svm_gdb_live_traced_watch fast; }
+t_svm_gdb_live_traced_watch_reference() { svm_gdb_live_traced_watch reference; }
 
 # Two vCPUs stopping at once (svm-gdb-live-pair: watchpoints; -traced:
 # a breakpoint): t_gdb's pair phase (asked for by the word
@@ -2326,6 +2327,6 @@ t_linux_gdb_live_traced() {
 	finish $name
 }
 
-ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced t_svm_gdb_live_traced_bp_interp t_svm_gdb_live_traced_bp_fast t_svm_gdb_live_traced_watch_interp t_svm_gdb_live_traced_watch_fast t_svm_gdb_live_pair t_svm_gdb_live_pair_traced
+ALL="t_svm_rec_basic_fast t_svm_rec_basic_reference t_svm_rec_from_boot t_svm_rec_boot_paced t_svm_rec_hang_nmi t_svm_rec_hang_detect t_svm_rec_crash t_svm_rec_smp_crash t_svm_rec_crash_elf_dump t_svm_rec_reset t_svm_rec_hostile_channel t_svm_rec_ctl_idle t_svm_rec_ctl_freeze t_svm_rec_trigger_engine_on t_svm_rec_record_stops t_svm_rec_lossless t_svm_rec_lossless_smp t_svm_rec_slow_reader t_svm_gdb_live t_svm_gdb_live_traced t_svm_gdb_live_traced_bp_interp t_svm_gdb_live_traced_bp_fast t_svm_gdb_live_traced_watch_interp t_svm_gdb_live_traced_watch_fast t_svm_gdb_live_traced_watch_reference t_svm_gdb_live_pair t_svm_gdb_live_pair_traced
 t_linux_rec_start_kernel t_linux_symbols_kaslr t_linux_rec_smp t_linux_rec_panic_freeze t_linux_rec_ctl_idle t_linux_gdb_panic t_linux_gdb_live t_linux_gdb_live_pagebp t_linux_gdb_live_traced"
 runner_main integration-rec "$ALL" "$@"
