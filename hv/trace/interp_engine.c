@@ -346,6 +346,39 @@ static int imem_fill(void *ctx, u64 lin, u64 val, unsigned len, unsigned count)
 	return INTERP_MEM_OK;
 }
 
+/* A REP MOVS's part (interp_mem_ops.copy): count elements from src's page to dst's, by the
+ * processor's own REP MOVS of the same width on the guest's pages (guest RAM is mapped at its
+ * own address, so ranges that overlap in the guest's memory overlap here too and move as the
+ * guest's would). The read's walk first, as the processor reads first. A part that touches a
+ * watched byte, read or written: the processor runs the rest (its watchpoint traps after the
+ * element that hit). Verify mode's shadow holds one write: left there. */
+static int imem_copy(void *ctx, u64 dst, u64 src, unsigned len, unsigned count)
+{
+	struct imem *m = ctx;
+	if (m->shadow)
+		return INTERP_MEM_LEAVE;
+	const u8 *ps = imem_page(m, src, PGWALK_READ);
+	u8 *pd = ps ? imem_page(m, dst, PGWALK_WRITE) : NULL;
+	if (!pd)
+		return INTERP_MEM_LEAVE;
+	ps += src & (PAGE_SIZE - 1);
+	pd += dst & (PAGE_SIZE - 1);
+	u64 bytes = (u64)len * count;
+	if (__builtin_expect(m->watch, 0) &&
+	    (pagebp_watch_near(m->v->trace->dbg_bps.w, m->v->trace->dbg_bps.wn, src, imem_gpa(ps), bytes) ||
+	     pagebp_watch_near(m->v->trace->dbg_bps.w, m->v->trace->dbg_bps.wn, dst, imem_gpa(pd), bytes)))
+		return INTERP_MEM_LEAVE;
+	interp_code_written(&m->v->trace->dcache, pd, pd + bytes - 1);
+	u64 n = count;
+	switch (len) {
+	case 1: asm volatile("rep movsb" : "+D"(pd), "+S"(ps), "+c"(n) : : "memory"); break;
+	case 2: asm volatile("rep movsw" : "+D"(pd), "+S"(ps), "+c"(n) : : "memory"); break;
+	case 4: asm volatile("rep movsl" : "+D"(pd), "+S"(ps), "+c"(n) : : "memory"); break;
+	default: asm volatile("rep movsq" : "+D"(pd), "+S"(ps), "+c"(n) : : "memory"); break;
+	}
+	return INTERP_MEM_OK;
+}
+
 /* Fresh bytes at every fetch (no decoded copy is kept): self- and cross-modifying code is seen
  * as the processor sees it after a serializing point, or sooner. */
 static unsigned imem_fetch(void *ctx, u64 lin, u8 *buf, unsigned max)
@@ -445,7 +478,7 @@ static int imem_decode(void *ctx, u64 lin, const u8 **bytes, const struct dec_in
 }
 
 static const struct interp_mem_ops imem_ops = { imem_read, imem_write, imem_fetch, imem_decode, imem_cmpxchg, imem_fill,
-						 imem_cmpxchg16 };
+						 imem_cmpxchg16, imem_copy };
 
 /* --- coverage ---------------------------------------------------------------------------- */
 

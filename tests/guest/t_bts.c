@@ -1282,6 +1282,56 @@ static void test_rep_stos(void)
 }
 
 /*
+ * REP MOVS while tracing (issue #24: the interpreting engine moves a part at a time, each part
+ * ending at the source's or the destination's page boundary): a REP MOVSQ of 0x402 quadwords
+ * from 0x10 bytes before a page boundary of a patterned source to 0x7f8 bytes into the
+ * destination (the two boundaries fall at different elements), then a REP MOVSB of 0x805
+ * bytes within the destination, forward onto itself 3 bytes further on, from 2 bytes before a
+ * boundary (each byte read after the ones before it were written: the first 3 bytes repeat
+ * all the way, Vol. 2B MOVS). Every byte, RCX, RSI and RDI must be what the processor's REP
+ * MOVS leaves, computed here element by element; the INFO line gives the interpreter's counts.
+ */
+static uint8_t rm_src[3 * 4096] __attribute__((aligned(4096)));
+
+static void test_rep_movs(void)
+{
+	struct hvtrace_vcpu_status before, after;
+	static uint8_t want[sizeof(rs_buf)];
+	for (unsigned i = 0; i < sizeof(rm_src); i++)
+		rm_src[i] = (uint8_t)(i * 7 + (i >> 8));
+	SetMem(rs_buf, sizeof(rs_buf), 0x5a);
+	uint64_t rsi = A(rm_src) + 0xff0, rdi = A(rs_buf) + 0x7f8, rcx = 0x402;
+	uint64_t rsi2 = A(rs_buf) + 0x2ffe, rdi2 = rsi2 + 3, rcx2 = 0x805;
+	ds_setup(64, 64);
+	uint64_t f = irq_save();
+	vcpu_status(&before);
+	wrmsr(MSR_IA32_DEBUGCTL, TRACE);
+	asm volatile("cld; rep movsq" : "+S"(rsi), "+D"(rdi), "+c"(rcx) : : "memory");
+	asm volatile("rep movsb" : "+S"(rsi2), "+D"(rdi2), "+c"(rcx2) : : "memory");
+	wrmsr(MSR_IA32_DEBUGCTL, 0);
+	vcpu_status(&after);
+	irq_restore(f);
+	SetMem(want, sizeof(want), 0x5a);
+	for (unsigned i = 0; i < 0x402 * 8; i++)
+		want[0x7f8 + i] = rm_src[0xff0 + i];
+	for (unsigned i = 0; i < 0x805; i++)
+		want[0x2ffe + 3 + i] = want[0x2ffe + i];
+	unsigned bad = 0, first = ~0u;
+	for (unsigned i = 0; i < sizeof(rs_buf); i++)
+		if (rs_buf[i] != want[i]) {
+			bad++;
+			if (first == ~0u)
+				first = i;
+		}
+	report_info("rep movs: %lu instructions interpreted, %lu left", after.interp_insns - before.interp_insns,
+		    after.interp_left - before.interp_left);
+	report(!bad && !rcx && !rcx2 && rsi == A(rm_src) + 0xff0 + 0x402 * 8 && rdi == A(rs_buf) + 0x7f8 + 0x402 * 8 &&
+	       rsi2 == A(rs_buf) + 0x2ffe + 0x805 && rdi2 == A(rs_buf) + 0x2ffe + 3 + 0x805,
+	       "bts_rep_movs", "%u bytes differ (first at %x), RCX %lx %lx, RSI at %lx %lx, RDI at %lx %lx", bad, first,
+	       rcx, rcx2, rsi - A(rm_src), rsi2 - A(rs_buf), rdi - A(rs_buf), rdi2 - A(rs_buf));
+}
+
+/*
  * An interrupt that comes while the interpreting engine runs the guest (issue #24). Root mode
  * runs with interrupts off, so one that arrives during a burst waits for the burst's end; the
  * burst looks at the local APIC every 64 instructions and ends when it has an interrupt for
@@ -1660,6 +1710,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	test_flag_insns();
 	test_irq_in_burst();
 	test_rep_stos();
+	test_rep_movs();
 	test_chain();
 	test_jcc_skip();
 	test_chain_interrupt();

@@ -179,8 +179,30 @@ static int mem_fill(void *ctx, uint64_t lin, uint64_t val, unsigned len, unsigne
 		memcpy((void *)(lin + (uint64_t)i * len), &val, len);
 	return INTERP_MEM_OK;
 }
+/* a REP MOVS's part: count elements from one page of the sandbox to one page, each element
+ * read whole and then written, one after the other (the architectural result where they
+ * overlap) */
+static int mem_copy(void *ctx, uint64_t dst, uint64_t src, unsigned len, unsigned count)
+{
+	uint64_t bytes = (uint64_t)len * count;
+	(void)ctx;
+	if (src < SANDBOX || src > SANDBOX + SANDBOX_SIZE - bytes || dst < SANDBOX || dst > SANDBOX + SANDBOX_SIZE - bytes)
+		return INTERP_MEM_LEAVE;
+	if ((src >> 12) != ((src + bytes - 1) >> 12) || (dst >> 12) != ((dst + bytes - 1) >> 12)) {
+		fprintf(stderr, "FAIL copy %#llx -> %#llx x %u of %u bytes: across a page\n", (unsigned long long)src,
+			(unsigned long long)dst, count, len);
+		exit(1);
+	}
+	for (unsigned i = 0; i < count; i++) {
+		uint64_t e;
+		memcpy(&e, (void *)(src + (uint64_t)i * len), len);
+		memcpy((void *)(dst + (uint64_t)i * len), &e, len);
+	}
+	return INTERP_MEM_OK;
+}
 static const struct interp_mem_ops ops = { .read = mem_read, .write = mem_write, .fetch = mem_fetch,
-					   .cmpxchg = mem_cmpxchg, .fill = mem_fill, .cmpxchg16 = mem_cmpxchg16 };
+					   .cmpxchg = mem_cmpxchg, .fill = mem_fill, .cmpxchg16 = mem_cmpxchg16,
+					   .copy = mem_copy };
 
 /* A decode cache as the engine keeps one (trace/interp_engine.c): an entry answers when the
  * bytes at its address are still the ones it was decoded from, and keeps the core's derived
@@ -219,7 +241,7 @@ static int mem_decode(void *ctx, uint64_t lin, const uint8_t **bytes, const stru
 }
 static const struct interp_mem_ops ops_cached = { .read = mem_read, .write = mem_write, .fetch = mem_fetch,
 						  .decode = mem_decode, .cmpxchg = mem_cmpxchg, .fill = mem_fill,
-						  .cmpxchg16 = mem_cmpxchg16 };
+						  .cmpxchg16 = mem_cmpxchg16, .copy = mem_copy };
 static bool use_cache;	/* one random case in four runs through ops_cached */
 
 /* --- random instruction sequences ------------------------------------------------------------- */
@@ -472,22 +494,53 @@ static int lea_target(struct seq *q, int u, struct ib *b)
 }
 
 /* LEA RDI, [RBX + disp] (RBX: DATA_MID, the sandbox's page boundary at + 0x800) */
-static void lea_rdi_rbx(struct ib *b, int32_t disp)
+static void lea_rbx(struct ib *b, unsigned reg, int32_t disp)
 {
 	op1(b, 0x8d);
 	b->rex = 0x48;
-	set_reg_field(b, 7);
+	set_reg_field(b, reg);
 	b->has_modrm = true;
 	b->modrm = (uint8_t)((b->modrm & 0x38) | 0x80 | 3);
 	b->disp_size = 4;
 	b->disp = disp;
+}
+static void lea_rdi_rbx(struct ib *b, int32_t disp)
+{
+	lea_rbx(b, RDI, disp);
+}
+
+/* A string instruction (its byte form `op`, or the next opcode's word form) with or without REP,
+ * after MOV ECX, 0..63 and, always with REP, CLD (a REP string with DF set is left); the
+ * string instruction returned */
+static struct ib *rep_string(struct seq *q, int u, uint8_t op)
+{
+	struct ib *b = add(q, u);		/* MOV ECX, 0..63 */
+	op1(b, 0xb9);
+	b->nimm = 4;
+	uint32_t cnt = (uint32_t)rnd(64);
+	memcpy(b->imm, &cnt, 4);
+	bool rep = rnd(4) != 0;
+	if (rep || rnd(2)) {			/* CLD */
+		b = add(q, u);
+		op1(b, 0xfc);
+	}
+	b = add(q, u);
+	if (rnd(2)) {
+		op1(b, op);
+		maybe_rex(b);
+	} else {
+		op1(b, op + 1);
+		set_vsize(b, true);
+	}
+	b->pf3 = rep;
+	return b;
 }
 
 /* One unit: an instruction or a short idiom (the indirect transfers need an address) */
 static void gen_unit(struct seq *q, int u)
 {
 	struct ib *b = add(q, u);
-	int w, k = (int)rnd(48);
+	int w, k = (int)rnd(49);
 	uint8_t o;
 
 	switch (k) {
@@ -994,25 +1047,26 @@ static void gen_unit(struct seq *q, int u)
 	case 47: {					/* STOS, REP STOS into the sandbox */
 		/* LEA RDI, [RBX + 0x700..0x8ff]: across the sandbox's page boundary at RBX + 0x800 */
 		lea_rdi_rbx(b, 0x700 + (int32_t)rnd(0x200));
-		b = add(q, u);				/* MOV ECX, 0..63 */
-		op1(b, 0xb9);
-		b->nimm = 4;
-		uint32_t cnt = (uint32_t)rnd(64);
-		memcpy(b->imm, &cnt, 4);
-		bool rep = rnd(4) != 0;
-		if (rep || rnd(2)) {			/* CLD (a REP STOS with DF set is left) */
-			b = add(q, u);
-			op1(b, 0xfc);
-		}
+		rep_string(q, u, 0xaa);
+		break;
+	}
+	case 48: {					/* MOVS, REP MOVS within the sandbox */
+		/* LEA RSI and RDI, [RBX + 0x600..0x9ff]: across the sandbox's page boundary at
+		 * RBX + 0x800, overlapping either way at times; RSI less GS's base under a GS
+		 * override (the source's segment; the destination's, ES, has none) */
+		bool gs = !rnd(4);
+		lea_rbx(b, RSI, 0x600 + (int32_t)rnd(0x400) - (gs ? (int32_t)GS_BASE : 0));
 		b = add(q, u);
-		if (rnd(2)) {
-			op1(b, 0xaa);
-			maybe_rex(b);
-		} else {
-			op1(b, 0xab);
-			set_vsize(b, true);
+		int32_t d = rnd(4) ? (int32_t)rnd(0x400) : 0;
+		lea_rbx(b, RDI, 0x600 + d);
+		if (!rnd(4)) {				/* RDI near RSI: overlaps by less than an element */
+			b->op[0] = 0x8d;
+			b->modrm = (uint8_t)((7 << 3) | 0x80 | 6);	/* LEA RDI, [RSI + -8..8] */
+			b->disp = (int32_t)rnd(17) - 8 + (gs ? (int32_t)GS_BASE : 0);
 		}
-		b->pf3 = rep;
+		b = rep_string(q, u, 0xa4);
+		if (gs)
+			b->seg = 0x65;
 		break;
 	}
 	case 40: {					/* [LOCK] CMPXCHG8B/16B [RDI] */
@@ -1723,6 +1777,9 @@ static void directed(void)
 	CHECK(DSTEP(&c, &r, 0xf3, 0x48, 0xab) == INTERP_LEAVE_PREFIX, "REP STOSQ without a fill callback: left");
 	CHECK(DSTEP(&c, &r, 0xf2, 0xaa) == INTERP_LEAVE_PREFIX, "REPNE STOSB: left");
 	CHECK(DSTEP(&c, &r, 0x67, 0xaa) == INTERP_LEAVE_PREFIX, "STOSB with a 32-bit address: left");
+	CHECK(DSTEP(&c, &r, 0xf3, 0x48, 0xa5) == INTERP_LEAVE_PREFIX, "REP MOVSQ without a copy callback: left");
+	CHECK(DSTEP(&c, &r, 0xf2, 0xa4) == INTERP_LEAVE_PREFIX, "REPNE MOVSB: left");
+	CHECK(DSTEP(&c, &r, 0x67, 0xa4) == INTERP_LEAVE_PREFIX, "MOVSB with a 32-bit address: left");
 	CHECK(DSTEP(&c, &r, 0x0f) == INTERP_LEAVE_FETCH, "truncated: left");
 	c.mode = DEC_MODE_32;
 	d_code = (const uint8_t *)"\x90";

@@ -673,6 +673,41 @@ static bool cli_sti(struct step *s, bool sti)
 	return true;
 }
 
+/* A REP string instruction's part (interp_cpu.rep_parts): *n of RCX's elements of w bytes, at
+ * most `room` of them (the elements wholly in the pages it touches; 0: the one across a
+ * boundary goes alone). 1: go on; 0: RCX is 0, no iteration (the next instruction); -1: left (a
+ * part short of RCX where the caller takes none). */
+static int rep_part(struct step *s, u64 room, u64 *n)
+{
+	u64 rcx = s->n->gpr[RCX];
+	if (!rcx)
+		return 0;
+	*n = rcx < room ? rcx : room;
+	if (*n < rcx && !s->n->rep_parts) {
+		leave(s, INTERP_LEAVE_PREFIX);
+		return -1;
+	}
+	return 1;
+}
+
+/* The elements of w bytes from lin to the end of its page */
+static inline u64 room_of(u64 lin, unsigned w)
+{
+	return (PAGE_SIZE - (lin & (PAGE_SIZE - 1))) / w;
+}
+
+/* After a part of n elements (at least 1): RCX less n, and while it is not 0 RIP stays at the
+ * instruction, which runs again from the next element */
+static void rep_next(struct step *s, u64 n)
+{
+	u64 rcx = s->n->gpr[RCX] - n;
+	gpr_set(s, RCX, rcx);
+	if (rcx) {
+		s->n->rip = s->rip0;
+		s->branched = true;
+	}
+}
+
 /* STOS m8/m16/m32/m64 (AA, AB; Vol. 2B STOS), and with REP (F3) the string of them (Vol. 2B
  * REP): 64-bit addresses only (67h left), ES's base ignored in 64-bit mode. One STOS is the
  * instruction's one write. A REP STOS goes a page at a time: the elements that lie wholly in
@@ -695,12 +730,10 @@ static bool stos(struct step *s, unsigned w)
 	}
 	if (s->in->rep != 0xf3 || down || !s->mem->fill)
 		return leave(s, INTERP_LEAVE_PREFIX);
-	u64 rcx = s->n->gpr[RCX];
-	if (!rcx)
-		return true;	/* no iteration: the next instruction */
-	u64 room = (PAGE_SIZE - (rdi & (PAGE_SIZE - 1))) / w, n = rcx < room ? rcx : room;
-	if (n < rcx && !s->n->rep_parts)
-		return leave(s, INTERP_LEAVE_PREFIX);
+	u64 n;
+	int part = rep_part(s, room_of(rdi, w), &n);
+	if (part <= 0)
+		return !part;
 	if (!n) {
 		/* the element across the page boundary, alone */
 		if (!mem_write(s, rdi, w, val))
@@ -714,12 +747,53 @@ static bool stos(struct step *s, unsigned w)
 		if (s->mem->fill(s->ctx, rdi, val, w, (unsigned)n) != INTERP_MEM_OK)
 			return leave(s, INTERP_LEAVE_MEMORY);
 	}
-	gpr_set(s, RCX, rcx - n);
 	gpr_set(s, RDI, rdi + n * w);
-	if (rcx - n) {
-		s->n->rip = s->rip0;	/* again, from the next element */
-		s->branched = true;
+	rep_next(s, n);
+	return !s->leave;
+}
+
+/* MOVS m, m (A4, A5; Vol. 2B MOVS), and with REP (F3) the string of them: 64-bit addresses only
+ * (67h left), from DS:RSI (FS's or GS's base if one overrides; DS's is ignored in 64-bit mode,
+ * Vol. 3 3.2.4) to ES:RDI (ES's base ignored, no override). One MOVS: its read, then its one
+ * write. A REP MOVS goes a part at a time as REP STOS does (stos, above): the elements that lie
+ * wholly in RSI's page and in RDI's page are moved by mem_ops.copy, an element across either
+ * page boundary alone (a read and a write), then RCX, RSI and RDI move on and, while RCX is not
+ * 0, RIP stays at the instruction. DF set, or no copy callback: left. */
+static bool movs(struct step *s, unsigned w)
+{
+	if (s->in->addrsize != 8)
+		return leave(s, INTERP_LEAVE_PREFIX);
+	u64 rsi = s->n->gpr[RSI], rdi = s->n->gpr[RDI], v;
+	u64 src = rsi + (s->in->seg == 0x64 ? s->n->fs_base : s->in->seg == 0x65 ? s->n->gs_base : 0);
+	bool down = s->n->rflags & RFLAGS_DF;
+	if (!s->in->rep) {
+		if (!mem_read(s, src, w, &v) || !mem_write(s, rdi, w, v))
+			return false;
+		gpr_set(s, RSI, down ? rsi - w : rsi + w);
+		gpr_set(s, RDI, down ? rdi - w : rdi + w);
+		return !s->leave;
 	}
+	if (s->in->rep != 0xf3 || down || !s->mem->copy)
+		return leave(s, INTERP_LEAVE_PREFIX);
+	u64 n, room_s = room_of(src, w), room_d = room_of(rdi, w);
+	int part = rep_part(s, room_s < room_d ? room_s : room_d, &n);
+	if (part <= 0)
+		return !part;
+	if (!n) {
+		/* an element across a page boundary, alone */
+		if (!mem_read(s, src, w, &v) || !mem_write(s, rdi, w, v))
+			return false;
+		n = 1;
+	} else {
+		/* each page within one canonical half if its first byte is; #AC as for any element */
+		if (!mem_check(s, src, w) || !mem_check(s, rdi, w))
+			return false;
+		if (s->mem->copy(s->ctx, rdi, src, w, (unsigned)n) != INTERP_MEM_OK)
+			return leave(s, INTERP_LEAVE_MEMORY);
+	}
+	gpr_set(s, RSI, rsi + n * w);
+	gpr_set(s, RDI, rdi + n * w);
+	rep_next(s, n);
 	return !s->leave;
 }
 
@@ -830,6 +904,8 @@ static inline __attribute__((always_inline)) bool exec_1b(struct step *s)
 		return true;
 	case 0xaa: case 0xab:	/* STOS, REP STOS */
 		return stos(s, w);
+	case 0xa4: case 0xa5:	/* MOVS, REP MOVS */
+		return movs(s, w);
 	case 0x98:		/* CBW/CWDE/CDQE */
 		w = s->in->opsize;
 		reg_set(s, RAX, w, sext(reg_get(s, RAX, w / 2), w / 2));
@@ -986,12 +1062,13 @@ static void derive(const struct dec_insn *in, const u8 *bytes, struct interp_pre
 		}
 	}
 	p->leave = INTERP_LEAVE_NONE;
-	if (in->encoding != DEC_ENC_LEGACY || (in->rep && !(in->map == 0 && (in->opcode | 1) == 0xab)) ||
+	bool rep_string = in->map == 0 && ((in->opcode | 1) == 0xab || (in->opcode | 1) == 0xa5);
+	if (in->encoding != DEC_ENC_LEGACY || (in->rep && !rep_string) ||
 	    (p->pfx & INTERP_PFX_F2) ||
 	    ((p->pfx & INTERP_PFX_F3) && !(in->map == 1 && (in->opcode == 0x1e || in->opcode == 0xbc || in->opcode == 0xbd)) &&
-	     !(in->map == 0 && (in->opcode == 0xc3 || in->opcode == 0x90 || (in->opcode | 1) == 0xab))))
+	     !(in->map == 0 && (in->opcode == 0xc3 || in->opcode == 0x90)) && !rep_string))
 		/* F2/F3 select other instructions (POPCNT, string forms...) or are hints we do not
-		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE, "rep ret" and REP STOS */
+		 * model; the ones kept: ENDBR, TZCNT/LZCNT, PAUSE, "rep ret", REP STOS and REP MOVS */
 		p->leave = INTERP_LEAVE_PREFIX;
 	p->imm = imm_of(in, bytes);
 	p->valid = true;

@@ -36,7 +36,7 @@ struct interp_cpu {
 	/* CPUID.80000001H:ECX.PREFETCHW[bit 8] of the processor under the guest: 0F 0D /1 is
 	 * PREFETCHW, a hint; clear, it is left */
 	bool prefetchw;
-	/* the caller takes a REP string instruction in parts (interp_mem_ops.fill): RIP stays at
+	/* the caller takes a REP string instruction in parts (interp_mem_ops.fill, .copy): RIP stays at
 	 * it while RCX is not 0, and the caller runs it again as the next instruction; each part
 	 * then counts as an instruction of the caller's. Clear (the virtual PMU counts retired
 	 * instructions): one that does not end in its first part is left */
@@ -100,6 +100,13 @@ struct interp_mem_ops {
 	 * written back unchanged, as the processor's access writes it either way. A write's
 	 * checks. INTERP_MEM_OK, or LEAVE. */
 	int (*cmpxchg16)(void *ctx, u64 lin, u64 old[2], const u64 new[2], bool *done);
+	/* Optional (NULL: REP MOVS is left): a REP MOVS's part, count elements of len (1, 2, 4, 8)
+	 * bytes from src up to dst up; each range in one page (the core makes sure), both
+	 * canonical. All or nothing, with a read's checks on src and a write's on dst; the
+	 * elements moved one after the other as the processor's own REP MOVS of that width moves
+	 * them, so overlapping ranges come out as its element-by-element definition says (Vol. 2B
+	 * MOVS; its fast strings keep that result, Vol. 1 7.3.9.3). INTERP_MEM_OK, or LEAVE. */
+	int (*copy)(void *ctx, u64 dst, u64 src, unsigned len, unsigned count);
 };
 
 /* Why an instruction was left to the processor (counted per reason and opcode). */
