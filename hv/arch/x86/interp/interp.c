@@ -165,6 +165,13 @@ static inline __attribute__((always_inline)) bool mem_write(struct step *s, u64 
 	return true;
 }
 
+/* FS's or GS's base where one overrides; other segments' bases are 0 in 64-bit mode (Vol. 3
+ * 3.2.4) */
+static inline __attribute__((always_inline)) u64 override_base(const struct step *s)
+{
+	return s->in->seg == 0x64 ? s->n->fs_base : s->in->seg == 0x65 ? s->n->gs_base : 0;
+}
+
 /* SDM Vol. 2A 2.2.1: the effective address in 64-bit mode (ModRM, SIB, RIP-relative), then
  * FS/GS's base if one overrides; other segments' bases are treated as 0 (Vol. 3 3.2.4). */
 static inline __attribute__((always_inline)) void modrm_address(struct step *s)
@@ -187,7 +194,7 @@ static inline __attribute__((always_inline)) void modrm_address(struct step *s)
 	if (in->addrsize == 4)
 		ea &= 0xffffffffull;
 	s->ea = ea;
-	s->lin = ea + (in->seg == 0x64 ? s->n->fs_base : in->seg == 0x65 ? s->n->gs_base : 0);
+	s->lin = ea + override_base(s);
 }
 
 /* The r/m operand of width w: a register or memory */
@@ -673,7 +680,7 @@ static bool cli_sti(struct step *s, bool sti)
 	return true;
 }
 
-/* A REP string instruction's part (interp_cpu.rep_parts): *n of RCX's elements of w bytes, at
+/* A REP string instruction's part (interp_cpu.rep_parts): *n of RCX's elements, at
  * most `room` of them (the elements wholly in the pages it touches; 0: the one across a
  * boundary goes alone). 1: go on; 0: RCX is 0, no iteration (the next instruction); -1: left (a
  * part short of RCX where the caller takes none). */
@@ -764,7 +771,7 @@ static bool movs(struct step *s, unsigned w)
 	if (s->in->addrsize != 8)
 		return leave(s, INTERP_LEAVE_PREFIX);
 	u64 rsi = s->n->gpr[RSI], rdi = s->n->gpr[RDI], v;
-	u64 src = rsi + (s->in->seg == 0x64 ? s->n->fs_base : s->in->seg == 0x65 ? s->n->gs_base : 0);
+	u64 src = rsi + override_base(s);
 	bool down = s->n->rflags & RFLAGS_DF;
 	if (!s->in->rep) {
 		if (!mem_read(s, src, w, &v) || !mem_write(s, rdi, w, v))
